@@ -1,0 +1,95 @@
+// swift-tools-version: 6.0
+import PackageDescription
+
+let package = Package(
+    name: "Nimbus",
+    platforms: [.macOS(.v14)],
+    products: [
+        .executable(name: "nimbus", targets: ["nimbus"]),
+        .library(name: "NimbusKit", targets: ["NimbusKit"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird-websocket.git", from: "2.8.1"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird-auth.git", from: "2.5.0"),
+        .package(url: "https://github.com/hummingbird-project/swift-websocket.git", from: "1.6.2"),
+        .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-crypto.git", from: "3.12.3"),
+        .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
+        .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+    ],
+    targets: [
+        .target(
+            name: "NimbusCore",
+            dependencies: [
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
+        .target(
+            name: "NimbusStore",
+            dependencies: [
+                "NimbusCore",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .target(
+            name: "NimbusServer",
+            dependencies: [
+                "NimbusCore",
+                "NimbusStore",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
+                .product(name: "HummingbirdBcrypt", package: "hummingbird-auth"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ]
+        ),
+        .target(
+            name: "NimbusKit",
+            dependencies: [
+                "NimbusCore",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "WSClient", package: "swift-websocket"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .target(name: "NimbusDevice", dependencies: ["NimbusKit"]),
+        .target(
+            name: "NimbusTesting",
+            dependencies: ["NimbusCore", "NimbusStore", "NimbusServer", "NimbusKit"]
+        ),
+        .executableTarget(
+            name: "nimbus",
+            dependencies: [
+                "NimbusCore", "NimbusStore", "NimbusServer", "NimbusKit",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        .executableTarget(
+            name: "KeyValueBenchmarks",
+            dependencies: ["NimbusTesting", "NimbusKit", "NimbusCore"],
+            path: "Benchmarks/KeyValueBenchmarks"
+        ),
+        .testTarget(name: "NimbusCoreTests", dependencies: ["NimbusCore"]),
+        .testTarget(name: "NimbusStoreTests", dependencies: ["NimbusStore", "NimbusCore"]),
+        .testTarget(name: "NimbusServerTests", dependencies: ["NimbusServer", "NimbusTesting", "NimbusCore"]),
+        .testTarget(name: "NimbusKitTests", dependencies: ["NimbusKit", "NimbusCore"]),
+        .testTarget(
+            name: "EndToEndTests",
+            dependencies: ["NimbusTesting", "NimbusKit", "NimbusServer", "NimbusCore"]
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,57 @@
+/// A stable error code that crosses the wire as `serverErrorCode`.
+///
+/// The CloudKit Web Services codes come first, with the HTTP statuses CloudKit uses; Nimbus adds
+/// its own codes where CloudKit has none. Codes are never renamed once shipped: clients match on them.
+public struct ErrorCode: RawRepresentable, Hashable, Codable, Sendable, CustomStringConvertible {
+    public let rawValue: String
+    public init(rawValue: String) { self.rawValue = rawValue }
+    public var description: String { rawValue }
+
+    public static let accessDenied = ErrorCode(rawValue: "ACCESS_DENIED")
+    public static let atomicError = ErrorCode(rawValue: "ATOMIC_ERROR")
+    public static let authenticationFailed = ErrorCode(rawValue: "AUTHENTICATION_FAILED")
+    public static let authenticationRequired = ErrorCode(rawValue: "AUTHENTICATION_REQUIRED")
+    public static let badRequest = ErrorCode(rawValue: "BAD_REQUEST")
+    public static let conflict = ErrorCode(rawValue: "CONFLICT")
+    public static let exists = ErrorCode(rawValue: "EXISTS")
+    public static let internalError = ErrorCode(rawValue: "INTERNAL_ERROR")
+    public static let notFound = ErrorCode(rawValue: "NOT_FOUND")
+    public static let quotaExceeded = ErrorCode(rawValue: "QUOTA_EXCEEDED")
+    public static let throttled = ErrorCode(rawValue: "THROTTLED")
+    public static let tryAgainLater = ErrorCode(rawValue: "TRY_AGAIN_LATER")
+    public static let validatingReferenceError = ErrorCode(rawValue: "VALIDATING_REFERENCE_ERROR")
+    public static let zoneNotFound = ErrorCode(rawValue: "ZONE_NOT_FOUND")
+
+    /// A key-value store batch would break one of the store's limits; nothing was written.
+    public static let kvLimitExceeded = ErrorCode(rawValue: "KV_LIMIT_EXCEEDED")
+    /// The request body is larger than the route accepts.
+    public static let requestTooLarge = ErrorCode(rawValue: "REQUEST_TOO_LARGE")
+    /// A change token that does not belong to this zone, or names a state the server never had.
+    public static let changeTokenExpired = ErrorCode(rawValue: "CHANGE_TOKEN_EXPIRED")
+    /// The HTTP method is not served on this path.
+    public static let methodNotAllowed = ErrorCode(rawValue: "METHOD_NOT_ALLOWED")
+
+    /// Lets callers write `catch ErrorCode.kvLimitExceeded` for a `NimbusError` with that code.
+    public static func ~= (code: ErrorCode, error: any Error) -> Bool {
+        (error as? NimbusError)?.code == code
+    }
+
+    /// The HTTP status this code is answered with.
+    public var httpStatus: Int {
+        switch self {
+        case .accessDenied: 403
+        case .atomicError, .badRequest: 400
+        case .authenticationFailed: 401
+        case .authenticationRequired: 421
+        case .conflict, .exists: 409
+        case .notFound, .zoneNotFound: 404
+        case .quotaExceeded, .kvLimitExceeded, .requestTooLarge: 413
+        case .throttled: 429
+        case .tryAgainLater: 503
+        case .validatingReferenceError: 412
+        case .changeTokenExpired: 410
+        case .methodNotAllowed: 405
+        default: 500
+        }
+    }
+}

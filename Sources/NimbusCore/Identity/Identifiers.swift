@@ -1,0 +1,55 @@
+/// Validation of the developer-facing identifiers, with messages that say what a valid one looks like.
+public enum Identifiers {
+    /// A team ID: 10 upper-case letters or digits, like `98Z3R5XU29`.
+    public static func validateTeamID(_ id: String) throws(NimbusError) {
+        guard id.utf8.count == 10, id.utf8.allSatisfy({ (48...57).contains($0) || (65...90).contains($0) }) else {
+            throw .badRequest("team ID \"\(id)\" must be 10 upper-case letters or digits, like 98Z3R5XU29")
+        }
+    }
+
+    /// A bundle ID: reverse-DNS, at least two dot-separated parts of letters, digits, `-` and `_`.
+    public static func validateBundleID(_ id: String) throws(NimbusError) {
+        guard isReverseDNS(id, minimumParts: 2) else {
+            throw .badRequest("bundle ID \"\(id)\" must be reverse-DNS, like com.example.Cloudy")
+        }
+    }
+
+    /// A container identifier: `iCloud.` followed by a reverse-DNS name.
+    public static func validateContainerID(_ id: String) throws(NimbusError) {
+        guard id.hasPrefix("iCloud."), isReverseDNS(String(id.dropFirst(7)), minimumParts: 2) else {
+            throw .badRequest("container identifier \"\(id)\" must look like iCloud.com.example.Cloudy")
+        }
+    }
+
+    /// A key-value store identifier: `TEAMID.bundleID` by default, any reverse-DNS name otherwise.
+    public static func validateStoreIdentifier(_ id: String) throws(NimbusError) {
+        guard id.utf8.count <= 255, isReverseDNS(id, minimumParts: 2) else {
+            throw .badRequest("key-value store identifier \"\(id)\" must look like 98Z3R5XU29.com.example.Cloudy")
+        }
+    }
+
+    /// An email address, checked only for shape: something@something.
+    public static func validateEmail(_ email: String) throws(NimbusError) {
+        let parts = email.split(separator: "@", omittingEmptySubsequences: false)
+        guard email.utf8.count <= 254, parts.count == 2, !parts[0].isEmpty, !parts[1].isEmpty,
+              !email.contains(where: \.isWhitespace) else {
+            throw .badRequest("\"\(email)\" is not an email address")
+        }
+    }
+
+    public static func validatePassword(_ password: String) throws(NimbusError) {
+        // bcrypt reads at most 72 bytes; a longer password would be silently truncated.
+        guard (8...72).contains(password.utf8.count) else {
+            throw .badRequest("a password must be 8 to 72 bytes long")
+        }
+    }
+
+    private static func isReverseDNS(_ value: String, minimumParts: Int) -> Bool {
+        let parts = value.split(separator: ".", omittingEmptySubsequences: false)
+        return value.utf8.count <= 255 && parts.count >= minimumParts && parts.allSatisfy { part in
+            !part.isEmpty && part.utf8.allSatisfy { byte in
+                (48...57).contains(byte) || (65...90).contains(byte) || (97...122).contains(byte) || byte == 45 || byte == 95
+            }
+        }
+    }
+}

@@ -1,0 +1,51 @@
+import Crypto
+import Foundation
+
+/// Random secrets and their stored form.
+///
+/// Secrets (session and API tokens) are shown to their owner once and stored only as a SHA-256
+/// digest, so a leaked database does not leak usable credentials.
+public enum Secrets {
+    /// `count` random bytes from the system's cryptographically secure generator.
+    public static func randomBytes(_ count: Int) -> [UInt8] {
+        var generator = SystemRandomNumberGenerator()
+        return (0..<count).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
+    }
+
+    /// 64 lower-case hexadecimal characters: the shape of a CloudKit API token.
+    public static func apiToken() -> String { hex(randomBytes(32)) }
+
+    /// A session token: 32 random bytes, base64url without padding (safe in query strings).
+    public static func sessionToken() -> String { base64URL(randomBytes(32)) }
+
+    /// The stored form of a secret: hexadecimal SHA-256.
+    public static func digest(_ secret: String) -> String { hex(Array(SHA256.hash(data: Data(secret.utf8)))) }
+
+    /// An account's user record name: `_` and 32 hexadecimal characters, as CloudKit's.
+    public static func userRecordName() -> String { "_" + hex(randomBytes(16)) }
+
+    /// A readable password for generated credentials.
+    public static func password() -> String { base64URL(randomBytes(18)) }
+
+    public static func hex(_ bytes: [UInt8]) -> String {
+        let digits = Array("0123456789abcdef".utf8)
+        var out = [UInt8]()
+        out.reserveCapacity(bytes.count * 2)
+        for byte in bytes {
+            out.append(digits[Int(byte >> 4)])
+            out.append(digits[Int(byte & 0x0f)])
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    public static func base64URL(_ bytes: [UInt8]) -> String {
+        Data(bytes).base64EncodedString()
+            .replacingOccurrences(of: "+", with: "-")
+            .replacingOccurrences(of: "/", with: "_")
+            .replacingOccurrences(of: "=", with: "")
+    }
+
+    public static func isAPITokenShaped(_ token: String) -> Bool {
+        token.utf8.count == 64 && token.utf8.allSatisfy { (48...57).contains($0) || (97...102).contains($0) || (65...70).contains($0) }
+    }
+}

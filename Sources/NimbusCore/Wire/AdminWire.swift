@@ -1,0 +1,113 @@
+/// `/admin/1/...` request and response bodies.
+public struct Team: Codable, Sendable, Hashable {
+    public var teamID: String
+    public var name: String
+    public init(teamID: String, name: String) {
+        self.teamID = teamID
+        self.name = name
+    }
+}
+
+public struct CreateTeamRequest: Codable, Sendable {
+    /// Generated when omitted.
+    public var teamID: String?
+    public var name: String
+    public init(teamID: String? = nil, name: String) {
+        self.teamID = teamID
+        self.name = name
+    }
+}
+
+public struct App: Codable, Sendable, Hashable {
+    public var bundleID: String
+    public var teamID: String
+    /// The app's key-value store identifier; `TEAMID.bundleID` unless set.
+    public var keyValueStoreIdentifier: String
+    /// The containers the app is entitled to use.
+    public var containers: [String]
+    public init(bundleID: String, teamID: String, keyValueStoreIdentifier: String, containers: [String]) {
+        self.bundleID = bundleID
+        self.teamID = teamID
+        self.keyValueStoreIdentifier = keyValueStoreIdentifier
+        self.containers = containers
+    }
+}
+
+public struct CreateAppRequest: Codable, Sendable {
+    public var bundleID: String
+    public var teamID: String
+    public var keyValueStoreIdentifier: String?
+    public init(bundleID: String, teamID: String, keyValueStoreIdentifier: String? = nil) {
+        self.bundleID = bundleID
+        self.teamID = teamID
+        self.keyValueStoreIdentifier = keyValueStoreIdentifier
+    }
+}
+
+public struct Container: Codable, Sendable, Hashable {
+    public var identifier: String
+    public var teamID: String
+    public init(identifier: String, teamID: String) {
+        self.identifier = identifier
+        self.teamID = teamID
+    }
+}
+
+public struct EntitlementRequest: Codable, Sendable {
+    public var container: String
+    public init(container: String) { self.container = container }
+}
+
+public struct CreateAPITokenRequest: Codable, Sendable {
+    public var container: String
+    public var bundleID: String
+    public var name: String?
+    public init(container: String, bundleID: String, name: String? = nil) {
+        self.container = container
+        self.bundleID = bundleID
+        self.name = name
+    }
+}
+
+/// An API token as listed; the secret itself is only in `CreatedAPIToken`.
+public struct APITokenInfo: Codable, Sendable, Hashable {
+    public var tokenID: String
+    public var container: String
+    public var bundleID: String
+    public var name: String
+    public var revoked: Bool
+    public init(tokenID: String, container: String, bundleID: String, name: String, revoked: Bool) {
+        self.tokenID = tokenID
+        self.container = container
+        self.bundleID = bundleID
+        self.name = name
+        self.revoked = revoked
+    }
+}
+
+public struct CreatedAPIToken: Codable, Sendable {
+    public var info: APITokenInfo
+    /// 64 hexadecimal characters, shown once.
+    public var apiToken: String
+    public init(info: APITokenInfo, apiToken: String) {
+        self.info = info
+        self.apiToken = apiToken
+    }
+}
+
+public struct UserInfo: Codable, Sendable, Hashable {
+    public var userRecordName: String
+    public var email: String
+    public var isAdministrator: Bool
+    public init(userRecordName: String, email: String, isAdministrator: Bool) {
+        self.userRecordName = userRecordName
+        self.email = email
+        self.isAdministrator = isAdministrator
+    }
+}
+
+/// A list answer: `{"items": [...]}`.
+public struct ListResponse<Item: Codable & Sendable>: Codable, Sendable {
+    public var items: [Item]
+    public init(items: [Item]) { self.items = items }
+}

@@ -1,0 +1,31 @@
+import Foundation
+
+/// A position in one zone's change sequence.
+///
+/// Clients see only the encoded string and must treat it as opaque; the zone's internal id is part of
+/// it, so a token presented to another zone (or to a zone that was recreated) is recognised and refused.
+public struct ChangeToken: Hashable, Sendable {
+    public var zoneID: Int64
+    public var sequence: Int64
+
+    public init(zoneID: Int64, sequence: Int64) {
+        self.zoneID = zoneID
+        self.sequence = sequence
+    }
+
+    public var encoded: String { Secrets.base64URL(Array("n1.\(zoneID).\(sequence)".utf8)) }
+
+    /// Decodes a token, or throws `BAD_REQUEST` for a string that is not one.
+    public init(encoded: String) throws(NimbusError) {
+        var base64 = encoded.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
+        guard encoded.utf8.count <= 128, let data = Data(base64Encoded: base64) else {
+            throw .badRequest("syncToken is not a token this server issued")
+        }
+        let parts = String(decoding: data, as: UTF8.self).split(separator: ".")
+        guard parts.count == 3, parts[0] == "n1", let zone = Int64(parts[1]), let sequence = Int64(parts[2]), sequence >= 0 else {
+            throw .badRequest("syncToken is not a token this server issued")
+        }
+        self.init(zoneID: zone, sequence: sequence)
+    }
+}

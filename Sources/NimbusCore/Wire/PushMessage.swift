@@ -1,0 +1,21 @@
+/// The small JSON messages of the push socket (`GET /push/1`).
+///
+/// Server to device: `{"type": "zoneMoved", "zone": {...}, "sequence": N}` when a zone of the account
+/// moved to sequence N. Device to server: `{"type": "applied", "zone": {...}, "sequence": N}` once the
+/// device has applied everything up to N, which the server records as the device's watermark.
+public struct PushMessage: Hashable, Codable, Sendable {
+    public var type: Kind
+    public var zone: ZoneAddress
+    public var sequence: Int64
+
+    public init(type: Kind, zone: ZoneAddress, sequence: Int64) {
+        self.type = type
+        self.zone = zone
+        self.sequence = sequence
+    }
+
+    public enum Kind: String, Codable, Sendable {
+        case zoneMoved
+        case applied
+    }
+}

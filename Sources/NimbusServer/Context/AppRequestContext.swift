@@ -1,0 +1,49 @@
+import NimbusStore
+import Hummingbird
+import HummingbirdWebSocket
+import NimbusCore
+
+/// The context of every request before authentication has been required.
+public struct AppRequestContext: CredentialContext, WebSocketRequestContext {
+    public var coreContext: CoreRequestContextStorage
+    public var credentials = Credentials()
+    public let webSocket: WebSocketHandlerReference<Self>
+
+    public init(source: ApplicationRequestContextSource) {
+        coreContext = .init(source: source)
+        webSocket = .init()
+    }
+
+    public var requestDecoder: WireDecoder { WireDecoder() }
+}
+
+/// The context of routes that need a signed-in device: it cannot exist without a valid session.
+public struct UserRequestContext: ChildRequestContext {
+    public var coreContext: CoreRequestContextStorage
+    public let session: AuthenticatedSession
+
+    public init(context: AppRequestContext) throws {
+        session = try context.credentials.requireSession()
+        coreContext = context.coreContext
+    }
+
+    public var requestDecoder: WireDecoder { WireDecoder() }
+}
+
+/// The context of service routes: a signed-in device using an app's API token.
+///
+/// Whether the app may use the container or store a route names is checked by the route, which knows it.
+public struct ServiceRequestContext: ChildRequestContext {
+    public var coreContext: CoreRequestContextStorage
+    public let session: AuthenticatedSession
+    public let apiToken: APITokenRecord
+
+    public init(context: AppRequestContext) throws {
+        // The app credential is checked first, as CloudKit does: without it nothing is reachable.
+        apiToken = try context.credentials.requireAPIToken()
+        session = try context.credentials.requireSession()
+        coreContext = context.coreContext
+    }
+
+    public var requestDecoder: WireDecoder { WireDecoder() }
+}

@@ -1,0 +1,45 @@
+import Hummingbird
+import NimbusCore
+import NimbusStore
+
+/// A signed-in device's session, resolved from its token.
+public struct AuthenticatedSession: Sendable, Hashable {
+    public var accountID: String
+    public var deviceID: String
+    public var tokenDigest: String
+}
+
+/// What the authentication middleware found on a request. `nil` means the credential was absent;
+/// a failure means it was present but rejected (wrong, expired, revoked).
+public struct Credentials: Sendable {
+    var session: Result<AuthenticatedSession, NimbusError>?
+    var apiToken: Result<APITokenRecord, NimbusError>?
+
+    /// The session, or the error the caller gets for not having a valid one.
+    func requireSession() throws(NimbusError) -> AuthenticatedSession {
+        switch session {
+        case .none:
+            throw NimbusError(
+                .authenticationRequired,
+                "this request needs a signed-in user: send a session token as `Authorization: Bearer` or `ckWebAuthToken`",
+                redirectURL: "/auth/1/signin")
+        case .failure(let error): throw error
+        case .success(let session): return session
+        }
+    }
+
+    /// The app's API token, or the error the caller gets for not having a valid one.
+    func requireAPIToken() throws(NimbusError) -> APITokenRecord {
+        switch apiToken {
+        case .none:
+            throw .authenticationFailed("this request needs an API token: send it as `X-Nimbus-API-Token` or `ckAPIToken`")
+        case .failure(let error): throw error
+        case .success(let token): return token
+        }
+    }
+}
+
+/// A request context that carries credentials, so one middleware can authenticate HTTP and push routes.
+public protocol CredentialContext: RequestContext {
+    var credentials: Credentials { get set }
+}

@@ -1,0 +1,47 @@
+import Foundation
+import Hummingbird
+import NIOCore
+import NimbusCore
+
+/// Decodes JSON request bodies with a size limit, turning every failure into a `BAD_REQUEST` or
+/// `REQUEST_TOO_LARGE` that says what was wrong and where.
+public struct WireDecoder: RequestDecoder {
+    /// Large enough for a full key-value batch (1 MiB of values, base64 and JSON overhead included).
+    public static let maxBodyBytes = 4 << 20
+
+    public init() {}
+
+    public func decode<T: Decodable>(_ type: T.Type, from request: Request, context: some RequestContext) async throws -> T {
+        let buffer: ByteBuffer
+        do {
+            buffer = try await request.body.collect(upTo: Self.maxBodyBytes)
+        } catch is NIOTooManyBytesError {
+            throw NimbusError(.requestTooLarge, "the request body is larger than \(Self.maxBodyBytes) bytes")
+        }
+        return try Self.decode(type, from: Data(buffer: buffer))
+    }
+
+    static func decode<T: Decodable>(_ type: T.Type, from data: Data) throws(NimbusError) -> T {
+        do {
+            return try JSONDecoder().decode(type, from: data)
+        } catch let error as DecodingError {
+            throw .badRequest("malformed request body: \(Self.describe(error))")
+        } catch {
+            throw .badRequest("malformed request body: not JSON")
+        }
+    }
+
+    static func describe(_ error: DecodingError) -> String {
+        func path(_ codingPath: [any CodingKey]) -> String {
+            codingPath.isEmpty ? "the body" : codingPath.map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue }.joined(separator: ".")
+        }
+        switch error {
+        case .typeMismatch(let type, let context): return "\(path(context.codingPath)) should be \(type)"
+        case .valueNotFound(let type, let context): return "\(path(context.codingPath)) should be \(type), found null"
+        case .keyNotFound(let key, let context): return "\(path(context.codingPath + [key])) is required"
+        case .dataCorrupted(let context):
+            return context.codingPath.isEmpty ? "not valid JSON" : "\(path(context.codingPath)): \(context.debugDescription)"
+        @unknown default: return "unreadable"
+        }
+    }
+}

@@ -1,0 +1,51 @@
+import Foundation
+import Hummingbird
+import NimbusCore
+import NimbusStore
+
+/// Turns every error into the wire's error body, `{uuid, serverErrorCode, reason, retryAfter?}`.
+///
+/// Internal failures are logged with their uuid and answered with `INTERNAL_ERROR` and that uuid only:
+/// no SQL, paths or stack traces reach a client.
+struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        do {
+            return try await next(request, context)
+        } catch {
+            let wireError = Self.wireError(for: error, request: request)
+            if wireError.code == .internalError {
+                context.logger.error(
+                    "request failed", metadata: ["uuid": "\(wireError.uuid)", "error": "\(String(reflecting: error))",
+                                                 "path": "\(request.uri.path)"])
+            }
+            return Self.response(for: wireError)
+        }
+    }
+
+    static func wireError(for error: any Error, request: Request) -> NimbusError {
+        switch error {
+        case let error as NimbusError: return error
+        case StoreError.duplicate(let what): return NimbusError(.exists, "\(what) already exists")
+        case StoreError.missing(let what): return .notFound("\(what) does not exist")
+        case let error as HTTPResponseError:
+            switch error.status.code {
+            case 404: return .notFound("no route \(request.method) \(request.uri.path)")
+            case 405: return NimbusError(.methodNotAllowed, "\(request.method) is not served on \(request.uri.path)")
+            case 413: return NimbusError(.requestTooLarge, "the request body is too large")
+            case 400..<500: return .badRequest("the request is malformed")
+            default: return NimbusError(.internalError, "the server failed; quote this error's uuid when reporting it")
+            }
+        default: return NimbusError(.internalError, "the server failed; quote this error's uuid when reporting it")
+        }
+    }
+
+    static func response(for error: NimbusError) -> Response {
+        var headers = HTTPFields()
+        headers[.contentType] = "application/json; charset=utf-8"
+        if let retryAfter = error.retryAfter { headers[.retryAfter] = String(retryAfter) }
+        let body = (try? JSONEncoder().encode(error)) ?? Data()
+        return Response(
+            status: HTTPResponse.Status(code: error.code.httpStatus),
+            headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: body)))
+    }
+}

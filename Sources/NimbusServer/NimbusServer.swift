@@ -1,0 +1,97 @@
+import Foundation
+import Hummingbird
+import HummingbirdWebSocket
+import Logging
+import NimbusCore
+import NimbusStore
+import ServiceLifecycle
+
+/// The Nimbus server: one Hummingbird application over one store.
+///
+/// ```swift
+/// let server = try NimbusServer(configuration: ServerConfiguration())
+/// try await server.run()   // until SIGINT or SIGTERM, then drains in-flight requests
+/// ```
+public struct NimbusServer: Sendable {
+    public let configuration: ServerConfiguration
+    let state: ServerState
+
+    /// Opens (creating when needed) the data directory and its database.
+    public init(configuration: ServerConfiguration, logger: Logger? = nil) throws {
+        var logger = logger ?? Logger(label: "nimbus")
+        logger.logLevel = configuration.logLevel
+        try FileManager.default.createDirectory(at: configuration.dataDirectory, withIntermediateDirectories: true)
+        let store = try SQLiteStore(path: configuration.databasePath)
+        self.configuration = configuration
+        self.state = ServerState(configuration: configuration, store: store, logger: logger)
+    }
+
+    public var store: any Store { state.store }
+
+    /// The HTTP router with every route; exposed so tests can compare it with the OpenAPI document.
+    func makeRouter() -> Router<AppRequestContext> {
+        let router = Router(context: AppRequestContext.self)
+        router.add(middleware: LogRequestsMiddleware(.debug))
+        router.add(middleware: MetricsMiddleware())
+        router.add(middleware: ErrorMiddleware())
+        router.add(middleware: AuthenticationMiddleware(server: state))
+        SystemRoutes(metrics: ServerMetrics.registry).register(on: router)
+        AuthRoutes(service: AuthService(server: state)).register(on: router)
+        AdminRoutes(service: AdminService(server: state)).register(on: router)
+        KeyValueRoutes(service: KeyValueService(server: state)).register(on: router)
+        return router
+    }
+
+    /// The WebSocket router: only `/push/1`, behind the same authentication.
+    func makePushRouter() -> Router<AppRequestContext> {
+        let router = Router(context: AppRequestContext.self)
+        router.add(middleware: ErrorMiddleware())
+        router.add(middleware: AuthenticationMiddleware(server: state))
+        PushRoutes(server: state).register(on: router)
+        return router
+    }
+
+    /// The application, ready to run; `onRunning` receives the bound port (useful with port 0).
+    public func makeApplication(onRunning: @escaping @Sendable (Int) async -> Void = { _ in }) -> some ApplicationProtocol {
+        let heartbeat = configuration.heartbeat
+        let push = state.push
+        var app = Application(
+            router: makeRouter(),
+            server: .http1WebSocketUpgrade(
+                webSocketRouter: makePushRouter(),
+                configuration: .init(ws: .init(autoPing: .enabled(timePeriod: heartbeat), closeTimeout: .seconds(5)))),
+            configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "Nimbus"),
+            onServerRunning: { channel in await onRunning(channel.localAddress?.port ?? 0) },
+            logger: state.logger)
+        app.addServices(PushShutdown(push: push))
+        return app
+    }
+
+    /// Creates the first administrator when there is none, returning its one-time credentials.
+    public func ensureAdministrator() async throws -> (email: String, password: String)? {
+        guard try await state.store.administratorCount() == 0 else { return nil }
+        let password = Secrets.password()
+        let account = try await AuthService(server: state).createAdministrator(email: "admin@nimbus.local", password: password)
+        return (account.email, password)
+    }
+
+    /// Creates an administrator with the given credentials (`nimbus admin init`).
+    public func createAdministrator(email: String, password: String) async throws {
+        _ = try await AuthService(server: state).createAdministrator(email: email, password: password)
+    }
+
+    /// Runs until SIGINT or SIGTERM, then shuts down gracefully: in-flight requests complete first.
+    public func run(onRunning: @escaping @Sendable (Int) async -> Void = { _ in }) async throws {
+        try await makeApplication(onRunning: onRunning).runService(gracefulShutdownSignals: [.sigterm, .sigint])
+    }
+}
+
+/// Closes push sockets when the server shuts down, so open WebSockets do not hold shutdown back.
+struct PushShutdown: Service {
+    let push: PushHub
+
+    func run() async throws {
+        try? await gracefulShutdown()
+        push.disconnectAll()
+    }
+}

@@ -1,0 +1,45 @@
+import Foundation
+import NimbusCore
+import Synchronization
+
+/// Fans "zone moved" messages out to the connected devices of an account.
+///
+/// Each connection gets a bounded buffer that keeps the newest messages: a device that falls that
+/// far behind loses only hints, never data, because it catches up from its change tokens.
+final class PushHub: Sendable {
+    private let connections = Mutex<[String: [UUID: AsyncStream<PushMessage>.Continuation]]>([:])
+    static let bufferSize = 256
+
+    /// Registers a device connection; the stream ends when `disconnect` is called with the returned id.
+    func connect(accountID: String) -> (id: UUID, messages: AsyncStream<PushMessage>) {
+        let id = UUID()
+        let (stream, continuation) = AsyncStream.makeStream(of: PushMessage.self, bufferingPolicy: .bufferingNewest(Self.bufferSize))
+        connections.withLock { $0[accountID, default: [:]][id] = continuation }
+        return (id, stream)
+    }
+
+    func disconnect(accountID: String, id: UUID) {
+        let continuation = connections.withLock { connections in
+            let continuation = connections[accountID]?.removeValue(forKey: id)
+            if connections[accountID]?.isEmpty == true { connections[accountID] = nil }
+            return continuation
+        }
+        continuation?.finish()
+    }
+
+    func publish(to accountID: String, _ message: PushMessage) {
+        let targets = connections.withLock { Array(($0[accountID] ?? [:]).values) }
+        for continuation in targets { continuation.yield(message) }
+    }
+
+    var connectionCount: Int { connections.withLock { $0.values.reduce(0) { $0 + $1.count } } }
+
+    /// Ends every connection's stream, so push handlers close their sockets on shutdown.
+    func disconnectAll() {
+        let all = connections.withLock { connections in
+            defer { connections = [:] }
+            return connections.values.flatMap(\.values)
+        }
+        for continuation in all { continuation.finish() }
+    }
+}

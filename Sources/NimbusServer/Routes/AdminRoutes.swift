@@ -1,0 +1,52 @@
+import Hummingbird
+import NimbusCore
+
+/// `/admin/1/...`: developer resources, for administrator accounts only.
+struct AdminRoutes {
+    let service: AdminService
+
+    func register(on router: Router<AppRequestContext>) {
+        let admin = router.group("admin/1", context: UserRequestContext.self)
+            .add(middleware: RequireAdministrator(service: service))
+        admin.get("teams") { _, _ in ListResponse(items: try await service.server.store.teams()) }
+        admin.post("teams") { request, context in
+            try await service.createTeam(try await request.decode(as: CreateTeamRequest.self, context: context))
+        }
+        admin.get("apps") { _, _ in ListResponse(items: try await service.server.store.apps()) }
+        admin.post("apps") { request, context in
+            try await service.createApp(try await request.decode(as: CreateAppRequest.self, context: context))
+        }
+        admin.get("containers") { _, _ in ListResponse(items: try await service.server.store.containers()) }
+        admin.post("containers") { request, context in
+            try await service.createContainer(try await request.decode(as: Container.self, context: context))
+        }
+        admin.post("apps/:bundleID/entitlements") { request, context in
+            let body = try await request.decode(as: EntitlementRequest.self, context: context)
+            return try await service.entitle(bundleID: context.parameters.require("bundleID"), container: body.container)
+        }
+        admin.delete("apps/:bundleID/entitlements/:container") { _, context in
+            try await service.revokeEntitlement(
+                bundleID: context.parameters.require("bundleID"), container: context.parameters.require("container"))
+        }
+        admin.get("tokens") { _, _ in ListResponse(items: try await service.server.store.apiTokens().map(\.info)) }
+        admin.post("tokens") { request, context in
+            try await service.createAPIToken(try await request.decode(as: CreateAPITokenRequest.self, context: context))
+        }
+        admin.delete("tokens/:tokenID") { _, context in
+            try await service.server.store.revokeAPIToken(id: context.parameters.require("tokenID"))
+            return HTTPResponse.Status.noContent
+        }
+        admin.get("users") { _, _ in ListResponse(items: try await service.users()) }
+    }
+}
+
+struct RequireAdministrator: RouterMiddleware {
+    let service: AdminService
+
+    func handle(
+        _ request: Request, context: UserRequestContext, next: (Request, UserRequestContext) async throws -> Response
+    ) async throws -> Response {
+        try await service.requireAdministrator(context.session)
+        return try await next(request, context)
+    }
+}

@@ -1,0 +1,49 @@
+import Foundation
+import Hummingbird
+import HummingbirdWebSocket
+import NimbusCore
+import NimbusStore
+
+/// `GET /push/1`: the WebSocket a signed-in device keeps open to hear that its zones moved.
+struct PushRoutes {
+    let server: ServerState
+
+    func register(on router: Router<AppRequestContext>) {
+        router.ws("/push/1") { request, context in
+            _ = try context.credentials.requireSession()
+            return .upgrade([:])
+        } onUpgrade: { inbound, outbound, context in
+            guard case .success(let session) = context.requestContext.credentials.session else { return }
+            try await handle(session: session, inbound: inbound, outbound: outbound)
+        }
+    }
+
+    private func handle(session: AuthenticatedSession, inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter) async throws {
+        let (id, messages) = server.push.connect(accountID: session.accountID)
+        defer { server.push.disconnect(accountID: session.accountID, id: id) }
+        try? await server.store.markDeviceSeen(id: session.deviceID, at: server.configuration.now())
+        server.logger.debug("push connected", metadata: ["device": "\(session.deviceID)"])
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask {
+                let encoder = JSONEncoder()
+                for await message in messages {
+                    try await outbound.write(.text(String(decoding: try encoder.encode(message), as: UTF8.self)))
+                }
+                // The hub ended the stream: the server is shutting down.
+                try await outbound.close(.goingAway, reason: "server shutting down")
+            }
+            group.addTask {
+                for try await message in inbound.messages(maxSize: 4096) {
+                    guard case .text(let text) = message,
+                          let ack = try? JSONDecoder().decode(PushMessage.self, from: Data(text.utf8)), ack.type == .applied
+                    else { continue }
+                    let zone = ZoneKey(accountID: session.accountID, address: ack.zone)
+                    try? await server.store.recordWatermark(deviceID: session.deviceID, zone: zone, sequence: ack.sequence)
+                }
+            }
+            // Whichever side ends first (device closed, server shutting down) ends the connection.
+            try await group.next()
+            group.cancelAll()
+        }
+    }
+}

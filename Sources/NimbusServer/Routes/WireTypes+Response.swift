@@ -1,0 +1,17 @@
+import Hummingbird
+import NimbusCore
+
+// Wire types are plain Codable in NimbusCore (the SDK shares them); the server answers with them.
+extension SignUpResponse: ResponseEncodable {}
+extension SignInResponse: ResponseEncodable {}
+extension CallerResponse: ResponseEncodable {}
+extension DeviceList: ResponseEncodable {}
+extension KeyValueSnapshot: ResponseEncodable {}
+extension KeyValueChangesResponse: ResponseEncodable {}
+extension KeyValueModifyResponse: ResponseEncodable {}
+extension Team: ResponseEncodable {}
+extension App: ResponseEncodable {}
+extension Container: ResponseEncodable {}
+extension APITokenInfo: ResponseEncodable {}
+extension CreatedAPIToken: ResponseEncodable {}
+extension ListResponse: ResponseEncodable {}

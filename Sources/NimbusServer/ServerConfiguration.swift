@@ -1,0 +1,39 @@
+import Foundation
+import Logging
+import NimbusCore
+
+/// Every setting of `nimbus serve`; each has a flag and a `NIMBUS_` environment twin in the CLI.
+public struct ServerConfiguration: Sendable {
+    public var host: String = "127.0.0.1"
+    /// 0 picks a free port (tests).
+    public var port: Int = 8080
+    public var dataDirectory: URL = URL(fileURLWithPath: "nimbus-data")
+    public var sessionLifetime: Duration = .seconds(14 * 24 * 3600)
+    public var sessionRateLimit = RateLimit(perSecond: 1000, burst: 2000)
+    public var apiTokenRateLimit = RateLimit(perSecond: 20000, burst: 40000)
+    /// Sign-in and sign-up attempts per email address.
+    public var signInRateLimit = RateLimit(perSecond: 1, burst: 10)
+    public var keyValueLimits = KeyValueLimits.iCloud
+    /// How often the push socket pings a device; a device that does not answer is disconnected.
+    public var heartbeat: Duration = .seconds(30)
+    /// bcrypt work factor; 12 in production, lower only to make test suites fast.
+    public var bcryptCost: UInt8 = 12
+    public var logLevel: Logger.Level = .info
+    /// The server's clock; tests replace it to expire sessions without waiting.
+    public var now: @Sendable () -> Date = { Date() }
+
+    public init() {}
+
+    public var databasePath: String { dataDirectory.appendingPathComponent("nimbus.sqlite").path }
+}
+
+/// A token bucket: `perSecond` sustained, up to `burst` at once.
+public struct RateLimit: Sendable, Hashable {
+    public var perSecond: Double
+    public var burst: Double
+
+    public init(perSecond: Double, burst: Double) {
+        self.perSecond = perSecond
+        self.burst = burst
+    }
+}

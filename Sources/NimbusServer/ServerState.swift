@@ -1,0 +1,32 @@
+import Foundation
+import HummingbirdBcrypt
+import Logging
+import NimbusCore
+import NimbusStore
+
+/// What every route and middleware of one server shares.
+final class ServerState: Sendable {
+    let configuration: ServerConfiguration
+    let store: any Store
+    let push: PushHub
+    let logger: Logger
+    private let limiter = RateLimiter()
+    /// Checked against when an email is unknown, at the configured cost, so that sign-in takes as
+    /// long for unknown emails as for wrong passwords.
+    let decoyPasswordHash: String
+
+    init(configuration: ServerConfiguration, store: any Store, logger: Logger) {
+        self.configuration = configuration
+        self.store = store
+        self.logger = logger
+        self.push = PushHub()
+        self.decoyPasswordHash = Bcrypt.hash(Secrets.password(), cost: configuration.bcryptCost)
+    }
+
+    /// Throws `THROTTLED` with `retryAfter` (whole seconds, at least 1) when `key` is over `limit`.
+    func throttle(_ key: String, limit: RateLimit, now: Date) throws(NimbusError) {
+        if let wait = limiter.take(key, limit: limit, now: now) {
+            throw NimbusError(.throttled, "too many requests; retry after the given number of seconds", retryAfter: max(1, Int(wait.rounded(.up))))
+        }
+    }
+}

@@ -1,0 +1,79 @@
+import NimbusCore
+import NimbusStore
+
+/// The developer side: teams, apps, containers, entitlements, API tokens, and the list of users.
+struct AdminService: Sendable {
+    let server: ServerState
+
+    func requireAdministrator(_ session: AuthenticatedSession) async throws {
+        guard try await server.store.account(id: session.accountID)?.isAdministrator == true else {
+            throw NimbusError.accessDenied("this route is for administrators; create one with `nimbus admin init`")
+        }
+    }
+
+    func createTeam(_ request: CreateTeamRequest) async throws -> Team {
+        let teamID = request.teamID ?? Self.generatedTeamID()
+        try Identifiers.validateTeamID(teamID)
+        guard !request.name.isEmpty, request.name.utf8.count <= 200 else { throw NimbusError.badRequest("name must be 1 to 200 bytes") }
+        let team = Team(teamID: teamID, name: request.name)
+        try await server.store.createTeam(team)
+        return team
+    }
+
+    func createApp(_ request: CreateAppRequest) async throws -> App {
+        try Identifiers.validateBundleID(request.bundleID)
+        try Identifiers.validateTeamID(request.teamID)
+        let storeIdentifier = request.keyValueStoreIdentifier ?? "\(request.teamID).\(request.bundleID)"
+        try Identifiers.validateStoreIdentifier(storeIdentifier)
+        let app = App(bundleID: request.bundleID, teamID: request.teamID, keyValueStoreIdentifier: storeIdentifier, containers: [])
+        try await server.store.createApp(app)
+        return app
+    }
+
+    func createContainer(_ container: Container) async throws -> Container {
+        try Identifiers.validateContainerID(container.identifier)
+        try Identifiers.validateTeamID(container.teamID)
+        try await server.store.createContainer(container)
+        return container
+    }
+
+    func entitle(bundleID: String, container: String) async throws -> App {
+        try await server.store.entitle(bundleID: bundleID, container: container)
+        return try await app(bundleID)
+    }
+
+    func revokeEntitlement(bundleID: String, container: String) async throws -> App {
+        try await server.store.revokeEntitlement(bundleID: bundleID, container: container)
+        return try await app(bundleID)
+    }
+
+    func createAPIToken(_ request: CreateAPITokenRequest) async throws -> CreatedAPIToken {
+        let app = try await app(request.bundleID)
+        guard app.containers.contains(request.container) else {
+            throw NimbusError.badRequest(
+                "app \(app.bundleID) is not entitled to \(request.container); entitle it first with `nimbus admin entitle`")
+        }
+        let secret = Secrets.apiToken()
+        let record = APITokenRecord(
+            id: UUIDString.random(), tokenDigest: Secrets.digest(secret), containerID: request.container, bundleID: app.bundleID,
+            name: request.name ?? app.bundleID)
+        try await server.store.createAPIToken(record)
+        return CreatedAPIToken(info: record.info, apiToken: secret)
+    }
+
+    func users() async throws -> [UserInfo] {
+        try await server.store.accounts().map {
+            UserInfo(userRecordName: $0.id, email: $0.email, isAdministrator: $0.isAdministrator)
+        }
+    }
+
+    private func app(_ bundleID: String) async throws -> App {
+        guard let app = try await server.store.app(bundleID: bundleID) else { throw NimbusError.notFound("app \(bundleID) does not exist") }
+        return app
+    }
+
+    private static func generatedTeamID() -> String {
+        let alphabet = Array("ABCDEFGHJKLMNPQRSTUVWXYZ23456789")
+        return String(Secrets.randomBytes(10).map { alphabet[Int($0) % alphabet.count] })
+    }
+}

@@ -1,0 +1,107 @@
+import Foundation
+import HummingbirdBcrypt
+import NIOPosix
+import NimbusCore
+import NimbusStore
+
+/// Sign-up, sign-in (which registers the device), sign-out, and the caller's devices.
+struct AuthService: Sendable {
+    let server: ServerState
+
+    func signUp(_ request: SignUpRequest) async throws -> SignUpResponse {
+        let email = request.email.trimmingCharacters(in: .whitespaces)
+        try Identifiers.validateEmail(email)
+        try Identifiers.validatePassword(request.password)
+        try server.throttle("signin:\(email.lowercased())", limit: server.configuration.signInRateLimit, now: server.configuration.now())
+        let account = AccountRecord(
+            id: Secrets.userRecordName(), email: email, passwordHash: try await hash(request.password),
+            isAdministrator: false, createdAt: server.configuration.now())
+        do {
+            try await server.store.createAccount(account)
+        } catch StoreError.duplicate {
+            throw NimbusError(.exists, "an account with this email already exists; sign in instead")
+        }
+        return SignUpResponse(userRecordName: account.id)
+    }
+
+    func signIn(_ request: SignInRequest) async throws -> SignInResponse {
+        let now = server.configuration.now()
+        let deviceName = request.deviceName.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard !deviceName.isEmpty, deviceName.utf8.count <= 200 else {
+            throw NimbusError.badRequest("deviceName must be 1 to 200 bytes")
+        }
+        try server.throttle("signin:\(request.email.lowercased())", limit: server.configuration.signInRateLimit, now: now)
+        let account = try await server.store.account(email: request.email)
+        // Verify against a real hash even for unknown emails, so timing does not reveal which exist.
+        let passwordMatches = await verify(request.password, hash: account?.passwordHash ?? server.decoyPasswordHash)
+        guard let account, passwordMatches else {
+            throw NimbusError.authenticationFailed("the email or password is wrong")
+        }
+        var deviceID = UUIDString.random()
+        if let requested = request.deviceID, let existing = try await server.store.device(id: requested), existing.accountID == account.id {
+            deviceID = existing.id
+        }
+        try await server.store.saveDevice(DeviceRecord(id: deviceID, accountID: account.id, name: deviceName, lastSeenAt: now))
+        let token = Secrets.sessionToken()
+        let expiresAt = now.addingTimeInterval(server.configuration.sessionLifetime.seconds)
+        try await server.store.createSession(
+            SessionRecord(tokenDigest: Secrets.digest(token), accountID: account.id, deviceID: deviceID, expiresAt: expiresAt))
+        server.logger.info("signed in", metadata: ["account": "\(account.id)", "device": "\(deviceID)"])
+        return SignInResponse(
+            sessionToken: token, expiresAt: Int64(expiresAt.timeIntervalSince1970 * 1000), userRecordName: account.id, deviceID: deviceID)
+    }
+
+    func signOut(_ session: AuthenticatedSession) async throws {
+        try await server.store.revokeSession(tokenDigest: session.tokenDigest)
+    }
+
+    func caller(_ session: AuthenticatedSession) async throws -> CallerResponse {
+        guard let account = try await server.store.account(id: session.accountID) else {
+            throw NimbusError.authenticationFailed("the account no longer exists")
+        }
+        return CallerResponse(
+            userRecordName: account.id, email: account.email, deviceID: session.deviceID, isAdministrator: account.isAdministrator)
+    }
+
+    func devices(_ session: AuthenticatedSession) async throws -> DeviceList {
+        var devices = [DeviceStatus]()
+        for device in try await server.store.devices(accountID: session.accountID) {
+            let watermarks = try await server.store.watermarks(deviceID: device.id).map {
+                DeviceStatus.Watermark(zone: $0.zone, appliedSequence: $0.applied, currentSequence: $0.current)
+            }
+            devices.append(DeviceStatus(
+                deviceID: device.id, name: device.name, lastSeen: Int64(device.lastSeenAt.timeIntervalSince1970 * 1000),
+                watermarks: watermarks))
+        }
+        return DeviceList(devices: devices)
+    }
+
+    /// Creates an administrator account, for `nimbus admin init` and the first `serve`.
+    func createAdministrator(email: String, password: String) async throws -> AccountRecord {
+        try Identifiers.validateEmail(email)
+        try Identifiers.validatePassword(password)
+        let account = AccountRecord(
+            id: Secrets.userRecordName(), email: email, passwordHash: try await hash(password), isAdministrator: true,
+            createdAt: server.configuration.now())
+        try await server.store.createAccount(account)
+        return account
+    }
+
+    /// bcrypt runs on NIO's blocking pool: it takes a quarter second at cost 12 and must not stall
+    /// the cooperative threads that serve every other request.
+    private func hash(_ password: String) async throws -> String {
+        let cost = server.configuration.bcryptCost
+        return try await NIOThreadPool.singleton.runIfActive { Bcrypt.hash(password, cost: cost) }
+    }
+
+    private func verify(_ password: String, hash: String) async -> Bool {
+        (try? await NIOThreadPool.singleton.runIfActive { Bcrypt.verify(password, hash: hash) }) ?? false
+    }
+}
+
+extension Duration {
+    var seconds: TimeInterval {
+        let (seconds, attoseconds) = components
+        return TimeInterval(seconds) + TimeInterval(attoseconds) / 1e18
+    }
+}

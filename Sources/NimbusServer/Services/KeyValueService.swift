@@ -1,0 +1,96 @@
+import Foundation
+import NimbusCore
+import NimbusStore
+
+/// The iCloud key-value store: one zone per (account, store identifier), last writer wins in server
+/// arrival order, iCloud's limits enforced on every batch.
+struct KeyValueService: Sendable {
+    let server: ServerState
+
+    static let maxOperationsPerBatch = 1024
+    static let maxChangesPerPage = 1000
+
+    /// Checks that the calling app's entitlements name this store.
+    func authorize(_ context: ServiceRequestContext, store identifier: String) async throws -> ZoneKey {
+        try Identifiers.validateStoreIdentifier(identifier)
+        let token = context.apiToken
+        guard let app = try await server.store.app(bundleID: token.bundleID) else {
+            throw NimbusError.accessDenied("the app \(token.bundleID) of this API token no longer exists")
+        }
+        guard app.containers.contains(token.containerID) else {
+            throw NimbusError.accessDenied(
+                "container \(token.containerID) is not in app \(app.bundleID)'s entitlements; add it with `nimbus admin entitle`")
+        }
+        guard app.keyValueStoreIdentifier == identifier else {
+            throw NimbusError.accessDenied(
+                "app \(app.bundleID) is entitled to key-value store \(app.keyValueStoreIdentifier), not \(identifier)")
+        }
+        return ZoneKey(accountID: context.session.accountID, address: ZoneAddress(service: .keyValue, name: identifier))
+    }
+
+    func snapshot(_ zone: ZoneKey) async throws -> KeyValueSnapshot {
+        let (entries, state) = try await server.store.liveEntries(zone)
+        var values = [String: KeyValue]()
+        for entry in entries {
+            values[entry.key] = try entry.payload.map(Self.decode)
+        }
+        return KeyValueSnapshot(values: values, syncToken: (state?.token ?? ChangeToken(zoneID: 0, sequence: 0)).encoded)
+    }
+
+    func changes(_ zone: ZoneKey, _ request: KeyValueChangesRequest) async throws -> KeyValueChangesResponse {
+        let limit = request.resultsLimit ?? Self.maxChangesPerPage
+        guard (1...Self.maxChangesPerPage).contains(limit) else {
+            throw NimbusError.badRequest("resultsLimit must be between 1 and \(Self.maxChangesPerPage)")
+        }
+        let state = try await server.store.zoneState(zone)
+        let since = try request.syncToken.map { token throws(NimbusError) in try Self.validate(ChangeToken(encoded: token), against: state) }
+        let page = try await server.store.changes(zone, after: since?.sequence ?? 0, limit: limit)
+        let changes = try page.entries.map { entry in
+            KeyValueChange(key: entry.key, value: try entry.payload.map(Self.decode), sequence: entry.sequence)
+        }
+        let zoneID = state?.id ?? 0
+        return KeyValueChangesResponse(
+            changes: changes, syncToken: ChangeToken(zoneID: zoneID, sequence: page.sequence).encoded, moreComing: page.moreComing)
+    }
+
+    func modify(_ zone: ZoneKey, _ request: KeyValueModifyRequest) async throws -> KeyValueModifyResponse {
+        guard !request.operations.isEmpty else { throw NimbusError.badRequest("operations must not be empty") }
+        guard request.operations.count <= Self.maxOperationsPerBatch else {
+            throw NimbusError.badRequest("a batch holds at most \(Self.maxOperationsPerBatch) operations; split it")
+        }
+        let limits = server.configuration.keyValueLimits
+        try limits.validate(request.operations)
+        for operation in request.operations where !(operation.value?.isRepresentable ?? true) {
+            throw NimbusError.badRequest("the value for key \"\(operation.key)\" is not a finite number")
+        }
+        var mutations = [EntryMutation]()
+        var positions = [String: Int]()
+        for operation in request.operations {
+            let mutation = EntryMutation(
+                key: operation.key, payload: try operation.value.map(Self.encode), size: operation.value?.byteSize ?? 0)
+            if let position = positions[operation.key] {
+                mutations[position] = mutation  // later operations on a key win within a batch
+            } else {
+                positions[operation.key] = mutations.count
+                mutations.append(mutation)
+            }
+        }
+        let state = try await server.store.commit(zone, mutations: mutations) { state in
+            try limits.validateTotals(keys: state.liveEntries, bytes: state.liveBytes)
+        }
+        server.push.publish(to: zone.accountID, PushMessage(type: .zoneMoved, zone: zone.address, sequence: state.sequence))
+        return KeyValueModifyResponse(syncToken: state.token.encoded, sequence: state.sequence)
+    }
+
+    /// A token is good when it names this zone (or the time before it existed) at a sequence it reached.
+    static func validate(_ token: ChangeToken, against state: ZoneState?) throws(NimbusError) -> ChangeToken {
+        let valid = token.zoneID == 0 ? token.sequence == 0 : (token.zoneID == state?.id && token.sequence <= state!.sequence)
+        guard valid else {
+            throw NimbusError(.changeTokenExpired, "syncToken does not belong to this store's history; fetch again without a token")
+        }
+        return token
+    }
+
+    static func encode(_ value: KeyValue) throws -> Data { try JSONEncoder().encode(value) }
+    static func decode(_ payload: Data) throws -> KeyValue { try JSONDecoder().decode(KeyValue.self, from: payload) }
+}

@@ -1,0 +1,132 @@
+import Foundation
+import GRDB
+import NimbusCore
+
+extension SQLiteStore: DeveloperStore {
+    public func createTeam(_ team: Team) async throws {
+        try await write(duplicate: "team \(team.teamID)") { db in
+            try db.execute(sql: "INSERT INTO teams (team_id, name) VALUES (?, ?)", arguments: [team.teamID, team.name])
+        }
+    }
+
+    public func teams() async throws -> [Team] {
+        try await read { db in
+            try Row.fetchAll(db, sql: "SELECT * FROM teams ORDER BY team_id").map { Team(teamID: $0["team_id"], name: $0["name"]) }
+        }
+    }
+
+    public func createApp(_ app: App) async throws {
+        try await write(duplicate: "app \(app.bundleID)") { db in
+            try Self.requireTeam(app.teamID, db)
+            try db.execute(
+                sql: "INSERT INTO apps (bundle_id, team_id, kv_store_identifier) VALUES (?, ?, ?)",
+                arguments: [app.bundleID, app.teamID, app.keyValueStoreIdentifier])
+        }
+    }
+
+    public func app(bundleID: String) async throws -> App? {
+        try await read { db in
+            try Row.fetchOne(db, sql: "SELECT * FROM apps WHERE bundle_id = ?", arguments: [bundleID]).map { try Self.app($0, db) }
+        }
+    }
+
+    public func apps() async throws -> [App] {
+        try await read { db in try Row.fetchAll(db, sql: "SELECT * FROM apps ORDER BY bundle_id").map { try Self.app($0, db) } }
+    }
+
+    public func createContainer(_ container: Container) async throws {
+        try await write(duplicate: "container \(container.identifier)") { db in
+            try Self.requireTeam(container.teamID, db)
+            try db.execute(
+                sql: "INSERT INTO containers (identifier, team_id) VALUES (?, ?)", arguments: [container.identifier, container.teamID])
+        }
+    }
+
+    public func container(identifier: String) async throws -> Container? {
+        try await read { db in
+            try Row.fetchOne(db, sql: "SELECT * FROM containers WHERE identifier = ?", arguments: [identifier]).map(Self.container)
+        }
+    }
+
+    public func containers() async throws -> [Container] {
+        try await read { db in try Row.fetchAll(db, sql: "SELECT * FROM containers ORDER BY identifier").map(Self.container) }
+    }
+
+    public func entitle(bundleID: String, container: String) async throws {
+        try await write { db in
+            try Self.requireApp(bundleID, db)
+            try Self.requireContainer(container, db)
+            try db.execute(
+                sql: "INSERT OR IGNORE INTO entitlements (bundle_id, container) VALUES (?, ?)", arguments: [bundleID, container])
+        }
+    }
+
+    public func revokeEntitlement(bundleID: String, container: String) async throws {
+        try await write { db in
+            try db.execute(sql: "DELETE FROM entitlements WHERE bundle_id = ? AND container = ?", arguments: [bundleID, container])
+            if db.changesCount == 0 { throw StoreError.missing("entitlement of \(bundleID) to \(container)") }
+        }
+    }
+
+    public func createAPIToken(_ token: APITokenRecord) async throws {
+        try await write(duplicate: "API token") { db in
+            try Self.requireApp(token.bundleID, db)
+            try Self.requireContainer(token.containerID, db)
+            try db.execute(
+                sql: "INSERT INTO api_tokens (id, token_digest, container, bundle_id, name, revoked) VALUES (?, ?, ?, ?, ?, ?)",
+                arguments: [token.id, token.tokenDigest, token.containerID, token.bundleID, token.name, token.revoked])
+        }
+    }
+
+    public func apiToken(digest: String) async throws -> APITokenRecord? {
+        try await read { db in
+            try Row.fetchOne(db, sql: "SELECT * FROM api_tokens WHERE token_digest = ?", arguments: [digest]).map(Self.apiToken)
+        }
+    }
+
+    public func apiTokens() async throws -> [APITokenRecord] {
+        try await read { db in try Row.fetchAll(db, sql: "SELECT * FROM api_tokens ORDER BY container, name").map(Self.apiToken) }
+    }
+
+    public func revokeAPIToken(id: String) async throws {
+        try await write { db in
+            try db.execute(sql: "UPDATE api_tokens SET revoked = 1 WHERE id = ?", arguments: [id])
+            if db.changesCount == 0 { throw StoreError.missing("API token \(id)") }
+        }
+    }
+
+    private static func requireTeam(_ teamID: String, _ db: Database) throws {
+        guard try Bool.fetchOne(db, sql: "SELECT 1 FROM teams WHERE team_id = ?", arguments: [teamID]) != nil else {
+            throw StoreError.missing("team \(teamID)")
+        }
+    }
+
+    private static func requireApp(_ bundleID: String, _ db: Database) throws {
+        guard try Bool.fetchOne(db, sql: "SELECT 1 FROM apps WHERE bundle_id = ?", arguments: [bundleID]) != nil else {
+            throw StoreError.missing("app \(bundleID)")
+        }
+    }
+
+    private static func requireContainer(_ identifier: String, _ db: Database) throws {
+        guard try Bool.fetchOne(db, sql: "SELECT 1 FROM containers WHERE identifier = ?", arguments: [identifier]) != nil else {
+            throw StoreError.missing("container \(identifier)")
+        }
+    }
+
+    private static func app(_ row: Row, _ db: Database) throws -> App {
+        let bundleID: String = row["bundle_id"]
+        let containers = try String.fetchAll(
+            db, sql: "SELECT container FROM entitlements WHERE bundle_id = ? ORDER BY container", arguments: [bundleID])
+        return App(bundleID: bundleID, teamID: row["team_id"], keyValueStoreIdentifier: row["kv_store_identifier"], containers: containers)
+    }
+
+    private static func container(_ row: Row) -> Container {
+        Container(identifier: row["identifier"], teamID: row["team_id"])
+    }
+
+    private static func apiToken(_ row: Row) -> APITokenRecord {
+        APITokenRecord(
+            id: row["id"], tokenDigest: row["token_digest"], containerID: row["container"], bundleID: row["bundle_id"],
+            name: row["name"], revoked: row["revoked"])
+    }
+}

@@ -1,0 +1,143 @@
+import Foundation
+import NimbusCore
+
+/// An account (a user, like an Apple ID).
+public struct AccountRecord: Sendable, Hashable {
+    public var id: String
+    public var email: String
+    public var passwordHash: String
+    public var isAdministrator: Bool
+    public var createdAt: Date
+
+    public init(id: String, email: String, passwordHash: String, isAdministrator: Bool, createdAt: Date) {
+        self.id = id
+        self.email = email
+        self.passwordHash = passwordHash
+        self.isAdministrator = isAdministrator
+        self.createdAt = createdAt
+    }
+}
+
+public struct DeviceRecord: Sendable, Hashable {
+    public var id: String
+    public var accountID: String
+    public var name: String
+    public var lastSeenAt: Date
+
+    public init(id: String, accountID: String, name: String, lastSeenAt: Date) {
+        self.id = id
+        self.accountID = accountID
+        self.name = name
+        self.lastSeenAt = lastSeenAt
+    }
+}
+
+/// A session; the token itself is never stored, only its digest.
+public struct SessionRecord: Sendable, Hashable {
+    public var tokenDigest: String
+    public var accountID: String
+    public var deviceID: String
+    public var expiresAt: Date
+    public var revoked: Bool
+
+    public init(tokenDigest: String, accountID: String, deviceID: String, expiresAt: Date, revoked: Bool = false) {
+        self.tokenDigest = tokenDigest
+        self.accountID = accountID
+        self.deviceID = deviceID
+        self.expiresAt = expiresAt
+        self.revoked = revoked
+    }
+}
+
+/// An app's credential for one container; the token itself is never stored, only its digest.
+public struct APITokenRecord: Sendable, Hashable {
+    public var id: String
+    public var tokenDigest: String
+    public var containerID: String
+    public var bundleID: String
+    public var name: String
+    public var revoked: Bool
+
+    public init(id: String, tokenDigest: String, containerID: String, bundleID: String, name: String, revoked: Bool = false) {
+        self.id = id
+        self.tokenDigest = tokenDigest
+        self.containerID = containerID
+        self.bundleID = bundleID
+        self.name = name
+        self.revoked = revoked
+    }
+
+    public var info: APITokenInfo {
+        APITokenInfo(tokenID: id, container: containerID, bundleID: bundleID, name: name, revoked: revoked)
+    }
+}
+
+/// A zone of one account: the unit of atomic commits and change tracking.
+public struct ZoneKey: Sendable, Hashable {
+    public var accountID: String
+    public var address: ZoneAddress
+
+    public init(accountID: String, address: ZoneAddress) {
+        self.accountID = accountID
+        self.address = address
+    }
+}
+
+/// Where a zone stands: its latest sequence and what it holds.
+public struct ZoneState: Sendable, Hashable {
+    /// The zone's internal id; change tokens carry it.
+    public var id: Int64
+    public var sequence: Int64
+    public var liveEntries: Int
+    public var liveBytes: Int
+
+    public init(id: Int64, sequence: Int64, liveEntries: Int, liveBytes: Int) {
+        self.id = id
+        self.sequence = sequence
+        self.liveEntries = liveEntries
+        self.liveBytes = liveBytes
+    }
+
+    public var token: ChangeToken { ChangeToken(zoneID: id, sequence: sequence) }
+}
+
+/// A write to one entry of a zone: a new payload, or a tombstone when `payload` is nil.
+public struct EntryMutation: Sendable, Hashable {
+    public var key: String
+    public var payload: Data?
+    /// What the payload counts for against the zone's byte total.
+    public var size: Int
+
+    public init(key: String, payload: Data?, size: Int) {
+        self.key = key
+        self.payload = payload
+        self.size = size
+    }
+}
+
+/// An entry as the change feed returns it: its latest payload, or nil for a tombstone.
+public struct Entry: Sendable, Hashable {
+    public var key: String
+    public var payload: Data?
+    public var sequence: Int64
+
+    public init(key: String, payload: Data?, sequence: Int64) {
+        self.key = key
+        self.payload = payload
+        self.sequence = sequence
+    }
+}
+
+/// One page of "changes since": entries in sequence order, then where the next page starts.
+public struct ChangePage: Sendable, Hashable {
+    public var entries: [Entry]
+    /// The sequence to resume from: the last entry's, or the zone's own when nothing more is coming.
+    public var sequence: Int64
+    public var moreComing: Bool
+
+    public init(entries: [Entry], sequence: Int64, moreComing: Bool) {
+        self.entries = entries
+        self.sequence = sequence
+        self.moreComing = moreComing
+    }
+}
