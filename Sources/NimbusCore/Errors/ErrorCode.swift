@@ -36,6 +36,9 @@ public struct ErrorCode: RawRepresentable, Hashable, Codable, Sendable, CustomSt
         (error as? NimbusError)?.code == code
     }
 
+    /// Client side only: the server could not be reached. Writes stay pending and are retried.
+    public static let networkUnavailable = ErrorCode(rawValue: "NETWORK_UNAVAILABLE")
+
     /// The HTTP status this code is answered with.
     public var httpStatus: Int {
         switch self {

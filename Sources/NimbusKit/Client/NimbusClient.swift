@@ -1,0 +1,72 @@
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+import NIOHTTP1
+import NimbusCore
+
+/// A thin JSON-over-HTTP client for the Nimbus wire protocol.
+///
+/// Errors come back as `NimbusError` with the server's code; a server that cannot be reached is
+/// `NETWORK_UNAVAILABLE`.
+public struct NimbusClient: Sendable {
+    public var server: URL
+    public var apiToken: String?
+    public var sessionToken: String?
+    /// Responses larger than this are refused (a full key-value store is about 1.4 MB as JSON).
+    static let maxResponseBytes = 64 << 20
+
+    public init(server: URL, apiToken: String? = nil, sessionToken: String? = nil) {
+        self.server = server
+        self.apiToken = apiToken
+        self.sessionToken = sessionToken
+    }
+
+    public init(session: NimbusSession, apiToken: String?) {
+        self.init(server: session.server, apiToken: apiToken, sessionToken: session.sessionToken)
+    }
+
+    /// Sends a request and decodes the JSON answer.
+    public func send<Response: Decodable>(_ method: HTTPMethod, _ path: String, body: (some Encodable)? = nil as Never?) async throws -> Response {
+        let data = try await sendRaw(method, path, body: body.map { try JSONEncoder().encode($0) })
+        do {
+            return try JSONDecoder().decode(Response.self, from: data)
+        } catch {
+            throw NimbusError(.internalError, "the server's answer to \(method) \(path) was not understood: \(error)")
+        }
+    }
+
+    /// Sends a request whose answer has no body.
+    public func send(_ method: HTTPMethod, _ path: String, body: (some Encodable)? = nil as Never?) async throws {
+        _ = try await sendRaw(method, path, body: body.map { try JSONEncoder().encode($0) })
+    }
+
+    /// Sends raw bytes and returns the raw answer, throwing the server's error for a non-2xx status.
+    public func sendRaw(_ method: HTTPMethod, _ path: String, body: Data?) async throws -> Data {
+        var request = HTTPClientRequest(url: server.absoluteString.trimmingSuffix("/") + path)
+        request.method = method
+        if let apiToken { request.headers.add(name: "X-Nimbus-API-Token", value: apiToken) }
+        if let sessionToken { request.headers.add(name: "Authorization", value: "Bearer \(sessionToken)") }
+        if let body {
+            request.headers.add(name: "Content-Type", value: "application/json")
+            request.body = .bytes(ByteBuffer(bytes: body))
+        }
+        let response: HTTPClientResponse
+        let bytes: ByteBuffer
+        do {
+            response = try await HTTPClient.shared.execute(request, timeout: .seconds(60))
+            bytes = try await response.body.collect(upTo: Self.maxResponseBytes)
+        } catch {
+            throw NimbusError(.networkUnavailable, "could not reach \(server.absoluteString): \(error)")
+        }
+        let data = Data(bytes.readableBytesView)
+        guard (200..<300).contains(response.status.code) else {
+            if let error = try? JSONDecoder().decode(NimbusError.self, from: data) { throw error }
+            throw NimbusError(.internalError, "\(method) \(path) answered HTTP \(response.status.code)")
+        }
+        return data
+    }
+}
+
+extension String {
+    func trimmingSuffix(_ suffix: String) -> String { hasSuffix(suffix) ? String(dropLast(suffix.count)) : self }
+}

@@ -1,0 +1,30 @@
+import Foundation
+import NimbusCore
+
+/// The key-value routes of the wire protocol, one call each. `UbiquitousKeyValueStore` builds on it;
+/// use it directly for scripts and tools that need no local copy.
+public struct KeyValueClient: Sendable {
+    public let client: NimbusClient
+    public let storeIdentifier: String
+
+    public init(client: NimbusClient, storeIdentifier: String) {
+        self.client = client
+        self.storeIdentifier = storeIdentifier
+    }
+
+    private var base: String {
+        "/kv/1/" + (storeIdentifier.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(["/"])) ?? storeIdentifier)
+    }
+
+    public func values() async throws -> KeyValueSnapshot {
+        try await client.send(.GET, base + "/values")
+    }
+
+    public func changes(since syncToken: String?, resultsLimit: Int? = nil) async throws -> KeyValueChangesResponse {
+        try await client.send(.POST, base + "/changes", body: KeyValueChangesRequest(syncToken: syncToken, resultsLimit: resultsLimit))
+    }
+
+    public func modify(_ operations: [KeyValueOperation]) async throws -> KeyValueModifyResponse {
+        try await client.send(.POST, base + "/modify", body: KeyValueModifyRequest(operations: operations))
+    }
+}

@@ -1,0 +1,97 @@
+import Foundation
+import NimbusCore
+
+/// Everything a device knows about one key-value store, persisted between launches.
+///
+/// The visible value of a key is its pending local write if there is one, else the last value the
+/// server sent. Pending writes always reach the server after every server value this device has
+/// seen, so under last-writer-wins they are what the server will hold: showing them is not optimism.
+/// Every event method returns the keys whose visible value changed, for the change event.
+struct KeyValueStoreState: Codable, Sendable, Equatable {
+    /// The account the values belong to; another account's values are never shown.
+    var accountID: String?
+    var syncToken: String?
+    var initialSyncDone = false
+    var serverValues: [String: KeyValue] = [:]
+    var pending: [String: PendingWrite] = [:]
+    var nextGeneration: Int64 = 1
+
+    struct PendingWrite: Codable, Sendable, Equatable {
+        var value: KeyValue?
+        /// Orders writes; an upload acknowledges every write up to its highest generation.
+        var generation: Int64
+    }
+
+    func value(forKey key: String) -> KeyValue? {
+        if let write = pending[key] { return write.value }
+        return serverValues[key]
+    }
+
+    var visibleValues: [String: KeyValue] {
+        var values = serverValues
+        for (key, write) in pending { values[key] = write.value }
+        return values
+    }
+
+    /// The sequence the device has applied, from its token.
+    var appliedSequence: Int64 { syncToken.flatMap { try? ChangeToken(encoded: $0).sequence } ?? 0 }
+
+    /// Records a local write, or refuses it when it would break a limit (the reason names the limit).
+    mutating func write(_ value: KeyValue?, forKey key: String, limits: KeyValueLimits) throws(NimbusError) -> Bool {
+        let operation = KeyValueOperation(key: key, value: value)
+        try limits.validate([operation])
+        if let value, !value.isRepresentable {
+            throw NimbusError.badRequest("the value for key \"\(key)\" is not a finite number")
+        }
+        var after = visibleValues
+        after[key] = value
+        try limits.validateTotals(keys: after.count, bytes: after.values.reduce(0) { $0 + $1.byteSize })
+        let changed = self.value(forKey: key) != value
+        pending[key] = PendingWrite(value: value, generation: nextGeneration)
+        nextGeneration += 1
+        return changed
+    }
+
+    /// The next batch to upload, oldest first, and the generation it acknowledges up to.
+    func uploadBatch(maxOperations: Int) -> (operations: [KeyValueOperation], upTo: Int64)? {
+        let writes = pending.sorted { $0.value.generation < $1.value.generation }.prefix(maxOperations)
+        guard let last = writes.last else { return nil }
+        return (writes.map { KeyValueOperation(key: $0.key, value: $0.value.value) }, last.value.generation)
+    }
+
+    /// The server stored the batch: its writes become server values (later local writes stay pending).
+    mutating func uploaded(upTo generation: Int64) {
+        for (key, write) in pending where write.generation <= generation {
+            serverValues[key] = write.value
+            pending[key] = nil
+        }
+    }
+
+    /// The server refused the batch (a limit): its writes are dropped and the server's values show again.
+    mutating func rejected(upTo generation: Int64) -> [String] {
+        var changed = [String]()
+        for (key, write) in pending where write.generation <= generation {
+            pending[key] = nil
+            if serverValues[key] != write.value { changed.append(key) }
+        }
+        return changed.sorted()
+    }
+
+    /// Applies a page of server changes; keys with pending writes keep showing the pending value.
+    mutating func apply(_ changes: [KeyValueChange], syncToken: String) -> [String] {
+        var changed = [String]()
+        for change in changes {
+            if serverValues[change.key] != change.value, pending[change.key] == nil { changed.append(change.key) }
+            serverValues[change.key] = change.value
+        }
+        self.syncToken = syncToken
+        return changed
+    }
+
+    /// Starts over for another account: the previous account's values are dropped, not shown.
+    mutating func switchAccount(to accountID: String) -> [String] {
+        let previousKeys = Array(visibleValues.keys)
+        self = KeyValueStoreState(accountID: accountID)
+        return previousKeys.sorted()
+    }
+}

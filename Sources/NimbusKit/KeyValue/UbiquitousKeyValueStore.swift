@@ -1,0 +1,322 @@
+import Foundation
+import Logging
+import NimbusCore
+import Synchronization
+
+/// The iCloud key-value store, shaped like `NSUbiquitousKeyValueStore`.
+///
+/// Reads and writes are local and immediate, work offline, and survive restarts (the local copy lives
+/// in `Configuration.localDirectory`). Writes upload in the background; changes from other devices
+/// arrive by push and are announced on `changes()`.
+///
+/// ```swift
+/// let store = try UbiquitousKeyValueStore(configuration: .init(session: session, apiToken: token,
+///     storeIdentifier: "98Z3R5XU29.com.example.Cloudy", localDirectory: dir))
+/// store.start()
+/// store.set("chapter 3", forKey: "bookmark")
+/// for await change in store.changes() { print(change.reason, change.changedKeys) }
+/// ```
+public final class UbiquitousKeyValueStore: Sendable {
+    public struct Configuration: Sendable {
+        public var session: NimbusSession
+        public var apiToken: String
+        public var storeIdentifier: String
+        /// Where the local copy is kept; one directory per device.
+        public var localDirectory: URL
+        public var limits = KeyValueLimits.iCloud
+        public var logger = Logger(label: "nimbus.kv")
+
+        public init(session: NimbusSession, apiToken: String, storeIdentifier: String, localDirectory: URL) {
+            self.session = session
+            self.apiToken = apiToken
+            self.storeIdentifier = storeIdentifier
+            self.localDirectory = localDirectory
+        }
+    }
+
+    public let configuration: Configuration
+    private let client: KeyValueClient
+    private let state: Mutex<KeyValueStoreState>
+    private let stateFile: URL
+    private let subscribers = Mutex<[UUID: AsyncStream<KeyValueStoreChange>.Continuation]>([:])
+    private let syncWaiters = Mutex<[CheckedContinuation<Bool, Never>]>([])
+    private let syncRequests: AsyncStream<Void>.Continuation
+    private let syncRequestStream: AsyncStream<Void>
+    private let syncTask = Mutex<Task<Void, Never>?>(nil)
+    private let pendingAccountChange = Mutex(false)
+    private let push: Mutex<PushConnection?> = Mutex(nil)
+
+    /// Opens the local copy (creating it when missing). Nothing touches the network until `start()`.
+    public init(configuration: Configuration) throws {
+        self.configuration = configuration
+        client = KeyValueClient(
+            client: NimbusClient(session: configuration.session, apiToken: configuration.apiToken),
+            storeIdentifier: configuration.storeIdentifier)
+        try FileManager.default.createDirectory(at: configuration.localDirectory, withIntermediateDirectories: true)
+        stateFile = configuration.localDirectory.appendingPathComponent("kv-\(configuration.storeIdentifier).json")
+        var loaded = KeyValueStoreState()
+        if let data = try? Data(contentsOf: stateFile) {
+            loaded = try JSONDecoder().decode(KeyValueStoreState.self, from: data)
+        }
+        let accountID = configuration.session.userRecordName
+        if loaded.accountID == nil {
+            loaded.accountID = accountID
+        } else if loaded.accountID != accountID {
+            _ = loaded.switchAccount(to: accountID)
+            pendingAccountChange.withLock { $0 = true }
+        }
+        state = Mutex(loaded)
+        (syncRequestStream, syncRequests) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+        try persist(loaded)
+    }
+
+    // MARK: Reading
+
+    public func object(forKey key: String) -> KeyValue? { state.withLock { $0.value(forKey: key) } }
+
+    public func string(forKey key: String) -> String? {
+        if case .string(let value)? = object(forKey: key) { value } else { nil }
+    }
+
+    /// The integer for `key`, or 0 (as `NSUbiquitousKeyValueStore.longLong(forKey:)`).
+    public func longLong(forKey key: String) -> Int64 {
+        switch object(forKey: key) {
+        case .int64(let value)?: value
+        case .double(let value)? where value.isFinite && abs(value) < 9.2e18: Int64(value)
+        case .bool(let value)?: value ? 1 : 0
+        default: 0
+        }
+    }
+
+    /// The number for `key`, or 0.
+    public func double(forKey key: String) -> Double {
+        switch object(forKey: key) {
+        case .double(let value)?: value
+        case .int64(let value)?: Double(value)
+        default: 0
+        }
+    }
+
+    /// The boolean for `key`, or false; numbers read as `!= 0`.
+    public func bool(forKey key: String) -> Bool {
+        switch object(forKey: key) {
+        case .bool(let value)?: value
+        case .int64(let value)?: value != 0
+        default: false
+        }
+    }
+
+    public func data(forKey key: String) -> Data? {
+        if case .data(let value)? = object(forKey: key) { value } else { nil }
+    }
+
+    public func date(forKey key: String) -> Date? {
+        if case .date(let value)? = object(forKey: key) { value } else { nil }
+    }
+
+    public func array(forKey key: String) -> [KeyValue]? {
+        if case .array(let value)? = object(forKey: key) { value } else { nil }
+    }
+
+    public func dictionary(forKey key: String) -> [String: KeyValue]? {
+        if case .dictionary(let value)? = object(forKey: key) { value } else { nil }
+    }
+
+    /// Every key and its value, as this device sees them now.
+    public var dictionaryRepresentation: [String: KeyValue] { state.withLock { $0.visibleValues } }
+
+    // MARK: Writing
+
+    /// Sets (or with nil, removes) a value. A write that would break a limit changes nothing and is
+    /// announced as a `quotaViolationChange` for its key, as iCloud does.
+    public func set(_ value: KeyValue?, forKey key: String) {
+        let result: Result<KeyValueStoreState, NimbusError> = state.withLock { state in
+            do throws(NimbusError) {
+                _ = try state.write(value, forKey: key, limits: configuration.limits)
+                return .success(state)
+            } catch {
+                return .failure(error)
+            }
+        }
+        switch result {
+        case .success(let snapshot):
+            try? persist(snapshot)
+            requestSync()
+        case .failure(let error):
+            configuration.logger.warning("write refused", metadata: ["key": "\(key)", "reason": "\(error.reason)"])
+            announce(KeyValueStoreChange(reason: .quotaViolationChange, changedKeys: [key]))
+        }
+    }
+
+    public func set(_ value: String?, forKey key: String) { set(value.map(KeyValue.string), forKey: key) }
+    public func set(_ value: Int64, forKey key: String) { set(.int64(value), forKey: key) }
+    public func set(_ value: Int, forKey key: String) { set(.int64(Int64(value)), forKey: key) }
+    public func set(_ value: Double, forKey key: String) { set(.double(value), forKey: key) }
+    public func set(_ value: Bool, forKey key: String) { set(.bool(value), forKey: key) }
+    public func set(_ value: Data?, forKey key: String) { set(value.map(KeyValue.data), forKey: key) }
+    public func set(_ value: Date?, forKey key: String) { set(value.map(KeyValue.date), forKey: key) }
+    public func set(_ value: [KeyValue]?, forKey key: String) { set(value.map(KeyValue.array), forKey: key) }
+    public func set(_ value: [String: KeyValue]?, forKey key: String) { set(value.map(KeyValue.dictionary), forKey: key) }
+
+    public func removeObject(forKey key: String) { set(nil as KeyValue?, forKey: key) }
+
+    /// Whether local writes are still waiting to reach the server.
+    public var hasPendingWrites: Bool { state.withLock { !$0.pending.isEmpty } }
+
+    // MARK: Syncing
+
+    /// Starts syncing: the first download, the upload of pending writes, and the push connection that
+    /// brings other devices' changes. Call once, at launch.
+    public func start() {
+        syncTask.withLock { task in
+            guard task == nil else { return }
+            task = Task { await self.runSyncLoop() }
+        }
+        let connection = PushConnection(
+            session: configuration.session, logger: configuration.logger,
+            onConnect: { [weak self] in self?.requestSync() },
+            onMessage: { [weak self] message in self?.received(message) })
+        push.withLock { $0 = connection }
+        connection.start()
+    }
+
+    /// Uploads pending writes and downloads what changed, returning whether both succeeded.
+    ///
+    /// Unlike Apple's, this one waits for the round trip, so `true` means the server has this device's
+    /// writes and this device has the server's values as of now.
+    @discardableResult
+    public func synchronize() async -> Bool {
+        start()
+        return await withCheckedContinuation { continuation in
+            syncWaiters.withLock { $0.append(continuation) }
+            requestSync()
+        }
+    }
+
+    /// Change events from other devices, the first sync, refused writes and account changes; one
+    /// event per batch of changes. Each call returns a new stream.
+    public func changes() -> AsyncStream<KeyValueStoreChange> {
+        let (stream, continuation) = AsyncStream.makeStream(of: KeyValueStoreChange.self)
+        let id = UUID()
+        subscribers.withLock { $0[id] = continuation }
+        continuation.onTermination = { [weak self] _ in _ = self?.subscribers.withLock { $0.removeValue(forKey: id) } }
+        return stream
+    }
+
+    /// Stops syncing and ends every change stream. Pending writes stay on disk for the next launch.
+    public func close() {
+        push.withLock { $0 }?.stop()
+        syncTask.withLock { $0 }?.cancel()
+        syncRequests.finish()
+        for continuation in subscribers.withLock({ $0.values }) { continuation.finish() }
+        for waiter in syncWaiters.withLock({ waiters in defer { waiters = [] }; return waiters }) { waiter.resume(returning: false) }
+    }
+
+    /// Whether the push socket is connected (changes from other devices arrive without polling).
+    public var isPushConnected: Bool { push.withLock { $0 }?.isConnected ?? false }
+
+    private func requestSync() { syncRequests.yield() }
+
+    private func received(_ message: PushMessage) {
+        guard message.type == .zoneMoved, message.zone == zone else { return }
+        if message.sequence > state.withLock({ $0.appliedSequence }) { requestSync() }
+    }
+
+    private var zone: ZoneAddress { ZoneAddress(service: .keyValue, name: configuration.storeIdentifier) }
+
+    /// One pass at a time; requests that arrive during a pass are served by the next one.
+    private func runSyncLoop() async {
+        var retryDelay = Duration.milliseconds(200)
+        var retry: Task<Void, Never>?
+        for await _ in syncRequestStream {
+            let waiters = syncWaiters.withLock { waiters in defer { waiters = [] }; return waiters }
+            let succeeded = await syncPass()
+            for waiter in waiters { waiter.resume(returning: succeeded) }
+            retry?.cancel()
+            if succeeded {
+                retryDelay = .milliseconds(200)
+            } else if !Task.isCancelled {
+                let delay = retryDelay
+                retry = Task { [weak self] in
+                    try? await Task.sleep(for: delay)
+                    if !Task.isCancelled { self?.requestSync() }
+                }
+                retryDelay = min(retryDelay * 2, .seconds(30))
+            }
+        }
+        retry?.cancel()
+    }
+
+    private func syncPass() async -> Bool {
+        do {
+            if !state.withLock({ $0.initialSyncDone }) {
+                try await download(initial: true)
+            }
+            while try await uploadNextBatch() {}
+            try await download(initial: false)
+            return true
+        } catch {
+            configuration.logger.debug("sync pass failed", metadata: ["error": "\(error)"])
+            return false
+        }
+    }
+
+    /// Uploads one batch of pending writes; returns whether more may remain.
+    private func uploadNextBatch() async throws -> Bool {
+        guard let batch = state.withLock({ $0.uploadBatch(maxOperations: 1024) }) else { return false }
+        do {
+            _ = try await client.modify(batch.operations)
+            let snapshot = state.withLock { state in
+                state.uploaded(upTo: batch.upTo)
+                return state
+            }
+            try persist(snapshot)
+        } catch let error as NimbusError where error.code == .kvLimitExceeded || error.code == .badRequest {
+            // Refused as a whole: nothing changed on the server; show its values again and say so.
+            let (changed, snapshot) = state.withLock { state in (state.rejected(upTo: batch.upTo), state) }
+            try persist(snapshot)
+            configuration.logger.warning("batch refused", metadata: ["reason": "\(error.reason)"])
+            announce(KeyValueStoreChange(reason: .quotaViolationChange, changedKeys: changed.isEmpty ? batch.operations.map(\.key) : changed))
+        }
+        return true
+    }
+
+    private func download(initial: Bool) async throws {
+        var changedKeys = Set<String>()
+        var moreComing = true
+        while moreComing {
+            let token = state.withLock { $0.syncToken }
+            let response: KeyValueChangesResponse
+            do {
+                response = try await client.changes(since: token)
+            } catch let error as NimbusError where error.code == .changeTokenExpired {
+                // The server no longer knows our position: download everything again.
+                state.withLock { $0.syncToken = nil }
+                continue
+            }
+            let (changed, snapshot) = state.withLock { state in
+                let changed = state.apply(response.changes, syncToken: response.syncToken)
+                if initial { state.initialSyncDone = true }
+                return (changed, state)
+            }
+            try persist(snapshot)
+            changedKeys.formUnion(changed)
+            moreComing = response.moreComing
+        }
+        let accountChanged = pendingAccountChange.withLock { pending in defer { pending = false }; return pending }
+        let reason: KeyValueStoreChange.Reason = accountChanged ? .accountChange : initial ? .initialSyncChange : .serverChange
+        if !changedKeys.isEmpty || initial {
+            announce(KeyValueStoreChange(reason: reason, changedKeys: changedKeys.sorted()))
+        }
+        let applied = state.withLock { $0.appliedSequence }
+        await push.withLock { $0 }?.send(PushMessage(type: .applied, zone: zone, sequence: applied))
+    }
+
+    private func announce(_ change: KeyValueStoreChange) {
+        for continuation in subscribers.withLock({ Array($0.values) }) { continuation.yield(change) }
+    }
+
+    private func persist(_ snapshot: KeyValueStoreState) throws {
+        try JSONEncoder().encode(snapshot).write(to: stateFile, options: .atomic)
+    }
+}
