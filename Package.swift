@@ -70,7 +70,12 @@ let package = Package(
         .target(name: "NimbusDevice", dependencies: ["NimbusKit"]),
         .target(
             name: "NimbusTesting",
-            dependencies: ["NimbusCore", "NimbusStore", "NimbusServer", "NimbusKit"]
+            dependencies: [
+                "NimbusCore", "NimbusStore", "NimbusServer", "NimbusKit",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ]
         ),
         .executableTarget(
             name: "nimbus",
@@ -86,7 +91,13 @@ let package = Package(
         ),
         .testTarget(name: "NimbusCoreTests", dependencies: ["NimbusCore"]),
         .testTarget(name: "NimbusStoreTests", dependencies: ["NimbusStore", "NimbusCore"]),
-        .testTarget(name: "NimbusServerTests", dependencies: ["NimbusServer", "NimbusTesting", "NimbusCore"]),
+        .testTarget(
+            name: "NimbusServerTests",
+            dependencies: [
+                "NimbusServer", "NimbusTesting", "NimbusCore", "NimbusKit", "NimbusStore",
+                .product(name: "WSClient", package: "swift-websocket"),
+            ]
+        ),
         .testTarget(name: "NimbusKitTests", dependencies: ["NimbusKit", "NimbusCore"]),
         .testTarget(
             name: "EndToEndTests",

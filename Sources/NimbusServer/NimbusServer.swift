@@ -28,6 +28,9 @@ public struct NimbusServer: Sendable {
 
     public var store: any Store { state.store }
 
+    /// Open push sockets, across all accounts.
+    public var pushConnectionCount: Int { state.push.connectionCount }
+
     /// The HTTP router with every route; exposed so tests can compare it with the OpenAPI document.
     func makeRouter() -> Router<AppRequestContext> {
         let router = Router(context: AppRequestContext.self)

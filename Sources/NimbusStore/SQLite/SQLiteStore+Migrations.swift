@@ -83,3 +83,13 @@ extension SQLiteStore {
         return migrator
     }
 }
+
+extension SQLiteStore {
+    /// Marks a database as migrated by a later Nimbus, for tests of the refusal to open it.
+    package static func simulateNewerVersion(path: String, migration: String) throws {
+        let store = try SQLiteStore(path: path)
+        try store.pool.write { db in
+            try db.execute(sql: "INSERT INTO grdb_migrations (identifier) VALUES (?)", arguments: [migration])
+        }
+    }
+}

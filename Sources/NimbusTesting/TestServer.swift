@@ -1,0 +1,123 @@
+import Foundation
+import Logging
+import NimbusCore
+import NimbusKit
+import NimbusServer
+import NimbusStore
+
+/// A real Nimbus server on an ephemeral loopback port with a temporary data directory.
+///
+/// ```swift
+/// let server = try await TestServer.start()
+/// defer { Task { await server.stop() } }
+/// let app = try await server.seedApp()
+/// let session = try await server.signIn(email: "ann@example.com", device: "phone")
+/// ```
+public final class TestServer: Sendable {
+    public let server: NimbusServer
+    public let url: URL
+    public let port: Int
+    public let clock: ManualClock
+    public let dataDirectory: URL
+    private let task: Task<Void, any Error>
+
+    /// Starts a server; `configure` adjusts the test defaults (cheap bcrypt, a manual clock, port 0).
+    public static func start(
+        dataDirectory: URL? = nil, port: Int = 0, configure: (inout ServerConfiguration) -> Void = { _ in }
+    ) async throws -> TestServer {
+        let clock = ManualClock()
+        var configuration = ServerConfiguration()
+        configuration.port = port
+        configuration.dataDirectory = dataDirectory ?? Self.temporaryDirectory()
+        configuration.bcryptCost = 4
+        configuration.logLevel = .warning
+        configuration.now = { clock.now() }
+        configure(&configuration)
+        return try await TestServer(configuration: configuration, clock: clock)
+    }
+
+    private init(configuration: ServerConfiguration, clock: ManualClock) async throws {
+        self.clock = clock
+        dataDirectory = configuration.dataDirectory
+        server = try NimbusServer(configuration: configuration)
+        let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
+        let application = server.makeApplication { port in continuation.yield(port) }
+        task = Task { try await application.runService(gracefulShutdownSignals: []) }
+        guard let port = await ports.first(where: { _ in true }) else { throw CancellationError() }
+        self.port = port
+        url = URL(string: "http://127.0.0.1:\(port)")!
+    }
+
+    /// Shuts the server down gracefully and waits until it has stopped.
+    public func stop() async {
+        task.cancel()
+        _ = await task.result
+    }
+
+    public var store: any Store { server.store }
+
+    public static func temporaryDirectory() -> URL {
+        FileManager.default.temporaryDirectory.appendingPathComponent("nimbus-test-\(UUIDString.random())")
+    }
+
+    // MARK: Seeding
+
+    /// A team, an app entitled to a container, and an API token for it.
+    public struct SeededApp: Sendable {
+        public var teamID: String
+        public var bundleID: String
+        public var container: String
+        public var storeIdentifier: String
+        public var apiToken: String
+        public var tokenID: String
+    }
+
+    public func seedApp(
+        teamID: String = "98Z3R5XU29", bundleID: String = "com.example.Cloudy", container: String? = nil
+    ) async throws -> SeededApp {
+        let container = container ?? "iCloud.\(bundleID)"
+        if try await store.teams().contains(where: { $0.teamID == teamID }) == false {
+            try await store.createTeam(Team(teamID: teamID, name: "Team \(teamID)"))
+        }
+        let storeIdentifier = "\(teamID).\(bundleID)"
+        try await store.createApp(App(bundleID: bundleID, teamID: teamID, keyValueStoreIdentifier: storeIdentifier, containers: []))
+        if try await store.container(identifier: container) == nil {
+            try await store.createContainer(Container(identifier: container, teamID: teamID))
+        }
+        try await store.entitle(bundleID: bundleID, container: container)
+        let token = Secrets.apiToken()
+        let tokenID = UUIDString.random()
+        try await store.createAPIToken(APITokenRecord(
+            id: tokenID, tokenDigest: Secrets.digest(token), containerID: container, bundleID: bundleID, name: "test"))
+        return SeededApp(
+            teamID: teamID, bundleID: bundleID, container: container, storeIdentifier: storeIdentifier, apiToken: token, tokenID: tokenID)
+    }
+
+    public static let password = "correct horse battery"
+
+    /// Signs up `email` (when new) and signs in as a device named `device`.
+    public func signIn(email: String, device: String, deviceID: String? = nil) async throws -> NimbusSession {
+        if try await store.account(email: email) == nil {
+            try await NimbusAccount.signUp(server: url, email: email, password: Self.password)
+        }
+        return try await NimbusAccount.signIn(server: url, email: email, password: Self.password, deviceName: device, deviceID: deviceID)
+    }
+
+    /// An administrator's session, for the admin routes.
+    public func signInAdministrator() async throws -> NimbusSession {
+        let email = "root@nimbus.test"
+        if try await store.account(email: email) == nil {
+            try await server.createAdministrator(email: email, password: Self.password)
+        }
+        return try await NimbusAccount.signIn(server: url, email: email, password: Self.password, deviceName: "admin console")
+    }
+
+    /// A key-value store for one device, keeping its local copy in a fresh directory unless given one.
+    public func keyValueStore(
+        _ session: NimbusSession, app: SeededApp, localDirectory: URL? = nil
+    ) throws -> UbiquitousKeyValueStore {
+        try UbiquitousKeyValueStore(configuration: .init(
+            session: session, apiToken: app.apiToken, storeIdentifier: app.storeIdentifier,
+            localDirectory: localDirectory ?? Self.temporaryDirectory()))
+    }
+}

@@ -1,0 +1,219 @@
+import Foundation
+import NimbusCore
+import NimbusKit
+import NimbusTesting
+import Testing
+
+/// Two devices of one user, each a real `UbiquitousKeyValueStore` with its own local copy, syncing
+/// through a real server.
+@Suite struct KeyValueSyncTests {
+    struct World {
+        let server: TestServer
+        let app: TestServer.SeededApp
+
+        static func make() async throws -> World {
+            let server = try await TestServer.start()
+            return World(server: server, app: try await server.seedApp())
+        }
+
+        func device(_ name: String, email: String = "ann@example.com", directory: URL? = nil) async throws -> UbiquitousKeyValueStore {
+            let session = try await server.signIn(email: email, device: name)
+            return try server.keyValueStore(session, app: app, localDirectory: directory)
+        }
+    }
+
+    @Test func aKeySetOnOneDeviceArrivesOnTheOtherByPush() async throws {
+        let world = try await World.make()
+        defer { Task { await world.server.stop() } }
+        let phone = try await world.device("phone")
+        let laptop = try await world.device("laptop")
+        let laptopEvents = Recorder(laptop.changes())
+        phone.start()
+        laptop.start()
+        #expect(await phone.synchronize())
+        #expect(await laptop.synchronize())
+        #expect(await eventually { laptop.isPushConnected })
+
+        phone.set("chapter 3", forKey: "bookmark")
+        phone.set(Int64(42), forKey: "answer")
+        let event = await laptopEvents.first { $0.reason == .serverChange }
+        #expect(event?.changedKeys == ["answer", "bookmark"] || event?.changedKeys == ["bookmark"])
+        #expect(await eventually { laptop.string(forKey: "bookmark") == "chapter 3" && laptop.longLong(forKey: "answer") == 42 })
+        #expect(phone.dictionaryRepresentation == laptop.dictionaryRepresentation)
+        phone.close()
+        laptop.close()
+    }
+
+    @Test func everyValueTypeConverges() async throws {
+        let world = try await World.make()
+        defer { Task { await world.server.stop() } }
+        let phone = try await world.device("phone")
+        let laptop = try await world.device("laptop")
+        let date = Date(timeIntervalSince1970: 1_700_000_000.25)
+        phone.set("text", forKey: "string")
+        phone.set(Int64(-7), forKey: "int")
+        phone.set(2.5, forKey: "double")
+        phone.set(true, forKey: "bool")
+        phone.set(date, forKey: "date")
+        phone.set(Data([1, 2, 3]), forKey: "data")
+        phone.set([.string("a"), .int64(1)], forKey: "array")
+        phone.set(["nested": .dictionary(["deep": .bool(false)])], forKey: "dictionary")
+        #expect(await phone.synchronize())
+        #expect(await laptop.synchronize())
+        #expect(laptop.string(forKey: "string") == "text")
+        #expect(laptop.longLong(forKey: "int") == -7)
+        #expect(laptop.double(forKey: "double") == 2.5)
+        #expect(laptop.bool(forKey: "bool"))
+        #expect(laptop.date(forKey: "date") == date)
+        #expect(laptop.data(forKey: "data") == Data([1, 2, 3]))
+        #expect(laptop.array(forKey: "array") == [.string("a"), .int64(1)])
+        #expect(laptop.dictionary(forKey: "dictionary") == ["nested": .dictionary(["deep": .bool(false)])])
+        phone.removeObject(forKey: "string")
+        #expect(await phone.synchronize())
+        #expect(await laptop.synchronize())
+        #expect(laptop.string(forKey: "string") == nil)
+        #expect(laptop.dictionaryRepresentation == phone.dictionaryRepresentation)
+        phone.close()
+        laptop.close()
+    }
+
+    @Test func anOfflineDeviceCatchesUpWhenItComesBack() async throws {
+        let world = try await World.make()
+        defer { Task { await world.server.stop() } }
+        let laptopDirectory = TestServer.temporaryDirectory()
+        let phone = try await world.device("phone")
+        let laptopBefore = try await world.device("laptop", directory: laptopDirectory)
+        #expect(await laptopBefore.synchronize())
+        laptopBefore.close()
+
+        for index in 0..<50 { phone.set(Int64(index), forKey: "k\(index)") }
+        phone.removeObject(forKey: "k0")
+        #expect(await phone.synchronize())
+
+        let laptop = try await world.device("laptop", directory: laptopDirectory)
+        let events = Recorder(laptop.changes())
+        laptop.start()
+        let event = await events.first { $0.reason == .serverChange }
+        #expect(event?.changedKeys.count == 49)
+        #expect(laptop.dictionaryRepresentation == phone.dictionaryRepresentation)
+        #expect(laptop.object(forKey: "k0") == nil)
+        phone.close()
+        laptop.close()
+    }
+
+    @Test func writesWorkOfflineSurviveARestartAndUploadLater() async throws {
+        let directory = TestServer.temporaryDirectory()
+        let dataDirectory = TestServer.temporaryDirectory()
+        let firstServer = try await TestServer.start(dataDirectory: dataDirectory)
+        let app = try await firstServer.seedApp()
+        let session = try await firstServer.signIn(email: "ann@example.com", device: "phone")
+        await firstServer.stop()
+
+        // The server is gone: writes still apply locally and persist.
+        let offline = try firstServer.keyValueStore(session, app: app, localDirectory: directory)
+        offline.set("written offline", forKey: "note")
+        #expect(await offline.synchronize() == false)
+        #expect(offline.hasPendingWrites)
+        offline.close()
+
+        // The app restarts: the write is still there, still pending.
+        let phone = try firstServer.keyValueStore(session, app: app, localDirectory: directory)
+        #expect(phone.string(forKey: "note") == "written offline")
+        #expect(phone.hasPendingWrites)
+        phone.start()
+
+        // The server comes back (same data, same address): the write uploads.
+        let server = try await TestServer.start(dataDirectory: dataDirectory, port: firstServer.port)
+        defer { Task { await server.stop() } }
+        #expect(await eventually(timeout: .seconds(30)) { !phone.hasPendingWrites })
+        let laptop = try server.keyValueStore(try await server.signIn(email: "ann@example.com", device: "laptop"), app: app)
+        #expect(await laptop.synchronize())
+        #expect(laptop.string(forKey: "note") == "written offline")
+        phone.close()
+        laptop.close()
+    }
+
+    @Test func concurrentWritersConvergeOnTheLastArrival() async throws {
+        let world = try await World.make()
+        defer { Task { await world.server.stop() } }
+        let phone = try await world.device("phone")
+        let laptop = try await world.device("laptop")
+        // Both write the same key while neither has synced; the laptop's write reaches the server last.
+        phone.set("phone's", forKey: "title")
+        laptop.set("laptop's", forKey: "title")
+        #expect(await phone.synchronize())
+        #expect(await laptop.synchronize())
+        #expect(await phone.synchronize())
+        #expect(phone.string(forKey: "title") == "laptop's")
+        #expect(laptop.string(forKey: "title") == "laptop's")
+        phone.close()
+        laptop.close()
+    }
+
+    @Test func writesBeforeTheFirstSyncAreKeptAndWin() async throws {
+        let world = try await World.make()
+        defer { Task { await world.server.stop() } }
+        let phone = try await world.device("phone")
+        phone.set("server's", forKey: "shared")
+        phone.set("only on server", forKey: "other")
+        #expect(await phone.synchronize())
+
+        let tablet = try await world.device("tablet")
+        let events = Recorder(tablet.changes())
+        tablet.set("tablet's", forKey: "shared")
+        #expect(await tablet.synchronize())
+        let initial = await events.first { $0.reason == .initialSyncChange }
+        #expect(initial?.changedKeys == ["other"], "the tablet's own key kept its value, so only 'other' changed")
+        #expect(tablet.string(forKey: "shared") == "tablet's")
+        #expect(await phone.synchronize())
+        #expect(phone.string(forKey: "shared") == "tablet's")
+        phone.close()
+        tablet.close()
+    }
+
+    @Test func writesBreakingALimitAreRefusedWithAQuotaEvent() async throws {
+        let world = try await World.make()
+        defer { Task { await world.server.stop() } }
+        let phone = try await world.device("phone")
+        let events = Recorder(phone.changes())
+        phone.set("x", forKey: String(repeating: "k", count: 65))
+        let local = await events.first { $0.reason == .quotaViolationChange }
+        #expect(local != nil)
+        #expect(phone.dictionaryRepresentation.isEmpty)
+
+        // A tablet that has not seen the phone's keys yet writes past the key limit: the server refuses it.
+        let tabletDirectory = TestServer.temporaryDirectory()
+        let tablet = try await world.device("tablet", directory: tabletDirectory)
+        for index in 0..<10 { tablet.set(true, forKey: "tablet\(index)") }
+        let tabletEvents = Recorder(tablet.changes())
+        for index in 0..<1020 { phone.set(Int64(index), forKey: "p\(index)") }
+        #expect(await phone.synchronize())
+        #expect(await tablet.synchronize())
+        let refused = await tabletEvents.first { $0.reason == .quotaViolationChange }
+        #expect(refused?.changedKeys.count == 10)
+        #expect(tablet.object(forKey: "tablet0") == nil)
+        #expect(tablet.dictionaryRepresentation.count == 1020)
+        #expect(!tablet.hasPendingWrites)
+        phone.close()
+        tablet.close()
+    }
+
+    @Test func anotherAccountOnTheSameDeviceReplacesTheValues() async throws {
+        let world = try await World.make()
+        defer { Task { await world.server.stop() } }
+        let directory = TestServer.temporaryDirectory()
+        let annStore = try await world.device("shared iPad", email: "ann@example.com", directory: directory)
+        annStore.set("ann's", forKey: "owner")
+        #expect(await annStore.synchronize())
+        annStore.close()
+
+        let bob = try await world.server.signIn(email: "bob@example.com", device: "shared iPad")
+        let bobStore = try world.server.keyValueStore(bob, app: world.app, localDirectory: directory)
+        #expect(bobStore.string(forKey: "owner") == nil, "one account's values never show under another")
+        let events = Recorder(bobStore.changes())
+        #expect(await bobStore.synchronize())
+        let event = await events.first { $0.reason == .accountChange }
+        #expect(event?.changedKeys == ["owner"])
+        bobStore.close()
+    }
+}

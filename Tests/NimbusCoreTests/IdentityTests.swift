@@ -1,0 +1,60 @@
+import Foundation
+import NimbusCore
+import Testing
+
+@Suite struct ChangeTokenTests {
+    @Test func tokensRoundTripAndLookOpaque() throws {
+        let token = ChangeToken(zoneID: 42, sequence: 9001)
+        #expect(try ChangeToken(encoded: token.encoded) == token)
+        #expect(!token.encoded.contains("9001"))
+    }
+
+    @Test(arguments: ["", "garbage", "bjEuMS4y", String(repeating: "A", count: 400), "bjEueC4y"])
+    func foreignStringsAreRefused(_ text: String) {
+        let error = #expect(throws: NimbusError.self) { try ChangeToken(encoded: text) }
+        #expect(error?.code == .badRequest)
+    }
+}
+
+@Suite struct IdentifierTests {
+    @Test func teamIDsAreTenUpperCaseCharacters() throws {
+        try Identifiers.validateTeamID("98Z3R5XU29")
+        for bad in ["98z3r5xu29", "SHORT", "98Z3R5XU29X", "98Z3R5XU2!"] {
+            #expect(throws: NimbusError.self) { try Identifiers.validateTeamID(bad) }
+        }
+    }
+
+    @Test func containersStartWithICloud() throws {
+        try Identifiers.validateContainerID("iCloud.com.example.Cloudy")
+        #expect(throws: NimbusError.self) { try Identifiers.validateContainerID("com.example.Cloudy") }
+        #expect(throws: NimbusError.self) { try Identifiers.validateContainerID("iCloud.com/../etc") }
+    }
+
+    @Test func storeIdentifiersRejectPathTraversal() throws {
+        try Identifiers.validateStoreIdentifier("98Z3R5XU29.com.example.Cloudy")
+        for bad in ["../etc/passwd", "a..b", "single", "a.b/c"] {
+            #expect(throws: NimbusError.self) { try Identifiers.validateStoreIdentifier(bad) }
+        }
+    }
+
+    @Test func passwordsAreBoundedForBcrypt() throws {
+        try Identifiers.validatePassword("12345678")
+        #expect(throws: NimbusError.self) { try Identifiers.validatePassword("short") }
+        #expect(throws: NimbusError.self) { try Identifiers.validatePassword(String(repeating: "p", count: 73)) }
+    }
+
+    @Test func secretsHaveTheirDocumentedShapes() {
+        let token = Secrets.apiToken()
+        #expect(Secrets.isAPITokenShaped(token))
+        #expect(token != Secrets.apiToken())
+        #expect(Secrets.userRecordName().count == 33)
+        #expect(Secrets.digest("a") != "a" && Secrets.digest("a").count == 64)
+    }
+
+    @Test func errorsCarryHTTPStatusesOfTheCloudKitTable() {
+        #expect(ErrorCode.authenticationRequired.httpStatus == 421)
+        #expect(ErrorCode.throttled.httpStatus == 429)
+        #expect(ErrorCode.accessDenied.httpStatus == 403)
+        #expect(ErrorCode.conflict.httpStatus == 409)
+    }
+}

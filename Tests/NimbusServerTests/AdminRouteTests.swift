@@ -1,0 +1,100 @@
+import Foundation
+import NIOHTTP1
+import NimbusCore
+import NimbusKit
+import NimbusTesting
+import Testing
+
+@Suite struct AdminRouteTests {
+    @Test func anAdministratorSetsUpAnAppThatCanUseTheKeyValueStore() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        let admin = try await server.signInAdministrator()
+
+        let team = try await server.request(.POST, "/admin/1/teams", session: admin, json: #"{"name":"Example"}"#).decode(Team.self)
+        #expect(team.teamID.count == 10)
+        let app = try await server.request(
+            .POST, "/admin/1/apps", session: admin, json: #"{"bundleID":"com.example.Cloudy","teamID":"\#(team.teamID)"}"#
+        ).decode(App.self)
+        #expect(app.keyValueStoreIdentifier == "\(team.teamID).com.example.Cloudy")
+        #expect(try await server.request(
+            .POST, "/admin/1/containers", session: admin, json: #"{"identifier":"iCloud.com.example.Cloudy","teamID":"\#(team.teamID)"}"#
+        ).status == 200)
+
+        let unentitled = try await server.request(
+            .POST, "/admin/1/tokens", session: admin, json: #"{"container":"iCloud.com.example.Cloudy","bundleID":"com.example.Cloudy"}"#)
+        #expect(unentitled.errorCode == .badRequest)
+
+        let entitled = try await server.request(
+            .POST, "/admin/1/apps/com.example.Cloudy/entitlements", session: admin, json: #"{"container":"iCloud.com.example.Cloudy"}"#
+        ).decode(App.self)
+        #expect(entitled.containers == ["iCloud.com.example.Cloudy"])
+
+        let created = try await server.request(
+            .POST, "/admin/1/tokens", session: admin, json: #"{"container":"iCloud.com.example.Cloudy","bundleID":"com.example.Cloudy"}"#
+        ).decode(CreatedAPIToken.self)
+        #expect(Secrets.isAPITokenShaped(created.apiToken))
+
+        let listed = try await server.request(.GET, "/admin/1/tokens", session: admin)
+        #expect(!String(decoding: listed.body, as: UTF8.self).contains(created.apiToken), "secrets are shown once only")
+
+        let ann = try await server.signIn(email: "ann@example.com", device: "phone")
+        let values = try await server.request(.GET, "/kv/1/\(app.keyValueStoreIdentifier)/values", session: ann, apiToken: created.apiToken)
+        #expect(values.status == 200)
+
+        #expect(try await server.request(.DELETE, "/admin/1/tokens/\(created.info.tokenID)", session: admin).status == 204)
+        let revoked = try await server.request(.GET, "/kv/1/\(app.keyValueStoreIdentifier)/values", session: ann, apiToken: created.apiToken)
+        #expect(revoked.errorCode == .authenticationFailed)
+    }
+
+    @Test func usersAreNotAdministrators() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        let ann = try await server.signIn(email: "ann@example.com", device: "phone")
+        for (method, path) in [(HTTPMethod.GET, "/admin/1/users"), (.POST, "/admin/1/teams"), (.GET, "/admin/1/tokens")] {
+            let response = try await server.request(method, path, session: ann, json: #"{"name":"Mine now"}"#)
+            #expect(response.status == 403)
+            #expect(response.errorCode == .accessDenied)
+        }
+        #expect(try await server.request(.GET, "/admin/1/users").errorCode == .authenticationRequired)
+        #expect(try await server.store.teams().isEmpty)
+    }
+
+    @Test(arguments: [
+        ("/admin/1/teams", #"{"teamID":"lowercase1","name":"x"}"#),
+        ("/admin/1/apps", #"{"bundleID":"no dots","teamID":"98Z3R5XU29"}"#),
+        ("/admin/1/containers", #"{"identifier":"com.example.NoPrefix","teamID":"98Z3R5XU29"}"#),
+        ("/admin/1/apps", #"{"bundleID":"com.example.x","teamID":"98Z3R5XU29","keyValueStoreIdentifier":"../../etc"}"#),
+    ])
+    func invalidIdentifiersAreBadRequests(_ path: String, _ body: String) async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        let admin = try await server.signInAdministrator()
+        try await server.store.createTeam(Team(teamID: "98Z3R5XU29", name: "T"))
+        let response = try await server.request(.POST, path, session: admin, json: body)
+        #expect(response.status == 400)
+        #expect(response.errorCode == .badRequest)
+    }
+
+    @Test func referencesToMissingThingsAreNotFound() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        let admin = try await server.signInAdministrator()
+        let app = try await server.request(.POST, "/admin/1/apps", session: admin, json: #"{"bundleID":"com.example.x","teamID":"98Z3R5XU29"}"#)
+        #expect(app.status == 404)
+        #expect(app.errorCode == .notFound)
+        let entitle = try await server.request(
+            .POST, "/admin/1/apps/com.example.none/entitlements", session: admin, json: #"{"container":"iCloud.com.example.x"}"#)
+        #expect(entitle.errorCode == .notFound)
+    }
+
+    @Test func theFirstAdministratorIsCreatedOnce() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        let credentials = try #require(try await server.server.ensureAdministrator())
+        #expect(try await server.server.ensureAdministrator() == nil)
+        let session = try await NimbusAccount.signIn(
+            server: server.url, email: credentials.email, password: credentials.password, deviceName: "console")
+        #expect(try await server.request(.GET, "/admin/1/users", session: session).status == 200)
+    }
+}

@@ -1,0 +1,72 @@
+import Foundation
+import NimbusTesting
+import Testing
+
+@testable import NimbusServer
+
+@Suite struct OpenAPITests {
+    /// `/kv/1/:store/values` → `/kv/1/{store}/values`
+    static func openAPIPath(_ routerPath: String) -> String {
+        "/" + routerPath.split(separator: "/").map { $0.hasPrefix(":") ? "{\($0.dropFirst())}" : String($0) }.joined(separator: "/")
+    }
+
+    @Test func theDocumentDescribesExactlyTheServedRoutes() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        let served = Set((server.server.makeRouter().routes + server.server.makePushRouter().routes).map {
+            "\($0.method.rawValue.lowercased()) \(Self.openAPIPath($0.path.description))"
+        })
+
+        let response = try await server.request(.GET, "/openapi.json")
+        #expect(response.status == 200)
+        let document = try #require(try JSONSerialization.jsonObject(with: response.body) as? [String: Any])
+        #expect(document["openapi"] as? String == "3.1.0")
+        let paths = try #require(document["paths"] as? [String: [String: Any]])
+        let documented = Set(paths.flatMap { path, operations in operations.keys.map { "\($0) \(path)" } })
+
+        #expect(served.subtracting(documented).isEmpty, "served but undocumented: \(served.subtracting(documented).sorted())")
+        #expect(documented.subtracting(served).isEmpty, "documented but not served: \(documented.subtracting(served).sorted())")
+        #expect(served.count > 20)
+    }
+
+    @Test func everySchemaReferenceResolves() async throws {
+        let data = try JSONEncoder().encode(OpenAPIDocument.document)
+        let text = String(decoding: data, as: UTF8.self)
+        let document = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+        let schemas = try #require((document["components"] as? [String: Any])?["schemas"] as? [String: Any])
+        let references = text.components(separatedBy: "#/components/schemas/").dropFirst().map { $0.prefix { $0 != "\"" } }
+        #expect(!references.isEmpty)
+        for reference in references { #expect(schemas[String(reference)] != nil, "missing schema \(reference)") }
+    }
+}
+
+@Suite struct SystemRouteTests {
+    @Test func healthAnswers() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        let response = try await server.request(.GET, "/health")
+        #expect(response.status == 200)
+        #expect(String(decoding: response.body, as: UTF8.self).contains("ok"))
+    }
+
+    @Test func metricsCountRequestsPerRoute() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        for _ in 0..<3 { _ = try await server.request(.GET, "/health") }
+        let response = try await server.request(.GET, "/metrics")
+        #expect(response.status == 200)
+        let text = String(decoding: response.body, as: UTF8.self)
+        let healthCount = text.split(separator: "\n").first { $0.hasPrefix("hb_requests") && $0.contains("/health") }
+        #expect(healthCount != nil, "no request counter for /health in:\n\(text.prefix(2000))")
+        #expect(text.contains("http_server_request_duration"))
+    }
+
+    @Test func unknownRoutesAnswerNotFoundWithAnErrorBody() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        let response = try await server.request(.GET, "/nope/../../etc/passwd")
+        #expect(response.status == 404)
+        #expect(response.errorCode == .notFound)
+        #expect(response.error?.uuid.isEmpty == false)
+    }
+}

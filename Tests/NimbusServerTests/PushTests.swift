@@ -1,0 +1,107 @@
+import Foundation
+import Logging
+import NimbusCore
+import NimbusKit
+import NimbusTesting
+import Synchronization
+import Testing
+import WSClient
+
+/// The push socket over a real WebSocket client.
+@Suite struct PushTests {
+    /// What a connected test device has seen, shared with its connection task.
+    final class DeviceState: Sendable {
+        let messages = Mutex<[PushMessage]>([])
+        let outbound = Mutex<WebSocketOutboundWriter?>(nil)
+    }
+
+    /// Connects to `/push/1`, collecting messages, until the server closes the socket.
+    struct Device: Sendable {
+        let state = DeviceState()
+        let task: Task<WebSocketCloseFrame?, any Error>
+
+        init(server: TestServer, session: NimbusSession?) {
+            var configuration = WebSocketClientConfiguration()
+            if let session { configuration.additionalHeaders = [.authorization: "Bearer \(session.sessionToken)"] }
+            let state = self.state
+            task = Task {
+                try await WebSocketClient.connect(
+                    url: "ws://127.0.0.1:\(server.port)/push/1", configuration: configuration, logger: Logger(label: "test")
+                ) { inbound, outbound, _ in
+                    state.outbound.withLock { $0 = outbound }
+                    for try await message in inbound.messages(maxSize: 1 << 16) {
+                        if case .text(let text) = message, let push = try? JSONDecoder().decode(PushMessage.self, from: Data(text.utf8)) {
+                            state.messages.withLock { $0.append(push) }
+                        }
+                    }
+                }
+            }
+        }
+
+        var received: [PushMessage] { state.messages.withLock { $0 } }
+        var isConnected: Bool { state.outbound.withLock { $0 != nil } }
+
+        func send(_ message: PushMessage) async throws {
+            let data = try JSONEncoder().encode(message)
+            try await state.outbound.withLock { $0 }?.write(.text(String(decoding: data, as: UTF8.self)))
+        }
+    }
+
+    @Test func everyDeviceOfTheAccountHearsThatAZoneMoved() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        let app = try await server.seedApp()
+        let phone = try await server.signIn(email: "ann@example.com", device: "phone")
+        let laptop = try await server.signIn(email: "ann@example.com", device: "laptop")
+        let bob = try await server.signIn(email: "bob@example.com", device: "bob's phone")
+        let devices = [Device(server: server, session: phone), Device(server: server, session: laptop), Device(server: server, session: bob)]
+        #expect(await eventually { devices.allSatisfy(\.isConnected) })
+
+        let response = try await server.request(
+            .POST, "/kv/1/\(app.storeIdentifier)/modify", session: phone, apiToken: app.apiToken,
+            json: #"{"operations":[{"operationType":"set","key":"a","value":{"type":"BOOLEAN","value":true}}]}"#)
+        #expect(response.status == 200)
+        let expected = PushMessage(type: .zoneMoved, zone: ZoneAddress(service: .keyValue, name: app.storeIdentifier), sequence: 1)
+        #expect(await eventually { devices[0].received == [expected] && devices[1].received == [expected] })
+        #expect(devices[2].received.isEmpty, "another account's device must hear nothing")
+    }
+
+    @Test func anAcknowledgementRecordsTheDevicesWatermark() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        let app = try await server.seedApp()
+        let phone = try await server.signIn(email: "ann@example.com", device: "phone")
+        let device = Device(server: server, session: phone)
+        #expect(await eventually { device.isConnected })
+        for key in ["a", "b", "c"] {
+            _ = try await server.request(
+                .POST, "/kv/1/\(app.storeIdentifier)/modify", session: phone, apiToken: app.apiToken,
+                json: #"{"operations":[{"operationType":"set","key":"\#(key)","value":{"type":"BOOLEAN","value":true}}]}"#)
+        }
+        let zone = ZoneAddress(service: .keyValue, name: app.storeIdentifier)
+        try await device.send(PushMessage(type: .applied, zone: zone, sequence: 2))
+        let recorded = await eventually {
+            let list = try? await server.request(.GET, "/auth/1/devices", session: phone).decode(DeviceList.self)
+            return list?.devices.first?.watermarks == [DeviceStatus.Watermark(zone: zone, appliedSequence: 2, currentSequence: 3)]
+        }
+        #expect(recorded)
+    }
+
+    @Test func unauthenticatedUpgradesAreRefused() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        let device = Device(server: server, session: nil)
+        await #expect(throws: (any Error).self) { _ = try await device.task.value }
+        #expect(!device.isConnected)
+    }
+
+    @Test func peersThatStopAnsweringPingsAreDisconnected() async throws {
+        let server = try await TestServer.start { $0.heartbeat = .milliseconds(200) }
+        defer { Task { await server.stop() } }
+        let session = try await server.signIn(email: "ann@example.com", device: "phone")
+        let socket = try SilentWebSocket(port: server.port, sessionToken: session.sessionToken)
+        defer { socket.close() }
+        #expect(await eventually { server.server.pushConnectionCount == 1 })
+        #expect(await eventually(timeout: .seconds(10)) { server.server.pushConnectionCount == 0 })
+    }
+}

@@ -1,0 +1,191 @@
+import Foundation
+import NimbusCore
+import NimbusStore
+import Testing
+
+/// The contract every Store backend keeps, written once and run per backend.
+@Suite struct StoreConformanceTests {
+    static let zoneAddress = ZoneAddress(service: .keyValue, name: "98Z3R5XU29.com.example.Cloudy")
+
+    func makeAccount(_ store: any Store, email: String = "ann@example.com") async throws -> String {
+        let id = Secrets.userRecordName()
+        try await store.createAccount(AccountRecord(id: id, email: email, passwordHash: "x", isAdministrator: false, createdAt: Date()))
+        return id
+    }
+
+    func mutation(_ key: String, _ text: String?) -> EntryMutation {
+        EntryMutation(key: key, payload: text.map { Data($0.utf8) }, size: text?.utf8.count ?? 0)
+    }
+
+    @Test(arguments: StoreBackend.allCases)
+    func everyMutationAdvancesTheSequenceByOne(_ backend: StoreBackend) async throws {
+        let store = try backend.makeStore()
+        let zone = ZoneKey(accountID: try await makeAccount(store), address: Self.zoneAddress)
+        #expect(try await store.zoneState(zone) == nil)
+        let first = try await store.commit(zone, mutations: [mutation("a", "1"), mutation("b", "2")]) { _ in }
+        #expect(first.sequence == 2)
+        let second = try await store.commit(zone, mutations: [mutation("a", "3")]) { _ in }
+        #expect(second.sequence == 3)
+        #expect(second.id == first.id)
+        #expect(second.liveEntries == 2 && second.liveBytes == 2)
+    }
+
+    @Test(arguments: StoreBackend.allCases)
+    func aRefusedCommitChangesNothing(_ backend: StoreBackend) async throws {
+        struct Refused: Error {}
+        let store = try backend.makeStore()
+        let zone = ZoneKey(accountID: try await makeAccount(store), address: Self.zoneAddress)
+        _ = try await store.commit(zone, mutations: [mutation("a", "1")]) { _ in }
+        await #expect(throws: Refused.self) {
+            _ = try await store.commit(zone, mutations: [self.mutation("a", "changed"), self.mutation("b", "new")]) { _ in throw Refused() }
+        }
+        let (entries, state) = try await store.liveEntries(zone)
+        #expect(state?.sequence == 1)
+        #expect(entries.map(\.key) == ["a"])
+        #expect(entries.first?.payload == Data("1".utf8))
+    }
+
+    @Test(arguments: StoreBackend.allCases)
+    func checksSeeTheTotalsAfterTheBatch(_ backend: StoreBackend) async throws {
+        let store = try backend.makeStore()
+        let zone = ZoneKey(accountID: try await makeAccount(store), address: Self.zoneAddress)
+        _ = try await store.commit(zone, mutations: [mutation("a", "12345"), mutation("b", "1")]) { _ in }
+        let seen = try await store.commit(zone, mutations: [mutation("a", nil), mutation("c", "123")]) { state in
+            #expect(state.liveEntries == 2)
+            #expect(state.liveBytes == 4)
+        }
+        #expect(seen.liveEntries == 2)
+    }
+
+    @Test(arguments: StoreBackend.allCases)
+    func removalsLeaveTombstonesInTheChangeFeed(_ backend: StoreBackend) async throws {
+        let store = try backend.makeStore()
+        let zone = ZoneKey(accountID: try await makeAccount(store), address: Self.zoneAddress)
+        _ = try await store.commit(zone, mutations: [mutation("a", "1"), mutation("b", "2")]) { _ in }
+        _ = try await store.commit(zone, mutations: [mutation("a", nil)]) { _ in }
+        let page = try await store.changes(zone, after: 2, limit: 10)
+        #expect(page.entries == [Entry(key: "a", payload: nil, sequence: 3)])
+        #expect(page.sequence == 3 && !page.moreComing)
+        #expect(try await store.liveEntries(zone).entries.map(\.key) == ["b"])
+    }
+
+    @Test(arguments: StoreBackend.allCases)
+    func changesArePagedAndCoalescedToTheLatestState(_ backend: StoreBackend) async throws {
+        let store = try backend.makeStore()
+        let zone = ZoneKey(accountID: try await makeAccount(store), address: Self.zoneAddress)
+        for round in 0..<3 {
+            _ = try await store.commit(zone, mutations: (0..<5).map { mutation("k\($0)", "\(round)") }) { _ in }
+        }
+        var sequence: Int64 = 0
+        var seen = [Entry]()
+        var pages = 0
+        repeat {
+            let page = try await store.changes(zone, after: sequence, limit: 2)
+            seen += page.entries
+            sequence = page.sequence
+            pages += 1
+            if !page.moreComing { break }
+        } while true
+        #expect(pages == 3)
+        #expect(seen.count == 5)
+        #expect(Set(seen.map(\.key)).count == 5)
+        #expect(seen.allSatisfy { $0.payload == Data("2".utf8) })
+        #expect(sequence == 15)
+        #expect(seen.map(\.sequence) == seen.map(\.sequence).sorted())
+    }
+
+    @Test(arguments: StoreBackend.allCases)
+    func zonesAreSeparatePerAccount(_ backend: StoreBackend) async throws {
+        let store = try backend.makeStore()
+        let ann = ZoneKey(accountID: try await makeAccount(store, email: "ann@example.com"), address: Self.zoneAddress)
+        let bob = ZoneKey(accountID: try await makeAccount(store, email: "bob@example.com"), address: Self.zoneAddress)
+        _ = try await store.commit(ann, mutations: [mutation("secret", "ann's")]) { _ in }
+        #expect(try await store.zoneState(bob) == nil)
+        #expect(try await store.changes(bob, after: 0, limit: 100).entries.isEmpty)
+    }
+
+    @Test(arguments: StoreBackend.allCases)
+    func emailsAreUniqueIgnoringCase(_ backend: StoreBackend) async throws {
+        let store = try backend.makeStore()
+        _ = try await makeAccount(store, email: "Ann@Example.com")
+        await #expect(throws: StoreError.self) { _ = try await self.makeAccount(store, email: "ann@example.com") }
+        #expect(try await store.account(email: "ANN@example.com") != nil)
+    }
+
+    @Test(arguments: StoreBackend.allCases)
+    func sessionsAreFoundByDigestAndRevocable(_ backend: StoreBackend) async throws {
+        let store = try backend.makeStore()
+        let account = try await makeAccount(store)
+        try await store.saveDevice(DeviceRecord(id: "d1", accountID: account, name: "phone", lastSeenAt: Date()))
+        try await store.createSession(SessionRecord(tokenDigest: "digest", accountID: account, deviceID: "d1", expiresAt: Date()))
+        #expect(try await store.session(tokenDigest: "digest")?.revoked == false)
+        try await store.revokeSession(tokenDigest: "digest")
+        #expect(try await store.session(tokenDigest: "digest")?.revoked == true)
+        #expect(try await store.session(tokenDigest: "other") == nil)
+    }
+
+    @Test(arguments: StoreBackend.allCases)
+    func aDeviceCannotBeTakenOverByAnotherAccount(_ backend: StoreBackend) async throws {
+        let store = try backend.makeStore()
+        let ann = try await makeAccount(store, email: "ann@example.com")
+        let bob = try await makeAccount(store, email: "bob@example.com")
+        try await store.saveDevice(DeviceRecord(id: "d1", accountID: ann, name: "phone", lastSeenAt: Date()))
+        await #expect(throws: StoreError.self) {
+            try await store.saveDevice(DeviceRecord(id: "d1", accountID: bob, name: "stolen", lastSeenAt: Date()))
+        }
+        #expect(try await store.device(id: "d1")?.accountID == ann)
+    }
+
+    @Test(arguments: StoreBackend.allCases)
+    func entitlementsAndTokensNeedExistingAppsAndContainers(_ backend: StoreBackend) async throws {
+        let store = try backend.makeStore()
+        try await store.createTeam(Team(teamID: "98Z3R5XU29", name: "T"))
+        await #expect(throws: StoreError.missing("team NOPE000000")) {
+            try await store.createApp(App(bundleID: "com.x.y", teamID: "NOPE000000", keyValueStoreIdentifier: "a.b", containers: []))
+        }
+        try await store.createApp(App(bundleID: "com.x.y", teamID: "98Z3R5XU29", keyValueStoreIdentifier: "98Z3R5XU29.com.x.y", containers: []))
+        try await store.createContainer(Container(identifier: "iCloud.com.x.y", teamID: "98Z3R5XU29"))
+        await #expect(throws: StoreError.self) { try await store.entitle(bundleID: "com.x.y", container: "iCloud.com.missing") }
+        try await store.entitle(bundleID: "com.x.y", container: "iCloud.com.x.y")
+        #expect(try await store.app(bundleID: "com.x.y")?.containers == ["iCloud.com.x.y"])
+        try await store.revokeEntitlement(bundleID: "com.x.y", container: "iCloud.com.x.y")
+        #expect(try await store.app(bundleID: "com.x.y")?.containers == [])
+        await #expect(throws: StoreError.self) { try await store.createTeam(Team(teamID: "98Z3R5XU29", name: "again")) }
+    }
+
+    @Test(arguments: StoreBackend.allCases)
+    func watermarksNeverMoveBackwards(_ backend: StoreBackend) async throws {
+        let store = try backend.makeStore()
+        let account = try await makeAccount(store)
+        try await store.saveDevice(DeviceRecord(id: "d1", accountID: account, name: "phone", lastSeenAt: Date()))
+        let zone = ZoneKey(accountID: account, address: Self.zoneAddress)
+        _ = try await store.commit(zone, mutations: (0..<5).map { mutation("k\($0)", "v") }) { _ in }
+        try await store.recordWatermark(deviceID: "d1", zone: zone, sequence: 4)
+        try await store.recordWatermark(deviceID: "d1", zone: zone, sequence: 2)
+        try await store.recordWatermark(deviceID: "d1", zone: zone, sequence: 99)
+        let marks = try await store.watermarks(deviceID: "d1")
+        #expect(marks.count == 1)
+        #expect(marks.first?.applied == 5)
+        #expect(marks.first?.current == 5)
+    }
+}
+
+@Suite struct SQLiteMigrationTests {
+    @Test func aDatabaseFromANewerNimbusIsRefused() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("nimbus-store-\(UUIDString.random())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let path = directory.appendingPathComponent("nimbus.sqlite").path
+        try SQLiteStore.simulateNewerVersion(path: path, migration: "2099-01-01-from-the-future")
+        #expect(throws: StoreError.newerDatabase(unknownMigrations: ["2099-01-01-from-the-future"])) {
+            _ = try SQLiteStore(path: path)
+        }
+    }
+
+    @Test func reopeningKeepsData() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("nimbus-store-\(UUIDString.random())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let path = directory.appendingPathComponent("nimbus.sqlite").path
+        try await SQLiteStore(path: path).createTeam(Team(teamID: "98Z3R5XU29", name: "T"))
+        #expect(try await SQLiteStore(path: path).teams().map(\.teamID) == ["98Z3R5XU29"])
+    }
+}
