@@ -73,6 +73,7 @@ let package = Package(
             dependencies: [
                 "NimbusCore", "NimbusStore", "NimbusServer", "NimbusKit",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
             ]

@@ -4,6 +4,7 @@ import NimbusCore
 import NimbusKit
 import NimbusServer
 import NimbusStore
+import ServiceLifecycle
 
 /// A real Nimbus server on an ephemeral loopback port with a temporary data directory.
 ///
@@ -20,6 +21,7 @@ public final class TestServer: Sendable {
     public let clock: ManualClock
     public let dataDirectory: URL
     private let task: Task<Void, any Error>
+    private let services: ServiceGroup
 
     /// Starts a server; `configure` adjusts the test defaults (cheap bcrypt, a manual clock, port 0).
     public static func start(
@@ -42,15 +44,17 @@ public final class TestServer: Sendable {
         server = try NimbusServer(configuration: configuration)
         let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
         let application = server.makeApplication { port in continuation.yield(port) }
-        task = Task { try await application.runService(gracefulShutdownSignals: []) }
+        let services = ServiceGroup(configuration: .init(services: [application], logger: Logger(label: "nimbus.test")))
+        self.services = services
+        task = Task { try await services.run() }
         guard let port = await ports.first(where: { _ in true }) else { throw CancellationError() }
         self.port = port
         url = URL(string: "http://127.0.0.1:\(port)")!
     }
 
-    /// Shuts the server down gracefully and waits until it has stopped.
+    /// Shuts the server down gracefully, as SIGTERM does, and waits until it has stopped.
     public func stop() async {
-        task.cancel()
+        await services.triggerGracefulShutdown()
         _ = await task.result
     }
 

@@ -9,7 +9,7 @@ import Testing
         #expect(!token.encoded.contains("9001"))
     }
 
-    @Test(arguments: ["", "garbage", "bjEuMS4y", String(repeating: "A", count: 400), "bjEueC4y"])
+    @Test(arguments: ["", "garbage", "bjIuMS4y", String(repeating: "A", count: 400), "bjEueC4y", "bjEuMS4tMw"])
     func foreignStringsAreRefused(_ text: String) {
         let error = #expect(throws: NimbusError.self) { try ChangeToken(encoded: text) }
         #expect(error?.code == .badRequest)

@@ -30,7 +30,7 @@ import Testing
     }
 
     @Test func everySchemaReferenceResolves() async throws {
-        let data = try JSONEncoder().encode(OpenAPIDocument.document)
+        let data = try OpenAPIDocument.encoded()
         let text = String(decoding: data, as: UTF8.self)
         let document = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
         let schemas = try #require((document["components"] as? [String: Any])?["schemas"] as? [String: Any])

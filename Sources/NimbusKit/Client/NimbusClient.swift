@@ -12,6 +12,16 @@ public struct NimbusClient: Sendable {
     public var server: URL
     public var apiToken: String?
     public var sessionToken: String?
+    /// The SDK's own HTTP client. It does not retry failed connection attempts itself: an unreachable
+    /// server must surface at once as `NETWORK_UNAVAILABLE` so callers work offline, and the sync
+    /// engine retries with its own backoff.
+    static let http: HTTPClient = {
+        var configuration = HTTPClient.Configuration()
+        configuration.connectionPool.retryConnectionEstablishment = false
+        configuration.timeout.connect = .seconds(10)
+        return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
+    }()
+
     /// Responses larger than this are refused (a full key-value store is about 1.4 MB as JSON).
     static let maxResponseBytes = 64 << 20
 
@@ -53,7 +63,7 @@ public struct NimbusClient: Sendable {
         let response: HTTPClientResponse
         let bytes: ByteBuffer
         do {
-            response = try await HTTPClient.shared.execute(request, timeout: .seconds(60))
+            response = try await Self.http.execute(request, timeout: .seconds(60))
             bytes = try await response.body.collect(upTo: Self.maxResponseBytes)
         } catch {
             throw NimbusError(.networkUnavailable, "could not reach \(server.absoluteString): \(error)")

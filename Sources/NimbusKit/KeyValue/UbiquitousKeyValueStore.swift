@@ -43,7 +43,8 @@ public final class UbiquitousKeyValueStore: Sendable {
     private let syncRequests: AsyncStream<Void>.Continuation
     private let syncRequestStream: AsyncStream<Void>
     private let syncTask = Mutex<Task<Void, Never>?>(nil)
-    private let pendingAccountChange = Mutex(false)
+    /// The keys the previous account had, until the new account's first download announces the change.
+    private let replacedAccountKeys = Mutex<[String]?>(nil)
     private let push: Mutex<PushConnection?> = Mutex(nil)
 
     /// Opens the local copy (creating it when missing). Nothing touches the network until `start()`.
@@ -62,8 +63,8 @@ public final class UbiquitousKeyValueStore: Sendable {
         if loaded.accountID == nil {
             loaded.accountID = accountID
         } else if loaded.accountID != accountID {
-            _ = loaded.switchAccount(to: accountID)
-            pendingAccountChange.withLock { $0 = true }
+            let previousKeys = loaded.switchAccount(to: accountID)
+            replacedAccountKeys.withLock { $0 = previousKeys }
         }
         state = Mutex(loaded)
         (syncRequestStream, syncRequests) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
@@ -303,8 +304,9 @@ public final class UbiquitousKeyValueStore: Sendable {
             changedKeys.formUnion(changed)
             moreComing = response.moreComing
         }
-        let accountChanged = pendingAccountChange.withLock { pending in defer { pending = false }; return pending }
-        let reason: KeyValueStoreChange.Reason = accountChanged ? .accountChange : initial ? .initialSyncChange : .serverChange
+        let replacedKeys = replacedAccountKeys.withLock { keys in defer { keys = nil }; return keys }
+        changedKeys.formUnion(replacedKeys ?? [])
+        let reason: KeyValueStoreChange.Reason = replacedKeys != nil ? .accountChange : initial ? .initialSyncChange : .serverChange
         if !changedKeys.isEmpty || initial {
             announce(KeyValueStoreChange(reason: reason, changedKeys: changedKeys.sorted()))
         }

@@ -1,6 +1,8 @@
 /// The OpenAPI 3.1 description of every route, served at `/openapi.json`.
 ///
 /// A test compares it with the routes the router actually serves, so the two cannot drift apart.
+import Foundation
+
 enum OpenAPIDocument {
     enum Access {
         case open, session, service, administrator
@@ -85,6 +87,13 @@ enum OpenAPIDocument {
                 "schemas": .object(WireSchemas.all),
             ],
         ]
+    }
+
+    /// The document as served: JSON with `$ref` paths left readable.
+    static func encoded() throws -> Data {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.withoutEscapingSlashes, .sortedKeys]
+        return try encoder.encode(document)
     }
 
     private static var orderedPaths: [String] {

@@ -14,7 +14,7 @@ struct SystemRoutes {
         router.get("metrics") { _, _ in
             Self.response(contentType: "text/plain; version=0.0.4; charset=utf-8", bytes: metrics.emitToBuffer())
         }
-        let openAPI = Array((try? JSONEncoder().encode(OpenAPIDocument.document)) ?? Data())
+        let openAPI = Array((try? OpenAPIDocument.encoded()) ?? Data())
         router.get("openapi.json") { _, _ in Self.response(contentType: "application/json", bytes: openAPI) }
     }
 
