@@ -83,6 +83,8 @@ let package = Package(
             dependencies: [
                 "NimbusCore", "NimbusStore", "NimbusServer", "NimbusKit",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
             ]
         ),
         .executableTarget(

@@ -1,0 +1,136 @@
+import ArgumentParser
+import Foundation
+import NimbusCore
+import NimbusKit
+
+struct KeyValueCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "kv", abstract: "Read, write and watch the iCloud key-value store of the signed-in user.",
+        subcommands: [KVSet.self, KVGet.self, KVList.self, KVRemove.self, KVWatch.self])
+}
+
+/// Options of every `nimbus kv` command: the device and which store.
+struct StoreOptions: ParsableArguments {
+    @OptionGroup var client: ClientOptions
+    @Option(help: "The key-value store identifier, TEAMID.bundleID (default: the one given at login). [env: NIMBUS_STORE]")
+    var store: String?
+
+    /// Opens this device's local copy of the store.
+    func open() throws -> UbiquitousKeyValueStore {
+        let profile = try client.profile()
+        guard let apiToken = profile.apiToken else {
+            throw CLIError("no API token: pass --api-token to `nimbus login` or set NIMBUS_API_TOKEN")
+        }
+        guard let identifier = store ?? profile.storeIdentifier else {
+            throw CLIError("no store: pass --store, or --store to `nimbus login`, or set NIMBUS_STORE")
+        }
+        return try UbiquitousKeyValueStore(configuration: .init(
+            session: profile.session, apiToken: apiToken, storeIdentifier: identifier,
+            localDirectory: client.configDirectory.appendingPathComponent("kv")))
+    }
+}
+
+/// Exit status when a write is saved locally but could not reach the server yet (EX_TEMPFAIL).
+let pendingExitCode: Int32 = 75
+
+struct KVSet: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "set", abstract: "Set a key (uploads before returning).")
+    @OptionGroup var options: StoreOptions
+    @Argument var key: String
+    @Argument var value: String
+    @Option(help: "Value type: \(ValueType.allCases.map(\.rawValue).joined(separator: ", ")).") var type: ValueType = .string
+
+    func run() async throws {
+        let parsed = try type.parse(value)
+        let store = try options.open()
+        let events = store.changes()
+        store.set(parsed, forKey: key)
+        let uploaded = await store.synchronize()
+        store.close()
+        for await event in events where event.reason == .quotaViolationChange && event.changedKeys.contains(key) {
+            fail(NimbusError(.kvLimitExceeded, "the write to \"\(key)\" breaks a key-value store limit and was not saved"))
+        }
+        guard uploaded else {
+            FileHandle.standardError.write(Data("saved locally; it uploads when the server is reachable (run any kv command)\n".utf8))
+            throw ExitCode(pendingExitCode)
+        }
+    }
+}
+
+struct KVGet: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "get", abstract: "Print a key's value.")
+    @OptionGroup var options: StoreOptions
+    @Argument var key: String
+
+    func run() async throws {
+        let store = try options.open()
+        let fresh = await store.synchronize()
+        store.close()
+        if !fresh { FileHandle.standardError.write(Data("offline: showing this device's copy\n".utf8)) }
+        guard let value = store.object(forKey: key) else {
+            FileHandle.standardError.write(Data("no value for \"\(key)\"\n".utf8))
+            throw ExitCode(1)
+        }
+        print(options.client.json ? ValueText.json(value) : ValueText.readable(value))
+    }
+}
+
+struct KVList: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "list", abstract: "Print every key and value.")
+    @OptionGroup var options: StoreOptions
+
+    func run() async throws {
+        let store = try options.open()
+        let fresh = await store.synchronize()
+        store.close()
+        if !fresh { FileHandle.standardError.write(Data("offline: showing this device's copy\n".utf8)) }
+        let values = store.dictionaryRepresentation
+        if options.client.json {
+            print(ValueText.json(values))
+        } else {
+            for key in values.keys.sorted() { print("\(key) = \(ValueText.readable(values[key]!))  (\(values[key]!.typeName))") }
+        }
+    }
+}
+
+struct KVRemove: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "rm", abstract: "Remove a key (uploads before returning).")
+    @OptionGroup var options: StoreOptions
+    @Argument var key: String
+
+    func run() async throws {
+        let store = try options.open()
+        store.removeObject(forKey: key)
+        let uploaded = await store.synchronize()
+        store.close()
+        guard uploaded else {
+            FileHandle.standardError.write(Data("removed locally; it uploads when the server is reachable\n".utf8))
+            throw ExitCode(pendingExitCode)
+        }
+    }
+}
+
+struct KVWatch: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "watch", abstract: "Print change events as they arrive (until interrupted).")
+    @OptionGroup var options: StoreOptions
+
+    func run() async throws {
+        let store = try options.open()
+        let events = store.changes()
+        store.start()
+        for await event in events {
+            let values = event.changedKeys.map { key in (key, store.object(forKey: key)) }
+            let line: String
+            if options.client.json {
+                let entries = values.map { key, value in "\(ValueText.json(key)):\(value.map(ValueText.json) ?? "null")" }
+                line = #"{"reason":"\#(event.reason)","changedKeys":\#(ValueText.json(event.changedKeys)),"values":{\#(entries.joined(separator: ","))}}"#
+            } else {
+                line = "\(event.reason): " + values.map { key, value in "\(key) = \(value.map(ValueText.readable) ?? "(removed)")" }
+                    .joined(separator: ", ")
+            }
+            // Unbuffered, so a pipe sees each event as it happens.
+            FileHandle.standardOutput.write(Data((line + "\n").utf8))
+        }
+    }
+}

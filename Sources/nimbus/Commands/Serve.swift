@@ -1,0 +1,71 @@
+import ArgumentParser
+import Foundation
+import Logging
+import NimbusServer
+
+struct Serve: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Run the Nimbus server (embedded SQLite; no configuration needed).")
+
+    @Option(help: "Data directory. [env: NIMBUS_DATA]")
+    var data: String = Environment.string("NIMBUS_DATA") ?? "nimbus-data"
+
+    @Option(help: "Address to listen on. [env: NIMBUS_HOST]")
+    var host: String = Environment.string("NIMBUS_HOST") ?? "127.0.0.1"
+
+    @Option(help: "Port to listen on; 0 picks a free one. [env: NIMBUS_PORT]")
+    var port: Int = Environment.int("NIMBUS_PORT") ?? 8080
+
+    @Option(help: "Log level: trace, debug, info, notice, warning, error, critical. [env: NIMBUS_LOG_LEVEL]")
+    var logLevel: String = Environment.string("NIMBUS_LOG_LEVEL") ?? "info"
+
+    @Option(help: "Requests per second allowed per session (burst: twice as many). [env: NIMBUS_SESSION_RATE]")
+    var sessionRate: Double = Environment.double("NIMBUS_SESSION_RATE") ?? 1000
+
+    @Option(help: "Requests per second allowed per API token (burst: twice as many). [env: NIMBUS_TOKEN_RATE]")
+    var tokenRate: Double = Environment.double("NIMBUS_TOKEN_RATE") ?? 20000
+
+    @Option(help: "Session lifetime in hours. [env: NIMBUS_SESSION_HOURS]")
+    var sessionHours: Double = Environment.double("NIMBUS_SESSION_HOURS") ?? 336
+
+    @Option(help: "Seconds between push heartbeats; silent devices are disconnected. [env: NIMBUS_HEARTBEAT]")
+    var heartbeat: Double = Environment.double("NIMBUS_HEARTBEAT") ?? 30
+
+    func validate() throws {
+        guard (0...65535).contains(port) else { throw ValidationError("--port must be between 0 and 65535") }
+        guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("unknown --log-level \(logLevel)") }
+        guard sessionRate > 0, tokenRate > 0, sessionHours > 0, heartbeat > 0 else {
+            throw ValidationError("rates, session hours and heartbeat must be positive")
+        }
+    }
+
+    func run() async throws {
+        var configuration = ServerConfiguration()
+        configuration.dataDirectory = URL(fileURLWithPath: data)
+        configuration.host = host
+        configuration.port = port
+        configuration.logLevel = Logger.Level(rawValue: logLevel) ?? .info
+        configuration.sessionRateLimit = RateLimit(perSecond: sessionRate, burst: sessionRate * 2)
+        configuration.apiTokenRateLimit = RateLimit(perSecond: tokenRate, burst: tokenRate * 2)
+        configuration.sessionLifetime = .seconds(sessionHours * 3600)
+        configuration.heartbeat = .milliseconds(Int(heartbeat * 1000))
+        let server: NimbusServer
+        do {
+            server = try NimbusServer(configuration: configuration)
+        } catch {
+            fail(error)
+        }
+        if let credentials = try await server.ensureAdministrator() {
+            FileHandle.standardOutput.write(Data("""
+                Created the first administrator. Shown once; keep it safe:
+                  email:    \(credentials.email)
+                  password: \(credentials.password)
+
+                """.utf8))
+        }
+        let (host, path) = (host, configuration.dataDirectory.path)
+        try await server.run { port in
+            FileHandle.standardOutput.write(Data("Nimbus is serving http://\(host):\(port) with data in \(path)\n".utf8))
+        }
+    }
+}

@@ -1,0 +1,27 @@
+import ArgumentParser
+import Logging
+
+@main
+struct Nimbus: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "nimbus",
+        abstract: "A self-hostable iCloud: key-value store, documents and records.",
+        discussion: "Every option has an environment twin (NIMBUS_PORT for --port, and so on).",
+        subcommands: [Serve.self, Admin.self, SignUp.self, LogIn.self, LogOut.self, KeyValueCommand.self]
+    )
+
+    /// Logs go to standard error, so standard output carries only results (and `--json` stays parseable).
+    static func main() async {
+        LoggingSystem.bootstrap(StreamLogHandler.standardError)
+        do {
+            var command = try parseAsRoot()
+            if var command = command as? AsyncParsableCommand {
+                try await command.run()
+            } else {
+                try command.run()
+            }
+        } catch {
+            exit(withError: error)
+        }
+    }
+}

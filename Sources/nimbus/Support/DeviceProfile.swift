@@ -1,0 +1,97 @@
+import ArgumentParser
+import Foundation
+import NimbusCore
+import NimbusKit
+
+/// One device's credentials and local state, kept in its config directory (`--config`, `NIMBUS_CONFIG`).
+///
+/// Two config directories are two devices, so several can run side by side on one machine.
+struct DeviceProfile: Codable {
+    var session: NimbusSession
+    var email: String
+    var apiToken: String?
+    var storeIdentifier: String?
+
+    static let fileName = "credentials.json"
+
+    static func load(from directory: URL) throws -> DeviceProfile? {
+        let file = directory.appendingPathComponent(fileName)
+        guard let data = try? Data(contentsOf: file) else { return nil }
+        return try JSONDecoder().decode(DeviceProfile.self, from: data)
+    }
+
+    func save(to directory: URL) throws {
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let file = directory.appendingPathComponent(Self.fileName)
+        try JSONEncoder().encode(self).write(to: file, options: .atomic)
+        // The session token is a password: readable by the owner only.
+        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: file.path)
+    }
+}
+
+/// Options every client command shares.
+struct ClientOptions: ParsableArguments {
+    @Option(help: "This device's config directory: credentials and local state. [env: NIMBUS_CONFIG]")
+    var config: String = Environment.string("NIMBUS_CONFIG") ?? (NSHomeDirectory() + "/.config/nimbus")
+
+    @Option(help: "Server URL. [env: NIMBUS_SERVER]")
+    var server: String = Environment.string("NIMBUS_SERVER") ?? "http://127.0.0.1:8080"
+
+    @Flag(help: "Print JSON for scripts.")
+    var json = false
+
+    var configDirectory: URL { URL(fileURLWithPath: config) }
+
+    var serverURL: URL {
+        get throws {
+            guard let url = URL(string: server), url.scheme == "http" || url.scheme == "https" else {
+                throw ValidationError("--server must be an http or https URL, like http://127.0.0.1:8080")
+            }
+            return url
+        }
+    }
+
+    /// The signed-in profile, or an error telling the user to sign in.
+    func profile() throws -> DeviceProfile {
+        if let token = Environment.string("NIMBUS_SESSION_TOKEN") {
+            return DeviceProfile(
+                session: NimbusSession(
+                    server: try serverURL, sessionToken: token, userRecordName: Environment.string("NIMBUS_USER") ?? "",
+                    deviceID: Environment.string("NIMBUS_DEVICE_ID") ?? "", expiresAt: .distantFuture),
+                email: "", apiToken: Environment.string("NIMBUS_API_TOKEN"), storeIdentifier: Environment.string("NIMBUS_STORE"))
+        }
+        guard var profile = try DeviceProfile.load(from: configDirectory) else {
+            throw CLIError("not signed in on this device (\(config)); run `nimbus login` first")
+        }
+        if let token = Environment.string("NIMBUS_API_TOKEN") { profile.apiToken = token }
+        if let store = Environment.string("NIMBUS_STORE") { profile.storeIdentifier = store }
+        return profile
+    }
+}
+
+/// Reads a password from the option, the environment, or standard input.
+func readPassword(_ option: String?) throws -> String {
+    if let option { return option }
+    if let password = Environment.string("NIMBUS_PASSWORD") { return password }
+    if isatty(STDIN_FILENO) != 0, let typed = getpass("Password: ") { return String(cString: typed) }
+    guard let line = readLine(strippingNewline: true), !line.isEmpty else {
+        throw CLIError("no password: pass --password, set NIMBUS_PASSWORD, or type it on standard input")
+    }
+    return line
+}
+
+/// Prints an error the way the server said it, and exits non-zero.
+func fail(_ error: any Error) -> Never {
+    if let error = error as? NimbusError {
+        FileHandle.standardError.write(Data("error: \(error.code): \(error.reason)\n".utf8))
+    } else {
+        FileHandle.standardError.write(Data("error: \(error)\n".utf8))
+    }
+    exit(1)
+}
+
+/// A run-time failure of a command, printed without the usage text that argument errors get.
+struct CLIError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
