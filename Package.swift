@@ -89,7 +89,12 @@ let package = Package(
         ),
         .executableTarget(
             name: "KeyValueBenchmarks",
-            dependencies: ["NimbusTesting", "NimbusKit", "NimbusCore"],
+            dependencies: [
+                "NimbusKit", "NimbusCore",
+                .product(name: "WSClient", package: "swift-websocket"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
             path: "Benchmarks/KeyValueBenchmarks"
         ),
         .testTarget(name: "NimbusCoreTests", dependencies: ["NimbusCore"]),

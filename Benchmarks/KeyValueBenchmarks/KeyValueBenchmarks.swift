@@ -1,0 +1,153 @@
+import Foundation
+import HTTPTypes
+import Logging
+import NimbusCore
+import NimbusKit
+import Synchronization
+import WSClient
+
+/// Key-value store benchmarks against a real `nimbus serve` (release build) on loopback.
+///
+///     swift build -c release && .build/release/KeyValueBenchmarks
+@main
+enum KeyValueBenchmarks {
+    static func main() async throws {
+        let nimbus = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("nimbus")
+        guard FileManager.default.isExecutableFile(atPath: nimbus.path) else {
+            print("build the nimbus executable first: swift build -c release")
+            exit(1)
+        }
+        // The benchmark measures capacity, not policy: per-session and per-token rate limits are lifted.
+        let server = try await ServerProcess(
+            nimbus: nimbus, port: Int.random(in: 20000...40000), extraArguments: ["--session-rate", "1000000", "--token-rate", "1000000"])
+        defer { server.stop() }
+        var table = ResultTable()
+
+        let idle = try await idleMemory(server)
+        table.add("Idle server RSS", "\(idle / 1_048_576) MB", target: "≤ 40 MB", met: idle <= 40 * 1_048_576)
+
+        let propagation = try await propagationLatencies(server, changes: 1000)
+        table.add("Propagation p50 (1,000 changes)", String(format: "%.2f ms", propagation.at(50)), target: "≤ 5 ms", met: propagation.at(50) <= 5)
+        table.add("Propagation p99 (1,000 changes)", String(format: "%.2f ms", propagation.at(99)), target: "≤ 25 ms", met: propagation.at(99) <= 25)
+
+        let sequential = try await writeThroughput(server, clients: 1, batchesPerClient: 4000)
+        table.add("Sequential batches/s (1 client)", String(format: "%.0f", sequential), target: "≥ 2,000", met: sequential >= 2000)
+        let concurrent = try await writeThroughput(server, clients: 16, batchesPerClient: 1000)
+        table.add("Concurrent batches/s (16 clients)", String(format: "%.0f", concurrent), target: "≥ 5,000", met: concurrent >= 5000)
+
+        let perConnection = try await pushConnectionMemory(server, connections: 1000)
+        table.add("RSS per push connection (1,000 open)", "\(perConnection / 1024) KB", target: "≤ 40 KB", met: perConnection <= 40 * 1024)
+
+        print(table.render())
+    }
+
+    static func idleMemory(_ server: ServerProcess) async throws -> Int {
+        try await Task.sleep(for: .seconds(1))
+        return try server.residentBytes()
+    }
+
+    /// A key set on device A until the change event for it on device B, one change at a time.
+    static func propagationLatencies(_ server: ServerProcess, changes: Int) async throws -> Percentiles {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("nimbus-bench-devices-\(UUIDString.random())")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        func device(_ name: String) async throws -> UbiquitousKeyValueStore {
+            let session = try await server.signIn("propagation@bench.local", device: name)
+            var configuration = UbiquitousKeyValueStore.Configuration(
+                session: session, apiToken: server.apiToken, storeIdentifier: server.storeIdentifier,
+                localDirectory: directory.appendingPathComponent(name))
+            configuration.logger.logLevel = .error
+            return try UbiquitousKeyValueStore(configuration: configuration)
+        }
+        let phone = try await device("phone")
+        let laptop = try await device("laptop")
+        defer {
+            phone.close()
+            laptop.close()
+        }
+        guard await phone.synchronize(), await laptop.synchronize() else { throw NimbusError(.networkUnavailable, "devices did not sync") }
+        while !laptop.isPushConnected { try await Task.sleep(for: .milliseconds(10)) }
+
+        var events = laptop.changes().makeAsyncIterator()
+        var latencies = [Double]()
+        let warmUp = 50
+        for index in 0..<(changes + warmUp) {
+            let value = Int64(index)
+            let start = ContinuousClock.now
+            phone.set(value, forKey: "counter")
+            while let event = await events.next() {
+                if event.changedKeys.contains("counter"), laptop.longLong(forKey: "counter") == value { break }
+            }
+            if index >= warmUp { latencies.append((ContinuousClock.now - start).milliseconds) }
+        }
+        return Percentiles(latencies)
+    }
+
+    /// Acknowledged single-key batches per second, from `clients` users writing concurrently.
+    static func writeThroughput(_ server: ServerProcess, clients: Int, batchesPerClient: Int) async throws -> Double {
+        var writers = [KeyValueClient]()
+        for index in 0..<clients {
+            let session = try await server.signIn("writer\(index)-\(clients)@bench.local", device: "writer")
+            writers.append(KeyValueClient(client: NimbusClient(session: session, apiToken: server.apiToken), storeIdentifier: server.storeIdentifier))
+        }
+        let start = ContinuousClock.now
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for writer in writers {
+                group.addTask {
+                    for batch in 0..<batchesPerClient {
+                        _ = try await writer.modify([.set("key\(batch % 1000)", .int64(Int64(batch)))])
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        let seconds = (ContinuousClock.now - start).milliseconds / 1000
+        return Double(clients * batchesPerClient) / seconds
+    }
+
+    /// Resident memory the server adds per open push socket.
+    static func pushConnectionMemory(_ server: ServerProcess, connections: Int) async throws -> Int {
+        let session = try await server.signIn("push@bench.local", device: "many sockets")
+        try await Task.sleep(for: .seconds(1))
+        let before = try server.residentBytes()
+        let connected = Counter()
+        var configuration = WebSocketClientConfiguration()
+        configuration.additionalHeaders = [.authorization: "Bearer \(session.sessionToken)"]
+        var logger = Logger(label: "bench")
+        logger.logLevel = .critical
+        let url = "ws://127.0.0.1:\(server.url.port!)/push/1"
+        let sockets = Task {
+            await withTaskGroup(of: Void.self) { group in
+                for _ in 0..<connections {
+                    group.addTask { [configuration, logger] in
+                        _ = try? await WebSocketClient.connect(url: url, configuration: configuration, logger: logger) { inbound, _, _ in
+                            connected.increment()
+                            for try await _ in inbound {}
+                        }
+                    }
+                }
+            }
+        }
+        let deadline = ContinuousClock.now + .seconds(60)
+        while connected.value < connections, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
+        try await Task.sleep(for: .seconds(1))
+        let after = try server.residentBytes()
+        let open = connected.value
+        sockets.cancel()
+        guard open == connections else { throw NimbusError(.networkUnavailable, "only \(open) of \(connections) sockets connected") }
+        return (after - before) / connections
+    }
+}
+
+extension Duration {
+    var milliseconds: Double {
+        let (seconds, attoseconds) = components
+        return Double(seconds) * 1000 + Double(attoseconds) / 1e15
+    }
+}
+
+/// A count shared between tasks.
+final class Counter: Sendable {
+    private let count = Mutex(0)
+    func increment() { count.withLock { $0 += 1 } }
+    var value: Int { count.withLock { $0 } }
+}
