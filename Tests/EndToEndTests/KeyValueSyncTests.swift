@@ -2,6 +2,7 @@ import Foundation
 import NimbusCore
 import NimbusKit
 import NimbusTesting
+import Synchronization
 import Testing
 
 /// Two devices of one user, each a real `UbiquitousKeyValueStore` with its own local copy, syncing
@@ -216,4 +217,70 @@ import Testing
         #expect(event?.changedKeys == ["owner"])
         bobStore.close()
     }
+}
+
+/// What happens to devices and acknowledged writes when the server goes away and comes back.
+@Suite struct ServerRestartTests {
+    @Test func aRunningDeviceReconnectsAfterAServerRestartAndMissesNothing() async throws {
+        let dataDirectory = TestServer.temporaryDirectory()
+        let first = try await TestServer.start(dataDirectory: dataDirectory)
+        let app = try await first.seedApp()
+        let laptop = try first.keyValueStore(try await first.signIn(email: "ann@example.com", device: "laptop"), app: app)
+        let phoneSession = try await first.signIn(email: "ann@example.com", device: "phone")
+        let events = Recorder(laptop.changes())
+        laptop.start()
+        #expect(await laptop.synchronize())
+        #expect(await eventually { laptop.isPushConnected })
+        await first.stop()
+        #expect(await eventually { !laptop.isPushConnected })
+
+        let second = try await TestServer.start(dataDirectory: dataDirectory, port: first.port)
+        defer { Task { await second.stop() } }
+        let phone = try second.keyValueStore(phoneSession, app: app)
+        phone.set("while you were away", forKey: "news")
+        #expect(await phone.synchronize())
+        let event = await events.first(timeout: .seconds(30)) { $0.changedKeys.contains("news") }
+        #expect(event?.reason == .serverChange)
+        #expect(laptop.string(forKey: "news") == "while you were away")
+        phone.close()
+        laptop.close()
+    }
+
+    @Test func gracefulShutdownLosesNoAcknowledgedWrite() async throws {
+        let dataDirectory = TestServer.temporaryDirectory()
+        let server = try await TestServer.start(dataDirectory: dataDirectory)
+        let app = try await server.seedApp()
+        let session = try await server.signIn(email: "ann@example.com", device: "phone")
+        let client = KeyValueClient(client: NimbusClient(session: session, apiToken: app.apiToken), storeIdentifier: app.storeIdentifier)
+        let acknowledgements = Acknowledgements()
+        let writers = Task {
+            await withTaskGroup(of: Void.self) { group in
+                for index in 0..<300 {
+                    group.addTask {
+                        if (try? await client.modify([.set("key\(index)", .int64(Int64(index)))])) != nil { acknowledgements.add(index) }
+                    }
+                }
+            }
+        }
+        #expect(await eventually { !acknowledgements.all.isEmpty })
+        await server.stop()
+        await writers.value
+        let acknowledged = acknowledgements.all
+        #expect(!acknowledged.isEmpty)
+
+        let restarted = try await TestServer.start(dataDirectory: dataDirectory)
+        defer { Task { await restarted.stop() } }
+        let reader = KeyValueClient(
+            client: NimbusClient(session: try await restarted.signIn(email: "ann@example.com", device: "phone"), apiToken: app.apiToken),
+            storeIdentifier: app.storeIdentifier)
+        let stored = try await reader.values().values
+        for index in acknowledged { #expect(stored["key\(index)"] == .int64(Int64(index))) }
+    }
+}
+
+/// Indexes of writes the server acknowledged, collected from concurrent tasks.
+final class Acknowledgements: Sendable {
+    private let indexes = Mutex<[Int]>([])
+    func add(_ index: Int) { indexes.withLock { $0.append(index) } }
+    var all: [Int] { indexes.withLock { $0 } }
 }

@@ -1,0 +1,134 @@
+import Foundation
+import NimbusCore
+import NimbusTesting
+import Synchronization
+import Testing
+
+/// The `nimbus` executable as a user runs it: two devices side by side, told apart by `--config`.
+@Suite struct CommandLineTests {
+    /// The built `nimbus` next to the test binary (or in the package's debug build folder).
+    static var executable: URL {
+        get throws {
+            let candidates = [
+                URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("nimbus"),
+                URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+                    .appendingPathComponent(".build/debug/nimbus"),
+            ]
+            return try #require(candidates.first { FileManager.default.isExecutableFile(atPath: $0.path) })
+        }
+    }
+
+    struct Output {
+        var status: Int32
+        var stdout: String
+        var stderr: String
+    }
+
+    /// Collects a process's output as it runs.
+    final class Capture: Sendable {
+        private let text = Mutex("")
+        func append(_ data: Data) { text.withLock { $0 += String(decoding: data, as: UTF8.self) } }
+        var value: String { text.withLock { $0 } }
+    }
+
+    /// Runs the executable to completion without blocking a thread: the server under test shares this
+    /// process's small thread pool, and a blocked wait would starve it.
+    static func run(_ arguments: [String], server: TestServer) async throws -> Output {
+        let process = try makeProcess(arguments, server: server)
+        let stdout = Capture(), stderr = Capture()
+        let out = Pipe(), err = Pipe()
+        out.fileHandleForReading.readabilityHandler = { stdout.append($0.availableData) }
+        err.fileHandleForReading.readabilityHandler = { stderr.append($0.availableData) }
+        process.standardOutput = out
+        process.standardError = err
+        let status = try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Int32, any Error>) in
+            process.terminationHandler = { continuation.resume(returning: $0.terminationStatus) }
+            do { try process.run() } catch { continuation.resume(throwing: error) }
+        }
+        // Whatever the process wrote before exiting is still in the pipes.
+        for (pipe, capture) in [(out, stdout), (err, stderr)] {
+            pipe.fileHandleForReading.readabilityHandler = nil
+            capture.append(pipe.fileHandleForReading.readDataToEndOfFile())
+        }
+        return Output(status: status, stdout: stdout.value, stderr: stderr.value)
+    }
+
+    static func makeProcess(_ arguments: [String], server: TestServer) throws -> Process {
+        let process = Process()
+        process.executableURL = try executable
+        process.arguments = arguments
+        var environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("NIMBUS_") }
+        environment["NIMBUS_SERVER"] = server.url.absoluteString
+        process.environment = environment
+        process.standardInput = FileHandle.nullDevice
+        return process
+    }
+
+    @Test func twoDevicesShareKeysThroughTheCommandLine() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        let app = try await server.seedApp()
+        let phone = TestServer.temporaryDirectory().path
+        let laptop = TestServer.temporaryDirectory().path
+        let signup = try await Self.run(["signup", "--email", "ann@example.com", "--password", TestServer.password], server: server)
+        #expect(signup.status == 0, "\(signup.stderr)")
+        for (config, name) in [(phone, "phone"), (laptop, "laptop")] {
+            let login = try await Self.run([
+                "login", "--config", config, "--email", "ann@example.com", "--password", TestServer.password, "--device-name", name,
+                "--api-token", app.apiToken, "--store", app.storeIdentifier,
+            ], server: server)
+            #expect(login.status == 0, "\(login.stderr)")
+        }
+        let credentials = try FileManager.default.attributesOfItem(atPath: phone + "/credentials.json")
+        #expect((credentials[.posixPermissions] as? Int) == 0o600)
+
+        let watch = try Self.makeProcess(["kv", "watch", "--config", laptop, "--json"], server: server)
+        let watched = Capture()
+        let pipe = Pipe()
+        pipe.fileHandleForReading.readabilityHandler = { watched.append($0.availableData) }
+        watch.standardOutput = pipe
+        try watch.run()
+        defer { watch.terminate() }
+        #expect(await eventually { watched.value.contains("initialSyncChange") })
+
+        let set = try await Self.run(["kv", "set", "--config", phone, "bookmark", "chapter 3"], server: server)
+        #expect(set.status == 0, "\(set.stderr)")
+        #expect(try await Self.run(["kv", "set", "--config", phone, "count", "42", "--type", "int"], server: server).status == 0)
+        #expect(await eventually { watched.value.contains(#""bookmark":{"type":"STRING","value":"chapter 3"}"#) })
+        #expect(await eventually { watched.value.contains(#""count":{"type":"INT64","value":42}"#) })
+
+        let get = try await Self.run(["kv", "get", "--config", laptop, "count", "--json"], server: server)
+        #expect(get.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == #"{"type":"INT64","value":42}"#)
+        #expect(try await Self.run(["kv", "rm", "--config", laptop, "count"], server: server).status == 0)
+        let missing = try await Self.run(["kv", "get", "--config", phone, "count"], server: server)
+        #expect(missing.status == 1)
+        let list = try await Self.run(["kv", "list", "--config", phone], server: server)
+        #expect(list.stdout == "bookmark = chapter 3  (STRING)\n")
+    }
+
+    @Test func badInputGetsAClearErrorAndAFailingStatus() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        let app = try await server.seedApp()
+        let config = TestServer.temporaryDirectory().path
+        let notSignedIn = try await Self.run(["kv", "list", "--config", config], server: server)
+        #expect(notSignedIn.status != 0)
+        #expect(notSignedIn.stderr.contains("nimbus login"))
+
+        _ = try await server.signIn(email: "ann@example.com", device: "setup")
+        _ = try await Self.run([
+            "login", "--config", config, "--email", "ann@example.com", "--password", TestServer.password,
+            "--api-token", app.apiToken, "--store", app.storeIdentifier,
+        ], server: server)
+        let badInt = try await Self.run(["kv", "set", "--config", config, "n", "seven", "--type", "int"], server: server)
+        #expect(badInt.status != 0)
+        #expect(badInt.stderr.contains("not a 64-bit integer"))
+        let longKey = try await Self.run(["kv", "set", "--config", config, String(repeating: "k", count: 65), "v"], server: server)
+        #expect(longKey.status == 1)
+        #expect(longKey.stderr.contains("KV_LIMIT_EXCEEDED"))
+        let wrongPassword = try await Self.run(
+            ["login", "--config", config, "--email", "ann@example.com", "--password", "wrong password"], server: server)
+        #expect(wrongPassword.status == 1)
+        #expect(wrongPassword.stderr.contains("AUTHENTICATION_FAILED"))
+    }
+}
