@@ -22,21 +22,29 @@ enum KeyValueBenchmarks {
             nimbus: nimbus, port: Int.random(in: 20000...40000), extraArguments: ["--session-rate", "1000000", "--token-rate", "1000000"])
         defer { server.stop() }
         var table = ResultTable()
+        // Name benchmarks on the command line (memory, propagation, throughput) to run only those.
+        let selected = Set(CommandLine.arguments.dropFirst())
+        func wanted(_ name: String) -> Bool { selected.isEmpty || selected.contains(name) }
 
-        let idle = try await idleMemory(server)
-        table.add("Idle server RSS", "\(idle / 1_048_576) MB", target: "≤ 40 MB", met: idle <= 40 * 1_048_576)
-
-        let propagation = try await propagationLatencies(server, changes: 1000)
-        table.add("Propagation p50 (1,000 changes)", String(format: "%.2f ms", propagation.at(50)), target: "≤ 5 ms", met: propagation.at(50) <= 5)
-        table.add("Propagation p99 (1,000 changes)", String(format: "%.2f ms", propagation.at(99)), target: "≤ 25 ms", met: propagation.at(99) <= 25)
-
-        let sequential = try await writeThroughput(server, clients: 1, batchesPerClient: 4000)
-        table.add("Sequential batches/s (1 client)", String(format: "%.0f", sequential), target: "≥ 2,000", met: sequential >= 2000)
-        let concurrent = try await writeThroughput(server, clients: 16, batchesPerClient: 1000)
-        table.add("Concurrent batches/s (16 clients)", String(format: "%.0f", concurrent), target: "≥ 5,000", met: concurrent >= 5000)
-
-        let perConnection = try await pushConnectionMemory(server, connections: 1000)
-        table.add("RSS per push connection (1,000 open)", "\(perConnection / 1024) KB", target: "≤ 40 KB", met: perConnection <= 40 * 1024)
+        if wanted("memory") {
+            let idle = try await idleMemory(server)
+            table.add("Idle server RSS", "\(idle / 1_048_576) MB", target: "≤ 40 MB", met: idle <= 40 * 1_048_576)
+        }
+        if wanted("propagation") {
+            let propagation = try await propagationLatencies(server, changes: 1000)
+            table.add("Propagation p50 (1,000 changes)", String(format: "%.2f ms", propagation.at(50)), target: "≤ 5 ms", met: propagation.at(50) <= 5)
+            table.add("Propagation p99 (1,000 changes)", String(format: "%.2f ms", propagation.at(99)), target: "≤ 25 ms", met: propagation.at(99) <= 25)
+        }
+        if wanted("throughput") {
+            let sequential = try await writeThroughput(server, clients: 1, batchesPerClient: 4000)
+            table.add("Sequential batches/s (1 client)", String(format: "%.0f", sequential), target: "≥ 2,000", met: sequential >= 2000)
+            let concurrent = try await writeThroughput(server, clients: 16, batchesPerClient: 1000)
+            table.add("Concurrent batches/s (16 clients)", String(format: "%.0f", concurrent), target: "≥ 5,000", met: concurrent >= 5000)
+        }
+        if wanted("memory") {
+            let perConnection = try await pushConnectionMemory(server, connections: 1000)
+            table.add("RSS per push connection (1,000 open)", "\(perConnection / 1024) KB", target: "≤ 40 KB", met: perConnection <= 40 * 1024)
+        }
 
         print(table.render())
     }

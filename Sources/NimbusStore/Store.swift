@@ -26,8 +26,11 @@ public protocol AccountStore: Sendable {
     func markDeviceSeen(id: String, at date: Date) async throws
 
     func createSession(_ session: SessionRecord) async throws
-    func session(tokenDigest: String) async throws -> SessionRecord?
     func revokeSession(tokenDigest: String) async throws
+
+    /// Everything a request's credentials name, read together (one round trip on the hot path):
+    /// the session, the API token, and the token's app with its entitlements.
+    func credentials(sessionDigest: String?, apiTokenDigest: String?) async throws -> StoredCredentials
 }
 
 /// Teams, apps, containers, entitlements and API tokens.
@@ -44,7 +47,6 @@ public protocol DeveloperStore: Sendable {
     func revokeEntitlement(bundleID: String, container: String) async throws
 
     func createAPIToken(_ token: APITokenRecord) async throws
-    func apiToken(digest: String) async throws -> APITokenRecord?
     func apiTokens() async throws -> [APITokenRecord]
     func revokeAPIToken(id: String) async throws
 }

@@ -141,3 +141,17 @@ public struct ChangePage: Sendable, Hashable {
         self.moreComing = moreComing
     }
 }
+
+/// What a request's credentials resolve to; nil where a credential was not given or is unknown.
+public struct StoredCredentials: Sendable, Hashable {
+    public var session: SessionRecord?
+    public var apiToken: APITokenRecord?
+    /// The API token's app, with its current entitlements.
+    public var app: App?
+
+    public init(session: SessionRecord?, apiToken: APITokenRecord?, app: App?) {
+        self.session = session
+        self.apiToken = apiToken
+        self.app = app
+    }
+}

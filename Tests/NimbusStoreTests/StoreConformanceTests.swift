@@ -118,10 +118,10 @@ import Testing
         let account = try await makeAccount(store)
         try await store.saveDevice(DeviceRecord(id: "d1", accountID: account, name: "phone", lastSeenAt: Date()))
         try await store.createSession(SessionRecord(tokenDigest: "digest", accountID: account, deviceID: "d1", expiresAt: Date()))
-        #expect(try await store.session(tokenDigest: "digest")?.revoked == false)
+        #expect(try await store.credentials(sessionDigest: "digest", apiTokenDigest: nil).session?.revoked == false)
         try await store.revokeSession(tokenDigest: "digest")
-        #expect(try await store.session(tokenDigest: "digest")?.revoked == true)
-        #expect(try await store.session(tokenDigest: "other") == nil)
+        #expect(try await store.credentials(sessionDigest: "digest", apiTokenDigest: nil).session?.revoked == true)
+        #expect(try await store.credentials(sessionDigest: "other", apiTokenDigest: nil).session == nil)
     }
 
     @Test(arguments: StoreBackend.allCases)
@@ -148,6 +148,12 @@ import Testing
         await #expect(throws: StoreError.self) { try await store.entitle(bundleID: "com.x.y", container: "iCloud.com.missing") }
         try await store.entitle(bundleID: "com.x.y", container: "iCloud.com.x.y")
         #expect(try await store.app(bundleID: "com.x.y")?.containers == ["iCloud.com.x.y"])
+        try await store.createAPIToken(APITokenRecord(
+            id: "t1", tokenDigest: "token digest", containerID: "iCloud.com.x.y", bundleID: "com.x.y", name: "n"))
+        let credentials = try await store.credentials(sessionDigest: nil, apiTokenDigest: "token digest")
+        #expect(credentials.apiToken?.id == "t1")
+        #expect(credentials.app?.containers == ["iCloud.com.x.y"])
+        #expect(credentials.session == nil)
         try await store.revokeEntitlement(bundleID: "com.x.y", container: "iCloud.com.x.y")
         #expect(try await store.app(bundleID: "com.x.y")?.containers == [])
         await #expect(throws: StoreError.self) { try await store.createTeam(Team(teamID: "98Z3R5XU29", name: "again")) }

@@ -36,11 +36,11 @@ public struct UserRequestContext: ChildRequestContext {
 public struct ServiceRequestContext: ChildRequestContext {
     public var coreContext: CoreRequestContextStorage
     public let session: AuthenticatedSession
-    public let apiToken: APITokenRecord
+    public let appCredential: AppCredential
 
     public init(context: AppRequestContext) throws {
         // The app credential is checked first, as CloudKit does: without it nothing is reachable.
-        apiToken = try context.credentials.requireAPIToken()
+        appCredential = try context.credentials.requireAPIToken()
         session = try context.credentials.requireSession()
         coreContext = context.coreContext
     }

@@ -9,11 +9,17 @@ public struct AuthenticatedSession: Sendable, Hashable {
     public var tokenDigest: String
 }
 
+/// An app's API token and the app it belongs to, with the app's entitlements as of this request.
+public struct AppCredential: Sendable, Hashable {
+    public var token: APITokenRecord
+    public var app: App
+}
+
 /// What the authentication middleware found on a request. `nil` means the credential was absent;
 /// a failure means it was present but rejected (wrong, expired, revoked).
 public struct Credentials: Sendable {
     var session: Result<AuthenticatedSession, NimbusError>?
-    var apiToken: Result<APITokenRecord, NimbusError>?
+    var apiToken: Result<AppCredential, NimbusError>?
 
     /// The session, or the error the caller gets for not having a valid one.
     func requireSession() throws(NimbusError) -> AuthenticatedSession {
@@ -29,7 +35,7 @@ public struct Credentials: Sendable {
     }
 
     /// The app's API token, or the error the caller gets for not having a valid one.
-    func requireAPIToken() throws(NimbusError) -> APITokenRecord {
+    func requireAPIToken() throws(NimbusError) -> AppCredential {
         switch apiToken {
         case .none:
             throw .authenticationFailed("this request needs an API token: send it as `X-Nimbus-API-Token` or `ckAPIToken`")

@@ -16,14 +16,13 @@ struct AuthenticationMiddleware<Context: CredentialContext>: RouterMiddleware {
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         var context = context
         let now = server.configuration.now()
-        if let token = request.headers[Self.apiTokenHeader] ?? request.uri.queryParameters.get("ckAPIToken") {
-            context.credentials.apiToken = await resolveAPIToken(token)
+        let apiToken = request.headers[Self.apiTokenHeader] ?? request.uri.queryParameters.get("ckAPIToken")
+        let sessionToken = Self.sessionToken(in: request)
+        if apiToken != nil || sessionToken != nil {
+            context.credentials = await resolve(apiToken: apiToken, sessionToken: sessionToken, now: now)
         }
-        if let token = Self.sessionToken(in: request) {
-            context.credentials.session = await resolveSession(token, now: now)
-        }
-        if case .success(let token) = context.credentials.apiToken {
-            try server.throttle("token:\(token.id)", limit: server.configuration.apiTokenRateLimit, now: now)
+        if case .success(let app) = context.credentials.apiToken {
+            try server.throttle("token:\(app.token.id)", limit: server.configuration.apiTokenRateLimit, now: now)
         }
         if case .success(let session) = context.credentials.session {
             try server.throttle("session:\(session.tokenDigest)", limit: server.configuration.sessionRateLimit, now: now)
@@ -39,30 +38,44 @@ struct AuthenticationMiddleware<Context: CredentialContext>: RouterMiddleware {
         return request.uri.queryParameters.get("ckWebAuthToken")
     }
 
-    private func resolveAPIToken(_ token: String) async -> Result<APITokenRecord, NimbusError> {
-        guard Secrets.isAPITokenShaped(token) else {
-            return .failure(.authenticationFailed("the API token is not 64 hexadecimal characters"))
-        }
+    /// Looks both credentials up in one read; either may be absent.
+    private func resolve(apiToken: String?, sessionToken: String?, now: Date) async -> Credentials {
+        let apiTokenShaped = apiToken.map(Secrets.isAPITokenShaped) ?? false
+        let sessionShaped = sessionToken.map { !$0.isEmpty && $0.utf8.count <= 256 } ?? false
+        let stored: StoredCredentials
         do {
-            guard let record = try await server.store.apiToken(digest: Secrets.digest(token.lowercased())), !record.revoked else {
-                return .failure(.authenticationFailed("the API token is unknown or revoked"))
-            }
-            return .success(record)
+            stored = try await server.store.credentials(
+                sessionDigest: sessionShaped ? sessionToken.map(Secrets.digest) : nil,
+                apiTokenDigest: apiTokenShaped ? apiToken.map { Secrets.digest($0.lowercased()) } : nil)
         } catch {
-            return .failure(NimbusError(.tryAgainLater, "could not check the API token; retry", retryAfter: 1))
+            server.logger.error("credential lookup failed", metadata: ["error": "\(error)"])
+            let unavailable = NimbusError(.tryAgainLater, "could not check credentials; retry", retryAfter: 1)
+            return Credentials(session: sessionToken.map { _ in .failure(unavailable) }, apiToken: apiToken.map { _ in .failure(unavailable) })
         }
-    }
-
-    private func resolveSession(_ token: String, now: Date) async -> Result<AuthenticatedSession, NimbusError> {
-        do {
-            guard token.utf8.count <= 256, let session = try await server.store.session(tokenDigest: Secrets.digest(token)) else {
-                return .failure(.authenticationFailed("the session token is unknown; sign in again"))
+        var credentials = Credentials()
+        if apiToken != nil {
+            if !apiTokenShaped {
+                credentials.apiToken = .failure(.authenticationFailed("the API token is not 64 hexadecimal characters"))
+            } else if let token = stored.apiToken, !token.revoked, let app = stored.app {
+                credentials.apiToken = .success(AppCredential(token: token, app: app))
+            } else {
+                credentials.apiToken = .failure(.authenticationFailed("the API token is unknown or revoked"))
             }
-            if session.revoked { return .failure(.authenticationFailed("the session was signed out; sign in again")) }
-            if session.expiresAt <= now { return .failure(.authenticationFailed("the session expired; sign in again")) }
-            return .success(AuthenticatedSession(accountID: session.accountID, deviceID: session.deviceID, tokenDigest: session.tokenDigest))
-        } catch {
-            return .failure(NimbusError(.tryAgainLater, "could not check the session; retry", retryAfter: 1))
         }
+        if sessionToken != nil {
+            if let session = stored.session {
+                if session.revoked {
+                    credentials.session = .failure(.authenticationFailed("the session was signed out; sign in again"))
+                } else if session.expiresAt <= now {
+                    credentials.session = .failure(.authenticationFailed("the session expired; sign in again"))
+                } else {
+                    credentials.session = .success(
+                        AuthenticatedSession(accountID: session.accountID, deviceID: session.deviceID, tokenDigest: session.tokenDigest))
+                }
+            } else {
+                credentials.session = .failure(.authenticationFailed("the session token is unknown; sign in again"))
+            }
+        }
+        return credentials
     }
 }

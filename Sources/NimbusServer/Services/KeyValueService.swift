@@ -11,12 +11,9 @@ struct KeyValueService: Sendable {
     static let maxChangesPerPage = 1000
 
     /// Checks that the calling app's entitlements name this store.
-    func authorize(_ context: ServiceRequestContext, store identifier: String) async throws -> ZoneKey {
+    func authorize(_ context: ServiceRequestContext, store identifier: String) throws -> ZoneKey {
         try Identifiers.validateStoreIdentifier(identifier)
-        let token = context.apiToken
-        guard let app = try await server.store.app(bundleID: token.bundleID) else {
-            throw NimbusError.accessDenied("the app \(token.bundleID) of this API token no longer exists")
-        }
+        let (token, app) = (context.appCredential.token, context.appCredential.app)
         guard app.containers.contains(token.containerID) else {
             throw NimbusError.accessDenied(
                 "container \(token.containerID) is not in app \(app.bundleID)'s entitlements; add it with `nimbus admin entitle`")

@@ -71,13 +71,18 @@ extension SQLiteStore: AccountStore {
         }
     }
 
-    public func session(tokenDigest: String) async throws -> SessionRecord? {
+    public func credentials(sessionDigest: String?, apiTokenDigest: String?) async throws -> StoredCredentials {
         try await read { db in
-            try Row.fetchOne(db, sql: "SELECT * FROM sessions WHERE token_digest = ?", arguments: [tokenDigest]).map { row in
-                SessionRecord(
-                    tokenDigest: row["token_digest"], accountID: row["account_id"], deviceID: row["device_id"],
-                    expiresAt: Date(milliseconds: row["expires_at"]), revoked: row["revoked"])
+            let session = try sessionDigest.flatMap { digest in
+                try Row.fetchOne(db, sql: "SELECT * FROM sessions WHERE token_digest = ?", arguments: [digest]).map { row in
+                    SessionRecord(
+                        tokenDigest: row["token_digest"], accountID: row["account_id"], deviceID: row["device_id"],
+                        expiresAt: Date(milliseconds: row["expires_at"]), revoked: row["revoked"])
+                }
             }
+            let token = try apiTokenDigest.flatMap { try Self.apiToken(digest: $0, db) }
+            let app = try token.flatMap { try Self.app(bundleID: $0.bundleID, db) }
+            return StoredCredentials(session: session, apiToken: token, app: app)
         }
     }
 

@@ -25,9 +25,7 @@ extension SQLiteStore: DeveloperStore {
     }
 
     public func app(bundleID: String) async throws -> App? {
-        try await read { db in
-            try Row.fetchOne(db, sql: "SELECT * FROM apps WHERE bundle_id = ?", arguments: [bundleID]).map { try Self.app($0, db) }
-        }
+        try await read { db in try Self.app(bundleID: bundleID, db) }
     }
 
     public func apps() async throws -> [App] {
@@ -78,12 +76,6 @@ extension SQLiteStore: DeveloperStore {
         }
     }
 
-    public func apiToken(digest: String) async throws -> APITokenRecord? {
-        try await read { db in
-            try Row.fetchOne(db, sql: "SELECT * FROM api_tokens WHERE token_digest = ?", arguments: [digest]).map(Self.apiToken)
-        }
-    }
-
     public func apiTokens() async throws -> [APITokenRecord] {
         try await read { db in try Row.fetchAll(db, sql: "SELECT * FROM api_tokens ORDER BY container, name").map(Self.apiToken) }
     }
@@ -111,6 +103,14 @@ extension SQLiteStore: DeveloperStore {
         guard try Bool.fetchOne(db, sql: "SELECT 1 FROM containers WHERE identifier = ?", arguments: [identifier]) != nil else {
             throw StoreError.missing("container \(identifier)")
         }
+    }
+
+    static func app(bundleID: String, _ db: Database) throws -> App? {
+        try Row.fetchOne(db, sql: "SELECT * FROM apps WHERE bundle_id = ?", arguments: [bundleID]).map { try app($0, db) }
+    }
+
+    static func apiToken(digest: String, _ db: Database) throws -> APITokenRecord? {
+        try Row.fetchOne(db, sql: "SELECT * FROM api_tokens WHERE token_digest = ?", arguments: [digest]).map(apiToken)
     }
 
     private static func app(_ row: Row, _ db: Database) throws -> App {
