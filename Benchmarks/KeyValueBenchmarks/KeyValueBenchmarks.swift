@@ -36,6 +36,8 @@ enum KeyValueBenchmarks {
             table.add("Propagation p99 (1,000 changes)", String(format: "%.2f ms", propagation.at(99)), target: "≤ 25 ms", met: propagation.at(99) <= 25)
         }
         if wanted("throughput") {
+            let baseline = try await healthThroughput(server, requests: 4000)
+            table.add("Baseline: sequential GET /health/s", String(format: "%.0f", baseline), target: "(reference)", met: true)
             let sequential = try await writeThroughput(server, clients: 1, batchesPerClient: 4000)
             table.add("Sequential batches/s (1 client)", String(format: "%.0f", sequential), target: "≥ 2,000", met: sequential >= 2000)
             let concurrent = try await writeThroughput(server, clients: 16, batchesPerClient: 1000)
@@ -110,6 +112,14 @@ enum KeyValueBenchmarks {
         }
         let seconds = (ContinuousClock.now - start).milliseconds / 1000
         return Double(clients * batchesPerClient) / seconds
+    }
+
+    /// Sequential round trips of the cheapest route: the HTTP floor under every other figure.
+    static func healthThroughput(_ server: ServerProcess, requests: Int) async throws -> Double {
+        let client = NimbusClient(server: server.url)
+        let start = ContinuousClock.now
+        for _ in 0..<requests { _ = try await client.sendRaw(.GET, "/health", body: nil) }
+        return Double(requests) / ((ContinuousClock.now - start).milliseconds / 1000)
     }
 
     /// Resident memory the server adds per open push socket.

@@ -5,76 +5,70 @@ import NimbusCore
 extension SQLiteStore: AccountStore {
     public func createAccount(_ account: AccountRecord) async throws {
         try await write(duplicate: "account \(account.email)") { db in
-            try db.execute(
-                sql: "INSERT INTO accounts (id, email, password_hash, is_administrator, created_at) VALUES (?, ?, ?, ?, ?)",
-                arguments: [account.id, account.email, account.passwordHash, account.isAdministrator, account.createdAt.milliseconds])
+            try db.cachedStatement(sql: "INSERT INTO accounts (id, email, password_hash, is_administrator, created_at) VALUES (?, ?, ?, ?, ?)").execute(arguments: [account.id, account.email, account.passwordHash, account.isAdministrator, account.createdAt.milliseconds])
         }
     }
 
     public func account(email: String) async throws -> AccountRecord? {
         try await read { db in
-            try Row.fetchOne(db, sql: "SELECT * FROM accounts WHERE email = ?", arguments: [email]).map(Self.account)
+            try Row.fetchOne(try db.cachedStatement(sql: "SELECT * FROM accounts WHERE email = ?"), arguments: [email]).map(Self.account)
         }
     }
 
     public func account(id: String) async throws -> AccountRecord? {
         try await read { db in
-            try Row.fetchOne(db, sql: "SELECT * FROM accounts WHERE id = ?", arguments: [id]).map(Self.account)
+            try Row.fetchOne(try db.cachedStatement(sql: "SELECT * FROM accounts WHERE id = ?"), arguments: [id]).map(Self.account)
         }
     }
 
     public func accounts() async throws -> [AccountRecord] {
-        try await read { db in try Row.fetchAll(db, sql: "SELECT * FROM accounts ORDER BY email").map(Self.account) }
+        try await read { db in try Row.fetchAll(try db.cachedStatement(sql: "SELECT * FROM accounts ORDER BY email")).map(Self.account) }
     }
 
     public func administratorCount() async throws -> Int {
-        try await read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM accounts WHERE is_administrator") ?? 0 }
+        try await read { db in try Int.fetchOne(try db.cachedStatement(sql: "SELECT count(*) FROM accounts WHERE is_administrator")) ?? 0 }
     }
 
     public func saveDevice(_ device: DeviceRecord) async throws {
         try await write { db in
-            let owner = try String.fetchOne(db, sql: "SELECT account_id FROM devices WHERE id = ?", arguments: [device.id])
+            let owner = try String.fetchOne(try db.cachedStatement(sql: "SELECT account_id FROM devices WHERE id = ?"), arguments: [device.id])
             if let owner, owner != device.accountID { throw StoreError.duplicate("device \(device.id)") }
-            try db.execute(
-                sql: """
+            try db.cachedStatement(sql: """
                     INSERT INTO devices (id, account_id, name, last_seen_at) VALUES (?, ?, ?, ?)
                     ON CONFLICT (id) DO UPDATE SET name = excluded.name, last_seen_at = excluded.last_seen_at
-                    """,
-                arguments: [device.id, device.accountID, device.name, device.lastSeenAt.milliseconds])
+                    """).execute(arguments: [device.id, device.accountID, device.name, device.lastSeenAt.milliseconds])
         }
     }
 
     public func device(id: String) async throws -> DeviceRecord? {
         try await read { db in
-            try Row.fetchOne(db, sql: "SELECT * FROM devices WHERE id = ?", arguments: [id]).map(Self.device)
+            try Row.fetchOne(try db.cachedStatement(sql: "SELECT * FROM devices WHERE id = ?"), arguments: [id]).map(Self.device)
         }
     }
 
     public func devices(accountID: String) async throws -> [DeviceRecord] {
         try await read { db in
-            try Row.fetchAll(db, sql: "SELECT * FROM devices WHERE account_id = ? ORDER BY name, id", arguments: [accountID])
+            try Row.fetchAll(try db.cachedStatement(sql: "SELECT * FROM devices WHERE account_id = ? ORDER BY name, id"), arguments: [accountID])
                 .map(Self.device)
         }
     }
 
     public func markDeviceSeen(id: String, at date: Date) async throws {
         try await write { db in
-            try db.execute(sql: "UPDATE devices SET last_seen_at = ? WHERE id = ?", arguments: [date.milliseconds, id])
+            try db.cachedStatement(sql: "UPDATE devices SET last_seen_at = ? WHERE id = ?").execute(arguments: [date.milliseconds, id])
         }
     }
 
     public func createSession(_ session: SessionRecord) async throws {
         try await write { db in
-            try db.execute(
-                sql: "INSERT INTO sessions (token_digest, account_id, device_id, expires_at, revoked) VALUES (?, ?, ?, ?, ?)",
-                arguments: [session.tokenDigest, session.accountID, session.deviceID, session.expiresAt.milliseconds, session.revoked])
+            try db.cachedStatement(sql: "INSERT INTO sessions (token_digest, account_id, device_id, expires_at, revoked) VALUES (?, ?, ?, ?, ?)").execute(arguments: [session.tokenDigest, session.accountID, session.deviceID, session.expiresAt.milliseconds, session.revoked])
         }
     }
 
     public func credentials(sessionDigest: String?, apiTokenDigest: String?) async throws -> StoredCredentials {
         try await read { db in
             let session = try sessionDigest.flatMap { digest in
-                try Row.fetchOne(db, sql: "SELECT * FROM sessions WHERE token_digest = ?", arguments: [digest]).map { row in
+                try Row.fetchOne(try db.cachedStatement(sql: "SELECT * FROM sessions WHERE token_digest = ?"), arguments: [digest]).map { row in
                     SessionRecord(
                         tokenDigest: row["token_digest"], accountID: row["account_id"], deviceID: row["device_id"],
                         expiresAt: Date(milliseconds: row["expires_at"]), revoked: row["revoked"])
@@ -88,7 +82,7 @@ extension SQLiteStore: AccountStore {
 
     public func revokeSession(tokenDigest: String) async throws {
         try await write { db in
-            try db.execute(sql: "UPDATE sessions SET revoked = 1 WHERE token_digest = ?", arguments: [tokenDigest])
+            try db.cachedStatement(sql: "UPDATE sessions SET revoked = 1 WHERE token_digest = ?").execute(arguments: [tokenDigest])
         }
     }
 
