@@ -34,7 +34,6 @@ public struct NimbusServer: Sendable {
     /// The HTTP router with every route; exposed so tests can compare it with the OpenAPI document.
     func makeRouter() -> Router<AppRequestContext> {
         let router = Router(context: AppRequestContext.self)
-        router.add(middleware: LogRequestsMiddleware(.debug))
         router.add(middleware: MetricsMiddleware())
         router.add(middleware: ErrorMiddleware())
         router.add(middleware: AuthenticationMiddleware(server: state))

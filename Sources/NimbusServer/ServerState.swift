@@ -9,6 +9,7 @@ final class ServerState: Sendable {
     let configuration: ServerConfiguration
     let store: any Store
     let push: PushHub
+    let credentialCache = CredentialCache(lifetime: .seconds(1))
     let logger: Logger
     private let limiter = RateLimiter()
     /// Checked against when an email is unknown, at the configured cost, so that sign-in takes as

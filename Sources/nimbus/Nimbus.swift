@@ -1,5 +1,7 @@
 import ArgumentParser
 import Logging
+import NIOCore
+import NIOPosix
 
 @main
 struct Nimbus: AsyncParsableCommand {
@@ -15,6 +17,11 @@ struct Nimbus: AsyncParsableCommand {
         LoggingSystem.bootstrap(StreamLogHandler.standardError)
         do {
             var command = try parseAsRoot()
+            if command is Serve {
+                // The server's tasks then run on NIO's event loops, sparing a thread switch between
+                // Swift's pool and the socket's loop on every request.
+                _ = NIOSingletons.unsafeTryInstallSingletonPosixEventLoopGroupAsConcurrencyGlobalExecutor()
+            }
             if var command = command as? AsyncParsableCommand {
                 try await command.run()
             } else {

@@ -44,9 +44,11 @@ struct AuthenticationMiddleware<Context: CredentialContext>: RouterMiddleware {
         let sessionShaped = sessionToken.map { !$0.isEmpty && $0.utf8.count <= 256 } ?? false
         let stored: StoredCredentials
         do {
-            stored = try await server.store.credentials(
-                sessionDigest: sessionShaped ? sessionToken.map(Secrets.digest) : nil,
-                apiTokenDigest: apiTokenShaped ? apiToken.map { Secrets.digest($0.lowercased()) } : nil)
+            let sessionDigest = sessionShaped ? sessionToken.map(Secrets.digest) : nil
+            let apiTokenDigest = apiTokenShaped ? apiToken.map { Secrets.digest($0.lowercased()) } : nil
+            stored = try await server.credentialCache.credentials(sessionDigest: sessionDigest, apiTokenDigest: apiTokenDigest) {
+                try await server.store.credentials(sessionDigest: sessionDigest, apiTokenDigest: apiTokenDigest)
+            }
         } catch {
             server.logger.error("credential lookup failed", metadata: ["error": "\(error)"])
             let unavailable = NimbusError(.tryAgainLater, "could not check credentials; retry", retryAfter: 1)

@@ -33,7 +33,7 @@ struct AdminRoutes {
             try await service.createAPIToken(try await request.decode(as: CreateAPITokenRequest.self, context: context))
         }
         admin.delete("tokens/:tokenID") { _, context in
-            try await service.server.store.revokeAPIToken(id: context.parameters.require("tokenID"))
+            try await service.revokeAPIToken(id: context.parameters.require("tokenID"))
             return HTTPResponse.Status.noContent
         }
         admin.get("users") { _, _ in ListResponse(items: try await service.users()) }

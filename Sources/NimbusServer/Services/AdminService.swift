@@ -39,11 +39,13 @@ struct AdminService: Sendable {
 
     func entitle(bundleID: String, container: String) async throws -> App {
         try await server.store.entitle(bundleID: bundleID, container: container)
+        server.credentialCache.invalidateAll()
         return try await app(bundleID)
     }
 
     func revokeEntitlement(bundleID: String, container: String) async throws -> App {
         try await server.store.revokeEntitlement(bundleID: bundleID, container: container)
+        server.credentialCache.invalidateAll()
         return try await app(bundleID)
     }
 
@@ -59,6 +61,11 @@ struct AdminService: Sendable {
             name: request.name ?? app.bundleID)
         try await server.store.createAPIToken(record)
         return CreatedAPIToken(info: record.info, apiToken: secret)
+    }
+
+    func revokeAPIToken(id: String) async throws {
+        try await server.store.revokeAPIToken(id: id)
+        server.credentialCache.invalidateAll()
     }
 
     func users() async throws -> [UserInfo] {

@@ -53,6 +53,7 @@ struct AuthService: Sendable {
 
     func signOut(_ session: AuthenticatedSession) async throws {
         try await server.store.revokeSession(tokenDigest: session.tokenDigest)
+        server.credentialCache.invalidateAll()
     }
 
     func caller(_ session: AuthenticatedSession) async throws -> CallerResponse {
