@@ -28,7 +28,7 @@ let package = Package(
         .target(
             name: "NimbusCore",
             dependencies: [
-                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Crypto", package: "swift-crypto")
             ]
         ),
         .target(

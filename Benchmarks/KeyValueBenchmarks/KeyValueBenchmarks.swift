@@ -24,7 +24,8 @@ enum KeyValueBenchmarks {
         }
         // The benchmark measures capacity, not policy: per-session and per-token rate limits are lifted.
         let server = try await ServerProcess(
-            nimbus: nimbus, port: Int.random(in: 20000...40000), extraArguments: ["--session-rate", "1000000", "--token-rate", "1000000"])
+            nimbus: nimbus, port: Int.random(in: 20000...40000),
+            extraArguments: ["--session-rate", "1000000", "--token-rate", "1000000"])
         defer { server.stop() }
         var table = ResultTable()
         // Name benchmarks on the command line (memory, propagation, throughput) to run only those.
@@ -37,20 +38,29 @@ enum KeyValueBenchmarks {
         }
         if wanted("propagation") {
             let propagation = try await propagationLatencies(server, changes: 1000)
-            table.add("Propagation p50 (1,000 changes)", String(format: "%.2f ms", propagation.at(50)), target: "≤ 5 ms", met: propagation.at(50) <= 5)
-            table.add("Propagation p99 (1,000 changes)", String(format: "%.2f ms", propagation.at(99)), target: "≤ 25 ms", met: propagation.at(99) <= 25)
+            table.add(
+                "Propagation p50 (1,000 changes)", String(format: "%.2f ms", propagation.at(50)), target: "≤ 5 ms",
+                met: propagation.at(50) <= 5)
+            table.add(
+                "Propagation p99 (1,000 changes)", String(format: "%.2f ms", propagation.at(99)), target: "≤ 25 ms",
+                met: propagation.at(99) <= 25)
         }
         if wanted("throughput") {
             let baseline = try await healthThroughput(server, requests: 4000)
             table.add("Baseline: sequential GET /health/s", String(format: "%.0f", baseline), target: "(reference)", met: true)
             let sequential = try await writeThroughput(server, clients: 1, batchesPerClient: 10000)
-            table.add("Sequential batches/s (1 client)", String(format: "%.0f", sequential), target: "≥ 2,000", met: sequential >= 2000)
+            table.add(
+                "Sequential batches/s (1 client)", String(format: "%.0f", sequential), target: "≥ 2,000", met: sequential >= 2000)
             let concurrent = try await writeThroughput(server, clients: 16, batchesPerClient: 1500)
-            table.add("Concurrent batches/s (16 clients)", String(format: "%.0f", concurrent), target: "≥ 5,000", met: concurrent >= 5000)
+            table.add(
+                "Concurrent batches/s (16 clients)", String(format: "%.0f", concurrent), target: "≥ 5,000",
+                met: concurrent >= 5000)
         }
         if wanted("memory") {
             let perConnection = try await pushConnectionMemory(server, connections: 1000)
-            table.add("RSS per push connection (1,000 open)", "\(perConnection / 1024) KB", target: "≤ 40 KB", met: perConnection <= 40 * 1024)
+            table.add(
+                "RSS per push connection (1,000 open)", "\(perConnection / 1024) KB", target: "≤ 40 KB",
+                met: perConnection <= 40 * 1024)
         }
 
         print(table.render())
@@ -63,7 +73,8 @@ enum KeyValueBenchmarks {
 
     /// A key set on device A until the change event for it on device B, one change at a time.
     static func propagationLatencies(_ server: ServerProcess, changes: Int) async throws -> Percentiles {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("nimbus-bench-devices-\(UUIDString.random())")
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "nimbus-bench-devices-\(UUIDString.random())")
         defer { try? FileManager.default.removeItem(at: directory) }
         func device(_ name: String) async throws -> UbiquitousKeyValueStore {
             let session = try await server.signIn("propagation@bench.local", device: name)
@@ -79,7 +90,9 @@ enum KeyValueBenchmarks {
             phone.close()
             laptop.close()
         }
-        guard await phone.synchronize(), await laptop.synchronize() else { throw NimbusError(.networkUnavailable, "devices did not sync") }
+        guard await phone.synchronize(), await laptop.synchronize() else {
+            throw NimbusError(.networkUnavailable, "devices did not sync")
+        }
         while !laptop.isPushConnected { try await Task.sleep(for: .milliseconds(10)) }
 
         var events = laptop.changes().makeAsyncIterator()
@@ -102,7 +115,9 @@ enum KeyValueBenchmarks {
         var writers = [KeyValueClient]()
         for index in 0..<clients {
             let session = try await server.signIn("writer\(index)-\(clients)@bench.local", device: "writer")
-            writers.append(KeyValueClient(client: NimbusClient(session: session, apiToken: server.apiToken), storeIdentifier: server.storeIdentifier))
+            writers.append(
+                KeyValueClient(
+                    client: NimbusClient(session: session, apiToken: server.apiToken), storeIdentifier: server.storeIdentifier))
         }
         let start = ContinuousClock.now
         try await withThrowingTaskGroup(of: Void.self) { group in
@@ -142,7 +157,8 @@ enum KeyValueBenchmarks {
             await withTaskGroup(of: Void.self) { group in
                 for _ in 0..<connections {
                     group.addTask { [configuration, logger] in
-                        _ = try? await WebSocketClient.connect(url: url, configuration: configuration, logger: logger) { inbound, _, _ in
+                        _ = try? await WebSocketClient.connect(url: url, configuration: configuration, logger: logger) {
+                            inbound, _, _ in
                             connected.increment()
                             for try await _ in inbound {}
                         }
@@ -156,7 +172,9 @@ enum KeyValueBenchmarks {
         let after = try server.residentBytes()
         let open = connected.value
         sockets.cancel()
-        guard open == connections else { throw NimbusError(.networkUnavailable, "only \(open) of \(connections) sockets connected") }
+        guard open == connections else {
+            throw NimbusError(.networkUnavailable, "only \(open) of \(connections) sockets connected")
+        }
         return (after - before) / connections
     }
 }

@@ -18,13 +18,16 @@ final class ServerProcess {
         dataDirectory = FileManager.default.temporaryDirectory.appendingPathComponent("nimbus-bench-\(UUIDString.random())")
         let admin = Process()
         admin.executableURL = nimbus
-        admin.arguments = ["admin", "init", "--data", dataDirectory.path, "--email", "admin@bench.local", "--password", Self.password]
+        admin.arguments = [
+            "admin", "init", "--data", dataDirectory.path, "--email", "admin@bench.local", "--password", Self.password,
+        ]
         admin.standardOutput = FileHandle.nullDevice
         try admin.run()
         admin.waitUntilExit()
 
         process.executableURL = nimbus
-        process.arguments = ["serve", "--data", dataDirectory.path, "--port", String(port), "--log-level", "warning"] + extraArguments
+        process.arguments =
+            ["serve", "--data", dataDirectory.path, "--port", String(port), "--log-level", "warning"] + extraArguments
         process.standardOutput = FileHandle.nullDevice
         try process.run()
         url = URL(string: "http://127.0.0.1:\(port)")!
@@ -33,16 +36,20 @@ final class ServerProcess {
             guard Date() < deadline else { throw NimbusError(.networkUnavailable, "the server did not start") }
             try await Task.sleep(for: .milliseconds(50))
         }
-        let session = try await NimbusAccount.signIn(server: url, email: "admin@bench.local", password: Self.password, deviceName: "bench")
+        let session = try await NimbusAccount.signIn(
+            server: url, email: "admin@bench.local", password: Self.password, deviceName: "bench")
         let client = NimbusClient(server: url, sessionToken: session.sessionToken)
         let _: Team = try await client.send(.POST, "/admin/1/teams", body: CreateTeamRequest(teamID: "98Z3R5XU29", name: "Bench"))
-        let _: App = try await client.send(.POST, "/admin/1/apps", body: CreateAppRequest(bundleID: "com.example.Bench", teamID: "98Z3R5XU29"))
+        let _: App = try await client.send(
+            .POST, "/admin/1/apps", body: CreateAppRequest(bundleID: "com.example.Bench", teamID: "98Z3R5XU29"))
         let _: Container = try await client.send(
             .POST, "/admin/1/containers", body: Container(identifier: "iCloud.com.example.Bench", teamID: "98Z3R5XU29"))
         let _: App = try await client.send(
-            .POST, "/admin/1/apps/com.example.Bench/entitlements", body: EntitlementRequest(container: "iCloud.com.example.Bench"))
+            .POST, "/admin/1/apps/com.example.Bench/entitlements", body: EntitlementRequest(container: "iCloud.com.example.Bench")
+        )
         let token: CreatedAPIToken = try await client.send(
-            .POST, "/admin/1/tokens", body: CreateAPITokenRequest(container: "iCloud.com.example.Bench", bundleID: "com.example.Bench"))
+            .POST, "/admin/1/tokens",
+            body: CreateAPITokenRequest(container: "iCloud.com.example.Bench", bundleID: "com.example.Bench"))
         apiToken = token.apiToken
     }
 
@@ -56,7 +63,8 @@ final class ServerProcess {
     func residentBytes() throws -> Int {
         let status = try String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)
         guard let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }),
-              let kilobytes = Int(line.split(separator: " ").dropFirst().first ?? "") else { return 0 }
+            let kilobytes = Int(line.split(separator: " ").dropFirst().first ?? "")
+        else { return 0 }
         return kilobytes * 1024
     }
 

@@ -24,7 +24,10 @@ struct ResultTable {
         let all = [header] + rows
         let widths = [all.map(\.0.count).max()!, all.map(\.1.count).max()!, all.map(\.2.count).max()!, all.map(\.3.count).max()!]
         func line(_ row: (String, String, String, String)) -> String {
-            "| " + [row.0, row.1, row.2, row.3].enumerated().map { $0.element.padding(toLength: widths[$0.offset], withPad: " ", startingAt: 0) }
+            "| "
+                + [row.0, row.1, row.2, row.3].enumerated().map {
+                    $0.element.padding(toLength: widths[$0.offset], withPad: " ", startingAt: 0)
+                }
                 .joined(separator: " | ") + " |"
         }
         let separator = "|" + widths.map { String(repeating: "-", count: $0 + 2) }.joined(separator: "|") + "|"

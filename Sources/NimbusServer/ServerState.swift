@@ -27,7 +27,9 @@ final class ServerState: Sendable {
     /// Throws `THROTTLED` with `retryAfter` (whole seconds, at least 1) when `key` is over `limit`.
     func throttle(_ key: String, limit: RateLimit, now: Date) throws(NimbusError) {
         if let wait = limiter.take(key, limit: limit, now: now) {
-            throw NimbusError(.throttled, "too many requests; retry after the given number of seconds", retryAfter: max(1, Int(wait.rounded(.up))))
+            throw NimbusError(
+                .throttled, "too many requests; retry after the given number of seconds",
+                retryAfter: max(1, Int(wait.rounded(.up))))
         }
     }
 }

@@ -84,17 +84,20 @@ public final class TestServer: Sendable {
             try await store.createTeam(Team(teamID: teamID, name: "Team \(teamID)"))
         }
         let storeIdentifier = "\(teamID).\(bundleID)"
-        try await store.createApp(App(bundleID: bundleID, teamID: teamID, keyValueStoreIdentifier: storeIdentifier, containers: []))
+        try await store.createApp(
+            App(bundleID: bundleID, teamID: teamID, keyValueStoreIdentifier: storeIdentifier, containers: []))
         if try await store.container(identifier: container) == nil {
             try await store.createContainer(Container(identifier: container, teamID: teamID))
         }
         try await store.entitle(bundleID: bundleID, container: container)
         let token = Secrets.apiToken()
         let tokenID = UUIDString.random()
-        try await store.createAPIToken(APITokenRecord(
-            id: tokenID, tokenDigest: Secrets.digest(token), containerID: container, bundleID: bundleID, name: "test"))
+        try await store.createAPIToken(
+            APITokenRecord(
+                id: tokenID, tokenDigest: Secrets.digest(token), containerID: container, bundleID: bundleID, name: "test"))
         return SeededApp(
-            teamID: teamID, bundleID: bundleID, container: container, storeIdentifier: storeIdentifier, apiToken: token, tokenID: tokenID)
+            teamID: teamID, bundleID: bundleID, container: container, storeIdentifier: storeIdentifier, apiToken: token,
+            tokenID: tokenID)
     }
 
     public static let password = "correct horse battery"
@@ -104,7 +107,8 @@ public final class TestServer: Sendable {
         if try await store.account(email: email) == nil {
             try await NimbusAccount.signUp(server: url, email: email, password: Self.password)
         }
-        return try await NimbusAccount.signIn(server: url, email: email, password: Self.password, deviceName: device, deviceID: deviceID)
+        return try await NimbusAccount.signIn(
+            server: url, email: email, password: Self.password, deviceName: device, deviceID: deviceID)
     }
 
     /// An administrator's session, for the admin routes.
@@ -120,8 +124,9 @@ public final class TestServer: Sendable {
     public func keyValueStore(
         _ session: NimbusSession, app: SeededApp, localDirectory: URL? = nil
     ) throws -> UbiquitousKeyValueStore {
-        try UbiquitousKeyValueStore(configuration: .init(
-            session: session, apiToken: app.apiToken, storeIdentifier: app.storeIdentifier,
-            localDirectory: localDirectory ?? Self.temporaryDirectory()))
+        try UbiquitousKeyValueStore(
+            configuration: .init(
+                session: session, apiToken: app.apiToken, storeIdentifier: app.storeIdentifier,
+                localDirectory: localDirectory ?? Self.temporaryDirectory()))
     }
 }

@@ -11,7 +11,8 @@ import Testing
         get throws {
             let candidates = [
                 URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("nimbus"),
-                URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+                URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+                    .deletingLastPathComponent()
                     .appendingPathComponent(".build/debug/nimbus"),
             ]
             return try #require(candidates.first { FileManager.default.isExecutableFile(atPath: $0.path) })
@@ -70,13 +71,16 @@ import Testing
         let app = try await server.seedApp()
         let phone = TestServer.temporaryDirectory().path
         let laptop = TestServer.temporaryDirectory().path
-        let signup = try await Self.run(["signup", "--email", "ann@example.com", "--password", TestServer.password], server: server)
+        let signup = try await Self.run(
+            ["signup", "--email", "ann@example.com", "--password", TestServer.password], server: server)
         #expect(signup.status == 0, "\(signup.stderr)")
         for (config, name) in [(phone, "phone"), (laptop, "laptop")] {
-            let login = try await Self.run([
-                "login", "--config", config, "--email", "ann@example.com", "--password", TestServer.password, "--device-name", name,
-                "--api-token", app.apiToken, "--store", app.storeIdentifier,
-            ], server: server)
+            let login = try await Self.run(
+                [
+                    "login", "--config", config, "--email", "ann@example.com", "--password", TestServer.password, "--device-name",
+                    name,
+                    "--api-token", app.apiToken, "--store", app.storeIdentifier,
+                ], server: server)
             #expect(login.status == 0, "\(login.stderr)")
         }
         let credentials = try FileManager.default.attributesOfItem(atPath: phone + "/credentials.json")
@@ -116,14 +120,16 @@ import Testing
         #expect(notSignedIn.stderr.contains("nimbus login"))
 
         _ = try await server.signIn(email: "ann@example.com", device: "setup")
-        _ = try await Self.run([
-            "login", "--config", config, "--email", "ann@example.com", "--password", TestServer.password,
-            "--api-token", app.apiToken, "--store", app.storeIdentifier,
-        ], server: server)
+        _ = try await Self.run(
+            [
+                "login", "--config", config, "--email", "ann@example.com", "--password", TestServer.password,
+                "--api-token", app.apiToken, "--store", app.storeIdentifier,
+            ], server: server)
         let badInt = try await Self.run(["kv", "set", "--config", config, "n", "seven", "--type", "int"], server: server)
         #expect(badInt.status != 0)
         #expect(badInt.stderr.contains("not a 64-bit integer"))
-        let longKey = try await Self.run(["kv", "set", "--config", config, String(repeating: "k", count: 65), "v"], server: server)
+        let longKey = try await Self.run(
+            ["kv", "set", "--config", config, String(repeating: "k", count: 65), "v"], server: server)
         #expect(longKey.status == 1)
         #expect(longKey.stderr.contains("KV_LIMIT_EXCEEDED"))
         let wrongPassword = try await Self.run(

@@ -17,7 +17,9 @@ import Testing
             return World(server: server, app: try await server.seedApp())
         }
 
-        func device(_ name: String, email: String = "ann@example.com", directory: URL? = nil) async throws -> UbiquitousKeyValueStore {
+        func device(_ name: String, email: String = "ann@example.com", directory: URL? = nil) async throws
+            -> UbiquitousKeyValueStore
+        {
             let session = try await server.signIn(email: email, device: name)
             return try server.keyValueStore(session, app: app, localDirectory: directory)
         }
@@ -251,13 +253,16 @@ import Testing
         let server = try await TestServer.start(dataDirectory: dataDirectory)
         let app = try await server.seedApp()
         let session = try await server.signIn(email: "ann@example.com", device: "phone")
-        let client = KeyValueClient(client: NimbusClient(session: session, apiToken: app.apiToken), storeIdentifier: app.storeIdentifier)
+        let client = KeyValueClient(
+            client: NimbusClient(session: session, apiToken: app.apiToken), storeIdentifier: app.storeIdentifier)
         let acknowledgements = Acknowledgements()
         let writers = Task {
             await withTaskGroup(of: Void.self) { group in
                 for index in 0..<300 {
                     group.addTask {
-                        if (try? await client.modify([.set("key\(index)", .int64(Int64(index)))])) != nil { acknowledgements.add(index) }
+                        if (try? await client.modify([.set("key\(index)", .int64(Int64(index)))])) != nil {
+                            acknowledgements.add(index)
+                        }
                     }
                 }
             }
@@ -271,7 +276,8 @@ import Testing
         let restarted = try await TestServer.start(dataDirectory: dataDirectory)
         defer { Task { await restarted.stop() } }
         let reader = KeyValueClient(
-            client: NimbusClient(session: try await restarted.signIn(email: "ann@example.com", device: "phone"), apiToken: app.apiToken),
+            client: NimbusClient(
+                session: try await restarted.signIn(email: "ann@example.com", device: "phone"), apiToken: app.apiToken),
             storeIdentifier: app.storeIdentifier)
         let stored = try await reader.values().values
         for index in acknowledged { #expect(stored["key\(index)"] == .int64(Int64(index))) }

@@ -33,7 +33,8 @@ import Testing
     @Test func sizeCountsUTF8BytesAndNestedContents() {
         #expect(KeyValue.string("é").byteSize == 2)
         #expect(KeyValue.data(Data(count: 10)).byteSize == 10)
-        #expect(KeyValue.dictionary(["ab": .int64(1), "c": .array([.bool(true), .string("xyz")])]).byteSize == 2 + 8 + 1 + 1 + 3)
+        #expect(
+            KeyValue.dictionary(["ab": .int64(1), "c": .array([.bool(true), .string("xyz")])]).byteSize == 2 + 8 + 1 + 1 + 3)
     }
 
     @Test func nonFiniteNumbersAreNotRepresentable() {
@@ -72,7 +73,8 @@ import Testing
     @Test func totalsAreLimitedToKeysAndBytes() throws {
         try limits.validateTotals(keys: 1024, bytes: 1 << 20)
         #expect(#expect(throws: NimbusError.self) { try limits.validateTotals(keys: 1025, bytes: 0) }?.limit == "keyCount")
-        #expect(#expect(throws: NimbusError.self) { try limits.validateTotals(keys: 1, bytes: (1 << 20) + 1) }?.limit == "totalBytes")
+        #expect(
+            #expect(throws: NimbusError.self) { try limits.validateTotals(keys: 1, bytes: (1 << 20) + 1) }?.limit == "totalBytes")
     }
 
     @Test func emptyKeysAreBadRequests() {

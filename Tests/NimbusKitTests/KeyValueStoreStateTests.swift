@@ -61,7 +61,9 @@ import Testing
     @Test func theStateSurvivesEncoding() throws {
         var state = KeyValueStoreState(accountID: "_a")
         _ = try state.write(.dictionary(["x": .date(Date(timeIntervalSince1970: 3))]), forKey: "a", limits: limits)
-        _ = state.apply([KeyValueChange(key: "s", value: .data(Data([1])), sequence: 4)], syncToken: ChangeToken(zoneID: 1, sequence: 4).encoded)
+        _ = state.apply(
+            [KeyValueChange(key: "s", value: .data(Data([1])), sequence: 4)],
+            syncToken: ChangeToken(zoneID: 1, sequence: 4).encoded)
         let decoded = try JSONDecoder().decode(KeyValueStoreState.self, from: JSONEncoder().encode(state))
         #expect(decoded == state)
         #expect(decoded.appliedSequence == 4)

@@ -11,27 +11,33 @@ import Testing
         defer { Task { await server.stop() } }
         let admin = try await server.signInAdministrator()
 
-        let team = try await server.request(.POST, "/admin/1/teams", session: admin, json: #"{"name":"Example"}"#).decode(Team.self)
+        let team = try await server.request(.POST, "/admin/1/teams", session: admin, json: #"{"name":"Example"}"#).decode(
+            Team.self)
         #expect(team.teamID.count == 10)
         let app = try await server.request(
             .POST, "/admin/1/apps", session: admin, json: #"{"bundleID":"com.example.Cloudy","teamID":"\#(team.teamID)"}"#
         ).decode(App.self)
         #expect(app.keyValueStoreIdentifier == "\(team.teamID).com.example.Cloudy")
-        #expect(try await server.request(
-            .POST, "/admin/1/containers", session: admin, json: #"{"identifier":"iCloud.com.example.Cloudy","teamID":"\#(team.teamID)"}"#
-        ).status == 200)
+        #expect(
+            try await server.request(
+                .POST, "/admin/1/containers", session: admin,
+                json: #"{"identifier":"iCloud.com.example.Cloudy","teamID":"\#(team.teamID)"}"#
+            ).status == 200)
 
         let unentitled = try await server.request(
-            .POST, "/admin/1/tokens", session: admin, json: #"{"container":"iCloud.com.example.Cloudy","bundleID":"com.example.Cloudy"}"#)
+            .POST, "/admin/1/tokens", session: admin,
+            json: #"{"container":"iCloud.com.example.Cloudy","bundleID":"com.example.Cloudy"}"#)
         #expect(unentitled.errorCode == .badRequest)
 
         let entitled = try await server.request(
-            .POST, "/admin/1/apps/com.example.Cloudy/entitlements", session: admin, json: #"{"container":"iCloud.com.example.Cloudy"}"#
+            .POST, "/admin/1/apps/com.example.Cloudy/entitlements", session: admin,
+            json: #"{"container":"iCloud.com.example.Cloudy"}"#
         ).decode(App.self)
         #expect(entitled.containers == ["iCloud.com.example.Cloudy"])
 
         let created = try await server.request(
-            .POST, "/admin/1/tokens", session: admin, json: #"{"container":"iCloud.com.example.Cloudy","bundleID":"com.example.Cloudy"}"#
+            .POST, "/admin/1/tokens", session: admin,
+            json: #"{"container":"iCloud.com.example.Cloudy","bundleID":"com.example.Cloudy"}"#
         ).decode(CreatedAPIToken.self)
         #expect(Secrets.isAPITokenShaped(created.apiToken))
 
@@ -39,11 +45,13 @@ import Testing
         #expect(!String(decoding: listed.body, as: UTF8.self).contains(created.apiToken), "secrets are shown once only")
 
         let ann = try await server.signIn(email: "ann@example.com", device: "phone")
-        let values = try await server.request(.GET, "/kv/1/\(app.keyValueStoreIdentifier)/values", session: ann, apiToken: created.apiToken)
+        let values = try await server.request(
+            .GET, "/kv/1/\(app.keyValueStoreIdentifier)/values", session: ann, apiToken: created.apiToken)
         #expect(values.status == 200)
 
         #expect(try await server.request(.DELETE, "/admin/1/tokens/\(created.info.tokenID)", session: admin).status == 204)
-        let revoked = try await server.request(.GET, "/kv/1/\(app.keyValueStoreIdentifier)/values", session: ann, apiToken: created.apiToken)
+        let revoked = try await server.request(
+            .GET, "/kv/1/\(app.keyValueStoreIdentifier)/values", session: ann, apiToken: created.apiToken)
         #expect(revoked.errorCode == .authenticationFailed)
     }
 
@@ -80,7 +88,8 @@ import Testing
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }
         let admin = try await server.signInAdministrator()
-        let app = try await server.request(.POST, "/admin/1/apps", session: admin, json: #"{"bundleID":"com.example.x","teamID":"98Z3R5XU29"}"#)
+        let app = try await server.request(
+            .POST, "/admin/1/apps", session: admin, json: #"{"bundleID":"com.example.x","teamID":"98Z3R5XU29"}"#)
         #expect(app.status == 404)
         #expect(app.errorCode == .notFound)
         let entitle = try await server.request(

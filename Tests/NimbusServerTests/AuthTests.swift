@@ -84,8 +84,10 @@ import Testing
         defer { Task { await server.stop() } }
         var statuses = [Int]()
         for _ in 0..<4 {
-            statuses.append(try await server.request(
-                .POST, "/auth/1/signin", json: #"{"email":"ann@example.com","password":"guessing!","deviceName":"x"}"#).status)
+            statuses.append(
+                try await server.request(
+                    .POST, "/auth/1/signin", json: #"{"email":"ann@example.com","password":"guessing!","deviceName":"x"}"#
+                ).status)
         }
         #expect(statuses == [401, 401, 401, 429])
     }
@@ -112,4 +114,3 @@ enum RateLimitFixture {
     /// Three requests, then nothing for a minute.
     static let tight = RateLimit(perSecond: 1.0 / 60, burst: 3)
 }
-

@@ -23,7 +23,8 @@ import Testing
         }
 
         func modify(_ json: String, session: NimbusSession? = nil, apiToken: String? = nil) async throws -> RawResponse {
-            try await server.request(.POST, base + "/modify", session: session ?? ann, apiToken: apiToken ?? app.apiToken, json: json)
+            try await server.request(
+                .POST, base + "/modify", session: session ?? ann, apiToken: apiToken ?? app.apiToken, json: json)
         }
 
         func values(session: NimbusSession? = nil) async throws -> [String: KeyValue] {
@@ -81,7 +82,8 @@ import Testing
         #expect(pages == 3)
         #expect(Set(keys).count == 25)
         let again = try await fixture.server.request(
-            .POST, fixture.base + "/changes", session: fixture.ann, apiToken: fixture.app.apiToken, json: #"{"syncToken":"\#(token!)"}"#
+            .POST, fixture.base + "/changes", session: fixture.ann, apiToken: fixture.app.apiToken,
+            json: #"{"syncToken":"\#(token!)"}"#
         ).decode(KeyValueChangesResponse.self)
         #expect(again.changes.isEmpty)
     }
@@ -158,7 +160,8 @@ import Testing
             .POST, fixture.base + "/changes", session: fixture.ann, apiToken: fixture.app.apiToken, json: "{}"
         ).decode(KeyValueChangesResponse.self).syncToken
         let replay = try await fixture.server.request(
-            .POST, fixture.base + "/changes", session: bob, apiToken: fixture.app.apiToken, json: #"{"syncToken":"\#(annToken)"}"#)
+            .POST, fixture.base + "/changes", session: bob, apiToken: fixture.app.apiToken, json: #"{"syncToken":"\#(annToken)"}"#
+        )
         #expect(replay.errorCode == .changeTokenExpired)
         #expect(try await fixture.modify(Self.set("diary", "bob's"), session: bob).status == 200)
         #expect(try await fixture.values() == ["diary": .string("ann's secret")])
@@ -179,7 +182,8 @@ import Testing
         #expect(try await fixture.values().count == 1020)
         #expect(try await fixture.sequence() == 1020)
         // Replacing and removing keys in the same batch stays within the limit.
-        let swap = #"{"operations":[{"operationType":"remove","key":"k0"},{"operationType":"set","key":"n0","value":{"type":"BOOLEAN","value":true}}]}"#
+        let swap =
+            #"{"operations":[{"operationType":"remove","key":"k0"},{"operationType":"set","key":"n0","value":{"type":"BOOLEAN","value":true}}]}"#
         #expect(try await fixture.modify(swap).status == 200)
     }
 
@@ -189,7 +193,8 @@ import Testing
         let half = Data(count: 600_000).base64EncodedString()
         let first = #"{"operations":[{"operationType":"set","key":"a","value":{"type":"BYTES","value":"\#(half)"}}]}"#
         #expect(try await fixture.modify(first).status == 200)
-        let second = #"{"operations":[{"operationType":"set","key":"small","value":{"type":"STRING","value":"x"}},{"operationType":"set","key":"b","value":{"type":"BYTES","value":"\#(half)"}}]}"#
+        let second =
+            #"{"operations":[{"operationType":"set","key":"small","value":{"type":"STRING","value":"x"}},{"operationType":"set","key":"b","value":{"type":"BYTES","value":"\#(half)"}}]}"#
         let response = try await fixture.modify(second)
         #expect(response.errorCode == .kvLimitExceeded)
         #expect(response.error?.limit == "totalBytes")
@@ -248,7 +253,8 @@ import Testing
         let future = ChangeToken(zoneID: 1, sequence: 1000).encoded
         for (token, code) in [("garbage!", ErrorCode.badRequest), (forged, .changeTokenExpired), (future, .changeTokenExpired)] {
             let response = try await fixture.server.request(
-                .POST, fixture.base + "/changes", session: fixture.ann, apiToken: fixture.app.apiToken, json: #"{"syncToken":"\#(token)"}"#)
+                .POST, fixture.base + "/changes", session: fixture.ann, apiToken: fixture.app.apiToken,
+                json: #"{"syncToken":"\#(token)"}"#)
             #expect(response.errorCode == code)
         }
     }
@@ -267,14 +273,17 @@ import Testing
         defer { Task { await fixture.server.stop() } }
         var last: RawResponse?
         for _ in 0..<4 {
-            last = try await fixture.server.request(.GET, fixture.base + "/values", session: fixture.ann, apiToken: fixture.app.apiToken)
+            last = try await fixture.server.request(
+                .GET, fixture.base + "/values", session: fixture.ann, apiToken: fixture.app.apiToken)
         }
         #expect(last?.status == 429)
         #expect(last?.errorCode == .throttled)
         #expect((last?.error?.retryAfter ?? 0) >= 1)
         #expect(last?.headers.first(name: "Retry-After") != nil)
         fixture.server.clock.advance(by: 61)
-        #expect(try await fixture.server.request(.GET, fixture.base + "/values", session: fixture.ann, apiToken: fixture.app.apiToken).status == 200)
+        #expect(
+            try await fixture.server.request(.GET, fixture.base + "/values", session: fixture.ann, apiToken: fixture.app.apiToken)
+                .status == 200)
     }
 
     @Test func apiTokensOverTheirRateAreThrottled() async throws {
@@ -283,7 +292,9 @@ import Testing
         let bob = try await fixture.server.signIn(email: "bob@example.com", device: "laptop")
         var statuses = [Int]()
         for session in [fixture.ann, bob, fixture.ann, bob] {
-            statuses.append(try await fixture.server.request(.GET, fixture.base + "/values", session: session, apiToken: fixture.app.apiToken).status)
+            statuses.append(
+                try await fixture.server.request(.GET, fixture.base + "/values", session: session, apiToken: fixture.app.apiToken)
+                    .status)
         }
         #expect(statuses == [200, 200, 200, 429])
     }

@@ -7,15 +7,18 @@ import Testing
 @Suite struct OpenAPITests {
     /// `/kv/1/:store/values` → `/kv/1/{store}/values`
     static func openAPIPath(_ routerPath: String) -> String {
-        "/" + routerPath.split(separator: "/").map { $0.hasPrefix(":") ? "{\($0.dropFirst())}" : String($0) }.joined(separator: "/")
+        "/"
+            + routerPath.split(separator: "/").map { $0.hasPrefix(":") ? "{\($0.dropFirst())}" : String($0) }.joined(
+                separator: "/")
     }
 
     @Test func theDocumentDescribesExactlyTheServedRoutes() async throws {
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }
-        let served = Set((server.server.makeRouter().routes + server.server.makePushRouter().routes).map {
-            "\($0.method.rawValue.lowercased()) \(Self.openAPIPath($0.path.description))"
-        })
+        let served = Set(
+            (server.server.makeRouter().routes + server.server.makePushRouter().routes).map {
+                "\($0.method.rawValue.lowercased()) \(Self.openAPIPath($0.path.description))"
+            })
 
         let response = try await server.request(.GET, "/openapi.json")
         #expect(response.status == 200)

@@ -30,7 +30,9 @@ import WSClient
                 ) { inbound, outbound, _ in
                     state.outbound.withLock { $0 = outbound }
                     for try await message in inbound.messages(maxSize: 1 << 16) {
-                        if case .text(let text) = message, let push = try? JSONDecoder().decode(PushMessage.self, from: Data(text.utf8)) {
+                        if case .text(let text) = message,
+                            let push = try? JSONDecoder().decode(PushMessage.self, from: Data(text.utf8))
+                        {
                             state.messages.withLock { $0.append(push) }
                         }
                     }
@@ -54,14 +56,17 @@ import WSClient
         let phone = try await server.signIn(email: "ann@example.com", device: "phone")
         let laptop = try await server.signIn(email: "ann@example.com", device: "laptop")
         let bob = try await server.signIn(email: "bob@example.com", device: "bob's phone")
-        let devices = [Device(server: server, session: phone), Device(server: server, session: laptop), Device(server: server, session: bob)]
+        let devices = [
+            Device(server: server, session: phone), Device(server: server, session: laptop), Device(server: server, session: bob),
+        ]
         #expect(await eventually { devices.allSatisfy(\.isConnected) })
 
         let response = try await server.request(
             .POST, "/kv/1/\(app.storeIdentifier)/modify", session: phone, apiToken: app.apiToken,
             json: #"{"operations":[{"operationType":"set","key":"a","value":{"type":"BOOLEAN","value":true}}]}"#)
         #expect(response.status == 200)
-        let expected = PushMessage(type: .zoneMoved, zone: ZoneAddress(service: .keyValue, name: app.storeIdentifier), sequence: 1)
+        let expected = PushMessage(
+            type: .zoneMoved, zone: ZoneAddress(service: .keyValue, name: app.storeIdentifier), sequence: 1)
         #expect(await eventually { devices[0].received == [expected] && devices[1].received == [expected] })
         #expect(devices[2].received.isEmpty, "another account's device must hear nothing")
     }

@@ -18,4 +18,3 @@ enum StoreBackend: String, CaseIterable, CustomTestStringConvertible, Sendable {
         }
     }
 }
-

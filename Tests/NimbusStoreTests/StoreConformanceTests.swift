@@ -9,7 +9,8 @@ import Testing
 
     func makeAccount(_ store: any Store, email: String = "ann@example.com") async throws -> String {
         let id = Secrets.userRecordName()
-        try await store.createAccount(AccountRecord(id: id, email: email, passwordHash: "x", isAdministrator: false, createdAt: Date()))
+        try await store.createAccount(
+            AccountRecord(id: id, email: email, passwordHash: "x", isAdministrator: false, createdAt: Date()))
         return id
     }
 
@@ -37,7 +38,9 @@ import Testing
         let zone = ZoneKey(accountID: try await makeAccount(store), address: Self.zoneAddress)
         _ = try await store.commit(zone, mutations: [mutation("a", "1")]) { _ in }
         await #expect(throws: Refused.self) {
-            _ = try await store.commit(zone, mutations: [self.mutation("a", "changed"), self.mutation("b", "new")]) { _ in throw Refused() }
+            _ = try await store.commit(zone, mutations: [self.mutation("a", "changed"), self.mutation("b", "new")]) { _ in
+                throw Refused()
+            }
         }
         let (entries, state) = try await store.liveEntries(zone)
         #expect(state?.sequence == 1)
@@ -141,15 +144,18 @@ import Testing
         let store = try backend.makeStore()
         try await store.createTeam(Team(teamID: "98Z3R5XU29", name: "T"))
         await #expect(throws: StoreError.missing("team NOPE000000")) {
-            try await store.createApp(App(bundleID: "com.x.y", teamID: "NOPE000000", keyValueStoreIdentifier: "a.b", containers: []))
+            try await store.createApp(
+                App(bundleID: "com.x.y", teamID: "NOPE000000", keyValueStoreIdentifier: "a.b", containers: []))
         }
-        try await store.createApp(App(bundleID: "com.x.y", teamID: "98Z3R5XU29", keyValueStoreIdentifier: "98Z3R5XU29.com.x.y", containers: []))
+        try await store.createApp(
+            App(bundleID: "com.x.y", teamID: "98Z3R5XU29", keyValueStoreIdentifier: "98Z3R5XU29.com.x.y", containers: []))
         try await store.createContainer(Container(identifier: "iCloud.com.x.y", teamID: "98Z3R5XU29"))
         await #expect(throws: StoreError.self) { try await store.entitle(bundleID: "com.x.y", container: "iCloud.com.missing") }
         try await store.entitle(bundleID: "com.x.y", container: "iCloud.com.x.y")
         #expect(try await store.app(bundleID: "com.x.y")?.containers == ["iCloud.com.x.y"])
-        try await store.createAPIToken(APITokenRecord(
-            id: "t1", tokenDigest: "token digest", containerID: "iCloud.com.x.y", bundleID: "com.x.y", name: "n"))
+        try await store.createAPIToken(
+            APITokenRecord(
+                id: "t1", tokenDigest: "token digest", containerID: "iCloud.com.x.y", bundleID: "com.x.y", name: "n"))
         let credentials = try await store.credentials(sessionDigest: nil, apiTokenDigest: "token digest")
         #expect(credentials.apiToken?.id == "t1")
         #expect(credentials.app?.containers == ["iCloud.com.x.y"])

@@ -32,7 +32,8 @@ public enum Identifiers {
     public static func validateEmail(_ email: String) throws(NimbusError) {
         let parts = email.split(separator: "@", omittingEmptySubsequences: false)
         guard email.utf8.count <= 254, parts.count == 2, !parts[0].isEmpty, !parts[1].isEmpty,
-              !email.contains(where: \.isWhitespace) else {
+            !email.contains(where: \.isWhitespace)
+        else {
             throw .badRequest("\"\(email)\" is not an email address")
         }
     }
@@ -46,10 +47,13 @@ public enum Identifiers {
 
     private static func isReverseDNS(_ value: String, minimumParts: Int) -> Bool {
         let parts = value.split(separator: ".", omittingEmptySubsequences: false)
-        return value.utf8.count <= 255 && parts.count >= minimumParts && parts.allSatisfy { part in
-            !part.isEmpty && part.utf8.allSatisfy { byte in
-                (48...57).contains(byte) || (65...90).contains(byte) || (97...122).contains(byte) || byte == 45 || byte == 95
+        return value.utf8.count <= 255 && parts.count >= minimumParts
+            && parts.allSatisfy { part in
+                !part.isEmpty
+                    && part.utf8.allSatisfy { byte in
+                        (48...57).contains(byte) || (65...90).contains(byte) || (97...122).contains(byte) || byte == 45
+                            || byte == 95
+                    }
             }
-        }
     }
 }

@@ -46,6 +46,7 @@ public enum Secrets {
     }
 
     public static func isAPITokenShaped(_ token: String) -> Bool {
-        token.utf8.count == 64 && token.utf8.allSatisfy { (48...57).contains($0) || (97...102).contains($0) || (65...70).contains($0) }
+        token.utf8.count == 64
+            && token.utf8.allSatisfy { (48...57).contains($0) || (97...102).contains($0) || (65...70).contains($0) }
     }
 }

@@ -73,7 +73,8 @@ extension KeyValue: Codable {
         case "BYTES":
             let base64 = try container.decode(String.self, forKey: .value)
             guard let data = Data(base64Encoded: base64) else {
-                throw DecodingError.dataCorruptedError(forKey: .value, in: container, debugDescription: "BYTES value is not base64")
+                throw DecodingError.dataCorruptedError(
+                    forKey: .value, in: container, debugDescription: "BYTES value is not base64")
             }
             self = .data(data)
         case "LIST": self = .array(try container.decode([KeyValue].self, forKey: .value))
@@ -81,7 +82,8 @@ extension KeyValue: Codable {
         default:
             throw DecodingError.dataCorruptedError(
                 forKey: .type, in: container,
-                debugDescription: "unknown value type \"\(type)\"; expected STRING, INT64, DOUBLE, BOOLEAN, TIMESTAMP, BYTES, LIST or DICTIONARY"
+                debugDescription:
+                    "unknown value type \"\(type)\"; expected STRING, INT64, DOUBLE, BOOLEAN, TIMESTAMP, BYTES, LIST or DICTIONARY"
             )
         }
     }

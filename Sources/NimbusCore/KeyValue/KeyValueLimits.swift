@@ -27,10 +27,15 @@ public struct KeyValueLimits: Hashable, Sendable {
                 throw NimbusError(.badRequest, "a key must not be empty")
             }
             if operation.key.utf8.count > maxKeyBytes {
-                throw Self.error(.keyBytes, "key \"\(operation.key.prefix(80))\" is \(operation.key.utf8.count) bytes of UTF-8; keys are limited to \(maxKeyBytes)")
+                throw Self.error(
+                    .keyBytes,
+                    "key \"\(operation.key.prefix(80))\" is \(operation.key.utf8.count) bytes of UTF-8; keys are limited to \(maxKeyBytes)"
+                )
             }
             if let value = operation.value, value.byteSize > maxValueBytes {
-                throw Self.error(.valueBytes, "the value for key \"\(operation.key)\" is \(value.byteSize) bytes; values are limited to \(maxValueBytes)")
+                throw Self.error(
+                    .valueBytes,
+                    "the value for key \"\(operation.key)\" is \(value.byteSize) bytes; values are limited to \(maxValueBytes)")
             }
         }
     }
@@ -41,7 +46,9 @@ public struct KeyValueLimits: Hashable, Sendable {
             throw Self.error(.keyCount, "the batch would leave \(keys) keys in the store; a store holds at most \(maxKeys)")
         }
         if bytes > maxTotalBytes {
-            throw Self.error(.totalBytes, "the batch would leave \(bytes) bytes of values in the store; a store holds at most \(maxTotalBytes)")
+            throw Self.error(
+                .totalBytes, "the batch would leave \(bytes) bytes of values in the store; a store holds at most \(maxTotalBytes)"
+            )
         }
     }
 

@@ -21,7 +21,8 @@ public struct KeyValueOperation: Hashable, Codable, Sendable {
         case "remove": value = nil
         case let other:
             throw DecodingError.dataCorruptedError(
-                forKey: .operationType, in: container, debugDescription: "unknown operationType \"\(other)\"; expected set or remove")
+                forKey: .operationType, in: container,
+                debugDescription: "unknown operationType \"\(other)\"; expected set or remove")
         }
     }
 

@@ -36,7 +36,9 @@ public struct NimbusClient: Sendable {
     }
 
     /// Sends a request and decodes the JSON answer.
-    public func send<Response: Decodable>(_ method: HTTPMethod, _ path: String, body: (some Encodable)? = nil as Never?) async throws -> Response {
+    public func send<Response: Decodable>(_ method: HTTPMethod, _ path: String, body: (some Encodable)? = nil as Never?)
+        async throws -> Response
+    {
         let data = try await sendRaw(method, path, body: body.map { try JSONEncoder().encode($0) })
         do {
             return try JSONDecoder().decode(Response.self, from: data)

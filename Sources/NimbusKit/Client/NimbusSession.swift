@@ -25,7 +25,8 @@ public enum NimbusAccount {
     @discardableResult
     public static func signUp(server: URL, email: String, password: String) async throws -> String {
         let client = NimbusClient(server: server)
-        let response: SignUpResponse = try await client.send(.POST, "/auth/1/signup", body: SignUpRequest(email: email, password: password))
+        let response: SignUpResponse = try await client.send(
+            .POST, "/auth/1/signup", body: SignUpRequest(email: email, password: password))
         return response.userRecordName
     }
 

@@ -13,7 +13,8 @@ public struct KeyValueClient: Sendable {
     }
 
     private var base: String {
-        "/kv/1/" + (storeIdentifier.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(["/"])) ?? storeIdentifier)
+        "/kv/1/"
+            + (storeIdentifier.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(["/"])) ?? storeIdentifier)
     }
 
     public func values() async throws -> KeyValueSnapshot {
@@ -21,7 +22,8 @@ public struct KeyValueClient: Sendable {
     }
 
     public func changes(since syncToken: String?, resultsLimit: Int? = nil) async throws -> KeyValueChangesResponse {
-        try await client.send(.POST, base + "/changes", body: KeyValueChangesRequest(syncToken: syncToken, resultsLimit: resultsLimit))
+        try await client.send(
+            .POST, base + "/changes", body: KeyValueChangesRequest(syncToken: syncToken, resultsLimit: resultsLimit))
     }
 
     public func modify(_ operations: [KeyValueOperation]) async throws -> KeyValueModifyResponse {

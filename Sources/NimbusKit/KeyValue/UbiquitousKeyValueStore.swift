@@ -210,7 +210,9 @@ public final class UbiquitousKeyValueStore: Sendable {
         syncTask.withLock { $0 }?.cancel()
         syncRequests.finish()
         for continuation in subscribers.withLock({ $0.values }) { continuation.finish() }
-        for waiter in syncWaiters.withLock({ waiters in defer { waiters = [] }; return waiters }) { waiter.resume(returning: false) }
+        for waiter in syncWaiters.withLock({ waiters in
+            defer { waiters = [] }; return waiters
+        }) { waiter.resume(returning: false) }
     }
 
     /// Whether the push socket is connected (changes from other devices arrive without polling).
@@ -230,7 +232,9 @@ public final class UbiquitousKeyValueStore: Sendable {
         var retryDelay = Duration.milliseconds(200)
         var retry: Task<Void, Never>?
         for await _ in syncRequestStream {
-            let waiters = syncWaiters.withLock { waiters in defer { waiters = [] }; return waiters }
+            let waiters = syncWaiters.withLock { waiters in
+                defer { waiters = [] }; return waiters
+            }
             let succeeded = await syncPass()
             for waiter in waiters { waiter.resume(returning: succeeded) }
             retry?.cancel()
@@ -277,7 +281,9 @@ public final class UbiquitousKeyValueStore: Sendable {
             let (changed, snapshot) = state.withLock { state in (state.rejected(upTo: batch.upTo), state) }
             try persist(snapshot)
             configuration.logger.warning("batch refused", metadata: ["reason": "\(error.reason)"])
-            announce(KeyValueStoreChange(reason: .quotaViolationChange, changedKeys: changed.isEmpty ? batch.operations.map(\.key) : changed))
+            announce(
+                KeyValueStoreChange(
+                    reason: .quotaViolationChange, changedKeys: changed.isEmpty ? batch.operations.map(\.key) : changed))
         }
         return true
     }
@@ -304,9 +310,12 @@ public final class UbiquitousKeyValueStore: Sendable {
             changedKeys.formUnion(changed)
             moreComing = response.moreComing
         }
-        let replacedKeys = replacedAccountKeys.withLock { keys in defer { keys = nil }; return keys }
+        let replacedKeys = replacedAccountKeys.withLock { keys in
+            defer { keys = nil }; return keys
+        }
         changedKeys.formUnion(replacedKeys ?? [])
-        let reason: KeyValueStoreChange.Reason = replacedKeys != nil ? .accountChange : initial ? .initialSyncChange : .serverChange
+        let reason: KeyValueStoreChange.Reason =
+            replacedKeys != nil ? .accountChange : initial ? .initialSyncChange : .serverChange
         if !changedKeys.isEmpty || initial {
             announce(KeyValueStoreChange(reason: reason, changedKeys: changedKeys.sorted()))
         }

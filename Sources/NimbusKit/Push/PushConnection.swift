@@ -18,8 +18,10 @@ final class PushConnection: Sendable {
     private let task = Mutex<Task<Void, Never>?>(nil)
     private let connectedSinceLastAttempt = Mutex(false)
 
-    init(session: NimbusSession, logger: Logger, onConnect: @escaping @Sendable () -> Void,
-         onMessage: @escaping @Sendable (PushMessage) -> Void) {
+    init(
+        session: NimbusSession, logger: Logger, onConnect: @escaping @Sendable () -> Void,
+        onMessage: @escaping @Sendable (PushMessage) -> Void
+    ) {
         self.session = session
         self.logger = logger
         self.onConnect = onConnect
@@ -59,14 +61,16 @@ final class PushConnection: Sendable {
             configuration.additionalHeaders = [.authorization: "Bearer \(session.sessionToken)"]
             configuration.autoPing = .enabled(timePeriod: .seconds(30))
             do {
-                try await WebSocketClient.connect(url: url, configuration: configuration, logger: logger) { inbound, outbound, _ in
+                try await WebSocketClient.connect(url: url, configuration: configuration, logger: logger) {
+                    inbound, outbound, _ in
                     self.outbound.withLock { $0 = outbound }
                     defer { self.outbound.withLock { $0 = nil } }
                     self.connectedSinceLastAttempt.withLock { $0 = true }
                     self.onConnect()
                     let decoder = JSONDecoder()
                     for try await message in inbound.messages(maxSize: 1 << 16) {
-                        if case .text(let text) = message, let push = try? decoder.decode(PushMessage.self, from: Data(text.utf8)) {
+                        if case .text(let text) = message, let push = try? decoder.decode(PushMessage.self, from: Data(text.utf8))
+                        {
                             self.onMessage(push)
                         }
                     }
@@ -74,7 +78,11 @@ final class PushConnection: Sendable {
             } catch {
                 logger.debug("push connection failed", metadata: ["error": "\(error)"])
             }
-            if connectedSinceLastAttempt.withLock({ connected in defer { connected = false }; return connected }) { backoff = .milliseconds(100) }
+            if connectedSinceLastAttempt.withLock({ connected in
+                defer { connected = false }; return connected
+            }) {
+                backoff = .milliseconds(100)
+            }
             try? await Task.sleep(for: backoff)
             backoff = min(backoff * 2, .seconds(10))
         }

@@ -13,7 +13,8 @@ struct AuthenticationMiddleware<Context: CredentialContext>: RouterMiddleware {
 
     static var apiTokenHeader: HTTPField.Name { HTTPField.Name("X-Nimbus-API-Token")! }
 
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response
+    {
         var context = context
         let now = server.configuration.now()
         let apiToken = request.headers[Self.apiTokenHeader] ?? request.uri.queryParameters.get("ckAPIToken")
@@ -52,7 +53,8 @@ struct AuthenticationMiddleware<Context: CredentialContext>: RouterMiddleware {
         } catch {
             server.logger.error("credential lookup failed", metadata: ["error": "\(error)"])
             let unavailable = NimbusError(.tryAgainLater, "could not check credentials; retry", retryAfter: 1)
-            return Credentials(session: sessionToken.map { _ in .failure(unavailable) }, apiToken: apiToken.map { _ in .failure(unavailable) })
+            return Credentials(
+                session: sessionToken.map { _ in .failure(unavailable) }, apiToken: apiToken.map { _ in .failure(unavailable) })
         }
         var credentials = Credentials()
         if apiToken != nil {
@@ -72,7 +74,8 @@ struct AuthenticationMiddleware<Context: CredentialContext>: RouterMiddleware {
                     credentials.session = .failure(.authenticationFailed("the session expired; sign in again"))
                 } else {
                     credentials.session = .success(
-                        AuthenticatedSession(accountID: session.accountID, deviceID: session.deviceID, tokenDigest: session.tokenDigest))
+                        AuthenticatedSession(
+                            accountID: session.accountID, deviceID: session.deviceID, tokenDigest: session.tokenDigest))
                 }
             } else {
                 credentials.session = .failure(.authenticationFailed("the session token is unknown; sign in again"))

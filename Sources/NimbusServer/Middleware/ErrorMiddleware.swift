@@ -8,15 +8,19 @@ import NimbusStore
 /// Internal failures are logged with their uuid and answered with `INTERNAL_ERROR` and that uuid only:
 /// no SQL, paths or stack traces reach a client.
 struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response
+    {
         do {
             return try await next(request, context)
         } catch {
             let wireError = Self.wireError(for: error, request: request)
             if wireError.code == .internalError {
                 context.logger.error(
-                    "request failed", metadata: ["uuid": "\(wireError.uuid)", "error": "\(String(reflecting: error))",
-                                                 "path": "\(request.uri.path)"])
+                    "request failed",
+                    metadata: [
+                        "uuid": "\(wireError.uuid)", "error": "\(String(reflecting: error))",
+                        "path": "\(request.uri.path)",
+                    ])
             }
             return Self.response(for: wireError)
         }

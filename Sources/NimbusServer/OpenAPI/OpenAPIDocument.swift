@@ -30,41 +30,56 @@ enum OpenAPIDocument {
         Operation(method: "get", path: "/health", summary: "Liveness check", access: .open, response: "Health"),
         Operation(method: "get", path: "/metrics", summary: "Prometheus metrics", access: .open, responseType: "text/plain"),
         Operation(method: "get", path: "/openapi.json", summary: "This document", access: .open),
-        Operation(method: "post", path: "/auth/1/signup", summary: "Create an account", access: .open,
-                  request: "SignUpRequest", response: "SignUpResponse"),
-        Operation(method: "post", path: "/auth/1/signin", summary: "Sign in and register the device", access: .open,
-                  request: "SignInRequest", response: "SignInResponse"),
+        Operation(
+            method: "post", path: "/auth/1/signup", summary: "Create an account", access: .open,
+            request: "SignUpRequest", response: "SignUpResponse"),
+        Operation(
+            method: "post", path: "/auth/1/signin", summary: "Sign in and register the device", access: .open,
+            request: "SignInRequest", response: "SignInResponse"),
         Operation(method: "post", path: "/auth/1/signout", summary: "Revoke the session", access: .session),
-        Operation(method: "get", path: "/auth/1/me", summary: "The signed-in account and device", access: .session,
-                  response: "CallerResponse"),
-        Operation(method: "get", path: "/auth/1/devices", summary: "The account's devices and their watermarks",
-                  access: .session, response: "DeviceList"),
-        Operation(method: "get", path: "/push/1", summary: "WebSocket of zone-moved messages for this device",
-                  access: .session),
-        Operation(method: "get", path: "/kv/1/{store}/values", summary: "The whole key-value store", access: .service,
-                  response: "KeyValueSnapshot"),
-        Operation(method: "post", path: "/kv/1/{store}/changes", summary: "Key-value changes since a token",
-                  access: .service, request: "KeyValueChangesRequest", response: "KeyValueChangesResponse"),
-        Operation(method: "post", path: "/kv/1/{store}/modify", summary: "Set and remove keys in one atomic batch",
-                  access: .service, request: "KeyValueModifyRequest", response: "KeyValueModifyResponse"),
+        Operation(
+            method: "get", path: "/auth/1/me", summary: "The signed-in account and device", access: .session,
+            response: "CallerResponse"),
+        Operation(
+            method: "get", path: "/auth/1/devices", summary: "The account's devices and their watermarks",
+            access: .session, response: "DeviceList"),
+        Operation(
+            method: "get", path: "/push/1", summary: "WebSocket of zone-moved messages for this device",
+            access: .session),
+        Operation(
+            method: "get", path: "/kv/1/{store}/values", summary: "The whole key-value store", access: .service,
+            response: "KeyValueSnapshot"),
+        Operation(
+            method: "post", path: "/kv/1/{store}/changes", summary: "Key-value changes since a token",
+            access: .service, request: "KeyValueChangesRequest", response: "KeyValueChangesResponse"),
+        Operation(
+            method: "post", path: "/kv/1/{store}/modify", summary: "Set and remove keys in one atomic batch",
+            access: .service, request: "KeyValueModifyRequest", response: "KeyValueModifyResponse"),
         Operation(method: "get", path: "/admin/1/teams", summary: "List teams", access: .administrator),
-        Operation(method: "post", path: "/admin/1/teams", summary: "Create a team", access: .administrator,
-                  request: "CreateTeamRequest", response: "Team"),
+        Operation(
+            method: "post", path: "/admin/1/teams", summary: "Create a team", access: .administrator,
+            request: "CreateTeamRequest", response: "Team"),
         Operation(method: "get", path: "/admin/1/apps", summary: "List apps", access: .administrator),
-        Operation(method: "post", path: "/admin/1/apps", summary: "Create an app", access: .administrator,
-                  request: "CreateAppRequest", response: "App"),
+        Operation(
+            method: "post", path: "/admin/1/apps", summary: "Create an app", access: .administrator,
+            request: "CreateAppRequest", response: "App"),
         Operation(method: "get", path: "/admin/1/containers", summary: "List containers", access: .administrator),
-        Operation(method: "post", path: "/admin/1/containers", summary: "Create a container", access: .administrator,
-                  request: "Container", response: "Container"),
-        Operation(method: "post", path: "/admin/1/apps/{bundleID}/entitlements", summary: "Entitle an app to a container",
-                  access: .administrator, request: "EntitlementRequest", response: "App"),
-        Operation(method: "delete", path: "/admin/1/apps/{bundleID}/entitlements/{container}",
-                  summary: "Remove a container from an app's entitlements", access: .administrator, response: "App"),
+        Operation(
+            method: "post", path: "/admin/1/containers", summary: "Create a container", access: .administrator,
+            request: "Container", response: "Container"),
+        Operation(
+            method: "post", path: "/admin/1/apps/{bundleID}/entitlements", summary: "Entitle an app to a container",
+            access: .administrator, request: "EntitlementRequest", response: "App"),
+        Operation(
+            method: "delete", path: "/admin/1/apps/{bundleID}/entitlements/{container}",
+            summary: "Remove a container from an app's entitlements", access: .administrator, response: "App"),
         Operation(method: "get", path: "/admin/1/tokens", summary: "List API tokens", access: .administrator),
-        Operation(method: "post", path: "/admin/1/tokens", summary: "Create an API token for an app and container",
-                  access: .administrator, request: "CreateAPITokenRequest", response: "CreatedAPIToken"),
-        Operation(method: "delete", path: "/admin/1/tokens/{tokenID}", summary: "Revoke an API token",
-                  access: .administrator),
+        Operation(
+            method: "post", path: "/admin/1/tokens", summary: "Create an API token for an app and container",
+            access: .administrator, request: "CreateAPITokenRequest", response: "CreatedAPIToken"),
+        Operation(
+            method: "delete", path: "/admin/1/tokens/{tokenID}", summary: "Revoke an API token",
+            access: .administrator),
         Operation(method: "get", path: "/admin/1/users", summary: "List accounts", access: .administrator),
     ]
 
@@ -76,13 +91,21 @@ enum OpenAPIDocument {
         }
         return [
             "openapi": "3.1.0",
-            "info": ["title": "Nimbus", "version": "1", "description": "A self-hostable iCloud: key-value store, documents and records."],
+            "info": [
+                "title": "Nimbus", "version": "1",
+                "description": "A self-hostable iCloud: key-value store, documents and records.",
+            ],
             "paths": .object(paths),
             "components": [
                 "securitySchemes": [
-                    "session": ["type": "http", "scheme": "bearer", "description": "Session token from /auth/1/signin (or ckWebAuthToken)"],
-                    "apiToken": ["type": "apiKey", "in": "header", "name": "X-Nimbus-API-Token",
-                                 "description": "An app's API token for a container (or the ckAPIToken query parameter)"],
+                    "session": [
+                        "type": "http", "scheme": "bearer",
+                        "description": "Session token from /auth/1/signin (or ckWebAuthToken)",
+                    ],
+                    "apiToken": [
+                        "type": "apiKey", "in": "header", "name": "X-Nimbus-API-Token",
+                        "description": "An app's API token for a container (or the ckAPIToken query parameter)",
+                    ],
                 ],
                 "schemas": .object(WireSchemas.all),
             ],
@@ -110,13 +133,18 @@ enum OpenAPIDocument {
         if let request = operation.request {
             members.append(("requestBody", ["required": true, "content": ["application/json": ["schema": reference(request)]]]))
         }
-        let success: JSONValue = operation.response.map {
-            ["description": "Success", "content": [operation.responseType: ["schema": reference($0)]]]
-        } ?? ["description": "Success"]
-        members.append(("responses", [
-            "200": success,
-            "default": ["description": "Error", "content": ["application/json": ["schema": reference("Error")]]],
-        ]))
+        let success: JSONValue =
+            operation.response.map {
+                ["description": "Success", "content": [operation.responseType: ["schema": reference($0)]]]
+            } ?? ["description": "Success"]
+        members.append(
+            (
+                "responses",
+                [
+                    "200": success,
+                    "default": ["description": "Error", "content": ["application/json": ["schema": reference("Error")]]],
+                ]
+            ))
         return .object(members)
     }
 

@@ -11,53 +11,140 @@ enum WireSchemas {
     private static func array(of item: JSONValue) -> JSONValue { ["type": "array", "items": item] }
 
     static let all: [(String, JSONValue)] = [
-        ("Error", object([
-            ("uuid", string), ("serverErrorCode", string), ("reason", string), ("retryAfter", integer),
-            ("redirectURL", string), ("limit", ["type": "string", "enum": ["keyCount", "totalBytes", "valueBytes", "keyBytes"]]),
-        ], required: ["uuid", "serverErrorCode", "reason"])),
+        (
+            "Error",
+            object(
+                [
+                    ("uuid", string), ("serverErrorCode", string), ("reason", string), ("retryAfter", integer),
+                    ("redirectURL", string),
+                    ("limit", ["type": "string", "enum": ["keyCount", "totalBytes", "valueBytes", "keyBytes"]]),
+                ], required: ["uuid", "serverErrorCode", "reason"])
+        ),
         ("Health", object([("status", string)], required: ["status"])),
         ("SignUpRequest", object([("email", string), ("password", string)], required: ["email", "password"])),
         ("SignUpResponse", object([("userRecordName", string)], required: ["userRecordName"])),
-        ("SignInRequest", object([("email", string), ("password", string), ("deviceName", string), ("deviceID", string)],
-                                 required: ["email", "password", "deviceName"])),
-        ("SignInResponse", object([("sessionToken", string), ("expiresAt", integer), ("userRecordName", string), ("deviceID", string)],
-                                  required: ["sessionToken", "expiresAt", "userRecordName", "deviceID"])),
-        ("CallerResponse", object([("userRecordName", string), ("email", string), ("deviceID", string), ("isAdministrator", boolean)],
-                                  required: ["userRecordName", "email", "deviceID", "isAdministrator"])),
+        (
+            "SignInRequest",
+            object(
+                [("email", string), ("password", string), ("deviceName", string), ("deviceID", string)],
+                required: ["email", "password", "deviceName"])
+        ),
+        (
+            "SignInResponse",
+            object(
+                [("sessionToken", string), ("expiresAt", integer), ("userRecordName", string), ("deviceID", string)],
+                required: ["sessionToken", "expiresAt", "userRecordName", "deviceID"])
+        ),
+        (
+            "CallerResponse",
+            object(
+                [("userRecordName", string), ("email", string), ("deviceID", string), ("isAdministrator", boolean)],
+                required: ["userRecordName", "email", "deviceID", "isAdministrator"])
+        ),
         ("ZoneAddress", object([("service", string), ("name", string)], required: ["service", "name"])),
-        ("DeviceList", object([("devices", array(of: object([
-            ("deviceID", string), ("name", string), ("lastSeen", integer),
-            ("watermarks", array(of: object([("zone", ref("ZoneAddress")), ("appliedSequence", integer), ("currentSequence", integer)],
-                                            required: ["zone", "appliedSequence", "currentSequence"]))),
-        ], required: ["deviceID", "name", "lastSeen", "watermarks"])))], required: ["devices"])),
-        ("KeyValue", object([
-            ("type", ["type": "string", "enum": ["STRING", "INT64", "DOUBLE", "BOOLEAN", "TIMESTAMP", "BYTES", "LIST", "DICTIONARY"]]),
-            ("value", ["description": "string, number, boolean, base64 (BYTES), milliseconds since 1970 (TIMESTAMP), an array of KeyValue (LIST) or an object of KeyValue (DICTIONARY)"]),
-        ], required: ["type", "value"])),
-        ("KeyValueOperation", object([
-            ("operationType", ["type": "string", "enum": ["set", "remove"]]), ("key", string), ("value", ref("KeyValue")),
-        ], required: ["operationType", "key"])),
+        (
+            "DeviceList",
+            object(
+                [
+                    (
+                        "devices",
+                        array(
+                            of: object(
+                                [
+                                    ("deviceID", string), ("name", string), ("lastSeen", integer),
+                                    (
+                                        "watermarks",
+                                        array(
+                                            of: object(
+                                                [
+                                                    ("zone", ref("ZoneAddress")), ("appliedSequence", integer),
+                                                    ("currentSequence", integer),
+                                                ],
+                                                required: ["zone", "appliedSequence", "currentSequence"]))
+                                    ),
+                                ], required: ["deviceID", "name", "lastSeen", "watermarks"]))
+                    )
+                ], required: ["devices"])
+        ),
+        (
+            "KeyValue",
+            object(
+                [
+                    (
+                        "type",
+                        [
+                            "type": "string",
+                            "enum": ["STRING", "INT64", "DOUBLE", "BOOLEAN", "TIMESTAMP", "BYTES", "LIST", "DICTIONARY"],
+                        ]
+                    ),
+                    (
+                        "value",
+                        [
+                            "description":
+                                "string, number, boolean, base64 (BYTES), milliseconds since 1970 (TIMESTAMP), an array of KeyValue (LIST) or an object of KeyValue (DICTIONARY)"
+                        ]
+                    ),
+                ], required: ["type", "value"])
+        ),
+        (
+            "KeyValueOperation",
+            object(
+                [
+                    ("operationType", ["type": "string", "enum": ["set", "remove"]]), ("key", string), ("value", ref("KeyValue")),
+                ], required: ["operationType", "key"])
+        ),
         ("KeyValueModifyRequest", object([("operations", array(of: ref("KeyValueOperation")))], required: ["operations"])),
         ("KeyValueModifyResponse", object([("syncToken", string), ("sequence", integer)], required: ["syncToken", "sequence"])),
         ("KeyValueChangesRequest", object([("syncToken", string), ("resultsLimit", integer)], required: [])),
-        ("KeyValueChangesResponse", object([
-            ("changes", array(of: object([("key", string), ("value", ref("KeyValue")), ("deleted", boolean), ("sequence", integer)],
-                                         required: ["key", "deleted", "sequence"]))),
-            ("syncToken", string), ("moreComing", boolean),
-        ], required: ["changes", "syncToken", "moreComing"])),
-        ("KeyValueSnapshot", object([("values", ["type": "object", "additionalProperties": ref("KeyValue")]), ("syncToken", string)],
-                                    required: ["values", "syncToken"])),
+        (
+            "KeyValueChangesResponse",
+            object(
+                [
+                    (
+                        "changes",
+                        array(
+                            of: object(
+                                [("key", string), ("value", ref("KeyValue")), ("deleted", boolean), ("sequence", integer)],
+                                required: ["key", "deleted", "sequence"]))
+                    ),
+                    ("syncToken", string), ("moreComing", boolean),
+                ], required: ["changes", "syncToken", "moreComing"])
+        ),
+        (
+            "KeyValueSnapshot",
+            object(
+                [("values", ["type": "object", "additionalProperties": ref("KeyValue")]), ("syncToken", string)],
+                required: ["values", "syncToken"])
+        ),
         ("CreateTeamRequest", object([("teamID", string), ("name", string)], required: ["name"])),
         ("Team", object([("teamID", string), ("name", string)], required: ["teamID", "name"])),
-        ("CreateAppRequest", object([("bundleID", string), ("teamID", string), ("keyValueStoreIdentifier", string)],
-                                    required: ["bundleID", "teamID"])),
-        ("App", object([("bundleID", string), ("teamID", string), ("keyValueStoreIdentifier", string), ("containers", array(of: string))],
-                       required: ["bundleID", "teamID", "keyValueStoreIdentifier", "containers"])),
+        (
+            "CreateAppRequest",
+            object(
+                [("bundleID", string), ("teamID", string), ("keyValueStoreIdentifier", string)],
+                required: ["bundleID", "teamID"])
+        ),
+        (
+            "App",
+            object(
+                [
+                    ("bundleID", string), ("teamID", string), ("keyValueStoreIdentifier", string),
+                    ("containers", array(of: string)),
+                ],
+                required: ["bundleID", "teamID", "keyValueStoreIdentifier", "containers"])
+        ),
         ("Container", object([("identifier", string), ("teamID", string)], required: ["identifier", "teamID"])),
         ("EntitlementRequest", object([("container", string)], required: ["container"])),
-        ("CreateAPITokenRequest", object([("container", string), ("bundleID", string), ("name", string)], required: ["container", "bundleID"])),
-        ("APITokenInfo", object([("tokenID", string), ("container", string), ("bundleID", string), ("name", string), ("revoked", boolean)],
-                                required: ["tokenID", "container", "bundleID", "name", "revoked"])),
+        (
+            "CreateAPITokenRequest",
+            object([("container", string), ("bundleID", string), ("name", string)], required: ["container", "bundleID"])
+        ),
+        (
+            "APITokenInfo",
+            object(
+                [("tokenID", string), ("container", string), ("bundleID", string), ("name", string), ("revoked", boolean)],
+                required: ["tokenID", "container", "bundleID", "name", "revoked"])
+        ),
         ("CreatedAPIToken", object([("info", ref("APITokenInfo")), ("apiToken", string)], required: ["info", "apiToken"])),
     ]
 }

@@ -13,7 +13,8 @@ final class PushHub: Sendable {
     /// Registers a device connection; the stream ends when `disconnect` is called with the returned id.
     func connect(accountID: String) -> (id: UUID, messages: AsyncStream<PushMessage>) {
         let id = UUID()
-        let (stream, continuation) = AsyncStream.makeStream(of: PushMessage.self, bufferingPolicy: .bufferingNewest(Self.bufferSize))
+        let (stream, continuation) = AsyncStream.makeStream(
+            of: PushMessage.self, bufferingPolicy: .bufferingNewest(Self.bufferSize))
         connections.withLock { $0[accountID, default: [:]][id] = continuation }
         return (id, stream)
     }

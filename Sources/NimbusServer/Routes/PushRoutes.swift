@@ -18,7 +18,9 @@ struct PushRoutes {
         }
     }
 
-    private func handle(session: AuthenticatedSession, inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter) async throws {
+    private func handle(session: AuthenticatedSession, inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter)
+        async throws
+    {
         let (id, messages) = server.push.connect(accountID: session.accountID)
         defer { server.push.disconnect(accountID: session.accountID, id: id) }
         try? await server.store.markDeviceSeen(id: session.deviceID, at: server.configuration.now())
@@ -35,7 +37,7 @@ struct PushRoutes {
             group.addTask {
                 for try await message in inbound.messages(maxSize: 4096) {
                     guard case .text(let text) = message,
-                          let ack = try? JSONDecoder().decode(PushMessage.self, from: Data(text.utf8)), ack.type == .applied
+                        let ack = try? JSONDecoder().decode(PushMessage.self, from: Data(text.utf8)), ack.type == .applied
                     else { continue }
                     let zone = ZoneKey(accountID: session.accountID, address: ack.zone)
                     try? await server.store.recordWatermark(deviceID: session.deviceID, zone: zone, sequence: ack.sequence)

@@ -14,7 +14,9 @@ struct AdminService: Sendable {
     func createTeam(_ request: CreateTeamRequest) async throws -> Team {
         let teamID = request.teamID ?? Self.generatedTeamID()
         try Identifiers.validateTeamID(teamID)
-        guard !request.name.isEmpty, request.name.utf8.count <= 200 else { throw NimbusError.badRequest("name must be 1 to 200 bytes") }
+        guard !request.name.isEmpty, request.name.utf8.count <= 200 else {
+            throw NimbusError.badRequest("name must be 1 to 200 bytes")
+        }
         let team = Team(teamID: teamID, name: request.name)
         try await server.store.createTeam(team)
         return team
@@ -25,7 +27,8 @@ struct AdminService: Sendable {
         try Identifiers.validateTeamID(request.teamID)
         let storeIdentifier = request.keyValueStoreIdentifier ?? "\(request.teamID).\(request.bundleID)"
         try Identifiers.validateStoreIdentifier(storeIdentifier)
-        let app = App(bundleID: request.bundleID, teamID: request.teamID, keyValueStoreIdentifier: storeIdentifier, containers: [])
+        let app = App(
+            bundleID: request.bundleID, teamID: request.teamID, keyValueStoreIdentifier: storeIdentifier, containers: [])
         try await server.store.createApp(app)
         return app
     }
@@ -75,7 +78,9 @@ struct AdminService: Sendable {
     }
 
     private func app(_ bundleID: String) async throws -> App {
-        guard let app = try await server.store.app(bundleID: bundleID) else { throw NimbusError.notFound("app \(bundleID) does not exist") }
+        guard let app = try await server.store.app(bundleID: bundleID) else {
+            throw NimbusError.notFound("app \(bundleID) does not exist")
+        }
         return app
     }
 

@@ -12,7 +12,8 @@ struct AuthService: Sendable {
         let email = request.email.trimmingCharacters(in: .whitespaces)
         try Identifiers.validateEmail(email)
         try Identifiers.validatePassword(request.password)
-        try server.throttle("signin:\(email.lowercased())", limit: server.configuration.signInRateLimit, now: server.configuration.now())
+        try server.throttle(
+            "signin:\(email.lowercased())", limit: server.configuration.signInRateLimit, now: server.configuration.now())
         let account = AccountRecord(
             id: Secrets.userRecordName(), email: email, passwordHash: try await hash(request.password),
             isAdministrator: false, createdAt: server.configuration.now())
@@ -38,7 +39,9 @@ struct AuthService: Sendable {
             throw NimbusError.authenticationFailed("the email or password is wrong")
         }
         var deviceID = UUIDString.random()
-        if let requested = request.deviceID, let existing = try await server.store.device(id: requested), existing.accountID == account.id {
+        if let requested = request.deviceID, let existing = try await server.store.device(id: requested),
+            existing.accountID == account.id
+        {
             deviceID = existing.id
         }
         try await server.store.saveDevice(DeviceRecord(id: deviceID, accountID: account.id, name: deviceName, lastSeenAt: now))
@@ -48,7 +51,8 @@ struct AuthService: Sendable {
             SessionRecord(tokenDigest: Secrets.digest(token), accountID: account.id, deviceID: deviceID, expiresAt: expiresAt))
         server.logger.info("signed in", metadata: ["account": "\(account.id)", "device": "\(deviceID)"])
         return SignInResponse(
-            sessionToken: token, expiresAt: Int64(expiresAt.timeIntervalSince1970 * 1000), userRecordName: account.id, deviceID: deviceID)
+            sessionToken: token, expiresAt: Int64(expiresAt.timeIntervalSince1970 * 1000), userRecordName: account.id,
+            deviceID: deviceID)
     }
 
     func signOut(_ session: AuthenticatedSession) async throws {
@@ -61,7 +65,8 @@ struct AuthService: Sendable {
             throw NimbusError.authenticationFailed("the account no longer exists")
         }
         return CallerResponse(
-            userRecordName: account.id, email: account.email, deviceID: session.deviceID, isAdministrator: account.isAdministrator)
+            userRecordName: account.id, email: account.email, deviceID: session.deviceID, isAdministrator: account.isAdministrator
+        )
     }
 
     func devices(_ session: AuthenticatedSession) async throws -> DeviceList {
@@ -70,9 +75,10 @@ struct AuthService: Sendable {
             let watermarks = try await server.store.watermarks(deviceID: device.id).map {
                 DeviceStatus.Watermark(zone: $0.zone, appliedSequence: $0.applied, currentSequence: $0.current)
             }
-            devices.append(DeviceStatus(
-                deviceID: device.id, name: device.name, lastSeen: Int64(device.lastSeenAt.timeIntervalSince1970 * 1000),
-                watermarks: watermarks))
+            devices.append(
+                DeviceStatus(
+                    deviceID: device.id, name: device.name, lastSeen: Int64(device.lastSeenAt.timeIntervalSince1970 * 1000),
+                    watermarks: watermarks))
         }
         return DeviceList(devices: devices)
     }

@@ -40,14 +40,17 @@ struct KeyValueService: Sendable {
             throw NimbusError.badRequest("resultsLimit must be between 1 and \(Self.maxChangesPerPage)")
         }
         let state = try await server.store.zoneState(zone)
-        let since = try request.syncToken.map { token throws(NimbusError) in try Self.validate(ChangeToken(encoded: token), against: state) }
+        let since = try request.syncToken.map { token throws(NimbusError) in
+            try Self.validate(ChangeToken(encoded: token), against: state)
+        }
         let page = try await server.store.changes(zone, after: since?.sequence ?? 0, limit: limit)
         let changes = try page.entries.map { entry in
             KeyValueChange(key: entry.key, value: try entry.payload.map(Self.decode), sequence: entry.sequence)
         }
         let zoneID = state?.id ?? 0
         return KeyValueChangesResponse(
-            changes: changes, syncToken: ChangeToken(zoneID: zoneID, sequence: page.sequence).encoded, moreComing: page.moreComing)
+            changes: changes, syncToken: ChangeToken(zoneID: zoneID, sequence: page.sequence).encoded, moreComing: page.moreComing
+        )
     }
 
     func modify(_ zone: ZoneKey, _ request: KeyValueModifyRequest) async throws -> KeyValueModifyResponse {
@@ -83,7 +86,8 @@ struct KeyValueService: Sendable {
     static func validate(_ token: ChangeToken, against state: ZoneState?) throws(NimbusError) -> ChangeToken {
         let valid = token.zoneID == 0 ? token.sequence == 0 : (token.zoneID == state?.id && token.sequence <= state!.sequence)
         guard valid else {
-            throw NimbusError(.changeTokenExpired, "syncToken does not belong to this store's history; fetch again without a token")
+            throw NimbusError(
+                .changeTokenExpired, "syncToken does not belong to this store's history; fetch again without a token")
         }
         return token
     }

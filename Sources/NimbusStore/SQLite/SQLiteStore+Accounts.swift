@@ -5,38 +5,51 @@ import NimbusCore
 extension SQLiteStore: AccountStore {
     public func createAccount(_ account: AccountRecord) async throws {
         try await write(duplicate: "account \(account.email)") { db in
-            try db.cachedStatement(sql: "INSERT INTO accounts (id, email, password_hash, is_administrator, created_at) VALUES (?, ?, ?, ?, ?)").execute(arguments: [account.id, account.email, account.passwordHash, account.isAdministrator, account.createdAt.milliseconds])
+            try db.cachedStatement(
+                sql: "INSERT INTO accounts (id, email, password_hash, is_administrator, created_at) VALUES (?, ?, ?, ?, ?)"
+            ).execute(arguments: [
+                account.id, account.email, account.passwordHash, account.isAdministrator, account.createdAt.milliseconds,
+            ])
         }
     }
 
     public func account(email: String) async throws -> AccountRecord? {
         try await read { db in
-            try Row.fetchOne(try db.cachedStatement(sql: "SELECT * FROM accounts WHERE email = ?"), arguments: [email]).map(Self.account)
+            try Row.fetchOne(try db.cachedStatement(sql: "SELECT * FROM accounts WHERE email = ?"), arguments: [email]).map(
+                Self.account)
         }
     }
 
     public func account(id: String) async throws -> AccountRecord? {
         try await read { db in
-            try Row.fetchOne(try db.cachedStatement(sql: "SELECT * FROM accounts WHERE id = ?"), arguments: [id]).map(Self.account)
+            try Row.fetchOne(try db.cachedStatement(sql: "SELECT * FROM accounts WHERE id = ?"), arguments: [id]).map(
+                Self.account)
         }
     }
 
     public func accounts() async throws -> [AccountRecord] {
-        try await read { db in try Row.fetchAll(try db.cachedStatement(sql: "SELECT * FROM accounts ORDER BY email")).map(Self.account) }
+        try await read { db in
+            try Row.fetchAll(try db.cachedStatement(sql: "SELECT * FROM accounts ORDER BY email")).map(Self.account)
+        }
     }
 
     public func administratorCount() async throws -> Int {
-        try await read { db in try Int.fetchOne(try db.cachedStatement(sql: "SELECT count(*) FROM accounts WHERE is_administrator")) ?? 0 }
+        try await read { db in
+            try Int.fetchOne(try db.cachedStatement(sql: "SELECT count(*) FROM accounts WHERE is_administrator")) ?? 0
+        }
     }
 
     public func saveDevice(_ device: DeviceRecord) async throws {
         try await write { db in
-            let owner = try String.fetchOne(try db.cachedStatement(sql: "SELECT account_id FROM devices WHERE id = ?"), arguments: [device.id])
+            let owner = try String.fetchOne(
+                try db.cachedStatement(sql: "SELECT account_id FROM devices WHERE id = ?"), arguments: [device.id])
             if let owner, owner != device.accountID { throw StoreError.duplicate("device \(device.id)") }
-            try db.cachedStatement(sql: """
+            try db.cachedStatement(
+                sql: """
                     INSERT INTO devices (id, account_id, name, last_seen_at) VALUES (?, ?, ?, ?)
                     ON CONFLICT (id) DO UPDATE SET name = excluded.name, last_seen_at = excluded.last_seen_at
-                    """).execute(arguments: [device.id, device.accountID, device.name, device.lastSeenAt.milliseconds])
+                    """
+            ).execute(arguments: [device.id, device.accountID, device.name, device.lastSeenAt.milliseconds])
         }
     }
 
@@ -48,27 +61,38 @@ extension SQLiteStore: AccountStore {
 
     public func devices(accountID: String) async throws -> [DeviceRecord] {
         try await read { db in
-            try Row.fetchAll(try db.cachedStatement(sql: "SELECT * FROM devices WHERE account_id = ? ORDER BY name, id"), arguments: [accountID])
-                .map(Self.device)
+            try Row.fetchAll(
+                try db.cachedStatement(sql: "SELECT * FROM devices WHERE account_id = ? ORDER BY name, id"),
+                arguments: [accountID]
+            )
+            .map(Self.device)
         }
     }
 
     public func markDeviceSeen(id: String, at date: Date) async throws {
         try await write { db in
-            try db.cachedStatement(sql: "UPDATE devices SET last_seen_at = ? WHERE id = ?").execute(arguments: [date.milliseconds, id])
+            try db.cachedStatement(sql: "UPDATE devices SET last_seen_at = ? WHERE id = ?").execute(arguments: [
+                date.milliseconds, id,
+            ])
         }
     }
 
     public func createSession(_ session: SessionRecord) async throws {
         try await write { db in
-            try db.cachedStatement(sql: "INSERT INTO sessions (token_digest, account_id, device_id, expires_at, revoked) VALUES (?, ?, ?, ?, ?)").execute(arguments: [session.tokenDigest, session.accountID, session.deviceID, session.expiresAt.milliseconds, session.revoked])
+            try db.cachedStatement(
+                sql: "INSERT INTO sessions (token_digest, account_id, device_id, expires_at, revoked) VALUES (?, ?, ?, ?, ?)"
+            ).execute(arguments: [
+                session.tokenDigest, session.accountID, session.deviceID, session.expiresAt.milliseconds, session.revoked,
+            ])
         }
     }
 
     public func credentials(sessionDigest: String?, apiTokenDigest: String?) async throws -> StoredCredentials {
         try await read { db in
             let session = try sessionDigest.flatMap { digest in
-                try Row.fetchOne(try db.cachedStatement(sql: "SELECT * FROM sessions WHERE token_digest = ?"), arguments: [digest]).map { row in
+                try Row.fetchOne(
+                    try db.cachedStatement(sql: "SELECT * FROM sessions WHERE token_digest = ?"), arguments: [digest]
+                ).map { row in
                     SessionRecord(
                         tokenDigest: row["token_digest"], accountID: row["account_id"], deviceID: row["device_id"],
                         expiresAt: Date(milliseconds: row["expires_at"]), revoked: row["revoked"])
@@ -82,7 +106,8 @@ extension SQLiteStore: AccountStore {
 
     public func revokeSession(tokenDigest: String) async throws {
         try await write { db in
-            try db.cachedStatement(sql: "UPDATE sessions SET revoked = 1 WHERE token_digest = ?").execute(arguments: [tokenDigest])
+            try db.cachedStatement(sql: "UPDATE sessions SET revoked = 1 WHERE token_digest = ?").execute(arguments: [tokenDigest]
+            )
         }
     }
 
@@ -93,6 +118,7 @@ extension SQLiteStore: AccountStore {
     }
 
     private static func device(_ row: Row) -> DeviceRecord {
-        DeviceRecord(id: row["id"], accountID: row["account_id"], name: row["name"], lastSeenAt: Date(milliseconds: row["last_seen_at"]))
+        DeviceRecord(
+            id: row["id"], accountID: row["account_id"], name: row["name"], lastSeenAt: Date(milliseconds: row["last_seen_at"]))
     }
 }

@@ -5,20 +5,25 @@ import NimbusCore
 extension SQLiteStore: DeveloperStore {
     public func createTeam(_ team: Team) async throws {
         try await write(duplicate: "team \(team.teamID)") { db in
-            try db.cachedStatement(sql: "INSERT INTO teams (team_id, name) VALUES (?, ?)").execute(arguments: [team.teamID, team.name])
+            try db.cachedStatement(sql: "INSERT INTO teams (team_id, name) VALUES (?, ?)").execute(arguments: [
+                team.teamID, team.name,
+            ])
         }
     }
 
     public func teams() async throws -> [Team] {
         try await read { db in
-            try Row.fetchAll(try db.cachedStatement(sql: "SELECT * FROM teams ORDER BY team_id")).map { Team(teamID: $0["team_id"], name: $0["name"]) }
+            try Row.fetchAll(try db.cachedStatement(sql: "SELECT * FROM teams ORDER BY team_id")).map {
+                Team(teamID: $0["team_id"], name: $0["name"])
+            }
         }
     }
 
     public func createApp(_ app: App) async throws {
         try await write(duplicate: "app \(app.bundleID)") { db in
             try Self.requireTeam(app.teamID, db)
-            try db.cachedStatement(sql: "INSERT INTO apps (bundle_id, team_id, kv_store_identifier) VALUES (?, ?, ?)").execute(arguments: [app.bundleID, app.teamID, app.keyValueStoreIdentifier])
+            try db.cachedStatement(sql: "INSERT INTO apps (bundle_id, team_id, kv_store_identifier) VALUES (?, ?, ?)").execute(
+                arguments: [app.bundleID, app.teamID, app.keyValueStoreIdentifier])
         }
     }
 
@@ -27,37 +32,48 @@ extension SQLiteStore: DeveloperStore {
     }
 
     public func apps() async throws -> [App] {
-        try await read { db in try Row.fetchAll(try db.cachedStatement(sql: "SELECT * FROM apps ORDER BY bundle_id")).map { try Self.app($0, db) } }
+        try await read { db in
+            try Row.fetchAll(try db.cachedStatement(sql: "SELECT * FROM apps ORDER BY bundle_id")).map { try Self.app($0, db) }
+        }
     }
 
     public func createContainer(_ container: Container) async throws {
         try await write(duplicate: "container \(container.identifier)") { db in
             try Self.requireTeam(container.teamID, db)
-            try db.cachedStatement(sql: "INSERT INTO containers (identifier, team_id) VALUES (?, ?)").execute(arguments: [container.identifier, container.teamID])
+            try db.cachedStatement(sql: "INSERT INTO containers (identifier, team_id) VALUES (?, ?)").execute(arguments: [
+                container.identifier, container.teamID,
+            ])
         }
     }
 
     public func container(identifier: String) async throws -> Container? {
         try await read { db in
-            try Row.fetchOne(try db.cachedStatement(sql: "SELECT * FROM containers WHERE identifier = ?"), arguments: [identifier]).map(Self.container)
+            try Row.fetchOne(
+                try db.cachedStatement(sql: "SELECT * FROM containers WHERE identifier = ?"), arguments: [identifier]
+            ).map(Self.container)
         }
     }
 
     public func containers() async throws -> [Container] {
-        try await read { db in try Row.fetchAll(try db.cachedStatement(sql: "SELECT * FROM containers ORDER BY identifier")).map(Self.container) }
+        try await read { db in
+            try Row.fetchAll(try db.cachedStatement(sql: "SELECT * FROM containers ORDER BY identifier")).map(Self.container)
+        }
     }
 
     public func entitle(bundleID: String, container: String) async throws {
         try await write { db in
             try Self.requireApp(bundleID, db)
             try Self.requireContainer(container, db)
-            try db.cachedStatement(sql: "INSERT OR IGNORE INTO entitlements (bundle_id, container) VALUES (?, ?)").execute(arguments: [bundleID, container])
+            try db.cachedStatement(sql: "INSERT OR IGNORE INTO entitlements (bundle_id, container) VALUES (?, ?)").execute(
+                arguments: [bundleID, container])
         }
     }
 
     public func revokeEntitlement(bundleID: String, container: String) async throws {
         try await write { db in
-            try db.cachedStatement(sql: "DELETE FROM entitlements WHERE bundle_id = ? AND container = ?").execute(arguments: [bundleID, container])
+            try db.cachedStatement(sql: "DELETE FROM entitlements WHERE bundle_id = ? AND container = ?").execute(arguments: [
+                bundleID, container,
+            ])
             if db.changesCount == 0 { throw StoreError.missing("entitlement of \(bundleID) to \(container)") }
         }
     }
@@ -66,12 +82,16 @@ extension SQLiteStore: DeveloperStore {
         try await write(duplicate: "API token") { db in
             try Self.requireApp(token.bundleID, db)
             try Self.requireContainer(token.containerID, db)
-            try db.cachedStatement(sql: "INSERT INTO api_tokens (id, token_digest, container, bundle_id, name, revoked) VALUES (?, ?, ?, ?, ?, ?)").execute(arguments: [token.id, token.tokenDigest, token.containerID, token.bundleID, token.name, token.revoked])
+            try db.cachedStatement(
+                sql: "INSERT INTO api_tokens (id, token_digest, container, bundle_id, name, revoked) VALUES (?, ?, ?, ?, ?, ?)"
+            ).execute(arguments: [token.id, token.tokenDigest, token.containerID, token.bundleID, token.name, token.revoked])
         }
     }
 
     public func apiTokens() async throws -> [APITokenRecord] {
-        try await read { db in try Row.fetchAll(try db.cachedStatement(sql: "SELECT * FROM api_tokens ORDER BY container, name")).map(Self.apiToken) }
+        try await read { db in
+            try Row.fetchAll(try db.cachedStatement(sql: "SELECT * FROM api_tokens ORDER BY container, name")).map(Self.apiToken)
+        }
     }
 
     public func revokeAPIToken(id: String) async throws {
@@ -82,35 +102,48 @@ extension SQLiteStore: DeveloperStore {
     }
 
     private static func requireTeam(_ teamID: String, _ db: Database) throws {
-        guard try Bool.fetchOne(try db.cachedStatement(sql: "SELECT 1 FROM teams WHERE team_id = ?"), arguments: [teamID]) != nil else {
+        guard try Bool.fetchOne(try db.cachedStatement(sql: "SELECT 1 FROM teams WHERE team_id = ?"), arguments: [teamID]) != nil
+        else {
             throw StoreError.missing("team \(teamID)")
         }
     }
 
     private static func requireApp(_ bundleID: String, _ db: Database) throws {
-        guard try Bool.fetchOne(try db.cachedStatement(sql: "SELECT 1 FROM apps WHERE bundle_id = ?"), arguments: [bundleID]) != nil else {
+        guard
+            try Bool.fetchOne(try db.cachedStatement(sql: "SELECT 1 FROM apps WHERE bundle_id = ?"), arguments: [bundleID]) != nil
+        else {
             throw StoreError.missing("app \(bundleID)")
         }
     }
 
     private static func requireContainer(_ identifier: String, _ db: Database) throws {
-        guard try Bool.fetchOne(try db.cachedStatement(sql: "SELECT 1 FROM containers WHERE identifier = ?"), arguments: [identifier]) != nil else {
+        guard
+            try Bool.fetchOne(
+                try db.cachedStatement(sql: "SELECT 1 FROM containers WHERE identifier = ?"), arguments: [identifier]) != nil
+        else {
             throw StoreError.missing("container \(identifier)")
         }
     }
 
     static func app(bundleID: String, _ db: Database) throws -> App? {
-        try Row.fetchOne(try db.cachedStatement(sql: "SELECT * FROM apps WHERE bundle_id = ?"), arguments: [bundleID]).map { try app($0, db) }
+        try Row.fetchOne(try db.cachedStatement(sql: "SELECT * FROM apps WHERE bundle_id = ?"), arguments: [bundleID]).map {
+            try app($0, db)
+        }
     }
 
     static func apiToken(digest: String, _ db: Database) throws -> APITokenRecord? {
-        try Row.fetchOne(try db.cachedStatement(sql: "SELECT * FROM api_tokens WHERE token_digest = ?"), arguments: [digest]).map(apiToken)
+        try Row.fetchOne(try db.cachedStatement(sql: "SELECT * FROM api_tokens WHERE token_digest = ?"), arguments: [digest]).map(
+            apiToken)
     }
 
     private static func app(_ row: Row, _ db: Database) throws -> App {
         let bundleID: String = row["bundle_id"]
-        let containers = try String.fetchAll(try db.cachedStatement(sql: "SELECT container FROM entitlements WHERE bundle_id = ? ORDER BY container"), arguments: [bundleID])
-        return App(bundleID: bundleID, teamID: row["team_id"], keyValueStoreIdentifier: row["kv_store_identifier"], containers: containers)
+        let containers = try String.fetchAll(
+            try db.cachedStatement(sql: "SELECT container FROM entitlements WHERE bundle_id = ? ORDER BY container"),
+            arguments: [bundleID])
+        return App(
+            bundleID: bundleID, teamID: row["team_id"], keyValueStoreIdentifier: row["kv_store_identifier"],
+            containers: containers)
     }
 
     private static func container(_ row: Row) -> Container {

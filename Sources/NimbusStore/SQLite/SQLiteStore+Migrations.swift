@@ -5,80 +5,81 @@ extension SQLiteStore {
     static var migrator: DatabaseMigrator {
         var migrator = DatabaseMigrator()
         migrator.registerMigration("2026-11-21-accounts-developers-zones") { db in
-            try db.execute(sql: """
-                CREATE TABLE accounts (
-                    id TEXT PRIMARY KEY,
-                    email TEXT NOT NULL UNIQUE COLLATE NOCASE,
-                    password_hash TEXT NOT NULL,
-                    is_administrator INTEGER NOT NULL DEFAULT 0,
-                    created_at INTEGER NOT NULL
-                );
-                CREATE TABLE devices (
-                    id TEXT PRIMARY KEY,
-                    account_id TEXT NOT NULL REFERENCES accounts(id),
-                    name TEXT NOT NULL,
-                    last_seen_at INTEGER NOT NULL
-                );
-                CREATE INDEX devices_by_account ON devices(account_id);
-                CREATE TABLE sessions (
-                    token_digest TEXT PRIMARY KEY,
-                    account_id TEXT NOT NULL REFERENCES accounts(id),
-                    device_id TEXT NOT NULL REFERENCES devices(id),
-                    expires_at INTEGER NOT NULL,
-                    revoked INTEGER NOT NULL DEFAULT 0
-                );
-                CREATE TABLE teams (
-                    team_id TEXT PRIMARY KEY,
-                    name TEXT NOT NULL
-                );
-                CREATE TABLE apps (
-                    bundle_id TEXT PRIMARY KEY,
-                    team_id TEXT NOT NULL REFERENCES teams(team_id),
-                    kv_store_identifier TEXT NOT NULL
-                );
-                CREATE TABLE containers (
-                    identifier TEXT PRIMARY KEY,
-                    team_id TEXT NOT NULL REFERENCES teams(team_id)
-                );
-                CREATE TABLE entitlements (
-                    bundle_id TEXT NOT NULL REFERENCES apps(bundle_id),
-                    container TEXT NOT NULL REFERENCES containers(identifier),
-                    PRIMARY KEY (bundle_id, container)
-                );
-                CREATE TABLE api_tokens (
-                    id TEXT PRIMARY KEY,
-                    token_digest TEXT NOT NULL UNIQUE,
-                    container TEXT NOT NULL REFERENCES containers(identifier),
-                    bundle_id TEXT NOT NULL REFERENCES apps(bundle_id),
-                    name TEXT NOT NULL,
-                    revoked INTEGER NOT NULL DEFAULT 0
-                );
-                CREATE TABLE zones (
-                    id INTEGER PRIMARY KEY,
-                    account_id TEXT NOT NULL REFERENCES accounts(id),
-                    service TEXT NOT NULL,
-                    name TEXT NOT NULL,
-                    sequence INTEGER NOT NULL DEFAULT 0,
-                    live_entries INTEGER NOT NULL DEFAULT 0,
-                    live_bytes INTEGER NOT NULL DEFAULT 0,
-                    UNIQUE (account_id, service, name)
-                );
-                CREATE TABLE entries (
-                    zone_id INTEGER NOT NULL REFERENCES zones(id),
-                    key TEXT NOT NULL,
-                    payload BLOB,
-                    size INTEGER NOT NULL,
-                    sequence INTEGER NOT NULL,
-                    PRIMARY KEY (zone_id, key)
-                ) WITHOUT ROWID;
-                CREATE UNIQUE INDEX entries_by_sequence ON entries(zone_id, sequence);
-                CREATE TABLE device_watermarks (
-                    device_id TEXT NOT NULL REFERENCES devices(id),
-                    zone_id INTEGER NOT NULL REFERENCES zones(id),
-                    sequence INTEGER NOT NULL,
-                    PRIMARY KEY (device_id, zone_id)
-                ) WITHOUT ROWID;
-                """)
+            try db.execute(
+                sql: """
+                    CREATE TABLE accounts (
+                        id TEXT PRIMARY KEY,
+                        email TEXT NOT NULL UNIQUE COLLATE NOCASE,
+                        password_hash TEXT NOT NULL,
+                        is_administrator INTEGER NOT NULL DEFAULT 0,
+                        created_at INTEGER NOT NULL
+                    );
+                    CREATE TABLE devices (
+                        id TEXT PRIMARY KEY,
+                        account_id TEXT NOT NULL REFERENCES accounts(id),
+                        name TEXT NOT NULL,
+                        last_seen_at INTEGER NOT NULL
+                    );
+                    CREATE INDEX devices_by_account ON devices(account_id);
+                    CREATE TABLE sessions (
+                        token_digest TEXT PRIMARY KEY,
+                        account_id TEXT NOT NULL REFERENCES accounts(id),
+                        device_id TEXT NOT NULL REFERENCES devices(id),
+                        expires_at INTEGER NOT NULL,
+                        revoked INTEGER NOT NULL DEFAULT 0
+                    );
+                    CREATE TABLE teams (
+                        team_id TEXT PRIMARY KEY,
+                        name TEXT NOT NULL
+                    );
+                    CREATE TABLE apps (
+                        bundle_id TEXT PRIMARY KEY,
+                        team_id TEXT NOT NULL REFERENCES teams(team_id),
+                        kv_store_identifier TEXT NOT NULL
+                    );
+                    CREATE TABLE containers (
+                        identifier TEXT PRIMARY KEY,
+                        team_id TEXT NOT NULL REFERENCES teams(team_id)
+                    );
+                    CREATE TABLE entitlements (
+                        bundle_id TEXT NOT NULL REFERENCES apps(bundle_id),
+                        container TEXT NOT NULL REFERENCES containers(identifier),
+                        PRIMARY KEY (bundle_id, container)
+                    );
+                    CREATE TABLE api_tokens (
+                        id TEXT PRIMARY KEY,
+                        token_digest TEXT NOT NULL UNIQUE,
+                        container TEXT NOT NULL REFERENCES containers(identifier),
+                        bundle_id TEXT NOT NULL REFERENCES apps(bundle_id),
+                        name TEXT NOT NULL,
+                        revoked INTEGER NOT NULL DEFAULT 0
+                    );
+                    CREATE TABLE zones (
+                        id INTEGER PRIMARY KEY,
+                        account_id TEXT NOT NULL REFERENCES accounts(id),
+                        service TEXT NOT NULL,
+                        name TEXT NOT NULL,
+                        sequence INTEGER NOT NULL DEFAULT 0,
+                        live_entries INTEGER NOT NULL DEFAULT 0,
+                        live_bytes INTEGER NOT NULL DEFAULT 0,
+                        UNIQUE (account_id, service, name)
+                    );
+                    CREATE TABLE entries (
+                        zone_id INTEGER NOT NULL REFERENCES zones(id),
+                        key TEXT NOT NULL,
+                        payload BLOB,
+                        size INTEGER NOT NULL,
+                        sequence INTEGER NOT NULL,
+                        PRIMARY KEY (zone_id, key)
+                    ) WITHOUT ROWID;
+                    CREATE UNIQUE INDEX entries_by_sequence ON entries(zone_id, sequence);
+                    CREATE TABLE device_watermarks (
+                        device_id TEXT NOT NULL REFERENCES devices(id),
+                        zone_id INTEGER NOT NULL REFERENCES zones(id),
+                        sequence INTEGER NOT NULL,
+                        PRIMARY KEY (device_id, zone_id)
+                    ) WITHOUT ROWID;
+                    """)
         }
         return migrator
     }

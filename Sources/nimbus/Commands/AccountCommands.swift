@@ -11,7 +11,8 @@ struct SignUp: AsyncParsableCommand {
 
     func run() async throws {
         do {
-            let name = try await NimbusAccount.signUp(server: try client.serverURL, email: email, password: try readPassword(password))
+            let name = try await NimbusAccount.signUp(
+                server: try client.serverURL, email: email, password: try readPassword(password))
             print(client.json ? #"{"userRecordName":"\#(name)"}"# : "Created account \(email) (\(name)).")
         } catch {
             fail(error)
@@ -39,11 +40,13 @@ struct LogIn: AsyncParsableCommand {
                 server: try client.serverURL, email: email, password: try readPassword(password), deviceName: deviceName,
                 deviceID: previous?.session.deviceID)
             let profile = DeviceProfile(
-                session: session, email: email, apiToken: apiToken ?? previous?.apiToken, storeIdentifier: store ?? previous?.storeIdentifier)
+                session: session, email: email, apiToken: apiToken ?? previous?.apiToken,
+                storeIdentifier: store ?? previous?.storeIdentifier)
             try profile.save(to: client.configDirectory)
-            print(client.json
-                ? #"{"userRecordName":"\#(session.userRecordName)","deviceID":"\#(session.deviceID)"}"#
-                : "Signed in as \(email) on device \(deviceName) (\(session.deviceID)).")
+            print(
+                client.json
+                    ? #"{"userRecordName":"\#(session.userRecordName)","deviceID":"\#(session.deviceID)"}"#
+                    : "Signed in as \(email) on device \(deviceName) (\(session.deviceID)).")
         } catch {
             fail(error)
         }

@@ -20,7 +20,8 @@ struct Admin: AsyncParsableCommand {
 struct AdminClient {
     let options: ClientOptions
 
-    func send<Response: Codable>(_ method: HTTPMethod, _ path: String, body: (some Encodable)? = nil as Never?) async -> Response {
+    func send<Response: Codable>(_ method: HTTPMethod, _ path: String, body: (some Encodable)? = nil as Never?) async -> Response
+    {
         do {
             let client = NimbusClient(session: try options.profile().session, apiToken: nil)
             return try await client.send(method, path, body: body)
@@ -42,7 +43,8 @@ struct AdminClient {
 
 struct AdminInit: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "init", abstract: "Create an administrator in a data directory (works while the server is stopped or running).")
+        commandName: "init",
+        abstract: "Create an administrator in a data directory (works while the server is stopped or running).")
 
     @Option(help: "Data directory. [env: NIMBUS_DATA]") var data: String = Environment.string("NIMBUS_DATA") ?? "nimbus-data"
     @Option(help: "The administrator's email.") var email: String = "admin@nimbus.local"
@@ -63,7 +65,8 @@ struct AdminInit: AsyncParsableCommand {
 }
 
 struct AdminTeams: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "teams", abstract: "List teams, or create one with --create NAME.")
+    static let configuration = CommandConfiguration(
+        commandName: "teams", abstract: "List teams, or create one with --create NAME.")
     @OptionGroup var client: ClientOptions
     @Option(help: "Create a team with this name.") var create: String?
     @Option(help: "The new team's 10-character ID; generated when omitted.") var teamID: String?
@@ -81,7 +84,8 @@ struct AdminTeams: AsyncParsableCommand {
 }
 
 struct AdminApps: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "apps", abstract: "List apps, or create one with --create BUNDLE_ID --team TEAMID.")
+    static let configuration = CommandConfiguration(
+        commandName: "apps", abstract: "List apps, or create one with --create BUNDLE_ID --team TEAMID.")
     @OptionGroup var client: ClientOptions
     @Option(help: "Create an app with this bundle ID.") var create: String?
     @Option(help: "The team the new app belongs to.") var team: String?
@@ -92,13 +96,16 @@ struct AdminApps: AsyncParsableCommand {
         if let bundleID = create {
             guard let team else { fail(ValidationError("--team is required with --create")) }
             let app: App = await admin.send(
-                .POST, "/admin/1/apps", body: CreateAppRequest(bundleID: bundleID, teamID: team, keyValueStoreIdentifier: kvStore))
+                .POST, "/admin/1/apps", body: CreateAppRequest(bundleID: bundleID, teamID: team, keyValueStoreIdentifier: kvStore)
+            )
             admin.print(app) { "Created app \(app.bundleID); its key-value store is \(app.keyValueStoreIdentifier)." }
         } else {
             let list: ListResponse<App> = await admin.send(.GET, "/admin/1/apps")
             admin.print(list) {
-                list.items.map { "\($0.bundleID)  team \($0.teamID)  kv \($0.keyValueStoreIdentifier)  containers: \($0.containers.joined(separator: ", "))" }
-                    .joined(separator: "\n")
+                list.items.map {
+                    "\($0.bundleID)  team \($0.teamID)  kv \($0.keyValueStoreIdentifier)  containers: \($0.containers.joined(separator: ", "))"
+                }
+                .joined(separator: "\n")
             }
         }
     }
@@ -115,7 +122,8 @@ struct AdminContainers: AsyncParsableCommand {
         let admin = AdminClient(options: client)
         if let identifier = create {
             guard let team else { fail(ValidationError("--team is required with --create")) }
-            let container: Container = await admin.send(.POST, "/admin/1/containers", body: Container(identifier: identifier, teamID: team))
+            let container: Container = await admin.send(
+                .POST, "/admin/1/containers", body: Container(identifier: identifier, teamID: team))
             admin.print(container) { "Created container \(container.identifier)." }
         } else {
             let list: ListResponse<Container> = await admin.send(.GET, "/admin/1/containers")
@@ -135,7 +143,8 @@ struct AdminEntitle: AsyncParsableCommand {
     func run() async throws {
         let admin = AdminClient(options: client)
         let encoded = container.addingPercentEncoding(withAllowedCharacters: .alphanumerics.union(["."])) ?? container
-        let app: App = remove
+        let app: App =
+            remove
             ? await admin.send(.DELETE, "/admin/1/apps/\(bundleID)/entitlements/\(encoded)")
             : await admin.send(.POST, "/admin/1/apps/\(bundleID)/entitlements", body: EntitlementRequest(container: container))
         admin.print(app) { "\(app.bundleID) is entitled to: \(app.containers.joined(separator: ", "))" }
@@ -155,7 +164,8 @@ struct AdminTokens: AsyncParsableCommand {
         let admin = AdminClient(options: client)
         if let revoke {
             do {
-                try await NimbusClient(session: try client.profile().session, apiToken: nil).send(.DELETE, "/admin/1/tokens/\(revoke)")
+                try await NimbusClient(session: try client.profile().session, apiToken: nil).send(
+                    .DELETE, "/admin/1/tokens/\(revoke)")
                 print("Revoked token \(revoke).")
             } catch {
                 fail(error)
@@ -183,7 +193,8 @@ struct AdminUsers: AsyncParsableCommand {
         let admin = AdminClient(options: client)
         let list: ListResponse<UserInfo> = await admin.send(.GET, "/admin/1/users")
         admin.print(list) {
-            list.items.map { "\($0.userRecordName)  \($0.email)\($0.isAdministrator ? "  (administrator)" : "")" }.joined(separator: "\n")
+            list.items.map { "\($0.userRecordName)  \($0.email)\($0.isAdministrator ? "  (administrator)" : "")" }.joined(
+                separator: "\n")
         }
     }
 }

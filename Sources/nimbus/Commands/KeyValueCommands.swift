@@ -24,9 +24,10 @@ struct StoreOptions: ParsableArguments {
         guard let identifier = store ?? profile.storeIdentifier else {
             throw CLIError("no store: pass --store, or --store to `nimbus login`, or set NIMBUS_STORE")
         }
-        return try UbiquitousKeyValueStore(configuration: .init(
-            session: profile.session, apiToken: apiToken, storeIdentifier: identifier,
-            localDirectory: client.configDirectory.appendingPathComponent("kv")))
+        return try UbiquitousKeyValueStore(
+            configuration: .init(
+                session: profile.session, apiToken: apiToken, storeIdentifier: identifier,
+                localDirectory: client.configDirectory.appendingPathComponent("kv")))
     }
 }
 
@@ -51,7 +52,8 @@ struct KVSet: AsyncParsableCommand {
             fail(NimbusError(.kvLimitExceeded, "the write to \"\(key)\" breaks a key-value store limit and was not saved"))
         }
         guard uploaded else {
-            FileHandle.standardError.write(Data("saved locally; it uploads when the server is reachable (run any kv command)\n".utf8))
+            FileHandle.standardError.write(
+                Data("saved locally; it uploads when the server is reachable (run any kv command)\n".utf8))
             throw ExitCode(pendingExitCode)
         }
     }
@@ -124,9 +126,12 @@ struct KVWatch: AsyncParsableCommand {
             let line: String
             if options.client.json {
                 let entries = values.map { key, value in "\(ValueText.json(key)):\(value.map(ValueText.json) ?? "null")" }
-                line = #"{"reason":"\#(event.reason)","changedKeys":\#(ValueText.json(event.changedKeys)),"values":{\#(entries.joined(separator: ","))}}"#
+                line =
+                    #"{"reason":"\#(event.reason)","changedKeys":\#(ValueText.json(event.changedKeys)),"values":{\#(entries.joined(separator: ","))}}"#
             } else {
-                line = "\(event.reason): " + values.map { key, value in "\(key) = \(value.map(ValueText.readable) ?? "(removed)")" }
+                line =
+                    "\(event.reason): "
+                    + values.map { key, value in "\(key) = \(value.map(ValueText.readable) ?? "(removed)")" }
                     .joined(separator: ", ")
             }
             // Unbuffered, so a pipe sees each event as it happens.

@@ -56,12 +56,14 @@ struct Serve: AsyncParsableCommand {
             fail(error)
         }
         if let credentials = try await server.ensureAdministrator() {
-            FileHandle.standardOutput.write(Data("""
-                Created the first administrator. Shown once; keep it safe:
-                  email:    \(credentials.email)
-                  password: \(credentials.password)
+            FileHandle.standardOutput.write(
+                Data(
+                    """
+                    Created the first administrator. Shown once; keep it safe:
+                      email:    \(credentials.email)
+                      password: \(credentials.password)
 
-                """.utf8))
+                    """.utf8))
         }
         let (host, path) = (host, configuration.dataDirectory.path)
         try await server.run { port in
