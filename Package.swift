@@ -113,7 +113,7 @@ let package = Package(
         .testTarget(name: "NimbusKitTests", dependencies: ["NimbusKit", "NimbusCore"]),
         .testTarget(
             name: "EndToEndTests",
-            dependencies: ["NimbusTesting", "NimbusKit", "NimbusServer", "NimbusCore"]
+            dependencies: ["NimbusTesting", "NimbusKit", "NimbusServer", "NimbusCore", "NimbusStore"]
         ),
     ],
     swiftLanguageModes: [.v6]

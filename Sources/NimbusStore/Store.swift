@@ -2,13 +2,23 @@ import Foundation
 import NimbusCore
 
 /// Errors a backend reports in terms of the model, never of its SQL.
-public enum StoreError: Error, Equatable, Sendable {
+public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
     /// A unique thing (email, team, app, container) already exists.
     case duplicate(String)
     /// A thing the operation names does not exist.
     case missing(String)
     /// The database was written by a newer Nimbus than this binary; opening it could corrupt it.
     case newerDatabase(unknownMigrations: [String])
+
+    public var description: String {
+        switch self {
+        case .duplicate(let what): "\(what) already exists"
+        case .missing(let what): "\(what) does not exist"
+        case .newerDatabase(let migrations):
+            "the database was written by a newer Nimbus (it has migrations \(migrations.joined(separator: ", ")) "
+                + "that this version does not know); run that version or a later one"
+        }
+    }
 }
 
 /// Accounts, their devices and sessions.

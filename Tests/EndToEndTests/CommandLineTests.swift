@@ -1,5 +1,7 @@
 import Foundation
 import NimbusCore
+import NimbusKit
+import NimbusStore
 import NimbusTesting
 import Synchronization
 import Testing
@@ -136,5 +138,44 @@ import Testing
             ["login", "--config", config, "--email", "ann@example.com", "--password", "wrong password"], server: server)
         #expect(wrongPassword.status == 1)
         #expect(wrongPassword.stderr.contains("AUTHENTICATION_FAILED"))
+    }
+
+    @Test func serveRunsWithNoConfigurationAndStopsCleanlyOnSIGTERM() async throws {
+        let directory = TestServer.temporaryDirectory()
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let server = Process()
+        server.executableURL = try Self.executable
+        server.arguments = ["serve", "--port", "0"]
+        server.currentDirectoryURL = directory
+        server.environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("NIMBUS_") }
+        let output = Capture()
+        let pipe = Pipe()
+        pipe.fileHandleForReading.readabilityHandler = { output.append($0.availableData) }
+        server.standardOutput = pipe
+        server.standardError = FileHandle.nullDevice
+        let exited = AsyncStream<Int32> { continuation in
+            server.terminationHandler = { continuation.yield($0.terminationStatus) }
+        }
+        try server.run()
+        #expect(await eventually { output.value.contains("Nimbus is serving http://127.0.0.1:") })
+        #expect(output.value.contains("password:"), "the first start prints the administrator's credentials")
+        let port = try #require(output.value.split(separator: "127.0.0.1:").last?.prefix { $0.isNumber })
+        let health = try await NimbusClient(server: URL(string: "http://127.0.0.1:\(port)")!).sendRaw(.GET, "/health", body: nil)
+        #expect(String(decoding: health, as: UTF8.self).contains("ok"))
+        #expect(FileManager.default.fileExists(atPath: directory.appendingPathComponent("nimbus-data/nimbus.sqlite").path))
+
+        server.terminate()
+        let status = await Recorder(exited).first(timeout: .seconds(20)) { _ in true }
+        #expect(status == 0)
+    }
+
+    @Test func serveRefusesADatabaseFromANewerVersion() async throws {
+        let server = try await TestServer.start()
+        await server.stop()
+        try SQLiteStore.simulateNewerVersion(
+            path: server.dataDirectory.appendingPathComponent("nimbus.sqlite").path, migration: "2999-01-01-future")
+        let refused = try await Self.run(["serve", "--data", server.dataDirectory.path, "--port", "0"], server: server)
+        #expect(refused.status == 1)
+        #expect(refused.stderr.contains("newer Nimbus"))
     }
 }

@@ -95,6 +95,16 @@ import Testing
         let entitle = try await server.request(
             .POST, "/admin/1/apps/com.example.none/entitlements", session: admin, json: #"{"container":"iCloud.com.example.x"}"#)
         #expect(entitle.errorCode == .notFound)
+        let seeded = try await server.seedApp()
+        let unknownContainer = try await server.request(
+            .POST, "/admin/1/apps/\(seeded.bundleID)/entitlements", session: admin, json: #"{"container":"iCloud.com.example.Unknown"}"#)
+        #expect(unknownContainer.status == 404)
+        #expect(unknownContainer.error?.reason.contains("iCloud.com.example.Unknown") == true)
+        let tokenForUnknown = try await server.request(
+            .POST, "/admin/1/tokens", session: admin,
+            json: #"{"container":"iCloud.com.example.Unknown","bundleID":"\#(seeded.bundleID)"}"#)
+        #expect(tokenForUnknown.errorCode == .badRequest)
+        #expect(try await server.store.apiTokens().count == 1)
     }
 
     @Test func theFirstAdministratorIsCreatedOnce() async throws {
