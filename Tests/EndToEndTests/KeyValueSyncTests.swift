@@ -35,7 +35,9 @@ import Testing
         laptop.start()
         #expect(await phone.synchronize())
         #expect(await laptop.synchronize())
-        #expect(await eventually { laptop.isPushConnected })
+        #expect(await eventually { laptop.isPushConnected && phone.isPushConnected })
+        #expect(await phone.synchronize())
+        #expect(world.server.server.pushConnectionCount == 2, "one push socket per device, however often it syncs")
 
         phone.set("chapter 3", forKey: "bookmark")
         phone.set(Int64(42), forKey: "answer")

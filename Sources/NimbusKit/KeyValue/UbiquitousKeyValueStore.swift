@@ -42,10 +42,15 @@ public final class UbiquitousKeyValueStore: Sendable {
     private let syncWaiters = Mutex<[CheckedContinuation<Bool, Never>]>([])
     private let syncRequests: AsyncStream<Void>.Continuation
     private let syncRequestStream: AsyncStream<Void>
-    private let syncTask = Mutex<Task<Void, Never>?>(nil)
     /// The keys the previous account had, until the new account's first download announces the change.
     private let replacedAccountKeys = Mutex<[String]?>(nil)
-    private let push: Mutex<PushConnection?> = Mutex(nil)
+    private let lifecycle = Mutex(Lifecycle.idle)
+
+    private enum Lifecycle {
+        case idle
+        case running(sync: Task<Void, Never>, push: PushConnection)
+        case closed
+    }
 
     /// Opens the local copy (creating it when missing). Nothing touches the network until `start()`.
     public init(configuration: Configuration) throws {
@@ -169,16 +174,16 @@ public final class UbiquitousKeyValueStore: Sendable {
     /// Starts syncing: the first download, the upload of pending writes, and the push connection that
     /// brings other devices' changes. Call once, at launch.
     public func start() {
-        syncTask.withLock { task in
-            guard task == nil else { return }
-            task = Task { await self.runSyncLoop() }
-        }
         let connection = PushConnection(
             session: configuration.session, logger: configuration.logger,
             onConnect: { [weak self] in self?.requestSync() },
             onMessage: { [weak self] message in self?.received(message) })
-        push.withLock { $0 = connection }
-        connection.start()
+        let started = lifecycle.withLock { lifecycle in
+            guard case .idle = lifecycle else { return false }
+            lifecycle = .running(sync: Task { await self.runSyncLoop() }, push: connection)
+            return true
+        }
+        if started { connection.start() }
     }
 
     /// Uploads pending writes and downloads what changed, returning whether both succeeded.
@@ -189,8 +194,12 @@ public final class UbiquitousKeyValueStore: Sendable {
     public func synchronize() async -> Bool {
         start()
         return await withCheckedContinuation { continuation in
-            syncWaiters.withLock { $0.append(continuation) }
-            requestSync()
+            let open = lifecycle.withLock { lifecycle in
+                if case .closed = lifecycle { return false }
+                syncWaiters.withLock { $0.append(continuation) }
+                return true
+            }
+            if open { requestSync() } else { continuation.resume(returning: false) }
         }
     }
 
@@ -206,8 +215,14 @@ public final class UbiquitousKeyValueStore: Sendable {
 
     /// Stops syncing and ends every change stream. Pending writes stay on disk for the next launch.
     public func close() {
-        push.withLock { $0 }?.stop()
-        syncTask.withLock { $0 }?.cancel()
+        let previous = lifecycle.withLock { lifecycle in
+            defer { lifecycle = .closed }
+            return lifecycle
+        }
+        if case .running(let sync, let push) = previous {
+            push.stop()
+            sync.cancel()
+        }
         syncRequests.finish()
         for continuation in subscribers.withLock({ $0.values }) { continuation.finish() }
         for waiter in syncWaiters.withLock({ waiters in
@@ -216,7 +231,13 @@ public final class UbiquitousKeyValueStore: Sendable {
     }
 
     /// Whether the push socket is connected (changes from other devices arrive without polling).
-    public var isPushConnected: Bool { push.withLock { $0 }?.isConnected ?? false }
+    public var isPushConnected: Bool { pushConnection?.isConnected ?? false }
+
+    private var pushConnection: PushConnection? {
+        lifecycle.withLock { lifecycle in
+            if case .running(_, let push) = lifecycle { push } else { nil }
+        }
+    }
 
     private func requestSync() { syncRequests.yield() }
 
@@ -320,7 +341,7 @@ public final class UbiquitousKeyValueStore: Sendable {
             announce(KeyValueStoreChange(reason: reason, changedKeys: changedKeys.sorted()))
         }
         let applied = state.withLock { $0.appliedSequence }
-        await push.withLock { $0 }?.send(PushMessage(type: .applied, zone: zone, sequence: applied))
+        await pushConnection?.send(PushMessage(type: .applied, zone: zone, sequence: applied))
     }
 
     private func announce(_ change: KeyValueStoreChange) {
