@@ -46,15 +46,14 @@ enum KeyValueBenchmarks {
                 met: propagation.at(99) <= 25)
         }
         if wanted("throughput") {
-            let baseline = try await healthThroughput(server, requests: 4000)
-            table.add("Baseline: sequential GET /health/s", String(format: "%.0f", baseline), target: "(reference)", met: true)
-            let sequential = try await writeThroughput(server, clients: 1, batchesPerClient: 10000)
-            table.add(
-                "Sequential batches/s (1 client)", String(format: "%.0f", sequential), target: "≥ 2,000", met: sequential >= 2000)
-            let concurrent = try await writeThroughput(server, clients: 16, batchesPerClient: 1500)
-            table.add(
-                "Concurrent batches/s (16 clients)", String(format: "%.0f", concurrent), target: "≥ 5,000",
-                met: concurrent >= 5000)
+            // Loopback figures on a shared 2-core machine vary by ±10% from run to run: each is the
+            // median of several runs, with the range shown.
+            let baseline = try await median(runs: 3) { try await healthThroughput(server, requests: 3000) }
+            table.add("Baseline: sequential GET /health/s", baseline.text, target: "(reference)", met: true)
+            let sequential = try await median(runs: 5) { try await writeThroughput(server, clients: 1, batchesPerClient: 3000) }
+            table.add("Sequential batches/s (1 client)", sequential.text, target: "≥ 2,000", met: sequential.median >= 2000)
+            let concurrent = try await median(runs: 3) { try await writeThroughput(server, clients: 16, batchesPerClient: 1000) }
+            table.add("Concurrent batches/s (16 clients)", concurrent.text, target: "≥ 5,000", met: concurrent.median >= 5000)
         }
         if wanted("memory") {
             let perConnection = try await pushConnectionMemory(server, connections: 1000)
@@ -132,6 +131,21 @@ enum KeyValueBenchmarks {
         }
         let seconds = (ContinuousClock.now - start).milliseconds / 1000
         return Double(clients * batchesPerClient) / seconds
+    }
+
+    struct Summary {
+        var median: Double
+        var low: Double
+        var high: Double
+        var text: String { String(format: "%.0f (%.0f–%.0f)", median, low, high) }
+    }
+
+    @MainActor
+    static func median(runs: Int, _ measure: () async throws -> Double) async throws -> Summary {
+        var values = [Double]()
+        for _ in 0..<runs { values.append(try await measure()) }
+        values.sort()
+        return Summary(median: values[values.count / 2], low: values.first!, high: values.last!)
     }
 
     /// Sequential round trips of the cheapest route: the HTTP floor under every other figure.

@@ -4,7 +4,9 @@ import NimbusKit
 
 /// A `nimbus serve` child process on a free loopback port with a temporary data directory, set up with
 /// an administrator, an app entitled to a container, and an API token.
-final class ServerProcess {
+// @unchecked: every stored property is a constant; the one non-Sendable value, `process`, is only
+// touched by `init` and `stop()`, which the benchmark calls once each from its main task.
+final class ServerProcess: @unchecked Sendable {
     let process = Process()
     let url: URL
     let apiToken: String

@@ -193,6 +193,15 @@ import Testing
         }
     }
 
+    @Test func theDatabaseRunsInWriteAheadLogMode() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("nimbus-store-\(UUIDString.random())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let path = directory.appendingPathComponent("nimbus.sqlite").path
+        let store = try SQLiteStore(path: path)
+        try await store.createTeam(Team(teamID: "98Z3R5XU29", name: "T"))
+        #expect(FileManager.default.fileExists(atPath: path + "-wal"))
+    }
+
     @Test func reopeningKeepsData() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("nimbus-store-\(UUIDString.random())")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)

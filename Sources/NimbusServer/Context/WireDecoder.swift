@@ -17,6 +17,9 @@ public struct WireDecoder: RequestDecoder {
             buffer = try await request.body.collect(upTo: Self.maxBodyBytes)
         } catch is NIOTooManyBytesError {
             throw NimbusError(.requestTooLarge, "the request body is larger than \(Self.maxBodyBytes) bytes")
+        } catch {
+            // The client went away or broke the body off: nothing was read, so nothing happens.
+            throw NimbusError.badRequest("the request body ended before it was complete")
         }
         return try Self.decode(type, from: Data(buffer: buffer))
     }

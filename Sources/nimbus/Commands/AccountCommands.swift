@@ -29,9 +29,9 @@ struct LogIn: AsyncParsableCommand {
     @Option(help: "Password (or NIMBUS_PASSWORD, or standard input).") var password: String?
     @Option(help: "This device's name.") var deviceName: String = ProcessInfo.processInfo.hostName
     @Option(help: "The app's API token, for key-value commands. [env: NIMBUS_API_TOKEN]")
-    var apiToken: String? = Environment.string("NIMBUS_API_TOKEN")
+    var apiToken: String?
     @Option(help: "The key-value store identifier, TEAMID.bundleID. [env: NIMBUS_STORE]")
-    var store: String? = Environment.string("NIMBUS_STORE")
+    var store: String?
 
     func run() async throws {
         do {
@@ -40,8 +40,8 @@ struct LogIn: AsyncParsableCommand {
                 server: try client.serverURL, email: email, password: try readPassword(password), deviceName: deviceName,
                 deviceID: previous?.session.deviceID)
             let profile = DeviceProfile(
-                session: session, email: email, apiToken: apiToken ?? previous?.apiToken,
-                storeIdentifier: store ?? previous?.storeIdentifier)
+                session: session, email: email, apiToken: apiToken ?? Environment.string("NIMBUS_API_TOKEN") ?? previous?.apiToken,
+                storeIdentifier: store ?? Environment.string("NIMBUS_STORE") ?? previous?.storeIdentifier)
             try profile.save(to: client.configDirectory)
             print(
                 client.json
