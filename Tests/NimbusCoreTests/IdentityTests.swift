@@ -58,3 +58,21 @@ import Testing
         #expect(ErrorCode.conflict.httpStatus == 409)
     }
 }
+
+@Suite struct Base64URLTests {
+    @Test func encodingMatchesFoundationsAlphabetWithoutPadding() {
+        for length in 0..<40 {
+            let bytes = Secrets.randomBytes(length)
+            let expected = Data(bytes).base64EncodedString()
+                .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+                .replacingOccurrences(of: "=", with: "")
+            #expect(Base64URL.encode(bytes) == expected)
+            #expect(Base64URL.decode(expected) == bytes)
+        }
+    }
+
+    @Test(arguments: ["a", "ab+c", "ab=c", "é", "abcde"])
+    func foreignTextDoesNotDecode(_ text: String) {
+        #expect(Base64URL.decode(text) == nil)
+    }
+}

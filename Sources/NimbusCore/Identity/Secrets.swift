@@ -16,7 +16,7 @@ public enum Secrets {
     public static func apiToken() -> String { hex(randomBytes(32)) }
 
     /// A session token: 32 random bytes, base64url without padding (safe in query strings).
-    public static func sessionToken() -> String { base64URL(randomBytes(32)) }
+    public static func sessionToken() -> String { Base64URL.encode(randomBytes(32)) }
 
     /// The stored form of a secret: hexadecimal SHA-256.
     public static func digest(_ secret: String) -> String { hex(Array(SHA256.hash(data: Data(secret.utf8)))) }
@@ -25,7 +25,7 @@ public enum Secrets {
     public static func userRecordName() -> String { "_" + hex(randomBytes(16)) }
 
     /// A readable password for generated credentials.
-    public static func password() -> String { base64URL(randomBytes(18)) }
+    public static func password() -> String { Base64URL.encode(randomBytes(18)) }
 
     public static func hex(_ bytes: [UInt8]) -> String {
         let digits = Array("0123456789abcdef".utf8)
@@ -38,12 +38,6 @@ public enum Secrets {
         return String(decoding: out, as: UTF8.self)
     }
 
-    public static func base64URL(_ bytes: [UInt8]) -> String {
-        Data(bytes).base64EncodedString()
-            .replacingOccurrences(of: "+", with: "-")
-            .replacingOccurrences(of: "/", with: "_")
-            .replacingOccurrences(of: "=", with: "")
-    }
 
     public static func isAPITokenShaped(_ token: String) -> Bool {
         token.utf8.count == 64

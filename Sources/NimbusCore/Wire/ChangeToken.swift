@@ -13,16 +13,14 @@ public struct ChangeToken: Hashable, Sendable {
         self.sequence = sequence
     }
 
-    public var encoded: String { Secrets.base64URL(Array("n1.\(zoneID).\(sequence)".utf8)) }
+    public var encoded: String { Base64URL.encode("n1.\(zoneID).\(sequence)".utf8) }
 
     /// Decodes a token, or throws `BAD_REQUEST` for a string that is not one.
     public init(encoded: String) throws(NimbusError) {
-        var base64 = encoded.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
-        guard encoded.utf8.count <= 128, let data = Data(base64Encoded: base64) else {
+        guard encoded.utf8.count <= 128, let bytes = Base64URL.decode(encoded) else {
             throw .badRequest("syncToken is not a token this server issued")
         }
-        let parts = String(decoding: data, as: UTF8.self).split(separator: ".")
+        let parts = String(decoding: bytes, as: UTF8.self).split(separator: ".")
         guard parts.count == 3, parts[0] == "n1", let zone = Int64(parts[1]), let sequence = Int64(parts[2]), sequence >= 0 else {
             throw .badRequest("syncToken is not a token this server issued")
         }
