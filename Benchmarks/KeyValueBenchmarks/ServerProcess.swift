@@ -61,13 +61,17 @@ final class ServerProcess: @unchecked Sendable {
         return try await NimbusAccount.signIn(server: url, email: email, password: Self.password, deviceName: device)
     }
 
-    /// Resident memory of the server process, from /proc.
-    func residentBytes() throws -> Int {
+    /// Resident memory of the server process, from /proc: the total, and the anonymous part (heap and
+    /// stacks, as opposed to pages of the executable and libraries mapped from files).
+    func residentBytes() throws -> (total: Int, anonymous: Int) {
         let status = try String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)
-        guard let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }),
-            let kilobytes = Int(line.split(separator: " ").dropFirst().first ?? "")
-        else { return 0 }
-        return kilobytes * 1024
+        func kilobytes(_ field: String) -> Int {
+            guard let line = status.split(separator: "\n").first(where: { $0.hasPrefix(field) }),
+                let value = line.split(separator: " ").dropFirst().first.flatMap({ Int($0) })
+            else { return 0 }
+            return value * 1024
+        }
+        return (kilobytes("VmRSS:"), kilobytes("RssAnon:"))
     }
 
     func stop() {
