@@ -49,6 +49,32 @@ import Testing
     }
 
     @Test(arguments: StoreBackend.allCases)
+    func concurrentCommitsGetDistinctSequencesAndARefusedOneFailsAlone(_ backend: StoreBackend) async throws {
+        struct Refused: Error {}
+        let store = try backend.makeStore()
+        let zone = ZoneKey(accountID: try await makeAccount(store), address: Self.zoneAddress)
+        let outcomes = await withTaskGroup(of: (Int, ZoneState?).self) { group in
+            for index in 0..<64 {
+                group.addTask {
+                    let state = try? await store.commit(zone, mutations: [self.mutation("k\(index)", "v")]) { _ in
+                        if index == 17 { throw Refused() }
+                    }
+                    return (index, state)
+                }
+            }
+            return await group.reduce(into: [(Int, ZoneState?)]()) { $0.append($1) }
+        }
+        #expect(outcomes.count == 64)
+        #expect(outcomes.filter { $0.1 == nil }.map(\.0) == [17])
+        let sequences = outcomes.compactMap { $0.1?.sequence }
+        #expect(Set(sequences).count == 63)
+        let (entries, state) = try await store.liveEntries(zone)
+        #expect(entries.count == 63 && !entries.contains { $0.key == "k17" })
+        #expect(state?.sequence == 63 && state?.liveEntries == 63)
+        #expect(Set(entries.map(\.sequence)) == Set(1...63))
+    }
+
+    @Test(arguments: StoreBackend.allCases)
     func checksSeeTheTotalsAfterTheBatch(_ backend: StoreBackend) async throws {
         let store = try backend.makeStore()
         let zone = ZoneKey(accountID: try await makeAccount(store), address: Self.zoneAddress)

@@ -10,7 +10,7 @@ extension SQLiteStore: ZoneStore {
     public func commit(
         _ zone: ZoneKey, mutations: [EntryMutation], check: @escaping @Sendable (ZoneState) throws -> Void
     ) async throws -> ZoneState {
-        try await write { db in
+        try await groupCommit.commit { db in
             var state = try Self.state(of: zone, db) ?? Self.createZone(zone, db)
             for mutation in mutations {
                 let previous = try Row.fetchOne(

@@ -8,6 +8,7 @@ import NimbusCore
 /// killed process nor a power cut loses an acknowledged write.
 public final class SQLiteStore: Sendable {
     let pool: DatabasePool
+    let groupCommit: GroupCommit
 
     /// Opens (creating when missing) the database at `path` and applies pending migrations.
     ///
@@ -28,6 +29,7 @@ public final class SQLiteStore: Sendable {
         }
         guard unknown.isEmpty else { throw StoreError.newerDatabase(unknownMigrations: unknown) }
         try migrator.migrate(pool)
+        groupCommit = GroupCommit(pool: pool)
     }
 
     // Database work runs inline on the calling thread rather than through GRDB's async API. Each
