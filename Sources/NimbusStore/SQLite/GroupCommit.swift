@@ -4,19 +4,21 @@ import Synchronization
 /// Commits concurrent zone batches together: one transaction and one fsync for all the batches that
 /// arrived while the previous transaction was being written.
 ///
-/// The first caller to find no commit in progress becomes the leader and writes every waiting batch;
-/// the others suspend instead of blocking a thread on SQLite's write lock. Each batch runs in its own
-/// savepoint, so a batch whose check fails is rolled back alone, and batches take their sequence
-/// numbers in arrival order.
+/// A caller that finds no commit in progress writes its batch at once, on its own thread; callers that
+/// arrive meanwhile suspend (instead of blocking a thread on SQLite's write lock) and are written
+/// together next. Each batch runs in its own savepoint, so a batch whose check fails is rolled back
+/// alone, and batches take their sequence numbers in arrival order.
 final class GroupCommit: Sendable {
-    struct Job: Sendable {
-        var body: @Sendable (Database) throws -> ZoneState
+    typealias Body = @Sendable (Database) throws -> ZoneState
+
+    private struct Job: Sendable {
+        var body: Body
         var continuation: CheckedContinuation<ZoneState, any Error>
     }
 
     private struct State {
         var waiting: [Job] = []
-        var leading = false
+        var writing = false
     }
 
     private let state = Mutex(State())
@@ -24,41 +26,62 @@ final class GroupCommit: Sendable {
 
     init(pool: DatabasePool) { self.pool = pool }
 
-    func commit(_ body: @escaping @Sendable (Database) throws -> ZoneState) async throws -> ZoneState {
-        try await withCheckedThrowingContinuation { continuation in
-            let leads = state.withLock { state in
-                state.waiting.append(Job(body: body, continuation: continuation))
-                defer { state.leading = true }
-                return !state.leading
+    func commit(_ body: @escaping Body) async throws -> ZoneState {
+        if beginWriting() {
+            defer { finishWriting() }
+            return try write([body])[0].get()
+        }
+        return try await withCheckedThrowingContinuation { continuation in
+            if beginWriting(enqueueing: Job(body: body, continuation: continuation)) {
+                continuation.resume(with: write([body])[0])
+                finishWriting()
             }
-            if leads { drain() }
         }
     }
 
-    /// Writes one group. Batches that arrived meanwhile are written by a new task, so the leader's own
+    /// Claims the writer, or (with a job) queues the job for the current writer to hand over to.
+    private func beginWriting(enqueueing job: Job? = nil) -> Bool {
+        state.withLock { state in
+            if state.writing {
+                if let job { state.waiting.append(job) }
+                return false
+            }
+            state.writing = true
+            return true
+        }
+    }
+
+    /// Hands over to the batches that arrived during a write, in a new task so that the writer's own
     /// request is answered without waiting for a queue that may keep filling.
-    private func drain() {
+    private func finishWriting() {
+        let more = state.withLock { state in
+            state.writing = !state.waiting.isEmpty
+            return state.writing
+        }
+        if more { Task { self.writeWaiting() } }
+    }
+
+    private func writeWaiting() {
         let jobs = state.withLock { state in
             defer { state.waiting = [] }
             return state.waiting
         }
-        write(jobs)
-        let more = state.withLock { state in
-            if state.waiting.isEmpty { state.leading = false }
-            return state.leading
-        }
-        if more { Task { self.drain() } }
+        for (job, outcome) in zip(jobs, write(jobs.map(\.body))) { job.continuation.resume(with: outcome) }
+        finishWriting()
     }
 
-    private func write(_ jobs: [Job]) {
-        let outcomes: [Result<ZoneState, any Error>]
+    private func write(_ bodies: [Body]) -> [Result<ZoneState, any Error>] {
+        if bodies.count == 1 {
+            // Alone in its transaction, a batch needs no savepoint: failing rolls the transaction back.
+            return [Result { try pool.write(bodies[0]) }]
+        }
         do {
-            outcomes = try pool.write { db in
-                jobs.map { job in
+            return try pool.write { db in
+                bodies.map { body in
                     var outcome: Result<ZoneState, any Error> = .failure(CancellationError())
                     do {
                         try db.inSavepoint {
-                            outcome = .success(try job.body(db))
+                            outcome = .success(try body(db))
                             return .commit
                         }
                     } catch {
@@ -69,8 +92,7 @@ final class GroupCommit: Sendable {
             }
         } catch {
             // The transaction itself failed (disk full, I/O error): nothing was acknowledged.
-            outcomes = jobs.map { _ in .failure(error) }
+            return bodies.map { _ in .failure(error) }
         }
-        for (job, outcome) in zip(jobs, outcomes) { job.continuation.resume(with: outcome) }
     }
 }
