@@ -9,9 +9,12 @@ import NimbusCore
 /// Errors come back as `NimbusError` with the server's code; a server that cannot be reached is
 /// `NETWORK_UNAVAILABLE`.
 public struct NimbusClient: Sendable {
-    public var server: URL
-    public var apiToken: String?
-    public var sessionToken: String?
+    public let server: URL
+    public let apiToken: String?
+    public let sessionToken: String?
+    /// Worked out once: every request starts from them.
+    private let base: String
+    private let headers: HTTPHeaders
     /// The SDK's own HTTP client. It does not retry failed connection attempts itself: an unreachable
     /// server must surface at once as `NETWORK_UNAVAILABLE` so callers work offline, and the sync
     /// engine retries with its own backoff.
@@ -29,6 +32,11 @@ public struct NimbusClient: Sendable {
         self.server = server
         self.apiToken = apiToken
         self.sessionToken = sessionToken
+        base = server.absoluteString.trimmingSuffix("/")
+        var headers = HTTPHeaders()
+        if let apiToken { headers.add(name: "X-Nimbus-API-Token", value: apiToken) }
+        if let sessionToken { headers.add(name: "Authorization", value: "Bearer \(sessionToken)") }
+        self.headers = headers
     }
 
     public init(session: NimbusSession, apiToken: String?) {
@@ -54,10 +62,9 @@ public struct NimbusClient: Sendable {
 
     /// Sends raw bytes and returns the raw answer, throwing the server's error for a non-2xx status.
     public func sendRaw(_ method: HTTPMethod, _ path: String, body: Data?) async throws -> Data {
-        var request = HTTPClientRequest(url: server.absoluteString.trimmingSuffix("/") + path)
+        var request = HTTPClientRequest(url: base + path)
         request.method = method
-        if let apiToken { request.headers.add(name: "X-Nimbus-API-Token", value: apiToken) }
-        if let sessionToken { request.headers.add(name: "Authorization", value: "Bearer \(sessionToken)") }
+        request.headers = headers
         if let body {
             request.headers.add(name: "Content-Type", value: "application/json")
             request.body = .bytes(ByteBuffer(bytes: body))
@@ -68,7 +75,7 @@ public struct NimbusClient: Sendable {
             response = try await Self.http.execute(request, timeout: .seconds(60))
             bytes = try await response.body.collect(upTo: Self.maxResponseBytes)
         } catch {
-            throw NimbusError(.networkUnavailable, "could not reach \(server.absoluteString): \(error)")
+            throw NimbusError(.networkUnavailable, "could not reach \(base): \(error)")
         }
         let data = Data(bytes.readableBytesView)
         guard (200..<300).contains(response.status.code) else {

@@ -7,14 +7,13 @@ public struct KeyValueClient: Sendable {
     public let client: NimbusClient
     public let storeIdentifier: String
 
+    private let base: String
+
     public init(client: NimbusClient, storeIdentifier: String) {
         self.client = client
         self.storeIdentifier = storeIdentifier
-    }
-
-    private var base: String {
-        "/kv/1/"
-            + (storeIdentifier.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(["/"])) ?? storeIdentifier)
+        let escaped = storeIdentifier.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(["/"]))
+        base = "/kv/1/" + (escaped ?? storeIdentifier)
     }
 
     public func values() async throws -> KeyValueSnapshot {
