@@ -11,7 +11,7 @@ import Testing
     @Test func pendingWritesShowOverServerValues() throws {
         var state = KeyValueStoreState(accountID: "_a")
         _ = state.apply([KeyValueChange(key: "k", value: .int64(1), sequence: 1)], syncToken: "t1")
-        _ = try state.write(.int64(2), forKey: "k", limits: limits)
+        try state.write(.int64(2), forKey: "k", limits: limits)
         #expect(state.value(forKey: "k") == .int64(2))
         let changed = state.apply([KeyValueChange(key: "k", value: .int64(3), sequence: 2)], syncToken: "t2")
         #expect(changed.isEmpty, "a server value under a pending write is not visible")
@@ -20,9 +20,9 @@ import Testing
 
     @Test func uploadsAcknowledgeOnlyTheWritesTheyCarried() throws {
         var state = KeyValueStoreState(accountID: "_a")
-        _ = try state.write(.string("first"), forKey: "k", limits: limits)
+        try state.write(.string("first"), forKey: "k", limits: limits)
         let batch = try #require(state.uploadBatch(maxOperations: 100))
-        _ = try state.write(.string("second"), forKey: "k", limits: limits)
+        try state.write(.string("second"), forKey: "k", limits: limits)
         state.uploaded(upTo: batch.upTo)
         #expect(state.pending["k"]?.value == .string("second"))
         #expect(state.value(forKey: "k") == .string("second"))
@@ -31,8 +31,8 @@ import Testing
     @Test func rejectedBatchesRevertToServerValues() throws {
         var state = KeyValueStoreState(accountID: "_a")
         _ = state.apply([KeyValueChange(key: "k", value: .int64(1), sequence: 1)], syncToken: "t1")
-        _ = try state.write(.int64(2), forKey: "k", limits: limits)
-        _ = try state.write(.int64(5), forKey: "new", limits: limits)
+        try state.write(.int64(2), forKey: "k", limits: limits)
+        try state.write(.int64(5), forKey: "new", limits: limits)
         let batch = try #require(state.uploadBatch(maxOperations: 100))
         #expect(batch.operations.map(\.key) == ["k", "new"])
         #expect(state.rejected(upTo: batch.upTo) == ["k", "new"])
@@ -43,24 +43,24 @@ import Testing
     @Test func localWritesBreakingALimitAreRefused() throws {
         var state = KeyValueStoreState(accountID: "_a")
         let tiny = KeyValueLimits(maxKeys: 2)
-        _ = try state.write(.bool(true), forKey: "a", limits: tiny)
-        _ = try state.write(.bool(true), forKey: "b", limits: tiny)
+        try state.write(.bool(true), forKey: "a", limits: tiny)
+        try state.write(.bool(true), forKey: "b", limits: tiny)
         #expect(throws: NimbusError.self) { try state.write(.bool(true), forKey: "c", limits: tiny) }
-        _ = try state.write(nil, forKey: "a", limits: tiny)
-        _ = try state.write(.bool(true), forKey: "c", limits: tiny)
+        try state.write(nil, forKey: "a", limits: tiny)
+        try state.write(.bool(true), forKey: "c", limits: tiny)
         #expect(Set(state.visibleValues.keys) == ["b", "c"])
     }
 
     @Test func anotherAccountStartsFromNothing() throws {
         var state = KeyValueStoreState(accountID: "_a")
-        _ = try state.write(.bool(true), forKey: "a", limits: limits)
+        try state.write(.bool(true), forKey: "a", limits: limits)
         #expect(state.switchAccount(to: "_b") == ["a"])
         #expect(state.visibleValues.isEmpty && state.pending.isEmpty && state.accountID == "_b")
     }
 
     @Test func theStateSurvivesEncoding() throws {
         var state = KeyValueStoreState(accountID: "_a")
-        _ = try state.write(.dictionary(["x": .date(Date(timeIntervalSince1970: 3))]), forKey: "a", limits: limits)
+        try state.write(.dictionary(["x": .date(Date(timeIntervalSince1970: 3))]), forKey: "a", limits: limits)
         _ = state.apply(
             [KeyValueChange(key: "s", value: .data(Data([1])), sequence: 4)],
             syncToken: ChangeToken(zoneID: 1, sequence: 4).encoded)

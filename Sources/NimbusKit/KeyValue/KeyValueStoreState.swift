@@ -6,7 +6,7 @@ import NimbusCore
 /// The visible value of a key is its pending local write if there is one, else the last value the
 /// server sent. Pending writes always reach the server after every server value this device has
 /// seen, so under last-writer-wins they are what the server will hold: showing them is not optimism.
-/// Every event method returns the keys whose visible value changed, for the change event.
+/// Methods applying server events return the keys whose visible value changed, for the change event.
 struct KeyValueStoreState: Codable, Sendable, Equatable {
     /// The account the values belong to; another account's values are never shown.
     var accountID: String?
@@ -37,7 +37,7 @@ struct KeyValueStoreState: Codable, Sendable, Equatable {
     var appliedSequence: Int64 { syncToken.flatMap { try? ChangeToken(encoded: $0).sequence } ?? 0 }
 
     /// Records a local write, or refuses it when it would break a limit (the reason names the limit).
-    mutating func write(_ value: KeyValue?, forKey key: String, limits: KeyValueLimits) throws(NimbusError) -> Bool {
+    mutating func write(_ value: KeyValue?, forKey key: String, limits: KeyValueLimits) throws(NimbusError) {
         let operation = KeyValueOperation(key: key, value: value)
         try limits.validate([operation])
         if let value, !value.isRepresentable {
@@ -46,10 +46,8 @@ struct KeyValueStoreState: Codable, Sendable, Equatable {
         var after = visibleValues
         after[key] = value
         try limits.validateTotals(keys: after.count, bytes: after.values.reduce(0) { $0 + $1.byteSize })
-        let changed = self.value(forKey: key) != value
         pending[key] = PendingWrite(value: value, generation: nextGeneration)
         nextGeneration += 1
-        return changed
     }
 
     /// The next batch to upload, oldest first, and the generation it acknowledges up to.

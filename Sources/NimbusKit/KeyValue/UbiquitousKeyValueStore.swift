@@ -138,7 +138,7 @@ public final class UbiquitousKeyValueStore: Sendable {
     public func set(_ value: KeyValue?, forKey key: String) {
         let result: Result<KeyValueStoreState, NimbusError> = state.withLock { state in
             do throws(NimbusError) {
-                _ = try state.write(value, forKey: key, limits: configuration.limits)
+                try state.write(value, forKey: key, limits: configuration.limits)
                 return .success(state)
             } catch {
                 return .failure(error)

@@ -29,6 +29,33 @@ struct StoreOptions: ParsableArguments {
                 session: profile.session, apiToken: apiToken, storeIdentifier: identifier,
                 localDirectory: client.configDirectory.appendingPathComponent("kv")))
     }
+
+    /// The store after a round trip with the server (or this device's copy, with a warning, when offline).
+    func openSynchronized() async throws -> UbiquitousKeyValueStore {
+        let store = try open()
+        let fresh = await store.synchronize()
+        store.close()
+        if !fresh { FileHandle.standardError.write(Data("offline: showing this device's copy\n".utf8)) }
+        return store
+    }
+
+    /// Applies a local write to `key` and uploads it before returning. Exits 1 when the write breaks a
+    /// limit (nothing was saved), and with `pendingExitCode` when it is saved but not yet uploaded.
+    func write(key: String, _ change: (UbiquitousKeyValueStore) -> Void) async throws {
+        let store = try open()
+        let events = store.changes()
+        change(store)
+        let uploaded = await store.synchronize()
+        store.close()
+        for await event in events where event.reason == .quotaViolationChange && event.changedKeys.contains(key) {
+            fail(NimbusError(.kvLimitExceeded, "the write to \"\(key)\" breaks a key-value store limit and was not saved"))
+        }
+        guard uploaded else {
+            FileHandle.standardError.write(
+                Data("saved on this device; it uploads when the server is reachable (run any kv command)\n".utf8))
+            throw ExitCode(pendingExitCode)
+        }
+    }
 }
 
 /// Exit status when a write is saved locally but could not reach the server yet (EX_TEMPFAIL).
@@ -43,19 +70,7 @@ struct KVSet: AsyncParsableCommand {
 
     func run() async throws {
         let parsed = try type.parse(value)
-        let store = try options.open()
-        let events = store.changes()
-        store.set(parsed, forKey: key)
-        let uploaded = await store.synchronize()
-        store.close()
-        for await event in events where event.reason == .quotaViolationChange && event.changedKeys.contains(key) {
-            fail(NimbusError(.kvLimitExceeded, "the write to \"\(key)\" breaks a key-value store limit and was not saved"))
-        }
-        guard uploaded else {
-            FileHandle.standardError.write(
-                Data("saved locally; it uploads when the server is reachable (run any kv command)\n".utf8))
-            throw ExitCode(pendingExitCode)
-        }
+        try await options.write(key: key) { $0.set(parsed, forKey: key) }
     }
 }
 
@@ -65,10 +80,7 @@ struct KVGet: AsyncParsableCommand {
     @Argument var key: String
 
     func run() async throws {
-        let store = try options.open()
-        let fresh = await store.synchronize()
-        store.close()
-        if !fresh { FileHandle.standardError.write(Data("offline: showing this device's copy\n".utf8)) }
+        let store = try await options.openSynchronized()
         guard let value = store.object(forKey: key) else {
             FileHandle.standardError.write(Data("no value for \"\(key)\"\n".utf8))
             throw ExitCode(1)
@@ -82,11 +94,7 @@ struct KVList: AsyncParsableCommand {
     @OptionGroup var options: StoreOptions
 
     func run() async throws {
-        let store = try options.open()
-        let fresh = await store.synchronize()
-        store.close()
-        if !fresh { FileHandle.standardError.write(Data("offline: showing this device's copy\n".utf8)) }
-        let values = store.dictionaryRepresentation
+        let values = try await options.openSynchronized().dictionaryRepresentation
         if options.client.json {
             print(ValueText.json(values))
         } else {
@@ -101,14 +109,7 @@ struct KVRemove: AsyncParsableCommand {
     @Argument var key: String
 
     func run() async throws {
-        let store = try options.open()
-        store.removeObject(forKey: key)
-        let uploaded = await store.synchronize()
-        store.close()
-        guard uploaded else {
-            FileHandle.standardError.write(Data("removed locally; it uploads when the server is reachable\n".utf8))
-            throw ExitCode(pendingExitCode)
-        }
+        try await options.write(key: key) { $0.removeObject(forKey: key) }
     }
 }
 
