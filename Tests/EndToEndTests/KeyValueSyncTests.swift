@@ -203,6 +203,22 @@ import Testing
         tablet.close()
     }
 
+    @Test func anExpiredSessionIsReportedAndLocalWritesWait() async throws {
+        let server = try await TestServer.start { $0.sessionLifetime = .seconds(60) }
+        defer { Task { await server.stop() } }
+        let app = try await server.seedApp()
+        let phone = try server.keyValueStore(try await server.signIn(email: "ann@example.com", device: "phone"), app: app)
+        #expect(await phone.synchronize())
+        #expect(phone.lastSyncError == nil)
+        server.clock.advance(by: 61)
+        phone.set("after expiry", forKey: "note")
+        #expect(await phone.synchronize() == false)
+        #expect(phone.lastSyncError?.code == .authenticationFailed)
+        #expect(phone.string(forKey: "note") == "after expiry")
+        #expect(phone.hasPendingWrites)
+        phone.close()
+    }
+
     @Test func anotherAccountOnTheSameDeviceReplacesTheValues() async throws {
         let world = try await World.make()
         defer { Task { await world.server.stop() } }

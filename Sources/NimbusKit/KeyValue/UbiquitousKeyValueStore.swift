@@ -45,6 +45,7 @@ public final class UbiquitousKeyValueStore: Sendable {
     /// The keys the previous account had, until the new account's first download announces the change.
     private let replacedAccountKeys = Mutex<[String]?>(nil)
     private let lifecycle = Mutex(Lifecycle.idle)
+    private let lastSyncErrorStorage = Mutex<NimbusError?>(nil)
 
     private enum Lifecycle {
         case idle
@@ -230,6 +231,11 @@ public final class UbiquitousKeyValueStore: Sendable {
         }) { waiter.resume(returning: false) }
     }
 
+    /// Why the last sync did not complete, or nil when it did: `NETWORK_UNAVAILABLE` while offline,
+    /// `AUTHENTICATION_FAILED` when the session expired or was signed out (sign in again), and so on.
+    /// Syncing keeps retrying with backoff meanwhile; local reads and writes are unaffected.
+    public var lastSyncError: NimbusError? { lastSyncErrorStorage.withLock { $0 } }
+
     /// Whether the push socket is connected (changes from other devices arrive without polling).
     public var isPushConnected: Bool { pushConnection?.isConnected ?? false }
 
@@ -280,9 +286,12 @@ public final class UbiquitousKeyValueStore: Sendable {
             }
             while try await uploadNextBatch() {}
             try await download(initial: false)
+            lastSyncErrorStorage.withLock { $0 = nil }
             return true
         } catch {
             configuration.logger.debug("sync pass failed", metadata: ["error": "\(error)"])
+            let wireError = error as? NimbusError ?? NimbusError(.networkUnavailable, "\(error)")
+            lastSyncErrorStorage.withLock { $0 = wireError }
             return false
         }
     }
