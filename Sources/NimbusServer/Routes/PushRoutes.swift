@@ -39,6 +39,13 @@ struct PushRoutes {
                     guard case .text(let text) = message,
                         let ack = try? JSONDecoder().decode(PushMessage.self, from: Data(text.utf8)), ack.type == .applied
                     else { continue }
+                    // Acknowledgements are writes: a device sending them faster than its request rate
+                    // has them dropped (the next one carries the same information).
+                    let now = server.configuration.now()
+                    guard
+                        (try? server.throttle(
+                            "session:\(session.tokenDigest)", limit: server.configuration.sessionRateLimit, now: now)) != nil
+                    else { continue }
                     let zone = ZoneKey(accountID: session.accountID, address: ack.zone)
                     try? await server.store.recordWatermark(deviceID: session.deviceID, zone: zone, sequence: ack.sequence)
                 }
