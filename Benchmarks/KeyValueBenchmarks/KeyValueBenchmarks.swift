@@ -53,9 +53,17 @@ enum KeyValueBenchmarks {
             // median of several runs, with the range shown.
             let baseline = try await median(runs: 3) { try await healthThroughput(server, requests: 3000) }
             table.add("Baseline: sequential GET /health/s", baseline.text, target: "(reference)", met: true)
-            let sequential = try await median(runs: 5) { try await writeThroughput(server, clients: 1, batchesPerClient: 3000) }
+            var cpuPerBatch = [Double]()
+            let sequential = try await median(runs: 5) {
+                let run = try await writeThroughput(server, clients: 1, batchesPerClient: 3000)
+                cpuPerBatch.append(run.serverCPUPerBatch)
+                return run.batchesPerSecond
+            }
             table.add("Sequential batches/s (1 client)", sequential.text, target: "≥ 2,000", met: sequential.median >= 2000)
-            let concurrent = try await median(runs: 3) { try await writeThroughput(server, clients: 16, batchesPerClient: 1000) }
+            table.add("Server CPU per sequential batch", String(format: "%.0f µs", Percentiles(cpuPerBatch).at(50)), target: "(reference)", met: true)
+            let concurrent = try await median(runs: 3) {
+                try await writeThroughput(server, clients: 16, batchesPerClient: 1000).batchesPerSecond
+            }
             table.add("Concurrent batches/s (16 clients)", concurrent.text, target: "≥ 5,000", met: concurrent.median >= 5000)
         }
         if wanted("memory") {
@@ -113,7 +121,11 @@ enum KeyValueBenchmarks {
     }
 
     /// Acknowledged single-key batches per second, from `clients` users writing concurrently.
-    static func writeThroughput(_ server: ServerProcess, clients: Int, batchesPerClient: Int) async throws -> Double {
+    /// Also the server's CPU time per batch: steadier than throughput on a shared machine, and what
+    /// server-side changes move.
+    static func writeThroughput(
+        _ server: ServerProcess, clients: Int, batchesPerClient: Int
+    ) async throws -> (batchesPerSecond: Double, serverCPUPerBatch: Double) {
         var writers = [KeyValueClient]()
         for index in 0..<clients {
             let session = try await server.signIn("writer\(index)-\(clients)@bench.local", device: "writer")
@@ -122,6 +134,7 @@ enum KeyValueBenchmarks {
                     client: NimbusClient(session: session, apiToken: server.apiToken), storeIdentifier: server.storeIdentifier))
         }
         let start = ContinuousClock.now
+        let cpuStart = try server.cpuSeconds()
         try await withThrowingTaskGroup(of: Void.self) { group in
             for writer in writers {
                 group.addTask {
@@ -133,7 +146,8 @@ enum KeyValueBenchmarks {
             try await group.waitForAll()
         }
         let seconds = (ContinuousClock.now - start).milliseconds / 1000
-        return Double(clients * batchesPerClient) / seconds
+        let batches = Double(clients * batchesPerClient)
+        return (batches / seconds, (try server.cpuSeconds() - cpuStart) / batches * 1_000_000)
     }
 
     struct Summary {

@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 import NimbusCore
 import NimbusKit
 
@@ -72,6 +75,15 @@ final class ServerProcess: @unchecked Sendable {
             return value * 1024
         }
         return (kilobytes("VmRSS:"), kilobytes("RssAnon:"))
+    }
+
+    /// CPU time the server process has used so far (user and system), from /proc.
+    func cpuSeconds() throws -> Double {
+        let stat = try String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)
+        // Fields after the parenthesised command name; utime and stime are the 12th and 13th of them.
+        let fields = stat[stat.index(after: stat.lastIndex(of: ")")!)...].split(separator: " ")
+        let ticks = (Double(fields[11]) ?? 0) + (Double(fields[12]) ?? 0)
+        return ticks / Double(sysconf(Int32(_SC_CLK_TCK)))
     }
 
     func stop() {
