@@ -2,6 +2,7 @@ import ArgumentParser
 import Logging
 import NIOCore
 import NIOPosix
+import NimbusServer
 
 @main
 struct Nimbus: AsyncParsableCommand {
@@ -14,9 +15,13 @@ struct Nimbus: AsyncParsableCommand {
 
     /// Logs go to standard error, so standard output carries only results (and `--json` stays parseable).
     static func main() async {
-        LoggingSystem.bootstrap(StreamLogHandler.standardError)
         do {
             var command = try parseAsRoot()
+            if let serve = command as? Serve, serve.logFormat == .json {
+                LoggingSystem.bootstrap { JSONLogHandler(label: $0) }
+            } else {
+                LoggingSystem.bootstrap(StreamLogHandler.standardError)
+            }
             if command is Serve {
                 // The server's tasks then run on NIO's event loops, sparing a thread switch between
                 // Swift's pool and the socket's loop on every request.

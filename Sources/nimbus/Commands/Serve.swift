@@ -19,6 +19,13 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical. [env: NIMBUS_LOG_LEVEL]")
     var logLevel: String = Environment.string("NIMBUS_LOG_LEVEL") ?? "info"
 
+    @Option(help: "Log format: text (key=value lines) or json (one object per line). [env: NIMBUS_LOG_FORMAT]")
+    var logFormat: LogFormat = LogFormat(rawValue: Environment.string("NIMBUS_LOG_FORMAT") ?? "") ?? .text
+
+    enum LogFormat: String, ExpressibleByArgument {
+        case text, json
+    }
+
     @Option(help: "Requests per second allowed per session (burst: twice as many). [env: NIMBUS_SESSION_RATE]")
     var sessionRate: Double = Environment.double("NIMBUS_SESSION_RATE") ?? 1000
 

@@ -1,0 +1,30 @@
+import Foundation
+import Logging
+import NimbusServer
+import Synchronization
+import Testing
+
+@Suite struct JSONLogHandlerTests {
+    final class Lines: Sendable {
+        let lines = Mutex<[String]>([])
+        func append(_ line: String) { lines.withLock { $0.append(line) } }
+    }
+
+    @Test func eachEventIsOneJSONObjectWithItsMetadata() throws {
+        let sink = Lines()
+        var logger = Logger(label: "nimbus") { JSONLogHandler(label: $0, write: sink.append) }
+        logger[metadataKey: "request"] = "r1"
+        logger.info("signed in", metadata: ["account": "_abc", "message": "not the message"])
+        logger.debug("below the level")
+        let lines = sink.lines.withLock { $0 }
+        #expect(lines.count == 1)
+        #expect(lines.first?.hasSuffix("\n") == true)
+        let fields = try JSONDecoder().decode([String: String].self, from: Data(try #require(lines.first).utf8))
+        #expect(fields["message"] == "signed in")
+        #expect(fields["level"] == "info")
+        #expect(fields["label"] == "nimbus")
+        #expect(fields["account"] == "_abc")
+        #expect(fields["request"] == "r1")
+        #expect(fields["time"]?.hasSuffix("Z") == true)
+    }
+}
