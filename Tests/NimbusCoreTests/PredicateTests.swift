@@ -103,3 +103,33 @@ import Testing
         #expect(throws: DecodingError.self) { try decode(#"{"value":"x","type":"INT64"}"#) }
     }
 }
+
+@Suite struct RecordWireTests {
+    @Test func applesModifyResponseExampleDecodes() throws {
+        let json = #"""
+            { "records": [ {
+                "recordName": "4c016e24-c397-4c9d-81d6-dee3e3a48bb0",
+                "recordType": "Artist",
+                "recordChangeTag": "1e",
+                "fields": { "title": { "value": "MacKerricher State Park", "type": "STRING" } },
+                "created":  { "timestamp": 1422312944104, "userRecordName": "_9a06", "deviceID": "iCloud" },
+                "modified": { "timestamp": 1422312944104, "userRecordName": "_9a06", "deviceID": "iCloud" }
+            }, { "recordName": "gone", "reason": "stale tag", "serverErrorCode": "CONFLICT", "uuid": "u1" } ] }
+            """#
+        struct Answer: Decodable { var records: [RecordResult] }
+        let answer = try JSONDecoder().decode(Answer.self, from: Data(json.utf8))
+        guard case .record(let record) = answer.records[0], case .failure(let failure) = answer.records[1] else {
+            Issue.record("expected a record then a failure")
+            return
+        }
+        #expect(record.fields?["title"] == .string("MacKerricher State Park"))
+        #expect(record.created?.timestamp == 1_422_312_944_104)
+        #expect(failure.serverErrorCode == .conflict)
+        let reencoded = try JSONEncoder().encode(answer.records[1])
+        #expect(try JSONDecoder().decode(RecordResult.self, from: reencoded) == answer.records[1])
+    }
+
+    @Test func onlyTheCheckedOperationsNeedAChangeTag() {
+        #expect(RecordOperation.OperationType.allCases.filter(\.checksChangeTag) == [.update, .replace, .delete])
+    }
+}
