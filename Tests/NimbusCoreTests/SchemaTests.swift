@@ -63,3 +63,46 @@ import Testing
         #expect(error?.message.contains(message) == true, "\(error?.description ?? "")")
     }
 }
+
+@Suite struct SchemaDiffTests {
+    static func production() throws -> Schema {
+        try Schema(
+            parsing: """
+                DEFINE SCHEMA
+                    RECORD TYPE Items ( name STRING QUERYABLE, GRANT READ TO "_world" );
+                """)
+    }
+
+    @Test func addingFieldsTypesAndIndexesIsDeployable() throws {
+        let development = try Schema(
+            parsing: """
+                DEFINE SCHEMA
+                    CREATE ROLE Editors;
+                    RECORD TYPE Items ( name STRING QUERYABLE SORTABLE, number INT64, GRANT READ TO "_world" );
+                    RECORD TYPE Lists ( title STRING );
+                """)
+        let diff = SchemaDiff(from: try Self.production(), to: development)
+        #expect(diff.isDeployable)
+        #expect(
+            diff.changes == [
+                .addRole("Editors"),
+                .addIndex(recordType: "Items", field: "name", index: "SORTABLE"),
+                .addField(recordType: "Items", field: "number", type: "INT64"),
+                .addRecordType("Lists"),
+                .addField(recordType: "Lists", field: "title", type: "STRING"),
+            ])
+        #expect(SchemaDiff(from: development, to: development).changes.isEmpty)
+    }
+
+    @Test func removalsAndTypeChangesAreRefused() throws {
+        let retyped = try Schema(parsing: "DEFINE SCHEMA RECORD TYPE Items ( name INT64 QUERYABLE );")
+        let diff = SchemaDiff(from: try Self.production(), to: retyped)
+        #expect(!diff.isDeployable)
+        #expect(diff.violations == [.changesFieldType(recordType: "Items", field: "name", from: "STRING", to: "INT64")])
+        #expect(diff.changes == [.changeGrants(recordType: "Items")])
+        let emptied = SchemaDiff(from: try Self.production(), to: Schema())
+        #expect(emptied.violations == [.removesRecordType("Items")])
+        let fieldless = SchemaDiff(from: try Self.production(), to: try Schema(parsing: "DEFINE SCHEMA RECORD TYPE Items ( );"))
+        #expect(fieldless.violations.map(\.description) == ["field Items.name exists in production and cannot be removed"])
+    }
+}
