@@ -178,4 +178,56 @@ import Testing
         #expect(refused.status == 1)
         #expect(refused.stderr.contains("newer Nimbus"))
     }
+
+    @Test func theReadmeWalkthroughsAdministratorStepsWork() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        _ = try await server.signInAdministrator()
+        let admin = TestServer.temporaryDirectory().path
+        let steps: [[String]] = [
+            [
+                "login", "--config", admin, "--email", "root@nimbus.test", "--password", TestServer.password, "--device-name",
+                "console",
+            ],
+            ["admin", "teams", "--config", admin, "--create", "Example", "--team-id", "98Z3R5XU29"],
+            ["admin", "apps", "--config", admin, "--create", "com.example.Cloudy", "--team", "98Z3R5XU29"],
+            ["admin", "containers", "--config", admin, "--create", "iCloud.com.example.Cloudy", "--team", "98Z3R5XU29"],
+            ["admin", "entitle", "--config", admin, "com.example.Cloudy", "iCloud.com.example.Cloudy"],
+        ]
+        for step in steps {
+            let output = try await Self.run(step, server: server)
+            #expect(output.status == 0, "\(step.joined(separator: " ")): \(output.stderr)")
+        }
+        let created = try await Self.run(
+            [
+                "admin", "tokens", "--config", admin, "--app", "com.example.Cloudy", "--container", "iCloud.com.example.Cloudy",
+                "--json",
+            ],
+            server: server)
+        let token = try JSONDecoder().decode(CreatedAPIToken.self, from: Data(created.stdout.utf8))
+        #expect(Secrets.isAPITokenShaped(token.apiToken))
+        let apps = try await Self.run(["admin", "apps", "--config", admin], server: server)
+        #expect(apps.stdout.contains("com.example.Cloudy  team 98Z3R5XU29  kv 98Z3R5XU29.com.example.Cloudy"))
+
+        let phone = TestServer.temporaryDirectory().path
+        #expect(
+            try await Self.run(["signup", "--email", "ann@example.com", "--password", TestServer.password], server: server).status
+                == 0)
+        #expect(
+            try await Self.run(
+                [
+                    "login", "--config", phone, "--email", "ann@example.com", "--password", TestServer.password,
+                    "--api-token", token.apiToken, "--store", "98Z3R5XU29.com.example.Cloudy",
+                ], server: server
+            ).status == 0)
+        #expect(try await Self.run(["kv", "set", "--config", phone, "hello", "world"], server: server).status == 0)
+        let notAdmin = try await Self.run(["admin", "users", "--config", phone], server: server)
+        #expect(notAdmin.status == 1)
+        #expect(notAdmin.stderr.contains("ACCESS_DENIED"))
+
+        #expect(try await Self.run(["logout", "--config", phone], server: server).status == 0)
+        let afterLogout = try await Self.run(["kv", "list", "--config", phone], server: server)
+        #expect(afterLogout.status != 0)
+        #expect(afterLogout.stderr.contains("nimbus login"))
+    }
 }
