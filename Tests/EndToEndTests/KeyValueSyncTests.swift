@@ -219,23 +219,38 @@ import Testing
         phone.close()
     }
 
-    @Test func anotherAccountOnTheSameDeviceReplacesTheValues() async throws {
+    @Test func anotherAccountOnTheSameDeviceReplacesTheValuesAndLosesNoPendingWrite() async throws {
         let world = try await World.make()
         defer { Task { await world.server.stop() } }
         let directory = TestServer.temporaryDirectory()
-        let annStore = try await world.device("shared iPad", email: "ann@example.com", directory: directory)
+        let annSession = try await world.server.signIn(email: "ann@example.com", device: "shared iPad")
+        let annStore = try world.server.keyValueStore(annSession, app: world.app, localDirectory: directory)
         annStore.set("ann's", forKey: "owner")
         #expect(await annStore.synchronize())
         annStore.close()
+        // Written while offline, then someone else signs in on the iPad before it could upload.
+        let offline = try world.server.keyValueStore(annSession, app: world.app, localDirectory: directory)
+        offline.set("unsent", forKey: "draft")
+        offline.close()
 
         let bob = try await world.server.signIn(email: "bob@example.com", device: "shared iPad")
         let bobStore = try world.server.keyValueStore(bob, app: world.app, localDirectory: directory)
-        #expect(bobStore.string(forKey: "owner") == nil, "one account's values never show under another")
+        #expect(bobStore.dictionaryRepresentation.isEmpty, "one account's values never show under another")
         let events = Recorder(bobStore.changes())
         #expect(await bobStore.synchronize())
         let event = await events.first { $0.reason == .accountChange }
-        #expect(event?.changedKeys == ["owner"])
+        #expect(event?.changedKeys == ["draft", "owner"])
         bobStore.close()
+
+        let annAgain = try world.server.keyValueStore(annSession, app: world.app, localDirectory: directory)
+        #expect(annAgain.string(forKey: "draft") == "unsent")
+        #expect(await annAgain.synchronize())
+        let annLaptop = try world.server.keyValueStore(
+            try await world.server.signIn(email: "ann@example.com", device: "laptop"), app: world.app)
+        #expect(await annLaptop.synchronize())
+        #expect(annLaptop.string(forKey: "draft") == "unsent")
+        annAgain.close()
+        annLaptop.close()
     }
 }
 

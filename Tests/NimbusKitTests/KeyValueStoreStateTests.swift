@@ -51,13 +51,6 @@ import Testing
         #expect(Set(state.visibleValues.keys) == ["b", "c"])
     }
 
-    @Test func anotherAccountStartsFromNothing() throws {
-        var state = KeyValueStoreState(accountID: "_a")
-        try state.write(.bool(true), forKey: "a", limits: limits)
-        #expect(state.switchAccount(to: "_b") == ["a"])
-        #expect(state.visibleValues.isEmpty && state.pending.isEmpty && state.accountID == "_b")
-    }
-
     @Test func theStateSurvivesEncoding() throws {
         var state = KeyValueStoreState(accountID: "_a")
         try state.write(.dictionary(["x": .date(Date(timeIntervalSince1970: 3))]), forKey: "a", limits: limits)

@@ -85,11 +85,4 @@ struct KeyValueStoreState: Codable, Sendable, Equatable {
         self.syncToken = syncToken
         return changed
     }
-
-    /// Starts over for another account: the previous account's values are dropped, not shown.
-    mutating func switchAccount(to accountID: String) -> [String] {
-        let previousKeys = Array(visibleValues.keys)
-        self = KeyValueStoreState(accountID: accountID)
-        return previousKeys.sorted()
-    }
 }

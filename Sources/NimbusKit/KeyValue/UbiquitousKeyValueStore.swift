@@ -60,18 +60,28 @@ public final class UbiquitousKeyValueStore: Sendable {
             client: NimbusClient(session: configuration.session, apiToken: configuration.apiToken),
             storeIdentifier: configuration.storeIdentifier)
         try FileManager.default.createDirectory(at: configuration.localDirectory, withIntermediateDirectories: true)
-        stateFile = configuration.localDirectory.appendingPathComponent("kv-\(configuration.storeIdentifier).json")
-        var loaded = KeyValueStoreState()
+        // One local copy per account, so another account signing in on this device never destroys
+        // writes the previous one has not uploaded yet; they upload when it signs in again.
+        let accountID = configuration.session.userRecordName
+        let directory = configuration.localDirectory
+        let store = configuration.storeIdentifier
+        stateFile = directory.appendingPathComponent("kv-\(store)-\(accountID).json")
+        var loaded = KeyValueStoreState(accountID: accountID)
         if let data = try? Data(contentsOf: stateFile) {
             loaded = try JSONDecoder().decode(KeyValueStoreState.self, from: data)
         }
-        let accountID = configuration.session.userRecordName
-        if loaded.accountID == nil {
-            loaded.accountID = accountID
-        } else if loaded.accountID != accountID {
-            let previousKeys = loaded.switchAccount(to: accountID)
-            replacedAccountKeys.withLock { $0 = previousKeys }
+        let lastAccountFile = directory.appendingPathComponent("kv-\(store).account")
+        let lastAccount = (try? Data(contentsOf: lastAccountFile)).map { String(decoding: $0, as: UTF8.self) }
+        if let lastAccount, lastAccount != accountID {
+            let previousFile = directory.appendingPathComponent("kv-\(store)-\(lastAccount).json")
+            let previous = (try? Data(contentsOf: previousFile)).flatMap {
+                try? JSONDecoder().decode(KeyValueStoreState.self, from: $0)
+            }
+            var keys = Set(loaded.visibleValues.keys)
+            if let previous { keys.formUnion(previous.visibleValues.keys) }
+            replacedAccountKeys.withLock { $0 = keys.sorted() }
         }
+        try Data(accountID.utf8).write(to: lastAccountFile, options: .atomic)
         state = Mutex(loaded)
         (syncRequestStream, syncRequests) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
         try persist(loaded)
@@ -305,11 +315,11 @@ public final class UbiquitousKeyValueStore: Sendable {
                 state.uploaded(upTo: batch.upTo)
                 return state
             }
-            try persist(snapshot)
-        } catch let error as NimbusError where error.code == .kvLimitExceeded || error.code == .badRequest {
+            try persistFromSync(snapshot)
+        } catch let error as NimbusError where error.code == .kvLimitExceeded {
             // Refused as a whole: nothing changed on the server; show its values again and say so.
             let (changed, snapshot) = state.withLock { state in (state.rejected(upTo: batch.upTo), state) }
-            try persist(snapshot)
+            try persistFromSync(snapshot)
             configuration.logger.warning("batch refused", metadata: ["reason": "\(error.reason)"])
             announce(
                 KeyValueStoreChange(
@@ -336,7 +346,7 @@ public final class UbiquitousKeyValueStore: Sendable {
                 if initial { state.initialSyncDone = true }
                 return (changed, state)
             }
-            try persist(snapshot)
+            try persistFromSync(snapshot)
             changedKeys.formUnion(changed)
             moreComing = response.moreComing
         }
@@ -355,6 +365,16 @@ public final class UbiquitousKeyValueStore: Sendable {
 
     private func announce(_ change: KeyValueStoreChange) {
         for continuation in subscribers.withLock({ Array($0.values) }) { continuation.yield(change) }
+    }
+
+    /// A sync pass still finishing after `close()` must not write its older snapshot over what another
+    /// instance (the app, relaunched) has written since; what it learned is fetched again next time.
+    /// Checked and written under the lifecycle lock, so once `close()` returns no pass writes again.
+    private func persistFromSync(_ snapshot: KeyValueStoreState) throws {
+        try lifecycle.withLock { lifecycle in
+            if case .closed = lifecycle { return }
+            try persist(snapshot)
+        }
     }
 
     private func persist(_ snapshot: KeyValueStoreState) throws {
