@@ -131,13 +131,14 @@ public struct Entry: Sendable, Hashable {
 /// One page of "changes since": entries in sequence order, then where the next page starts.
 public struct ChangePage: Sendable, Hashable {
     public var entries: [Entry]
-    /// The sequence to resume from: the last entry's, or the zone's own when nothing more is coming.
-    public var sequence: Int64
+    /// Where to resume, read together with the entries: the last entry's sequence, or the zone's own
+    /// when nothing more is coming (zone 0, sequence 0 while the zone does not exist yet).
+    public var token: ChangeToken
     public var moreComing: Bool
 
-    public init(entries: [Entry], sequence: Int64, moreComing: Bool) {
+    public init(entries: [Entry], token: ChangeToken, moreComing: Bool) {
         self.entries = entries
-        self.sequence = sequence
+        self.token = token
         self.moreComing = moreComing
     }
 }

@@ -94,7 +94,11 @@ import Testing
         _ = try await store.commit(zone, mutations: [mutation("a", nil)]) { _ in }
         let page = try await store.changes(zone, after: 2, limit: 10)
         #expect(page.entries == [Entry(key: "a", payload: nil, sequence: 3)])
-        #expect(page.sequence == 3 && !page.moreComing)
+        #expect(page.token == ChangeToken(zoneID: try #require(try await store.zoneState(zone)).id, sequence: 3))
+        #expect(!page.moreComing)
+        let elsewhere = ZoneKey(
+            accountID: zone.accountID, address: ZoneAddress(service: .keyValue, name: "98Z3R5XU29.com.example.Other"))
+        #expect(try await store.changes(elsewhere, after: 0, limit: 10).token == ChangeToken(zoneID: 0, sequence: 0))
         #expect(try await store.liveEntries(zone).entries.map(\.key) == ["b"])
     }
 
@@ -111,7 +115,7 @@ import Testing
         repeat {
             let page = try await store.changes(zone, after: sequence, limit: 2)
             seen += page.entries
-            sequence = page.sequence
+            sequence = page.token.sequence
             pages += 1
             if !page.moreComing { break }
         } while true

@@ -39,18 +39,17 @@ struct KeyValueService: Sendable {
         guard (1...Self.maxChangesPerPage).contains(limit) else {
             throw NimbusError.badRequest("resultsLimit must be between 1 and \(Self.maxChangesPerPage)")
         }
-        let state = try await server.store.zoneState(zone)
-        let since = try request.syncToken.map { token throws(NimbusError) in
-            try Self.validate(ChangeToken(encoded: token), against: state)
+        var since: Int64 = 0
+        if let token = request.syncToken {
+            since = try Self.validate(ChangeToken(encoded: token), against: try await server.store.zoneState(zone)).sequence
         }
-        let page = try await server.store.changes(zone, after: since?.sequence ?? 0, limit: limit)
+        let page = try await server.store.changes(zone, after: since, limit: limit)
         let changes = try page.entries.map { entry in
             KeyValueChange(key: entry.key, value: try entry.payload.map(Self.decode), sequence: entry.sequence)
         }
-        let zoneID = state?.id ?? 0
-        return KeyValueChangesResponse(
-            changes: changes, syncToken: ChangeToken(zoneID: zoneID, sequence: page.sequence).encoded, moreComing: page.moreComing
-        )
+        // The token comes from the same read as the page, so a zone created in between (a first write
+        // racing a first fetch) still yields a token of that zone.
+        return KeyValueChangesResponse(changes: changes, syncToken: page.token.encoded, moreComing: page.moreComing)
     }
 
     func modify(_ zone: ZoneKey, _ request: KeyValueModifyRequest) async throws -> KeyValueModifyResponse {

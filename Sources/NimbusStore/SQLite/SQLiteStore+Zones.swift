@@ -57,7 +57,9 @@ extension SQLiteStore: ZoneStore {
 
     public func changes(_ zone: ZoneKey, after sequence: Int64, limit: Int) async throws -> ChangePage {
         try await read { db in
-            guard let state = try Self.state(of: zone, db) else { return ChangePage(entries: [], sequence: 0, moreComing: false) }
+            guard let state = try Self.state(of: zone, db) else {
+                return ChangePage(entries: [], token: ChangeToken(zoneID: 0, sequence: 0), moreComing: false)
+            }
             let rows = try Row.fetchAll(
                 try db.cachedStatement(
                     sql: "SELECT key, payload, sequence FROM entries WHERE zone_id = ? AND sequence > ? ORDER BY sequence LIMIT ?"
@@ -65,8 +67,8 @@ extension SQLiteStore: ZoneStore {
                 arguments: [state.id, sequence, limit + 1])
             let entries = rows.prefix(limit).map(Self.entry)
             let moreComing = rows.count > limit
-            return ChangePage(
-                entries: entries, sequence: moreComing ? entries.last!.sequence : state.sequence, moreComing: moreComing)
+            let resume = moreComing ? entries.last!.sequence : state.sequence
+            return ChangePage(entries: entries, token: ChangeToken(zoneID: state.id, sequence: resume), moreComing: moreComing)
         }
     }
 
