@@ -202,6 +202,8 @@ import Testing
         try await store.saveDevice(DeviceRecord(id: "d1", accountID: account, name: "phone", lastSeenAt: Date()))
         let zone = ZoneKey(accountID: account, address: Self.zoneAddress)
         _ = try await store.commit(zone, mutations: (0..<5).map { mutation("k\($0)", "v") }) { _ in }
+        try await store.recordWatermark(deviceID: "d1", zone: zone, sequence: -7)
+        #expect(try await store.watermarks(deviceID: "d1").first?.applied == 0)
         try await store.recordWatermark(deviceID: "d1", zone: zone, sequence: 4)
         try await store.recordWatermark(deviceID: "d1", zone: zone, sequence: 2)
         try await store.recordWatermark(deviceID: "d1", zone: zone, sequence: 99)

@@ -80,7 +80,7 @@ extension SQLiteStore: ZoneStore {
                     INSERT INTO device_watermarks (device_id, zone_id, sequence) VALUES (?, ?, ?)
                     ON CONFLICT (device_id, zone_id) DO UPDATE SET sequence = max(sequence, excluded.sequence)
                     """
-            ).execute(arguments: [deviceID, state.id, min(sequence, state.sequence)])
+            ).execute(arguments: [deviceID, state.id, max(0, min(sequence, state.sequence))])
         }
     }
 
