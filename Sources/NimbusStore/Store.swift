@@ -66,17 +66,31 @@ public protocol ZoneStore: Sendable {
     /// The zone's state, or nil when nothing was ever written to it.
     func zoneState(_ zone: ZoneKey) async throws -> ZoneState?
 
-    /// Applies a batch atomically, creating the zone on first write.
+    /// Runs `body` as one atomic transaction on the zone and returns its result with the zone's state after it.
     ///
-    /// Each mutation gets the next sequence number, in order, in the same transaction as the write;
-    /// removals leave tombstones. `check` sees the zone's totals as they would be after the batch and
-    /// may throw to refuse it, in which case nothing changes.
-    func commit(
-        _ zone: ZoneKey, mutations: [EntryMutation], check: @escaping @Sendable (ZoneState) throws -> Void
-    ) async throws -> ZoneState
+    /// Every `put` gets the next sequence number, in order, in the same transaction as the write; removals
+    /// leave tombstones. Throwing from `body` changes nothing. When the zone does not exist it is created
+    /// if `creating`, and otherwise the call throws `StoreError.missing`.
+    func transact<T: Sendable>(
+        _ zone: ZoneKey, creating: Bool, _ body: @escaping @Sendable (any ZoneTransaction) throws -> T
+    ) async throws -> (result: T, state: ZoneState)
+
+    /// Creates an empty zone; `StoreError.duplicate` when it exists.
+    func createZone(_ zone: ZoneKey) async throws -> ZoneState
+    /// Deletes a zone with its entries, indexes and history; `StoreError.missing` when it does not exist.
+    func deleteZone(_ zone: ZoneKey) async throws
+    /// The zones an account has in one service, by name.
+    func zones(accountID: String, service: ZoneAddress.Service) async throws -> [ZoneSummary]
+    /// Zones of an account's service created, changed or deleted after `sequence` (a per-service counter).
+    func zoneChanges(accountID: String, service: ZoneAddress.Service, after sequence: Int64, limit: Int) async throws
+        -> ZoneChangePage
 
     /// The live entries of a zone and the sequence they are current at.
     func liveEntries(_ zone: ZoneKey) async throws -> (entries: [Entry], state: ZoneState?)
+    /// The named entries that exist (live or tombstoned), in no particular order.
+    func entries(_ zone: ZoneKey, keys: [String]) async throws -> [Entry]
+    /// Live entries matching an index query, in its order.
+    func query(_ query: IndexQuery) async throws -> [QueryMatch]
 
     /// Entries changed after `sequence`, oldest first, at most `limit`; one row per key (latest state).
     func changes(_ zone: ZoneKey, after sequence: Int64, limit: Int) async throws -> ChangePage
@@ -87,5 +101,43 @@ public protocol ZoneStore: Sendable {
     func watermarks(deviceID: String) async throws -> [(zone: ZoneAddress, applied: Int64, current: Int64)]
 }
 
+extension ZoneStore {
+    /// Applies a batch of mutations atomically, creating the zone on first write. `check` sees the zone's
+    /// totals as they would be after the batch and may throw to refuse it, in which case nothing changes.
+    public func commit(
+        _ zone: ZoneKey, mutations: [EntryMutation], check: @escaping @Sendable (ZoneState) throws -> Void
+    ) async throws -> ZoneState {
+        try await transact(zone, creating: true) { transaction in
+            for mutation in mutations {
+                try transaction.put(mutation.key, payload: mutation.payload, size: mutation.size)
+            }
+            try check(transaction.state)
+        }.state
+    }
+}
+
+/// The work of one zone transaction: reads and writes of entries and of their secondary index.
+public protocol ZoneTransaction: AnyObject {
+    /// The zone's state including this transaction's writes so far.
+    var state: ZoneState { get }
+    /// The entry under `key`, live or tombstoned, as this transaction sees it.
+    func entry(_ key: String) throws -> Entry?
+    /// Writes a payload (nil: a tombstone) under the zone's next sequence number, which it returns.
+    @discardableResult func put(_ key: String, payload: Data?, size: Int) throws -> Int64
+    /// Replaces the entry's index rows; an empty list removes them.
+    func index(_ key: String, kind: String, rows: [IndexEntry]) throws
+    /// Keys of the zone's live entries of `kind` that have a row `field == value`.
+    func keys(kind: String, field: String, value: IndexValue) throws -> [String]
+}
+
+/// Schemas per (container, environment), kept as text in CloudKit's schema language.
+public protocol SchemaStore: Sendable {
+    func schemaText(container: String, environment: String) async throws -> String?
+    /// Replaces the schema with what `update` makes of the current one, atomically (concurrent updates
+    /// each see the other's result). Returns the stored text.
+    func updateSchemaText(container: String, environment: String, _ update: @escaping @Sendable (String?) throws -> String)
+        async throws -> String
+}
+
 /// Everything Nimbus keeps besides blobs. A backend is done when it passes the conformance suite.
-public typealias Store = AccountStore & DeveloperStore & ZoneStore
+public typealias Store = AccountStore & DeveloperStore & ZoneStore & SchemaStore

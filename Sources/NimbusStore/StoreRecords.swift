@@ -143,6 +143,41 @@ public struct ChangePage: Sendable, Hashable {
     }
 }
 
+/// A zone of an account's service and where it stands.
+public struct ZoneSummary: Sendable, Hashable {
+    public var name: String
+    public var state: ZoneState
+
+    public init(name: String, state: ZoneState) {
+        self.name = name
+        self.state = state
+    }
+}
+
+/// Zones changed since a service-wide sequence: each zone once, with whether it was deleted.
+public struct ZoneChangePage: Sendable, Hashable {
+    public struct Change: Sendable, Hashable {
+        public var name: String
+        public var deleted: Bool
+
+        public init(name: String, deleted: Bool) {
+            self.name = name
+            self.deleted = deleted
+        }
+    }
+
+    public var changes: [Change]
+    /// Where to resume: the last change's sequence, or the service's own when nothing more is coming.
+    public var sequence: Int64
+    public var moreComing: Bool
+
+    public init(changes: [Change], sequence: Int64, moreComing: Bool) {
+        self.changes = changes
+        self.sequence = sequence
+        self.moreComing = moreComing
+    }
+}
+
 /// What a request's credentials resolve to; nil where a credential was not given or is unknown.
 public struct StoredCredentials: Sendable, Hashable {
     public var session: SessionRecord?

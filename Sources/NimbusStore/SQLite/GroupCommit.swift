@@ -9,11 +9,11 @@ import Synchronization
 /// together next. Each batch runs in its own savepoint, so a batch whose check fails is rolled back
 /// alone, and batches take their sequence numbers in arrival order.
 final class GroupCommit: Sendable {
-    typealias Body = @Sendable (Database) throws -> ZoneState
+    typealias Body = @Sendable (Database) throws -> any Sendable
 
     private struct Job: Sendable {
         var body: Body
-        var continuation: CheckedContinuation<ZoneState, any Error>
+        var continuation: CheckedContinuation<any Sendable, any Error>
     }
 
     private struct State {
@@ -26,7 +26,11 @@ final class GroupCommit: Sendable {
 
     init(pool: DatabasePool) { self.pool = pool }
 
-    func commit(_ body: @escaping Body) async throws -> ZoneState {
+    func commit<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
+        try await commitErased(body) as! T
+    }
+
+    private func commitErased(_ body: @escaping Body) async throws -> any Sendable {
         if beginWriting() {
             defer { finishWriting() }
             return try write([body])[0].get()
@@ -70,7 +74,7 @@ final class GroupCommit: Sendable {
         finishWriting()
     }
 
-    private func write(_ bodies: [Body]) -> [Result<ZoneState, any Error>] {
+    private func write(_ bodies: [Body]) -> [Result<any Sendable, any Error>] {
         if bodies.count == 1 {
             // Alone in its transaction, a batch needs no savepoint: failing rolls the transaction back.
             return [Result { try pool.write(bodies[0]) }]
@@ -78,7 +82,7 @@ final class GroupCommit: Sendable {
         do {
             return try pool.write { db in
                 bodies.map { body in
-                    var outcome: Result<ZoneState, any Error> = .failure(CancellationError())
+                    var outcome: Result<any Sendable, any Error> = .failure(CancellationError())
                     do {
                         try db.inSavepoint {
                             outcome = .success(try body(db))

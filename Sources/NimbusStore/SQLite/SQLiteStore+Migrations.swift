@@ -81,6 +81,59 @@ extension SQLiteStore {
                     ) WITHOUT ROWID;
                     """)
         }
+        migrator.registerMigration("2026-11-22-zone-changes-indexes-schemas") { db in
+            try db.execute(
+                sql: """
+                    -- Zone ids are part of change tokens, so a deleted zone's id must never be reused:
+                    -- the table is rebuilt with AUTOINCREMENT (and the column ordering zone changes).
+                    CREATE TABLE zones_v2 (
+                        id INTEGER PRIMARY KEY AUTOINCREMENT,
+                        account_id TEXT NOT NULL REFERENCES accounts(id),
+                        service TEXT NOT NULL,
+                        name TEXT NOT NULL,
+                        sequence INTEGER NOT NULL DEFAULT 0,
+                        live_entries INTEGER NOT NULL DEFAULT 0,
+                        live_bytes INTEGER NOT NULL DEFAULT 0,
+                        changed_at INTEGER NOT NULL DEFAULT 0,
+                        UNIQUE (account_id, service, name)
+                    );
+                    INSERT INTO zones_v2 (id, account_id, service, name, sequence, live_entries, live_bytes)
+                        SELECT id, account_id, service, name, sequence, live_entries, live_bytes FROM zones;
+                    DROP TABLE zones;
+                    ALTER TABLE zones_v2 RENAME TO zones;
+                    CREATE INDEX zones_by_change ON zones(account_id, service, changed_at);
+                    CREATE TABLE service_sequences (
+                        account_id TEXT NOT NULL REFERENCES accounts(id),
+                        service TEXT NOT NULL,
+                        sequence INTEGER NOT NULL,
+                        PRIMARY KEY (account_id, service)
+                    ) WITHOUT ROWID;
+                    CREATE TABLE zone_tombstones (
+                        account_id TEXT NOT NULL REFERENCES accounts(id),
+                        service TEXT NOT NULL,
+                        name TEXT NOT NULL,
+                        changed_at INTEGER NOT NULL,
+                        PRIMARY KEY (account_id, service, name)
+                    ) WITHOUT ROWID;
+                    CREATE TABLE entry_index (
+                        zone_id INTEGER NOT NULL REFERENCES zones(id),
+                        key TEXT NOT NULL,
+                        field TEXT NOT NULL,
+                        position INTEGER NOT NULL,
+                        kind TEXT NOT NULL,
+                        value ANY NOT NULL,
+                        longitude REAL,
+                        PRIMARY KEY (zone_id, key, field, position)
+                    ) WITHOUT ROWID;
+                    CREATE INDEX entry_index_by_value ON entry_index(zone_id, kind, field, value);
+                    CREATE TABLE schemas (
+                        container TEXT NOT NULL REFERENCES containers(identifier),
+                        environment TEXT NOT NULL,
+                        text TEXT NOT NULL,
+                        PRIMARY KEY (container, environment)
+                    ) WITHOUT ROWID;
+                    """)
+        }
         return migrator
     }
 }

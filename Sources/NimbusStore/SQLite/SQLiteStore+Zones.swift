@@ -7,39 +7,85 @@ extension SQLiteStore: ZoneStore {
         try await read { db in try Self.state(of: zone, db) }
     }
 
-    public func commit(
-        _ zone: ZoneKey, mutations: [EntryMutation], check: @escaping @Sendable (ZoneState) throws -> Void
-    ) async throws -> ZoneState {
+    public func transact<T: Sendable>(
+        _ zone: ZoneKey, creating: Bool, _ body: @escaping @Sendable (any ZoneTransaction) throws -> T
+    ) async throws -> (result: T, state: ZoneState) {
         try await groupCommit.commit { db in
-            var state = try Self.state(of: zone, db) ?? Self.createZone(zone, db)
-            for mutation in mutations {
-                let previous = try Row.fetchOne(
-                    try db.cachedStatement(
-                        sql: "SELECT payload IS NOT NULL AS live, size FROM entries WHERE zone_id = ? AND key = ?"),
-                    arguments: [state.id, mutation.key])
-                if let previous, previous["live"] as Bool {
-                    state.liveEntries -= 1
-                    state.liveBytes -= previous["size"] as Int
-                }
-                if mutation.payload != nil {
-                    state.liveEntries += 1
-                    state.liveBytes += mutation.size
-                }
-                state.sequence += 1
+            guard let before = try Self.state(of: zone, db) ?? (creating ? Self.createZone(zone, db) : nil) else {
+                throw StoreError.missing("zone \(zone.address.name)")
+            }
+            let transaction = SQLiteZoneTransaction(db, state: before)
+            let result = try body(transaction)
+            let after = transaction.state
+            if after != before {
                 try db.cachedStatement(
-                    sql: """
-                        INSERT INTO entries (zone_id, key, payload, size, sequence) VALUES (?, ?, ?, ?, ?)
-                        ON CONFLICT (zone_id, key) DO UPDATE
-                        SET payload = excluded.payload, size = excluded.size, sequence = excluded.sequence
-                        """
+                    sql: "UPDATE zones SET sequence = ?, live_entries = ?, live_bytes = ?, changed_at = ? WHERE id = ?"
                 ).execute(arguments: [
-                    state.id, mutation.key, mutation.payload, mutation.payload == nil ? 0 : mutation.size, state.sequence,
+                    after.sequence, after.liveEntries, after.liveBytes, try Self.advanceServiceSequence(zone, db), after.id,
                 ])
             }
-            try check(state)
-            try db.cachedStatement(sql: "UPDATE zones SET sequence = ?, live_entries = ?, live_bytes = ? WHERE id = ?").execute(
-                arguments: [state.sequence, state.liveEntries, state.liveBytes, state.id])
-            return state
+            return (result, after)
+        }
+    }
+
+    public func createZone(_ zone: ZoneKey) async throws -> ZoneState {
+        try await groupCommit.commit { db in
+            guard try Self.state(of: zone, db) == nil else { throw StoreError.duplicate("zone \(zone.address.name)") }
+            return try Self.createZone(zone, db)
+        }
+    }
+
+    public func deleteZone(_ zone: ZoneKey) async throws {
+        try await groupCommit.commit { db in
+            guard let state = try Self.state(of: zone, db) else { throw StoreError.missing("zone \(zone.address.name)") }
+            for table in ["entry_index", "entries", "device_watermarks"] {
+                try db.execute(sql: "DELETE FROM \(table) WHERE zone_id = ?", arguments: [state.id])
+            }
+            try db.execute(sql: "DELETE FROM zones WHERE id = ?", arguments: [state.id])
+            try db.execute(
+                sql: "INSERT INTO zone_tombstones (account_id, service, name, changed_at) VALUES (?, ?, ?, ?)",
+                arguments: [zone.accountID, zone.address.service.rawValue, zone.address.name, try Self.advanceServiceSequence(zone, db)])
+        }
+    }
+
+    public func zones(accountID: String, service: ZoneAddress.Service) async throws -> [ZoneSummary] {
+        try await read { db in
+            try Row.fetchAll(
+                db, sql: "SELECT name, id, sequence, live_entries, live_bytes FROM zones WHERE account_id = ? AND service = ? ORDER BY name",
+                arguments: [accountID, service.rawValue]
+            ).map { ZoneSummary(name: $0["name"], state: Self.zoneState($0)) }
+        }
+    }
+
+    public func zoneChanges(accountID: String, service: ZoneAddress.Service, after sequence: Int64, limit: Int) async throws
+        -> ZoneChangePage
+    {
+        try await read { db in
+            let current = try Int64.fetchOne(
+                db, sql: "SELECT sequence FROM service_sequences WHERE account_id = ? AND service = ?",
+                arguments: [accountID, service.rawValue]) ?? 0
+            let rows = try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT name, changed_at, 0 AS deleted FROM zones WHERE account_id = ? AND service = ? AND changed_at > ?
+                    UNION ALL
+                    SELECT name, changed_at, 1 AS deleted FROM zone_tombstones WHERE account_id = ? AND service = ? AND changed_at > ?
+                    ORDER BY changed_at LIMIT ?
+                    """,
+                arguments: [accountID, service.rawValue, sequence, accountID, service.rawValue, sequence, limit + 1])
+            let page = rows.prefix(limit)
+            let moreComing = rows.count > limit
+            return ZoneChangePage(
+                changes: page.map { ZoneChangePage.Change(name: $0["name"], deleted: $0["deleted"]) },
+                sequence: moreComing ? page.last!["changed_at"] : current, moreComing: moreComing)
+        }
+    }
+
+    public func entries(_ zone: ZoneKey, keys: [String]) async throws -> [Entry] {
+        try await read { db in
+            guard let state = try Self.state(of: zone, db) else { return [] }
+            let statement = try db.cachedStatement(sql: "SELECT key, payload, sequence FROM entries WHERE zone_id = ? AND key = ?")
+            return try keys.compactMap { key in try Row.fetchOne(statement, arguments: [state.id, key]).map(Self.entry) }
         }
     }
 
@@ -105,17 +151,37 @@ extension SQLiteStore: ZoneStore {
             try db.cachedStatement(
                 sql: "SELECT id, sequence, live_entries, live_bytes FROM zones WHERE account_id = ? AND service = ? AND name = ?"),
             arguments: [zone.accountID, zone.address.service.rawValue, zone.address.name]
-        ).map { ZoneState(id: $0["id"], sequence: $0["sequence"], liveEntries: $0["live_entries"], liveBytes: $0["live_bytes"]) }
+        ).map(zoneState)
+    }
+
+    private static func zoneState(_ row: Row) -> ZoneState {
+        ZoneState(id: row["id"], sequence: row["sequence"], liveEntries: row["live_entries"], liveBytes: row["live_bytes"])
     }
 
     private static func createZone(_ zone: ZoneKey, _ db: Database) throws -> ZoneState {
-        try db.cachedStatement(sql: "INSERT INTO zones (account_id, service, name) VALUES (?, ?, ?)").execute(arguments: [
-            zone.accountID, zone.address.service.rawValue, zone.address.name,
-        ])
-        return ZoneState(id: db.lastInsertedRowID, sequence: 0, liveEntries: 0, liveBytes: 0)
+        let changedAt = try advanceServiceSequence(zone, db)
+        try db.cachedStatement(sql: "INSERT INTO zones (account_id, service, name, changed_at) VALUES (?, ?, ?, ?)").execute(
+            arguments: [zone.accountID, zone.address.service.rawValue, zone.address.name, changedAt])
+        let id = db.lastInsertedRowID
+        try db.cachedStatement(sql: "DELETE FROM zone_tombstones WHERE account_id = ? AND service = ? AND name = ?").execute(
+            arguments: [zone.accountID, zone.address.service.rawValue, zone.address.name])
+        return ZoneState(id: id, sequence: 0, liveEntries: 0, liveBytes: 0)
     }
 
-    private static func entry(_ row: Row) -> Entry {
+    /// Takes the next number of the account's per-service counter, which orders zone creations, changes
+    /// and deletions for `zoneChanges`.
+    private static func advanceServiceSequence(_ zone: ZoneKey, _ db: Database) throws -> Int64 {
+        try Int64.fetchOne(
+            try db.cachedStatement(
+                sql: """
+                    INSERT INTO service_sequences (account_id, service, sequence) VALUES (?, ?, 1)
+                    ON CONFLICT (account_id, service) DO UPDATE SET sequence = sequence + 1
+                    RETURNING sequence
+                    """),
+            arguments: [zone.accountID, zone.address.service.rawValue])!
+    }
+
+    static func entry(_ row: Row) -> Entry {
         Entry(key: row["key"], payload: row["payload"], sequence: row["sequence"])
     }
 }

@@ -19,6 +19,7 @@ public final class SQLiteStore: Sendable {
         configuration.prepareDatabase { db in
             try db.execute(sql: "PRAGMA synchronous = FULL")
             try db.execute(sql: "PRAGMA foreign_keys = ON")
+            db.add(function: SQLiteStore.distanceFunction)
         }
         pool = try DatabasePool(path: path, configuration: configuration)
         let migrator = Self.migrator

@@ -1,0 +1,138 @@
+import Foundation
+import NimbusCore
+import GRDB
+
+extension SQLiteStore {
+    public func query(_ query: IndexQuery) async throws -> [QueryMatch] {
+        try await read { db in
+            var zoneIDs = [Int64]()
+            for zone in query.zones {
+                if let id = try Self.zoneID(of: zone, db) { zoneIDs.append(id) }
+            }
+            guard !zoneIDs.isEmpty, query.limit > 0 else { return [] }
+            let sql = IndexQuerySQL(query, zoneIDs: zoneIDs)
+            return try Row.fetchAll(db, sql: sql.text, arguments: StatementArguments(sql.arguments)).map { row in
+                QueryMatch(
+                    zone: ZoneAddress(service: .init(rawValue: row["service"]), name: row["name"]),
+                    entry: Entry(key: row["key"], payload: row["payload"], sequence: row["sequence"]))
+            }
+        }
+    }
+
+    private static func zoneID(of zone: ZoneKey, _ db: Database) throws -> Int64? {
+        try Int64.fetchOne(
+            try db.cachedStatement(sql: "SELECT id FROM zones WHERE account_id = ? AND service = ? AND name = ?"),
+            arguments: [zone.accountID, zone.address.service.rawValue, zone.address.name])
+    }
+
+    /// The columns an index value is stored in: the value itself, and a longitude for points.
+    static func columns(_ value: IndexValue) -> (value: DatabaseValue, longitude: Double?) {
+        switch value {
+        case .integer(let integer): (integer.databaseValue, nil)
+        case .real(let real): (real.databaseValue, nil)
+        case .text(let text): (text.databaseValue, nil)
+        case .point(let latitude, let longitude): (latitude.databaseValue, longitude)
+        }
+    }
+
+    /// The SQL function queries measure distances with.
+    static let distanceFunction = DatabaseFunction("nimbus_distance", argumentCount: 4, pure: true) { values in
+        guard let latitude1 = Double.fromDatabaseValue(values[0]), let longitude1 = Double.fromDatabaseValue(values[1]),
+            let latitude2 = Double.fromDatabaseValue(values[2]), let longitude2 = Double.fromDatabaseValue(values[3])
+        else { return nil }
+        return greatCircleMeters(latitude1, longitude1, latitude2, longitude2)
+    }
+}
+
+/// The SELECT an `IndexQuery` becomes: one condition's rows drive the search (the most selective kind
+/// of match), the others are checked per candidate through the index's primary key, and each sort key
+/// is the first row of its field.
+private struct IndexQuerySQL {
+    /// The index row every indexed entry has, naming its kind; drives queries without conditions.
+    static let kindField = ""
+
+    var text = ""
+    var arguments = [DatabaseValueConvertible?]()
+
+    init(_ query: IndexQuery, zoneIDs: [Int64]) {
+        let zones = Array(repeating: "?", count: zoneIDs.count).joined(separator: ", ")
+        let positive = query.conditions.enumerated().filter { !$0.element.negated }
+        let driver = positive.min { Self.rank($0.element.match) < Self.rank($1.element.match) }
+        let drivingCondition = driver?.element ?? IndexCondition(field: Self.kindField, .equal(.text(query.kind)))
+
+        text = "SELECT z.service, z.name, e.key, e.payload, e.sequence FROM (SELECT DISTINCT zone_id, key FROM entry_index d "
+        arguments += zoneIDs
+        text += "WHERE d.zone_id IN (\(zones)) AND d.kind = ? AND d.field = ? AND "
+        arguments += [query.kind, drivingCondition.field]
+        text += match(drivingCondition.match, alias: "d") + ") m "
+        text += "JOIN entries e ON e.zone_id = m.zone_id AND e.key = m.key JOIN zones z ON z.id = e.zone_id "
+        for (number, sort) in query.sort.enumerated() {
+            text += "LEFT JOIN entry_index s\(number) ON s\(number).zone_id = e.zone_id AND s\(number).key = e.key "
+            text += "AND s\(number).field = ? AND s\(number).position = 0 "
+            arguments.append(sort.field)
+        }
+        text += "WHERE e.payload IS NOT NULL"
+        for (number, condition) in query.conditions.enumerated() where number != driver?.offset {
+            text += condition.negated ? " AND NOT EXISTS " : " AND EXISTS "
+            text += "(SELECT 1 FROM entry_index c WHERE c.zone_id = e.zone_id AND c.key = e.key AND c.field = ? AND "
+            arguments.append(condition.field)
+            text += match(condition.match, alias: "c") + ")"
+        }
+        var order = [String]()
+        for (number, sort) in query.sort.enumerated() {
+            let direction = sort.ascending ? "ASC" : "DESC"
+            order.append("s\(number).value IS NULL")
+            switch sort.order {
+            case .value:
+                order.append("s\(number).value \(direction)")
+            case .distance(let latitude, let longitude):
+                order.append("nimbus_distance(s\(number).value, s\(number).longitude, ?, ?) \(direction)")
+                arguments += [latitude, longitude]
+            }
+        }
+        order += ["z.name", "e.key"]
+        text += " ORDER BY " + order.joined(separator: ", ") + " LIMIT ? OFFSET ?"
+        arguments += [query.limit, query.offset]
+    }
+
+    /// How narrowly a match finds its rows through the index: equality first, distances last.
+    private static func rank(_ match: IndexCondition.Match) -> Int {
+        switch match {
+        case .equal: 0
+        case .oneOf: 1
+        case .prefix: 2
+        case .lessThan, .lessThanOrEqual, .greaterThan, .greaterThanOrEqual: 3
+        case .within: 4
+        }
+    }
+
+    private mutating func match(_ match: IndexCondition.Match, alias a: String) -> String {
+        func bind(_ value: IndexValue) -> String {
+            arguments.append(SQLiteStore.columns(value).value)
+            return "?"
+        }
+        switch match {
+        case .equal(let value): return "\(a).value = \(bind(value))"
+        case .lessThan(let value): return "\(a).value < \(bind(value))"
+        case .lessThanOrEqual(let value): return "\(a).value <= \(bind(value))"
+        case .greaterThan(let value): return "\(a).value > \(bind(value))"
+        case .greaterThanOrEqual(let value): return "\(a).value >= \(bind(value))"
+        case .oneOf(let values):
+            guard !values.isEmpty else { return "0" }
+            return "\(a).value IN (" + values.map(bind).joined(separator: ", ") + ")"
+        case .prefix(let prefix):
+            guard !prefix.isEmpty else { return "typeof(\(a).value) = 'text'" }
+            // [prefix, prefix with its last byte raised) holds exactly the texts that begin with it; UTF-8
+            // never ends a character with 0xFF, so raising the byte cannot overflow.
+            var upper = Array(prefix.utf8)
+            upper[upper.count - 1] += 1
+            arguments += [prefix, Data(upper)]
+            return "\(a).value >= ? AND \(a).value < CAST(? AS TEXT)"
+        case .within(let meters, let latitude, let longitude):
+            // A latitude band narrows the search through the index; the exact distance decides.
+            let band = meters / 110_000 + 0.01
+            arguments += [latitude - band, latitude + band, latitude, longitude, meters]
+            return "\(a).value BETWEEN ? AND ? AND nimbus_distance(\(a).value, \(a).longitude, ?, ?) <= ?"
+        }
+    }
+}

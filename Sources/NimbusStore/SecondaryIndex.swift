@@ -1,0 +1,110 @@
+import Foundation
+import NimbusCore
+
+/// A value an entry is indexed under. The store compares values of one case with each other only, so a
+/// service indexes each field under one case (integers, reals, text) or as a point.
+public enum IndexValue: Sendable, Hashable {
+    case integer(Int64)
+    case real(Double)
+    case text(String)
+    /// A position on Earth, queried by distance.
+    case point(latitude: Double, longitude: Double)
+}
+
+/// One row of an entry's secondary index: `field` holds `value`; list fields have a row per element,
+/// numbered by `position`.
+public struct IndexEntry: Sendable, Hashable {
+    public var field: String
+    public var position: Int
+    public var value: IndexValue
+
+    public init(field: String, position: Int = 0, value: IndexValue) {
+        self.field = field
+        self.position = position
+        self.value = value
+    }
+}
+
+/// A condition on an indexed field: holds when some row of the field matches (or, negated, when none does).
+public struct IndexCondition: Sendable, Hashable {
+    public enum Match: Sendable, Hashable {
+        case equal(IndexValue)
+        case lessThan(IndexValue), lessThanOrEqual(IndexValue)
+        case greaterThan(IndexValue), greaterThanOrEqual(IndexValue)
+        case oneOf([IndexValue])
+        case prefix(String)
+        /// Within `meters` of a point (great-circle distance).
+        case within(meters: Double, latitude: Double, longitude: Double)
+    }
+
+    public var field: String
+    public var match: Match
+    public var negated: Bool
+
+    public init(field: String, _ match: Match, negated: Bool = false) {
+        self.field = field
+        self.match = match
+        self.negated = negated
+    }
+}
+
+/// An ordering by an indexed field (its first row); entries without the field sort last.
+public struct IndexSort: Sendable, Hashable {
+    public enum Order: Sendable, Hashable {
+        case value
+        /// By distance from a point, nearest first when ascending.
+        case distance(latitude: Double, longitude: Double)
+    }
+
+    public var field: String
+    public var ascending: Bool
+    public var order: Order
+
+    public init(field: String, ascending: Bool = true, order: Order = .value) {
+        self.field = field
+        self.ascending = ascending
+        self.order = order
+    }
+}
+
+/// A query over the live entries of one kind in some zones of an account: every condition must hold.
+public struct IndexQuery: Sendable, Hashable {
+    public var zones: [ZoneKey]
+    public var kind: String
+    public var conditions: [IndexCondition]
+    public var sort: [IndexSort]
+    public var offset: Int
+    public var limit: Int
+
+    public init(zones: [ZoneKey], kind: String, conditions: [IndexCondition] = [], sort: [IndexSort] = [], offset: Int = 0, limit: Int)
+    {
+        self.zones = zones
+        self.kind = kind
+        self.conditions = conditions
+        self.sort = sort
+        self.offset = offset
+        self.limit = limit
+    }
+}
+
+/// An entry a query found, with the zone it lives in.
+public struct QueryMatch: Sendable, Hashable {
+    public var zone: ZoneAddress
+    public var entry: Entry
+
+    public init(zone: ZoneAddress, entry: Entry) {
+        self.zone = zone
+        self.entry = entry
+    }
+}
+
+/// Great-circle distance on a sphere of Earth's mean radius; what `within` and distance sorting use.
+public func greatCircleMeters(_ latitude1: Double, _ longitude1: Double, _ latitude2: Double, _ longitude2: Double) -> Double {
+    let radians = Double.pi / 180
+    let dLatitude = (latitude2 - latitude1) * radians
+    let dLongitude = (longitude2 - longitude1) * radians
+    let a =
+        sin(dLatitude / 2) * sin(dLatitude / 2)
+        + cos(latitude1 * radians) * cos(latitude2 * radians) * sin(dLongitude / 2) * sin(dLongitude / 2)
+    return 2 * 6_371_008.8 * asin(min(1, sqrt(a)))
+}

@@ -1,0 +1,178 @@
+import Foundation
+import NimbusCore
+import NimbusStore
+import Testing
+
+/// Zone transactions, zone management and index queries, run per backend.
+@Suite struct IndexConformanceTests {
+    static let service = ZoneAddress.Service(rawValue: "db:iCloud.com.example.Cloudy:development:private")
+
+    func makeZone(_ store: any Store, _ name: String = "Lists", account: String? = nil) async throws -> ZoneKey {
+        let accountID: String
+        if let account {
+            accountID = account
+        } else {
+            accountID = Secrets.userRecordName()
+            try await store.createAccount(
+                AccountRecord(id: accountID, email: "\(accountID)@example.com", passwordHash: "x", isAdministrator: false, createdAt: Date()))
+        }
+        return ZoneKey(accountID: accountID, address: ZoneAddress(service: Self.service, name: name))
+    }
+
+    /// Saves items of a shopping list: name (text), number (integer), list (text), tags (list of text).
+    func saveItem(
+        _ store: any Store, _ zone: ZoneKey, _ key: String, name: String, number: Int64, list: String, tags: [String] = [],
+        location: (Double, Double)? = nil
+    ) async throws {
+        _ = try await store.transact(zone, creating: true) { transaction in
+            try transaction.put(key, payload: Data(name.utf8), size: name.utf8.count)
+            var rows = [
+                IndexEntry(field: "name", value: .text(name)), IndexEntry(field: "number", value: .integer(number)),
+                IndexEntry(field: "list", value: .text(list)),
+            ]
+            rows += tags.enumerated().map { IndexEntry(field: "tags", position: $0.offset, value: .text($0.element)) }
+            if let (latitude, longitude) = location {
+                rows.append(IndexEntry(field: "location", value: .point(latitude: latitude, longitude: longitude)))
+            }
+            try transaction.index(key, kind: "Items", rows: rows)
+        }
+    }
+
+    func keys(_ store: any Store, _ query: IndexQuery) async throws -> [String] {
+        try await store.query(query).map(\.entry.key)
+    }
+
+    @Test(arguments: StoreBackend.allCases)
+    func aTransactionReadsItsOwnWritesAndAThrowChangesNothing(_ backend: StoreBackend) async throws {
+        struct Refused: Error {}
+        let store = try backend.makeStore()
+        let zone = try await makeZone(store)
+        await #expect(throws: StoreError.missing("zone Lists")) {
+            _ = try await store.transact(zone, creating: false) { _ in }
+        }
+        let (seen, state) = try await store.transact(zone, creating: true) { transaction in
+            try transaction.put("a", payload: Data("1".utf8), size: 1)
+            return try transaction.entry("a")?.payload
+        }
+        #expect(seen == Data("1".utf8))
+        #expect(state.sequence == 1)
+        await #expect(throws: Refused.self) {
+            _ = try await store.transact(zone, creating: false) { transaction in
+                try transaction.put("a", payload: nil, size: 0)
+                try transaction.index("b", kind: "Items", rows: [IndexEntry(field: "name", value: .text("x"))])
+                throw Refused()
+            }
+        }
+        #expect(try await store.entries(zone, keys: ["a", "missing"]).map(\.payload) == [Data("1".utf8)])
+        #expect(try await keys(store, IndexQuery(zones: [zone], kind: "Items", limit: 10)) == [])
+    }
+
+    @Test(arguments: StoreBackend.allCases)
+    func equalityFilterWithSortAndPaging(_ backend: StoreBackend) async throws {
+        let store = try backend.makeStore()
+        let zone = try await makeZone(store)
+        for (key, name, list) in [("1", "milk", "groceries"), ("2", "bread", "groceries"), ("3", "nails", "hardware"), ("4", "apples", "groceries")] {
+            try await saveItem(store, zone, key, name: name, number: Int64(key)!, list: list)
+        }
+        let byName = IndexQuery(
+            zones: [zone], kind: "Items", conditions: [IndexCondition(field: "list", .equal(.text("groceries")))],
+            sort: [IndexSort(field: "name")], limit: 2)
+        #expect(try await keys(store, byName) == ["4", "2"])
+        var next = byName
+        next.offset = 2
+        #expect(try await keys(store, next) == ["1"])
+        var descending = byName
+        descending.sort = [IndexSort(field: "number", ascending: false)]
+        descending.limit = 10
+        #expect(try await keys(store, descending) == ["4", "2", "1"])
+    }
+
+    @Test(arguments: StoreBackend.allCases)
+    func everyKindOfMatch(_ backend: StoreBackend) async throws {
+        let store = try backend.makeStore()
+        let zone = try await makeZone(store)
+        try await saveItem(store, zone, "1", name: "milk", number: 1, list: "g", tags: ["dairy", "cold"], location: (52.52, 13.405))
+        try await saveItem(store, zone, "2", name: "mints", number: 5, list: "g", tags: ["sweet"], location: (48.8566, 2.3522))
+        try await saveItem(store, zone, "3", name: "bread", number: 9, list: "g", location: (52.50, 13.40))
+        func matching(_ conditions: IndexCondition...) async throws -> [String] {
+            try await keys(store, IndexQuery(zones: [zone], kind: "Items", conditions: conditions, sort: [IndexSort(field: "number")], limit: 10))
+        }
+        #expect(try await matching(IndexCondition(field: "name", .prefix("mi"))) == ["1", "2"])
+        #expect(try await matching(IndexCondition(field: "name", .prefix("mi"), negated: true)) == ["3"])
+        #expect(try await matching(IndexCondition(field: "number", .greaterThan(.integer(1)))) == ["2", "3"])
+        #expect(try await matching(IndexCondition(field: "number", .lessThanOrEqual(.integer(5)))) == ["1", "2"])
+        #expect(try await matching(IndexCondition(field: "number", .oneOf([.integer(1), .integer(9)]))) == ["1", "3"])
+        #expect(try await matching(IndexCondition(field: "tags", .equal(.text("cold")))) == ["1"])
+        #expect(try await matching(IndexCondition(field: "tags", .equal(.text("cold")), negated: true)) == ["2", "3"])
+        #expect(
+            try await matching(
+                IndexCondition(field: "tags", .equal(.text("dairy"))), IndexCondition(field: "tags", .equal(.text("cold")))) == ["1"])
+        // Berlin's two points are ~2.3 km apart; Paris is ~880 km away.
+        #expect(try await matching(IndexCondition(field: "location", .within(meters: 5_000, latitude: 52.52, longitude: 13.405))) == ["1", "3"])
+        let nearestParis = IndexQuery(
+            zones: [zone], kind: "Items",
+            sort: [IndexSort(field: "location", order: .distance(latitude: 48.85, longitude: 2.35))], limit: 10)
+        #expect(try await keys(store, nearestParis) == ["2", "3", "1"])
+        #expect(try await keys(store, IndexQuery(zones: [zone], kind: "Lists", limit: 10)) == [])
+    }
+
+    @Test(arguments: StoreBackend.allCases)
+    func removedEntriesLeaveTheIndex(_ backend: StoreBackend) async throws {
+        let store = try backend.makeStore()
+        let zone = try await makeZone(store)
+        try await saveItem(store, zone, "1", name: "milk", number: 1, list: "g")
+        try await saveItem(store, zone, "2", name: "milk", number: 2, list: "g")
+        _ = try await store.transact(zone, creating: false) { transaction in
+            try transaction.put("1", payload: nil, size: 0)
+            #expect(try transaction.keys(kind: "Items", field: "name", value: .text("milk")) == ["2"])
+        }
+        #expect(try await keys(store, IndexQuery(zones: [zone], kind: "Items", limit: 10)) == ["2"])
+    }
+
+    @Test(arguments: StoreBackend.allCases)
+    func zonesAreCreatedListedDeletedAndReportedInTheServiceFeed(_ backend: StoreBackend) async throws {
+        let store = try backend.makeStore()
+        let lists = try await makeZone(store, "Lists")
+        let archive = try await makeZone(store, "Archive", account: lists.accountID)
+        _ = try await store.createZone(lists)
+        await #expect(throws: StoreError.duplicate("zone Lists")) { _ = try await store.createZone(lists) }
+        _ = try await store.createZone(archive)
+        let start = try await store.zoneChanges(accountID: lists.accountID, service: Self.service, after: 0, limit: 10)
+        #expect(start.changes.map(\.name) == ["Lists", "Archive"])
+        try await saveItem(store, lists, "1", name: "milk", number: 1, list: "g")
+        try await store.deleteZone(archive)
+        await #expect(throws: StoreError.missing("zone Archive")) { try await store.deleteZone(archive) }
+        let later = try await store.zoneChanges(accountID: lists.accountID, service: Self.service, after: start.sequence, limit: 10)
+        #expect(later.changes == [.init(name: "Lists", deleted: false), .init(name: "Archive", deleted: true)])
+        let paged = try await store.zoneChanges(accountID: lists.accountID, service: Self.service, after: start.sequence, limit: 1)
+        #expect(paged.moreComing && paged.changes.map(\.name) == ["Lists"])
+        #expect(try await store.zones(accountID: lists.accountID, service: Self.service).map(\.name) == ["Lists"])
+        // A recreated zone is a new zone: its id differs, so old tokens of it are recognisably stale.
+        let old = try await store.zoneState(lists)!
+        try await store.deleteZone(lists)
+        let recreated = try await store.createZone(lists)
+        #expect(recreated.id != old.id && recreated.sequence == 0)
+        #expect(try await keys(store, IndexQuery(zones: [lists], kind: "Items", limit: 10)) == [])
+    }
+
+    @Test(arguments: StoreBackend.allCases)
+    func schemaUpdatesSeeEachOther(_ backend: StoreBackend) async throws {
+        let store = try backend.makeStore()
+        try await store.createTeam(Team(teamID: "98Z3R5XU29", name: "Example"))
+        try await store.createContainer(Container(identifier: "iCloud.com.example.Cloudy", teamID: "98Z3R5XU29"))
+        #expect(try await store.schemaText(container: "iCloud.com.example.Cloudy", environment: "development") == nil)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for line in 0..<10 {
+                group.addTask {
+                    _ = try await store.updateSchemaText(container: "iCloud.com.example.Cloudy", environment: "development") {
+                        ($0 ?? "") + "\(line)\n"
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        let text = try await store.schemaText(container: "iCloud.com.example.Cloudy", environment: "development")
+        #expect(Set(text?.split(separator: "\n") ?? []).count == 10)
+        #expect(try await store.schemaText(container: "iCloud.com.example.Cloudy", environment: "production") == nil)
+    }
+}
