@@ -41,6 +41,7 @@ public struct NimbusServer: Sendable {
         AuthRoutes(service: AuthService(server: state)).register(on: router)
         AdminRoutes(service: AdminService(server: state)).register(on: router)
         KeyValueRoutes(service: KeyValueService(server: state)).register(on: router)
+        DatabaseRoutes(service: RecordService(server: state)).register(on: router)
         return router
     }
 

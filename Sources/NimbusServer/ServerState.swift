@@ -9,6 +9,7 @@ final class ServerState: Sendable {
     let configuration: ServerConfiguration
     let store: any Store
     let push: PushHub
+    let schemas: SchemaRegistry
     let credentialCache = CredentialCache(lifetime: .seconds(1))
     let logger: Logger
     private let limiter = RateLimiter()
@@ -21,6 +22,7 @@ final class ServerState: Sendable {
         self.store = store
         self.logger = logger
         self.push = PushHub()
+        self.schemas = SchemaRegistry(store: store)
         self.decoyPasswordHash = Bcrypt.hash(Secrets.password(), cost: configuration.bcryptCost)
     }
 

@@ -32,6 +32,8 @@ public struct IndexCondition: Sendable, Hashable {
         case lessThan(IndexValue), lessThanOrEqual(IndexValue)
         case greaterThan(IndexValue), greaterThanOrEqual(IndexValue)
         case oneOf([IndexValue])
+        /// The field has a row for every one of the values.
+        case allOf([IndexValue])
         case prefix(String)
         /// Within `meters` of a point (great-circle distance).
         case within(meters: Double, latitude: Double, longitude: Double)

@@ -45,6 +45,39 @@ public enum Identifiers {
         }
     }
 
+    /// A record type or field name: a letter, then letters, digits and `_`, at most 255 bytes.
+    public static func validateSchemaName(_ name: String, what: String) throws(NimbusError) {
+        guard isSchemaName(name) else {
+            throw .badRequest("\(what) \"\(name)\" must start with a letter and hold only letters, digits and _ (at most 255)")
+        }
+    }
+
+    public static func isSchemaName(_ name: String) -> Bool {
+        let bytes = Array(name.utf8)
+        return (1...255).contains(bytes.count) && isLetter(bytes[0])
+            && bytes.allSatisfy { isLetter($0) || (48...57).contains($0) || $0 == 95 }
+    }
+
+    /// A record name: 1 to 255 bytes without control characters.
+    public static func validateRecordName(_ name: String) throws(NimbusError) {
+        guard (1...255).contains(name.utf8.count), !name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
+        else {
+            throw .badRequest("recordName must be 1 to 255 bytes without control characters")
+        }
+    }
+
+    /// A zone name: a letter or digit, then letters, digits, `_`, `-` and `.`, at most 255 bytes.
+    public static func validateZoneName(_ name: String) throws(NimbusError) {
+        let bytes = Array(name.utf8)
+        guard (1...255).contains(bytes.count), isLetter(bytes[0]) || (48...57).contains(bytes[0]),
+            bytes.allSatisfy({ isLetter($0) || (48...57).contains($0) || $0 == 95 || $0 == 45 || $0 == 46 })
+        else {
+            throw .badRequest("zone name \"\(name)\" must start with a letter or digit and hold only letters, digits, _, - and .")
+        }
+    }
+
+    private static func isLetter(_ byte: UInt8) -> Bool { (65...90).contains(byte) || (97...122).contains(byte) }
+
     private static func isReverseDNS(_ value: String, minimumParts: Int) -> Bool {
         let parts = value.split(separator: ".", omittingEmptySubsequences: false)
         return value.utf8.count <= 255 && parts.count >= minimumParts

@@ -69,7 +69,7 @@ extension KeyValue: Codable {
         case "BOOLEAN": self = .bool(try container.decode(Bool.self, forKey: .value))
         case "TIMESTAMP":
             let milliseconds = try container.decode(Int64.self, forKey: .value)
-            self = .date(Date(timeIntervalSince1970: Double(milliseconds) / 1000))
+            self = .date(Date(milliseconds: milliseconds))
         case "BYTES":
             let base64 = try container.decode(String.self, forKey: .value)
             guard let data = Data(base64Encoded: base64) else {
@@ -96,7 +96,7 @@ extension KeyValue: Codable {
         case .int64(let value): try container.encode(value, forKey: .value)
         case .double(let value): try container.encode(value, forKey: .value)
         case .bool(let value): try container.encode(value, forKey: .value)
-        case .date(let value): try container.encode(Int64((value.timeIntervalSince1970 * 1000).rounded()), forKey: .value)
+        case .date(let value): try container.encode(value.milliseconds, forKey: .value)
         case .data(let value): try container.encode(value.base64EncodedString(), forKey: .value)
         case .array(let value): try container.encode(value, forKey: .value)
         case .dictionary(let value): try container.encode(value, forKey: .value)

@@ -115,7 +115,7 @@ extension FieldValue: Codable {
         case "STRING": return .string(try container.decode(String.self))
         case "INT64": return .int64(try container.decode(Int64.self))
         case "DOUBLE": return .double(try container.decode(Double.self))
-        case "TIMESTAMP": return .timestamp(Date(timeIntervalSince1970: Double(try container.decode(Int64.self)) / 1000))
+        case "TIMESTAMP": return .timestamp(Date(milliseconds: try container.decode(Int64.self)))
         case "BYTES":
             guard let data = Data(base64Encoded: try container.decode(String.self)) else {
                 throw DecodingError.dataCorruptedError(in: container, debugDescription: "BYTES value is not base64")
@@ -154,7 +154,7 @@ extension FieldValue: Codable {
         case .string(let value): try container.encode(value)
         case .int64(let value): try container.encode(value)
         case .double(let value): try container.encode(value)
-        case .timestamp(let value): try container.encode(Int64((value.timeIntervalSince1970 * 1000).rounded()))
+        case .timestamp(let value): try container.encode(value.milliseconds)
         case .bytes(let value): try container.encode(value.base64EncodedString())
         case .reference(let value): try container.encode(value)
         case .location(let value): try container.encode(value)

@@ -27,3 +27,24 @@ public struct ChangeToken: Hashable, Sendable {
         self.init(zoneID: zone, sequence: sequence)
     }
 }
+
+/// A position in the sequence of zone creations, changes and deletions of one account's database, as
+/// `changes/database` hands it out. A different kind from zone tokens: neither is accepted for the other.
+public struct DatabaseChangeToken: Hashable, Sendable {
+    public var sequence: Int64
+
+    public init(sequence: Int64) { self.sequence = sequence }
+
+    public var encoded: String { Base64URL.encode("d1.\(sequence)".utf8) }
+
+    public init(encoded: String) throws(NimbusError) {
+        guard encoded.utf8.count <= 128, let bytes = Base64URL.decode(encoded) else {
+            throw .badRequest("syncToken is not a database token this server issued")
+        }
+        let parts = String(decoding: bytes, as: UTF8.self).split(separator: ".")
+        guard parts.count == 2, parts[0] == "d1", let sequence = Int64(parts[1]), sequence >= 0 else {
+            throw .badRequest("syncToken is not a database token this server issued")
+        }
+        self.init(sequence: sequence)
+    }
+}

@@ -40,7 +40,7 @@ public enum NimbusAccount {
             body: SignInRequest(email: email, password: password, deviceName: deviceName, deviceID: deviceID))
         return NimbusSession(
             server: server, sessionToken: response.sessionToken, userRecordName: response.userRecordName,
-            deviceID: response.deviceID, expiresAt: Date(timeIntervalSince1970: Double(response.expiresAt) / 1000))
+            deviceID: response.deviceID, expiresAt: Date(milliseconds: response.expiresAt))
     }
 
     /// Revokes the session on the server.

@@ -81,7 +81,26 @@ enum OpenAPIDocument {
             method: "delete", path: "/admin/1/tokens/{tokenID}", summary: "Revoke an API token",
             access: .administrator),
         Operation(method: "get", path: "/admin/1/users", summary: "List accounts", access: .administrator),
-    ]
+    ] + databaseOperations
+
+    /// CloudKit Web Services' record database, under `/database/1/{container}/{environment}/{database}`.
+    static let databaseOperations: [Operation] = [
+        ("post", "records/modify", "Create, update, replace and delete records", "RecordsModifyRequest", "RecordsResponse"),
+        ("post", "records/lookup", "Fetch records by name", "RecordsLookupRequest", "RecordsResponse"),
+        ("post", "records/query", "Query records of a type", "RecordsQueryRequest", "RecordsQueryResponse"),
+        ("post", "records/changes", "One zone's record changes since a token", "RecordsChangesRequest", "RecordsResponse"),
+        ("get", "zones/list", "The database's zones", nil, "ZonesResponse"),
+        ("post", "zones/lookup", "Fetch zones by name", "ZonesLookupRequest", "ZonesResponse"),
+        ("post", "zones/modify", "Create and delete zones", "ZonesModifyRequest", "ZonesResponse"),
+        ("post", "zones/changes", "Zones changed since a database token", "DatabaseChangesRequest", "DatabaseChangesResponse"),
+        ("post", "changes/database", "Zones changed since a database token", "DatabaseChangesRequest", "DatabaseChangesResponse"),
+        ("post", "changes/zone", "Record changes of several zones since their tokens", "ZoneChangesRequest", "ZoneChangesResponse"),
+        ("get", "users/caller", "The signed-in user's identity", nil, "UsersResponse"),
+    ].map { method, operation, summary, request, response in
+        Operation(
+            method: method, path: "/database/1/{container}/{environment}/{database}/" + operation, summary: summary,
+            access: .service, request: request, response: response)
+    }
 
     static var document: JSONValue {
         var paths = [(String, JSONValue)]()

@@ -1,16 +1,18 @@
 /// JSON Schemas of the wire types in `NimbusCore`, for the OpenAPI document.
 enum WireSchemas {
-    private static func object(_ properties: [(String, JSONValue)], required: [String]) -> JSONValue {
+    static func object(_ properties: [(String, JSONValue)], required: [String]) -> JSONValue {
         ["type": "object", "properties": .object(properties), "required": .array(required.map { .string($0) })]
     }
 
-    private static let string: JSONValue = ["type": "string"]
-    private static let integer: JSONValue = ["type": "integer", "format": "int64"]
-    private static let boolean: JSONValue = ["type": "boolean"]
-    private static func ref(_ name: String) -> JSONValue { ["$ref": .string("#/components/schemas/\(name)")] }
-    private static func array(of item: JSONValue) -> JSONValue { ["type": "array", "items": item] }
+    static let string: JSONValue = ["type": "string"]
+    static let integer: JSONValue = ["type": "integer", "format": "int64"]
+    static let boolean: JSONValue = ["type": "boolean"]
+    static func ref(_ name: String) -> JSONValue { ["$ref": .string("#/components/schemas/\(name)")] }
+    static func array(of item: JSONValue) -> JSONValue { ["type": "array", "items": item] }
 
-    static let all: [(String, JSONValue)] = [
+    static var all: [(String, JSONValue)] { service + database }
+
+    private static let service: [(String, JSONValue)] = [
         (
             "Error",
             object(

@@ -15,3 +15,9 @@ extension Container: ResponseEncodable {}
 extension APITokenInfo: ResponseEncodable {}
 extension CreatedAPIToken: ResponseEncodable {}
 extension ListResponse: ResponseEncodable {}
+extension RecordsResponse: ResponseEncodable {}
+extension RecordsQueryResponse: ResponseEncodable {}
+extension ZonesResponse: ResponseEncodable {}
+extension DatabaseChangesResponse: ResponseEncodable {}
+extension ZoneChangesResponse: ResponseEncodable {}
+extension UsersResponse: ResponseEncodable {}

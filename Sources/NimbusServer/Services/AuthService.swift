@@ -51,7 +51,7 @@ struct AuthService: Sendable {
             SessionRecord(tokenDigest: Secrets.digest(token), accountID: account.id, deviceID: deviceID, expiresAt: expiresAt))
         server.logger.info("signed in", metadata: ["account": "\(account.id)", "device": "\(deviceID)"])
         return SignInResponse(
-            sessionToken: token, expiresAt: Int64(expiresAt.timeIntervalSince1970 * 1000), userRecordName: account.id,
+            sessionToken: token, expiresAt: expiresAt.milliseconds, userRecordName: account.id,
             deviceID: deviceID)
     }
 
@@ -77,7 +77,7 @@ struct AuthService: Sendable {
             }
             devices.append(
                 DeviceStatus(
-                    deviceID: device.id, name: device.name, lastSeen: Int64(device.lastSeenAt.timeIntervalSince1970 * 1000),
+                    deviceID: device.id, name: device.name, lastSeen: device.lastSeenAt.milliseconds,
                     watermarks: watermarks))
         }
         return DeviceList(devices: devices)

@@ -41,7 +41,7 @@ struct KeyValueService: Sendable {
         }
         var since: Int64 = 0
         if let token = request.syncToken {
-            since = try Self.validate(ChangeToken(encoded: token), against: try await server.store.zoneState(zone)).sequence
+            since = try ChangeToken(encoded: token).validated(against: try await server.store.zoneState(zone)).sequence
         }
         let page = try await server.store.changes(zone, after: since, limit: limit)
         let changes = try page.entries.map { entry in
@@ -79,16 +79,6 @@ struct KeyValueService: Sendable {
         }
         server.push.publish(to: zone.accountID, PushMessage(type: .zoneMoved, zone: zone.address, sequence: state.sequence))
         return KeyValueModifyResponse(syncToken: state.token.encoded, sequence: state.sequence)
-    }
-
-    /// A token is good when it names this zone (or the time before it existed) at a sequence it reached.
-    static func validate(_ token: ChangeToken, against state: ZoneState?) throws(NimbusError) -> ChangeToken {
-        let valid = token.zoneID == 0 ? token.sequence == 0 : (token.zoneID == state?.id && token.sequence <= state!.sequence)
-        guard valid else {
-            throw NimbusError(
-                .changeTokenExpired, "syncToken does not belong to this store's history; fetch again without a token")
-        }
-        return token
     }
 
     static func encode(_ value: KeyValue) throws -> Data { try JSONEncoder().encode(value) }

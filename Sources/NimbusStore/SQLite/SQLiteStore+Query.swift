@@ -56,8 +56,8 @@ private struct IndexQuerySQL {
 
     init(_ query: IndexQuery, zoneIDs: [Int64]) {
         let zones = Array(repeating: "?", count: zoneIDs.count).joined(separator: ", ")
-        let positive = query.conditions.enumerated().filter { !$0.element.negated }
-        let driver = positive.min { Self.rank($0.element.match) < Self.rank($1.element.match) }
+        let drivers = query.conditions.enumerated().filter { !$0.element.negated && Self.rank($0.element.match) != nil }
+        let driver = drivers.min { Self.rank($0.element.match)! < Self.rank($1.element.match)! }
         let drivingCondition = driver?.element ?? IndexCondition(field: Self.kindField, .equal(.text(query.kind)))
 
         text = "SELECT z.service, z.name, e.key, e.payload, e.sequence FROM (SELECT DISTINCT zone_id, key FROM entry_index d "
@@ -73,10 +73,16 @@ private struct IndexQuerySQL {
         }
         text += "WHERE e.payload IS NOT NULL"
         for (number, condition) in query.conditions.enumerated() where number != driver?.offset {
-            text += condition.negated ? " AND NOT EXISTS " : " AND EXISTS "
-            text += "(SELECT 1 FROM entry_index c WHERE c.zone_id = e.zone_id AND c.key = e.key AND c.field = ? AND "
+            let rows = "FROM entry_index c WHERE c.zone_id = e.zone_id AND c.key = e.key AND c.field = ?"
             arguments.append(condition.field)
-            text += match(condition.match, alias: "c") + ")"
+            if case .allOf(let values) = condition.match {
+                text += " AND (SELECT count(DISTINCT c.value) \(rows) AND \(match(.oneOf(values), alias: "c")))"
+                text += condition.negated ? " < ?" : " = ?"
+                arguments.append(Set(values).count)
+            } else {
+                text += condition.negated ? " AND NOT EXISTS " : " AND EXISTS "
+                text += "(SELECT 1 \(rows) AND \(match(condition.match, alias: "c")))"
+            }
         }
         var order = [String]()
         for (number, sort) in query.sort.enumerated() {
@@ -95,9 +101,11 @@ private struct IndexQuerySQL {
         arguments += [query.limit, query.offset]
     }
 
-    /// How narrowly a match finds its rows through the index: equality first, distances last.
-    private static func rank(_ match: IndexCondition.Match) -> Int {
+    /// How narrowly a match finds its rows through the index: equality first, distances last; nil for
+    /// matches that cannot drive a search.
+    private static func rank(_ match: IndexCondition.Match) -> Int? {
         switch match {
+        case .allOf: nil
         case .equal: 0
         case .oneOf: 1
         case .prefix: 2
@@ -117,6 +125,8 @@ private struct IndexQuerySQL {
         case .lessThanOrEqual(let value): return "\(a).value <= \(bind(value))"
         case .greaterThan(let value): return "\(a).value > \(bind(value))"
         case .greaterThanOrEqual(let value): return "\(a).value >= \(bind(value))"
+        case .allOf(let values):
+            return self.match(.oneOf(values), alias: a)
         case .oneOf(let values):
             guard !values.isEmpty else { return "0" }
             return "\(a).value IN (" + values.map(bind).joined(separator: ", ") + ")"

@@ -51,8 +51,3 @@ public final class SQLiteStore: Sendable {
         try pool.read(body)
     }
 }
-
-extension Date {
-    var milliseconds: Int64 { Int64((timeIntervalSince1970 * 1000).rounded()) }
-    init(milliseconds: Int64) { self.init(timeIntervalSince1970: Double(milliseconds) / 1000) }
-}

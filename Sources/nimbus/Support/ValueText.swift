@@ -24,7 +24,7 @@ enum ValueType: String, ExpressibleByArgument, CaseIterable {
             default: throw ValidationError("\"\(text)\" is not true or false")
             }
         case .date:
-            if let milliseconds = Int64(text) { return .date(Date(timeIntervalSince1970: Double(milliseconds) / 1000)) }
+            if let milliseconds = Int64(text) { return .date(Date(milliseconds: milliseconds)) }
             guard let date = ISO8601DateFormatter().date(from: text) else {
                 throw ValidationError("\"\(text)\" is not an ISO 8601 date (2026-11-21T10:00:00Z) or milliseconds since 1970")
             }

@@ -1,0 +1,154 @@
+/// JSON Schemas of the record database's wire types (CloudKit Web Services' shapes).
+extension WireSchemas {
+    private static let number: JSONValue = ["type": "number"]
+    private static let strings = array(of: string)
+    private static let anyValue: JSONValue = [:]
+
+    static let database: [(String, JSONValue)] = [
+        ("ZoneID", object([("zoneName", string), ("ownerRecordName", string)], required: ["zoneName"])),
+        (
+            "FieldValue",
+            object(
+                [("value", anyValue), ("type", ["type": "string", "description": "STRING, INT64, DOUBLE, TIMESTAMP, BYTES, REFERENCE, LOCATION or a *_LIST type"])],
+                required: ["value"])
+        ),
+        (
+            "Stamp",
+            object([("timestamp", integer), ("userRecordName", string), ("deviceID", string)], required: ["timestamp", "userRecordName", "deviceID"])
+        ),
+        (
+            "Record",
+            object(
+                [
+                    ("recordName", string), ("recordType", string), ("recordChangeTag", string),
+                    ("fields", ["type": "object", "additionalProperties": ref("FieldValue")]), ("zoneID", ref("ZoneID")),
+                    ("created", ref("Stamp")), ("modified", ref("Stamp")), ("deleted", boolean), ("parent", anyValue),
+                ], required: [])
+        ),
+        (
+            "RecordError",
+            object(
+                [("recordName", string), ("reason", string), ("serverErrorCode", string), ("uuid", string), ("serverRecord", ref("Record"))],
+                required: ["reason", "serverErrorCode", "uuid"])
+        ),
+        ("RecordOrError", ["oneOf": [ref("Record"), ref("RecordError")]]),
+        (
+            "RecordsModifyRequest",
+            object(
+                [
+                    (
+                        "operations",
+                        array(
+                            of: object(
+                                [
+                                    (
+                                        "operationType",
+                                        ["type": "string", "enum": ["create", "update", "forceUpdate", "replace", "forceReplace", "delete", "forceDelete"]]
+                                    ), ("record", ref("Record")),
+                                ], required: ["operationType", "record"]))
+                    ), ("zoneID", ref("ZoneID")), ("atomic", boolean), ("desiredKeys", strings),
+                ], required: ["operations"])
+        ),
+        (
+            "RecordsResponse",
+            object([("records", array(of: ref("RecordOrError"))), ("syncToken", string), ("moreComing", boolean)], required: ["records"])
+        ),
+        (
+            "RecordsLookupRequest",
+            object(
+                [
+                    ("records", array(of: object([("recordName", string), ("desiredKeys", strings)], required: ["recordName"]))),
+                    ("zoneID", ref("ZoneID")), ("desiredKeys", strings),
+                ], required: ["records"])
+        ),
+        (
+            "QueryFilter",
+            object(
+                [("fieldName", string), ("systemFieldName", string), ("comparator", string), ("fieldValue", ref("FieldValue")), ("distance", number)],
+                required: ["comparator", "fieldValue"])
+        ),
+        (
+            "QuerySort",
+            object([("fieldName", string), ("systemFieldName", string), ("ascending", boolean), ("relativeLocation", ref("FieldValue"))], required: [])
+        ),
+        (
+            "RecordsQueryRequest",
+            object(
+                [
+                    (
+                        "query",
+                        object(
+                            [("recordType", string), ("filterBy", array(of: ref("QueryFilter"))), ("sortBy", array(of: ref("QuerySort")))],
+                            required: ["recordType"])
+                    ), ("zoneID", ref("ZoneID")), ("zoneWide", boolean), ("resultsLimit", integer), ("continuationMarker", string),
+                    ("desiredKeys", strings),
+                ], required: ["query"])
+        ),
+        ("RecordsQueryResponse", object([("records", array(of: ref("RecordOrError"))), ("continuationMarker", string)], required: ["records"])),
+        (
+            "RecordsChangesRequest",
+            object([("zoneID", ref("ZoneID")), ("syncToken", string), ("resultsLimit", integer), ("desiredKeys", strings)], required: ["zoneID"])
+        ),
+        ("Zone", object([("zoneID", ref("ZoneID")), ("syncToken", string), ("atomic", boolean), ("deleted", boolean)], required: ["zoneID"])),
+        (
+            "ZoneOrError",
+            [
+                "oneOf": [
+                    ref("Zone"),
+                    object([("zoneID", ref("ZoneID")), ("reason", string), ("serverErrorCode", string), ("uuid", string)], required: ["zoneID", "serverErrorCode"]),
+                ]
+            ]
+        ),
+        ("ZonesResponse", object([("zones", array(of: ref("ZoneOrError")))], required: ["zones"])),
+        ("ZonesLookupRequest", object([("zones", array(of: ref("Zone")))], required: ["zones"])),
+        (
+            "ZonesModifyRequest",
+            object(
+                [
+                    (
+                        "operations",
+                        array(
+                            of: object(
+                                [("operationType", ["type": "string", "enum": ["create", "delete"]]), ("zone", ref("Zone"))],
+                                required: ["operationType", "zone"]))
+                    )
+                ], required: ["operations"])
+        ),
+        ("DatabaseChangesRequest", object([("syncToken", string), ("resultsLimit", integer)], required: [])),
+        (
+            "DatabaseChangesResponse",
+            object([("zones", array(of: ref("Zone"))), ("syncToken", string), ("moreComing", boolean)], required: ["zones", "syncToken", "moreComing"])
+        ),
+        (
+            "ZoneChangesRequest",
+            object(
+                [
+                    (
+                        "zones",
+                        array(
+                            of: object(
+                                [
+                                    ("zoneID", ref("ZoneID")), ("syncToken", string), ("resultsLimit", integer), ("desiredKeys", strings),
+                                    ("desiredRecordTypes", strings),
+                                ], required: []))
+                    ), ("resultsLimit", integer), ("desiredKeys", strings), ("desiredRecordTypes", strings),
+                ], required: ["zones"])
+        ),
+        (
+            "ZoneChangesResponse",
+            object(
+                [
+                    (
+                        "zones",
+                        array(
+                            of: object(
+                                [
+                                    ("zoneID", ref("ZoneID")), ("records", array(of: ref("Record"))), ("syncToken", string),
+                                    ("moreComing", boolean), ("serverErrorCode", string), ("reason", string),
+                                ], required: ["zoneID"]))
+                    )
+                ], required: ["zones"])
+        ),
+        ("UsersResponse", object([("users", array(of: object([("userRecordName", string)], required: ["userRecordName"])))], required: ["users"])),
+    ]
+}

@@ -1,0 +1,138 @@
+import NimbusCore
+import NimbusStore
+
+/// Turns a CloudKit query's filters and sort keys into index conditions for one record type, checking
+/// each against the schema: the field must exist, the value must fit its type, and the field must carry
+/// the index the comparator needs (QUERYABLE, SORTABLE or SEARCHABLE).
+struct QueryPlanner {
+    let recordType: Schema.RecordType
+
+    /// A field a query can name: its index field, its wire type and the indexes it has.
+    private struct Target {
+        var indexField: String
+        var wireType: String
+        var queryable = true
+        var sortable = true
+        var searchable = false
+        var name: String
+    }
+
+    /// System fields, by their web names; every record indexes them.
+    private static let systemTargets: [String: Target] = [
+        "recordName": Target(indexField: RecordIndexer.recordNameField, wireType: "REFERENCE", name: "recordName"),
+        "createdTimestamp": Target(indexField: RecordIndexer.createTimeField, wireType: "TIMESTAMP", name: "createdTimestamp"),
+        "modifiedTimestamp": Target(indexField: RecordIndexer.modTimeField, wireType: "TIMESTAMP", name: "modifiedTimestamp"),
+        "createdUserRecordName": Target(indexField: RecordIndexer.createdByField, wireType: "REFERENCE", name: "createdUserRecordName"),
+        "modifiedUserRecordName": Target(indexField: RecordIndexer.modifiedByField, wireType: "REFERENCE", name: "modifiedUserRecordName"),
+        "parent": Target(indexField: RecordIndexer.parentField, wireType: "REFERENCE", name: "parent"),
+    ]
+
+    private func target(fieldName: String?, systemFieldName: String?) throws(NimbusError) -> Target {
+        if let system = systemFieldName ?? fieldName.flatMap({ QueryFilter.systemFields[$0] }) {
+            guard let target = Self.systemTargets[system] else {
+                throw .badRequest("\(system) is not a system field that queries can use")
+            }
+            return target
+        }
+        guard let fieldName else { throw .badRequest("a filter or sort needs fieldName or systemFieldName") }
+        if fieldName == RecordIndexer.allTokensField {
+            return Target(indexField: fieldName, wireType: "STRING", queryable: false, sortable: false, searchable: true, name: fieldName)
+        }
+        guard let field = recordType.fields.first(where: { $0.name == fieldName }) else {
+            throw .badRequest("record type \(recordType.name) has no field \(fieldName)")
+        }
+        return Target(
+            indexField: field.name, wireType: field.wireType, queryable: field.queryable, sortable: field.sortable,
+            searchable: field.searchable, name: field.name)
+    }
+
+    private func missingIndex(_ target: Target, _ index: String) -> NimbusError {
+        .badRequest(
+            "field \(target.name) of record type \(recordType.name) is not \(index); add the index to the schema "
+                + "(`\(target.name) \(target.wireType.replacingOccurrences(of: "_LIST", with: "")) \(index)`) and deploy it")
+    }
+
+    func conditions(_ filter: QueryFilter) throws(NimbusError) -> [IndexCondition] {
+        let target = try target(fieldName: filter.fieldName, systemFieldName: filter.systemFieldName)
+        let elementType = target.wireType.replacingOccurrences(of: "_LIST", with: "")
+        func values() throws(NimbusError) -> [IndexValue] {
+            var elements = [FieldValue]()
+            if case .list(let list, _) = filter.fieldValue { elements = list } else { elements = [filter.fieldValue] }
+            for element in elements where !Self.compatible(element.typeName, elementType) {
+                throw .badRequest("field \(target.name) holds \(elementType) values; the filter's value is \(element.typeName)")
+            }
+            return elements.flatMap(RecordIndexer.indexValues)
+        }
+        func single() throws(NimbusError) -> IndexValue {
+            let all = try values()
+            guard all.count == 1, filter.fieldValue.typeName.hasSuffix("_LIST") == false else {
+                throw .badRequest("\(filter.comparator.rawValue) compares with one value, not a list")
+            }
+            return all[0]
+        }
+        func text() throws(NimbusError) -> String {
+            guard case .string(let text) = filter.fieldValue else {
+                throw .badRequest("\(filter.comparator.rawValue) needs a STRING value")
+            }
+            return text
+        }
+        let field = target.indexField
+        switch filter.comparator {
+        case .containsAllTokens, .containsAnyTokens:
+            guard target.searchable else { throw missingIndex(target, "SEARCHABLE") }
+            let words = RecordIndexer.words(try text()).map(IndexValue.text)
+            guard !words.isEmpty else { throw .badRequest("\(filter.comparator.rawValue) needs at least one word") }
+            let tokens = RecordIndexer.tokensField(field)
+            return filter.comparator == .containsAnyTokens
+                ? [IndexCondition(field: tokens, .oneOf(words))] : words.map { IndexCondition(field: tokens, .equal($0)) }
+        default:
+            guard target.queryable else { throw missingIndex(target, "QUERYABLE") }
+        }
+        switch filter.comparator {
+        case .equals: return [IndexCondition(field: field, .equal(try single()))]
+        case .notEquals: return [IndexCondition(field: field, .equal(try single()), negated: true)]
+        case .lessThan: return [IndexCondition(field: field, .lessThan(try single()))]
+        case .lessThanOrEquals: return [IndexCondition(field: field, .lessThanOrEqual(try single()))]
+        case .greaterThan: return [IndexCondition(field: field, .greaterThan(try single()))]
+        case .greaterThanOrEquals: return [IndexCondition(field: field, .greaterThanOrEqual(try single()))]
+        case .in, .listContainsAny: return [IndexCondition(field: field, .oneOf(try values()))]
+        case .notIn, .notListContainsAny: return [IndexCondition(field: field, .oneOf(try values()), negated: true)]
+        case .listContains: return [IndexCondition(field: field, .equal(try single()))]
+        case .notListContains: return [IndexCondition(field: field, .equal(try single()), negated: true)]
+        case .listContainsAll: return try values().map { IndexCondition(field: field, .equal($0)) }
+        case .notListContainsAll: return [IndexCondition(field: field, .allOf(try values()), negated: true)]
+        case .beginsWith, .listMemberBeginsWith: return [IndexCondition(field: field, .prefix(try text()))]
+        case .notBeginsWith, .notListMemberBeginsWith: return [IndexCondition(field: field, .prefix(try text()), negated: true)]
+        case .near:
+            guard case .location(let location) = filter.fieldValue, elementType == "LOCATION" else {
+                throw .badRequest("NEAR compares a LOCATION field with a LOCATION value")
+            }
+            guard let distance = filter.distance, distance.isFinite, distance >= 0 else {
+                throw .badRequest("NEAR needs a distance in metres")
+            }
+            return [IndexCondition(field: field, .within(meters: distance, latitude: location.latitude, longitude: location.longitude))]
+        case .containsAllTokens, .containsAnyTokens: return []
+        }
+    }
+
+    func sort(_ sort: QuerySort) throws(NimbusError) -> IndexSort {
+        let target = try target(fieldName: sort.fieldName, systemFieldName: sort.systemFieldName)
+        guard target.sortable else { throw missingIndex(target, "SORTABLE") }
+        let ascending = sort.ascending ?? true
+        guard let relative = sort.relativeLocation else { return IndexSort(field: target.indexField, ascending: ascending) }
+        guard case .location(let location) = relative, target.wireType == "LOCATION" else {
+            throw .badRequest("relativeLocation sorts a LOCATION field by distance from a LOCATION value")
+        }
+        return IndexSort(
+            field: target.indexField, ascending: ascending, order: .distance(latitude: location.latitude, longitude: location.longitude))
+    }
+
+    /// Whether a filter value of one type can be compared with a field of another: numbers with numbers,
+    /// record names given as strings or references.
+    private static func compatible(_ valueType: String, _ fieldType: String) -> Bool {
+        let numeric: Set = ["INT64", "DOUBLE", "TIMESTAMP"]
+        let names: Set = ["STRING", "REFERENCE"]
+        return valueType == fieldType || (numeric.contains(valueType) && numeric.contains(fieldType))
+            || (fieldType == "REFERENCE" && names.contains(valueType))
+    }
+}

@@ -1,0 +1,73 @@
+import Foundation
+import NimbusCore
+import NimbusStore
+
+/// The index rows of a record: its system fields, every indexable field value, and the words of its
+/// strings. Every field is indexed whatever the schema says, so marking a field QUERYABLE, SORTABLE or
+/// SEARCHABLE later needs no rebuild; the schema decides only what queries may use.
+enum RecordIndexer {
+    static let recordNameField = "___recordID"
+    static let createTimeField = "___createTime"
+    static let modTimeField = "___modTime"
+    static let createdByField = "___createdBy"
+    static let modifiedByField = "___modifiedBy"
+    static let parentField = "___parent"
+    /// Words of every STRING field together, for `self CONTAINS 'milk'`.
+    static let allTokensField = Predicate.allTokensField
+
+    /// The index field holding the words of a STRING field.
+    static func tokensField(_ field: String) -> String { "tokens:" + field }
+
+    static func rows(name: String, record: StoredRecord) -> [IndexEntry] {
+        var rows = [
+            IndexEntry(field: recordNameField, value: .text(name)),
+            IndexEntry(field: createTimeField, value: .integer(record.created.timestamp)),
+            IndexEntry(field: modTimeField, value: .integer(record.modified.timestamp)),
+            IndexEntry(field: createdByField, value: .text(record.created.userRecordName)),
+            IndexEntry(field: modifiedByField, value: .text(record.modified.userRecordName)),
+        ]
+        if let parent = record.parent { rows.append(IndexEntry(field: parentField, value: .text(parent.recordName))) }
+        var allTokens = Set<String>()
+        for (field, value) in record.fields.sorted(by: { $0.key < $1.key }) {
+            let values = indexValues(value)
+            rows += values.enumerated().map { IndexEntry(field: field, position: $0.offset, value: $0.element) }
+            let words = tokens(value)
+            rows += words.enumerated().map { IndexEntry(field: tokensField(field), position: $0.offset, value: .text($0.element)) }
+            allTokens.formUnion(words)
+        }
+        rows += allTokens.sorted().enumerated().map {
+            IndexEntry(field: tokensField(allTokensField), position: $0.offset, value: .text($0.element))
+        }
+        return rows
+    }
+
+    /// What a field value is indexed (and compared in queries) as; BYTES are not indexable.
+    static func indexValues(_ value: FieldValue) -> [IndexValue] {
+        switch value {
+        case .string(let text): [.text(text)]
+        case .int64(let integer): [.integer(integer)]
+        case .double(let real): [.real(real)]
+        case .timestamp(let date): [.integer(date.milliseconds)]
+        case .reference(let reference): [.text(reference.recordName)]
+        case .location(let location): [.point(latitude: location.latitude, longitude: location.longitude)]
+        case .bytes: []
+        case .list(let values, _): values.flatMap(indexValues)
+        }
+    }
+
+    /// The distinct lowercased words of a STRING value (or list of them), in order of appearance.
+    static func tokens(_ value: FieldValue) -> [String] {
+        switch value {
+        case .string(let text): return words(text)
+        case .list(let values, _):
+            var seen = Set<String>()
+            return values.flatMap(tokens).filter { seen.insert($0).inserted }
+        default: return []
+        }
+    }
+
+    static func words(_ text: String) -> [String] {
+        var seen = Set<String>()
+        return text.lowercased().split { !$0.isLetter && !$0.isNumber }.map(String.init).filter { seen.insert($0).inserted }
+    }
+}

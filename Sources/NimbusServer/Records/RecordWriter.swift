@@ -1,0 +1,180 @@
+import Foundation
+import NimbusCore
+import NimbusStore
+
+/// A `records/modify` operation ready to apply: its record name is settled (generated for a create
+/// without one) and, for updates that do not name it, its record type is known.
+struct PreparedOperation: Sendable {
+    var type: RecordOperation.OperationType
+    var name: String
+    var record: RecordWire
+}
+
+/// Why one operation of a batch failed; a conflict carries the record as the server has it.
+struct OperationFailure: Error {
+    var error: NimbusError
+    var serverRecord: RecordWire?
+
+    init(_ error: NimbusError, serverRecord: RecordWire? = nil) {
+        self.error = error
+        self.serverRecord = serverRecord
+    }
+}
+
+/// Applies modify operations inside one zone transaction. An operation checks everything before it
+/// writes anything, so a failed operation leaves no trace even when the batch is not atomic.
+struct RecordWriter {
+    let transaction: any ZoneTransaction
+    let schema: Schema
+    let stamp: RecordWire.Stamp
+    let zoneID: ZoneID
+    let desiredKeys: [String]?
+
+    static let maxRecordBytes = 1_000_000
+
+    func apply(_ operation: PreparedOperation) throws -> RecordWire {
+        let current = try live(operation.name)
+        let requested = operation.record
+        if operation.type.checksChangeTag, let current {
+            guard requested.recordChangeTag == StoredRecord.changeTag(current.sequence) else {
+                throw OperationFailure(
+                    NimbusError(
+                        .conflict,
+                        requested.recordChangeTag == nil
+                            ? "\(operation.type.rawValue) needs the record's recordChangeTag; fetch the record first"
+                            : "record \(operation.name) was changed since tag \(requested.recordChangeTag!); fetch it, merge and retry"),
+                    serverRecord: wire(operation.name, current.record, current.sequence))
+            }
+        }
+        switch operation.type {
+        case .delete, .forceDelete:
+            guard current != nil else { throw OperationFailure(.notFound("record \(operation.name) does not exist")) }
+            try delete(operation.name)
+            return RecordWire(recordName: operation.name, zoneID: zoneID).deleted()
+        case .create:
+            guard current == nil else {
+                throw OperationFailure(NimbusError(.exists, "record \(operation.name) already exists; update it instead"))
+            }
+            return try save(operation.name, fields: requested.fields ?? [:], over: nil, requested: requested)
+        case .update, .forceUpdate:
+            let merged = (current?.record.fields ?? [:]).merging(requested.fields ?? [:]) { $1 }
+            if current == nil, operation.type == .update {
+                throw OperationFailure(.notFound("record \(operation.name) does not exist; create it instead"))
+            }
+            return try save(operation.name, fields: merged, over: current?.record, requested: requested)
+        case .replace, .forceReplace:
+            if current == nil, operation.type == .replace {
+                throw OperationFailure(.notFound("record \(operation.name) does not exist; create it instead"))
+            }
+            return try save(operation.name, fields: requested.fields ?? [:], over: current?.record, requested: requested)
+        }
+    }
+
+    private func save(_ name: String, fields: [String: FieldValue], over current: StoredRecord?, requested: RecordWire) throws
+        -> RecordWire
+    {
+        guard let recordType = current?.recordType ?? requested.recordType else {
+            throw OperationFailure(.badRequest("record \(name) does not exist, so the operation must name its recordType"))
+        }
+        if let other = requested.recordType, other != recordType {
+            throw OperationFailure(.badRequest("record \(name) is a \(recordType); it cannot become a \(other)"))
+        }
+        let fields = try conform(fields, to: recordType)
+        let record = StoredRecord(
+            recordType: recordType, fields: fields, created: current?.created ?? stamp, modified: stamp,
+            parent: requested.parent ?? current?.parent)
+        for (field, reference) in record.references {
+            if let zone = reference.zoneID, zone.zoneName != zoneID.zoneName {
+                throw OperationFailure(.badRequest("reference \(field) points into zone \(zone.zoneName); references stay within a zone"))
+            }
+            if reference.action == .validate, reference.recordName != name, try live(reference.recordName) == nil {
+                throw OperationFailure(
+                    NimbusError(.validatingReferenceError, "field \(field) references record \(reference.recordName), which does not exist"))
+            }
+        }
+        let payload = try record.encoded()
+        guard payload.count <= Self.maxRecordBytes else {
+            throw OperationFailure(
+                NimbusError(.requestTooLarge, "record \(name) is \(payload.count) bytes; a record holds at most 1 MB besides its assets"))
+        }
+        let sequence = try transaction.put(name, payload: payload, size: payload.count)
+        try transaction.index(name, kind: recordType, rows: RecordIndexer.rows(name: name, record: record))
+        return wire(name, record, sequence)
+    }
+
+    /// Checks fields against the record type's schema and gives each value the field's type where the
+    /// client left it to inference (a whole number sent for a DOUBLE or TIMESTAMP field).
+    private func conform(_ fields: [String: FieldValue], to recordType: String) throws -> [String: FieldValue] {
+        guard let type = schema.recordTypes.first(where: { $0.name == recordType }) else {
+            throw OperationFailure(
+                .badRequest("record type \(recordType) is not in this environment's schema; create it in development and deploy"))
+        }
+        var conformed = [String: FieldValue]()
+        for (name, value) in fields {
+            guard let field = type.fields.first(where: { $0.name == name }) else {
+                throw OperationFailure(
+                    .badRequest("record type \(recordType) has no field \(name) in this environment's schema; add it in development and deploy"))
+            }
+            guard let typed = FieldTypes.conform(value, to: field.wireType) else {
+                throw OperationFailure(.badRequest("field \(name) of \(recordType) is \(field.wireType), not \(value.typeName)"))
+            }
+            conformed[name] = typed
+        }
+        return conformed
+    }
+
+    /// Deletes a record with every record that references it with DELETE_SELF, recursively; refuses when a
+    /// record outside that set references one of them with VALIDATE.
+    private func delete(_ root: String) throws {
+        var doomed = [root]
+        var members: Set<String> = [root]
+        var validating = [(referrer: String, target: String)]()
+        var next = 0
+        while next < doomed.count {
+            let target = doomed[next]
+            next += 1
+            for (kind, field) in referenceFields {
+                for referrer in try transaction.keys(kind: kind, field: field, value: .text(target)) where !members.contains(referrer) {
+                    guard let record = try live(referrer)?.record else { continue }
+                    let actions = record.references.filter { $0.field == field && $0.reference.recordName == target }.map(\.reference.action)
+                    if actions.contains(.deleteSelf) {
+                        doomed.append(referrer)
+                        members.insert(referrer)
+                    } else if actions.contains(.validate) {
+                        validating.append((referrer, target))
+                    }
+                }
+            }
+        }
+        if let blocker = validating.first(where: { !members.contains($0.referrer) }) {
+            throw OperationFailure(
+                NimbusError(
+                    .validatingReferenceError,
+                    "record \(blocker.referrer) references \(blocker.target) with VALIDATE; delete or change it first"))
+        }
+        for name in doomed { try transaction.put(name, payload: nil, size: 0) }
+    }
+
+    /// Every (record type, field) of the schema that can hold references.
+    private var referenceFields: [(kind: String, field: String)] {
+        schema.recordTypes.flatMap { type in type.fields.filter { $0.type == "REFERENCE" }.map { (type.name, $0.name) } }
+    }
+
+    private func live(_ name: String) throws -> (record: StoredRecord, sequence: Int64)? {
+        guard let entry = try transaction.entry(name), entry.payload != nil else { return nil }
+        return (try StoredRecord(entry: entry), entry.sequence)
+    }
+
+    private func wire(_ name: String, _ record: StoredRecord, _ sequence: Int64) -> RecordWire {
+        record.wire(name: name, sequence: sequence, zoneID: zoneID, desiredKeys: desiredKeys)
+    }
+}
+
+extension RecordWire {
+    /// The record as a change feed or a delete reports it: gone.
+    func deleted() -> RecordWire {
+        var record = self
+        record.deleted = true
+        return record
+    }
+}

@@ -1,0 +1,91 @@
+import NimbusCore
+import NimbusStore
+import Synchronization
+
+/// The schemas of every container environment, cached in memory and kept in the store as CloudKit
+/// schema text. In development, saving records of a new type or with new fields extends the schema.
+final class SchemaRegistry: Sendable {
+    private let store: any Store
+    private let cache = Mutex<[String: Schema]>([:])
+
+    init(store: any Store) { self.store = store }
+
+    func schema(_ database: RecordDatabase) async throws -> Schema {
+        try await schema(container: database.container, environment: database.environment)
+    }
+
+    func schema(container: String, environment: RecordDatabase.Environment) async throws -> Schema {
+        let key = "\(container)/\(environment.rawValue)"
+        if let cached = cache.withLock({ $0[key] }) { return cached }
+        let text = try await store.schemaText(container: container, environment: environment.rawValue)
+        let schema = try text.map { try Schema(parsing: $0) } ?? Schema()
+        cache.withLock { $0[key] = schema }
+        return schema
+    }
+
+    /// Replaces a schema with what `update` makes of it, atomically; returns the new schema.
+    @discardableResult
+    func update(
+        container: String, environment: RecordDatabase.Environment, _ update: @escaping @Sendable (Schema) throws -> Schema
+    ) async throws -> Schema {
+        let text = try await store.updateSchemaText(container: container, environment: environment.rawValue) { text in
+            try update(try text.map { try Schema(parsing: $0) } ?? Schema()).text
+        }
+        let schema = try Schema(parsing: text)
+        cache.withLock { $0["\(container)/\(environment.rawValue)"] = schema }
+        return schema
+    }
+
+    /// In development, adds the record types and fields these records use that the schema lacks; the
+    /// first value of a field fixes its type. New fields are QUERYABLE and SORTABLE (and STRINGs
+    /// SEARCHABLE), so queries work on them at once. Production schemas are never changed here.
+    func evolve(_ database: RecordDatabase, for records: [(type: String, fields: [String: FieldValue])]) async throws -> Schema {
+        let schema = try await schema(database)
+        guard database.environment == .development, !Self.additions(schema, records).isEmpty else { return schema }
+        return try await update(container: database.container, environment: .development) { current in
+            var schema = current
+            for (type, fields) in Self.additions(current, records) {
+                var recordType = schema.recordTypes.first { $0.name == type } ?? Schema.RecordType(name: type)
+                recordType.fields += fields
+                if let index = schema.recordTypes.firstIndex(where: { $0.name == type }) {
+                    schema.recordTypes[index] = recordType
+                } else {
+                    schema.recordTypes.append(recordType)
+                }
+            }
+            return schema
+        }
+    }
+
+    /// Types and fields the records use that `schema` does not have, in the order they first appear.
+    private static func additions(_ schema: Schema, _ records: [(type: String, fields: [String: FieldValue])])
+        -> [(type: String, fields: [Schema.Field])]
+    {
+        var additions = [(type: String, fields: [Schema.Field])]()
+        for (type, fields) in records {
+            let known = Set(schema.recordTypes.first { $0.name == type }?.fields.map(\.name) ?? [])
+            let isNewType = !schema.recordTypes.contains { $0.name == type }
+            var index = additions.firstIndex { $0.type == type }
+            if index == nil, isNewType || fields.keys.contains(where: { !known.contains($0) }) {
+                additions.append((type, []))
+                index = additions.count - 1
+            }
+            guard let index else { continue }
+            for (name, value) in fields.sorted(by: { $0.key < $1.key })
+            where !known.contains(name) && !additions[index].fields.contains(where: { $0.name == name }) {
+                additions[index].fields.append(field(name, value))
+            }
+        }
+        return additions
+    }
+
+    private static func field(_ name: String, _ value: FieldValue) -> Schema.Field {
+        let wireType = value.typeName
+        let isList = wireType.hasSuffix("_LIST")
+        let type = isList ? String(wireType.dropLast(5)) : wireType
+        let indexable = type != "BYTES"
+        return Schema.Field(
+            name: name, type: type, isList: isList, queryable: indexable, sortable: indexable && !isList,
+            searchable: type == "STRING")
+    }
+}

@@ -1,0 +1,54 @@
+import Foundation
+import NimbusCore
+import NimbusStore
+
+/// A record as a zone entry's payload holds it. The change tag is not stored: it is the entry's sequence,
+/// which every write advances.
+struct StoredRecord: Codable, Sendable {
+    var recordType: String
+    var fields: [String: FieldValue]
+    var created: RecordWire.Stamp
+    var modified: RecordWire.Stamp
+    var parent: RecordReference?
+
+    static func changeTag(_ sequence: Int64) -> String { String(sequence, radix: 36) }
+
+    func wire(name: String, sequence: Int64, zoneID: ZoneID, desiredKeys: [String]?) -> RecordWire {
+        var record = RecordWire(
+            recordName: name, recordType: recordType, recordChangeTag: Self.changeTag(sequence),
+            fields: desiredKeys.map { keys in fields.filter { keys.contains($0.key) } } ?? fields, zoneID: zoneID)
+        record.created = created
+        record.modified = modified
+        record.parent = parent
+        return record
+    }
+
+    func encoded() throws -> Data { try JSONEncoder().encode(self) }
+
+    init(recordType: String, fields: [String: FieldValue], created: RecordWire.Stamp, modified: RecordWire.Stamp, parent: RecordReference?) {
+        self.recordType = recordType
+        self.fields = fields
+        self.created = created
+        self.modified = modified
+        self.parent = parent
+    }
+
+    init(entry: Entry) throws {
+        self = try JSONDecoder().decode(Self.self, from: entry.payload ?? Data())
+    }
+
+    /// Every reference the record holds, in fields (lists included) and as its parent.
+    var references: [(field: String, reference: RecordReference)] {
+        var found = [(String, RecordReference)]()
+        for (name, value) in fields {
+            switch value {
+            case .reference(let reference): found.append((name, reference))
+            case .list(let values, _):
+                for case .reference(let reference) in values { found.append((name, reference)) }
+            default: break
+            }
+        }
+        if let parent { found.append((RecordIndexer.parentField, parent)) }
+        return found
+    }
+}

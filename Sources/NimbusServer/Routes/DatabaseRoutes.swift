@@ -1,0 +1,39 @@
+import Hummingbird
+import NimbusCore
+
+/// `/database/1/{container}/{environment}/{database}/…`: CloudKit Web Services' record database.
+struct DatabaseRoutes {
+    let service: RecordService
+
+    func register(on router: Router<AppRequestContext>) {
+        let database = router.group("database/1/:container/:environment/:database", context: ServiceRequestContext.self)
+        post(database, "records/modify", RecordsModifyRequest.self, service.modify)
+        post(database, "records/lookup", RecordsLookupRequest.self, service.lookup)
+        post(database, "records/query", RecordsQueryRequest.self, service.query)
+        post(database, "records/changes", RecordsChangesRequest.self, service.recordChanges)
+        database.get("zones/list") { _, context in try await service.listZones(try authorize(context)) }
+        post(database, "zones/lookup", ZonesLookupRequest.self, service.lookupZones)
+        post(database, "zones/modify", ZonesModifyRequest.self, service.modifyZones)
+        post(database, "zones/changes", DatabaseChangesRequest.self, service.databaseChanges)
+        post(database, "changes/database", DatabaseChangesRequest.self, service.databaseChanges)
+        post(database, "changes/zone", ZoneChangesRequest.self, service.zoneChanges)
+        database.get("users/caller") { _, context in service.caller(try authorize(context)) }
+    }
+
+    private func authorize(_ context: ServiceRequestContext) throws -> RecordDatabase {
+        try service.authorize(
+            context, container: context.parameters.require("container"), environment: context.parameters.require("environment"),
+            database: context.parameters.require("database"))
+    }
+
+    /// A POST route: authorize the path, decode the body, answer what the service returns.
+    private func post<Body: Decodable & Sendable, Answer: ResponseEncodable>(
+        _ group: RouterGroup<ServiceRequestContext>, _ path: RouterPath, _ body: Body.Type,
+        _ handler: @escaping @Sendable (RecordDatabase, Body) async throws -> Answer
+    ) {
+        group.post(path) { request, context in
+            let database = try authorize(context)
+            return try await handler(database, try await request.decode(as: Body.self, context: context))
+        }
+    }
+}

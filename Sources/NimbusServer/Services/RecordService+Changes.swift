@@ -1,0 +1,64 @@
+import NimbusCore
+import NimbusStore
+
+extension RecordService {
+    /// `changes/zone`: each zone's records changed since its token, latest state only, deletions as
+    /// `deleted: true`. A zone that fails (unknown, stale token) fails alone.
+    func zoneChanges(_ database: RecordDatabase, _ request: ZoneChangesRequest) async throws -> ZoneChangesResponse {
+        guard (1...Self.maxResults).contains(request.zones.count) else {
+            throw NimbusError.badRequest("zones must name 1 to \(Self.maxResults) zones")
+        }
+        var answer = [ZoneChanges]()
+        for options in request.zones {
+            let zoneID = options.zoneID ?? .defaultZone
+            do {
+                let page = try await changes(
+                    database, zoneID: zoneID, syncToken: options.syncToken, resultsLimit: options.resultsLimit ?? request.resultsLimit,
+                    desiredKeys: options.desiredKeys ?? request.desiredKeys,
+                    desiredRecordTypes: options.desiredRecordTypes ?? request.desiredRecordTypes)
+                answer.append(ZoneChanges(zoneID: page.zoneID, records: page.records, syncToken: page.syncToken, moreComing: page.moreComing))
+            } catch let error as NimbusError where error.code != .accessDenied {
+                answer.append(ZoneChanges(zoneID: zoneID, error: error))
+            }
+        }
+        return ZoneChangesResponse(zones: answer)
+    }
+
+    /// `records/changes`: the older single-zone form.
+    func recordChanges(_ database: RecordDatabase, _ request: RecordsChangesRequest) async throws -> RecordsResponse {
+        let page = try await changes(
+            database, zoneID: request.zoneID, syncToken: request.syncToken, resultsLimit: request.resultsLimit,
+            desiredKeys: request.desiredKeys, desiredRecordTypes: nil)
+        return RecordsResponse(records: page.records.map(RecordResult.record), syncToken: page.syncToken, moreComing: page.moreComing)
+    }
+
+    private func changes(
+        _ database: RecordDatabase, zoneID: ZoneID, syncToken: String?, resultsLimit: Int?, desiredKeys: [String]?,
+        desiredRecordTypes: [String]?
+    ) async throws -> (zoneID: ZoneID, records: [RecordWire], syncToken: String, moreComing: Bool) {
+        let limit = resultsLimit ?? Self.maxResults
+        guard (1...Self.maxResults).contains(limit) else {
+            throw NimbusError.badRequest("resultsLimit must be between 1 and \(Self.maxResults)")
+        }
+        let name = try zoneName(zoneID, in: database)
+        let zone = database.zone(name)
+        let state = try await server.store.zoneState(zone)
+        if state == nil, name != RecordDatabase.defaultZoneName {
+            throw NimbusError(.zoneNotFound, "zone \(name) does not exist")
+        }
+        let since = try syncToken.map { try ChangeToken(encoded: $0).validated(against: state).sequence } ?? 0
+        let page = try await server.store.changes(zone, after: since, limit: limit)
+        let wireZoneID = database.zoneID(name)
+        var records = [RecordWire]()
+        for entry in page.entries {
+            guard entry.payload != nil else {
+                records.append(RecordWire(recordName: entry.key, zoneID: wireZoneID).deleted())
+                continue
+            }
+            let record = try StoredRecord(entry: entry)
+            if let types = desiredRecordTypes, !types.contains(record.recordType) { continue }
+            records.append(record.wire(name: entry.key, sequence: entry.sequence, zoneID: wireZoneID, desiredKeys: desiredKeys))
+        }
+        return (wireZoneID, records, page.token.encoded, page.moreComing)
+    }
+}

@@ -1,0 +1,56 @@
+import NimbusCore
+import NimbusStore
+
+extension RecordService {
+    func query(_ database: RecordDatabase, _ request: RecordsQueryRequest) async throws -> RecordsQueryResponse {
+        let limit = request.resultsLimit ?? Self.maxResults
+        guard (1...Self.maxResults).contains(limit) else {
+            throw NimbusError.badRequest("resultsLimit must be between 1 and \(Self.maxResults)")
+        }
+        let schema = try await schemas.schema(database)
+        guard let recordType = schema.recordTypes.first(where: { $0.name == request.query.recordType }) else {
+            throw NimbusError.badRequest("record type \(request.query.recordType) is not in this environment's schema")
+        }
+        let planner = QueryPlanner(recordType: recordType)
+        var conditions = [IndexCondition]()
+        for filter in request.query.filterBy ?? [] { conditions += try planner.conditions(filter) }
+        var sort = [IndexSort]()
+        for key in request.query.sortBy ?? [] { sort.append(try planner.sort(key)) }
+        let offset = try request.continuationMarker.map(Self.offset(marker:)) ?? 0
+
+        var zones: [ZoneKey]
+        if request.zoneWide == true, request.zoneID == nil {
+            zones = try await server.store.zones(accountID: database.callerID, service: database.service).map { database.zone($0.name) }
+        } else {
+            let name = try zoneName(request.zoneID, in: database)
+            zones = [database.zone(name)]
+            if name != RecordDatabase.defaultZoneName, try await server.store.zoneState(zones[0]) == nil {
+                throw NimbusError(.zoneNotFound, "zone \(name) does not exist")
+            }
+        }
+        let matches = try await server.store.query(
+            IndexQuery(zones: zones, kind: recordType.name, conditions: conditions, sort: sort, offset: offset, limit: limit + 1))
+        let records = try matches.prefix(limit).map { match in
+            RecordResult.record(
+                try StoredRecord(entry: match.entry).wire(
+                    name: match.entry.key, sequence: match.entry.sequence, zoneID: database.zoneID(match.zone.name),
+                    desiredKeys: request.desiredKeys))
+        }
+        return RecordsQueryResponse(records: records, continuationMarker: matches.count > limit ? Self.marker(offset: offset + limit) : nil)
+    }
+
+    /// Continuation markers are positions in the query's order, as CloudKit's cursors are: resending the
+    /// query with one continues after the records already returned.
+    static func marker(offset: Int) -> String { Base64URL.encode("q1.\(offset)".utf8) }
+
+    static func offset(marker: String) throws(NimbusError) -> Int {
+        guard marker.utf8.count <= 64, let bytes = Base64URL.decode(marker) else {
+            throw .badRequest("continuationMarker is not one this server issued")
+        }
+        let parts = String(decoding: bytes, as: UTF8.self).split(separator: ".")
+        guard parts.count == 2, parts[0] == "q1", let offset = Int(parts[1]), offset >= 0 else {
+            throw .badRequest("continuationMarker is not one this server issued")
+        }
+        return offset
+    }
+}

@@ -1,0 +1,94 @@
+import NimbusCore
+import NimbusStore
+
+extension RecordService {
+    /// Every zone of the database; the default zone always exists.
+    func listZones(_ database: RecordDatabase) async throws -> ZonesResponse {
+        let zones = try await server.store.zones(accountID: database.callerID, service: database.service)
+        var answer = [ZoneResult]()
+        if !zones.contains(where: { $0.name == RecordDatabase.defaultZoneName }) {
+            answer.append(.zone(ZoneWire(zoneID: database.zoneID(RecordDatabase.defaultZoneName), atomic: false)))
+        }
+        answer += zones.map { .zone(wire($0.name, $0.state, database)) }
+        return ZonesResponse(zones: answer)
+    }
+
+    func lookupZones(_ database: RecordDatabase, _ request: ZonesLookupRequest) async throws -> ZonesResponse {
+        guard (1...Self.maxResults).contains(request.zones.count) else {
+            throw NimbusError.badRequest("zones must name 1 to \(Self.maxResults) zones")
+        }
+        var answer = [ZoneResult]()
+        for zone in request.zones {
+            let name = try zoneName(zone.zoneID, in: database)
+            if let state = try await server.store.zoneState(database.zone(name)) {
+                answer.append(.zone(wire(name, state, database)))
+            } else if name == RecordDatabase.defaultZoneName {
+                answer.append(.zone(ZoneWire(zoneID: database.zoneID(name), atomic: false)))
+            } else {
+                answer.append(.failure(ZoneError(zoneID: zone.zoneID, error: NimbusError(.zoneNotFound, "zone \(name) does not exist"))))
+            }
+        }
+        return ZonesResponse(zones: answer)
+    }
+
+    /// Creates and deletes zones in order. Creating a zone that exists answers the zone, as saving one
+    /// does natively; deleting a zone deletes its records.
+    func modifyZones(_ database: RecordDatabase, _ request: ZonesModifyRequest) async throws -> ZonesResponse {
+        guard (1...Self.maxOperations).contains(request.operations.count) else {
+            throw NimbusError.badRequest("operations must hold 1 to \(Self.maxOperations) operations")
+        }
+        let names = try request.operations.map { try zoneName($0.zone.zoneID, in: database) }
+        guard Set(names).count == names.count else {
+            throw NimbusError.badRequest("a zone appears in more than one operation; send one operation per zone")
+        }
+        var answer = [ZoneResult]()
+        for (operation, name) in zip(request.operations, names) {
+            let zone = database.zone(name)
+            guard name != RecordDatabase.defaultZoneName else {
+                answer.append(
+                    .failure(ZoneError(zoneID: operation.zone.zoneID, error: .badRequest("the default zone cannot be created or deleted"))))
+                continue
+            }
+            do {
+                switch operation.operationType {
+                case .create:
+                    let state: ZoneState
+                    do {
+                        state = try await server.store.createZone(zone)
+                    } catch StoreError.duplicate {
+                        guard let existing = try await server.store.zoneState(zone) else { throw StoreError.missing(name) }
+                        state = existing
+                    }
+                    answer.append(.zone(wire(name, state, database)))
+                case .delete:
+                    try await server.store.deleteZone(zone)
+                    answer.append(.zone(ZoneWire(zoneID: database.zoneID(name), deleted: true)))
+                }
+                server.push.publish(to: database.callerID, PushMessage(type: .zoneMoved, zone: zone.address, sequence: 0))
+            } catch StoreError.missing {
+                answer.append(.failure(ZoneError(zoneID: operation.zone.zoneID, error: NimbusError(.zoneNotFound, "zone \(name) does not exist"))))
+            }
+        }
+        return ZonesResponse(zones: answer)
+    }
+
+    /// Zones created, changed or deleted since a database token.
+    func databaseChanges(_ database: RecordDatabase, _ request: DatabaseChangesRequest) async throws -> DatabaseChangesResponse {
+        let limit = request.resultsLimit ?? Self.maxResults
+        guard (1...Self.maxResults).contains(limit) else {
+            throw NimbusError.badRequest("resultsLimit must be between 1 and \(Self.maxResults)")
+        }
+        let since = try request.syncToken.map { try DatabaseChangeToken(encoded: $0).sequence } ?? 0
+        let page = try await server.store.zoneChanges(accountID: database.callerID, service: database.service, after: since, limit: limit)
+        guard since <= page.sequence else {
+            throw NimbusError(.changeTokenExpired, "syncToken is ahead of this database's history; fetch again without a token")
+        }
+        return DatabaseChangesResponse(
+            zones: page.changes.map { ZoneWire(zoneID: database.zoneID($0.name), deleted: $0.deleted ? true : nil) },
+            syncToken: DatabaseChangeToken(sequence: page.sequence).encoded, moreComing: page.moreComing)
+    }
+
+    private func wire(_ name: String, _ state: ZoneState, _ database: RecordDatabase) -> ZoneWire {
+        ZoneWire(zoneID: database.zoneID(name), syncToken: state.token.encoded, atomic: name != RecordDatabase.defaultZoneName)
+    }
+}

@@ -1,0 +1,164 @@
+import Foundation
+import NimbusCore
+import NimbusStore
+
+/// The CloudKit-style record database: records, queries and change feeds of `/database/1/…`.
+struct RecordService: Sendable {
+    let server: ServerState
+    var schemas: SchemaRegistry { server.schemas }
+
+    static let maxOperations = 200
+    static let maxResults = 200
+
+    /// Checks the path against the caller's credentials: the API token must be for this container and
+    /// its app entitled to it; the private database is the caller's own.
+    func authorize(_ context: ServiceRequestContext, container: String, environment: String, database: String) throws
+        -> RecordDatabase
+    {
+        let (token, app) = (context.appCredential.token, context.appCredential.app)
+        guard token.containerID == container else {
+            throw NimbusError.accessDenied("the API token is for container \(token.containerID), not \(container)")
+        }
+        guard app.containers.contains(container) else {
+            throw NimbusError.accessDenied(
+                "container \(container) is not in app \(app.bundleID)'s entitlements; add it with `nimbus admin entitle`")
+        }
+        guard let environment = RecordDatabase.Environment(rawValue: environment) else {
+            throw NimbusError.badRequest("environment must be development or production, not \(environment)")
+        }
+        guard let scope = RecordDatabase.Scope(rawValue: database) else {
+            throw NimbusError.badRequest("database must be private, public or shared, not \(database)")
+        }
+        guard scope == .private else {
+            throw NimbusError.badRequest("the \(scope.rawValue) database is not available on this server yet; use private")
+        }
+        return RecordDatabase(
+            container: container, environment: environment, scope: scope, callerID: context.session.accountID,
+            deviceID: context.session.deviceID)
+    }
+
+    /// The zone a request names; another user's zone is refused, since the private database is the caller's.
+    func zoneName(_ zoneID: ZoneID?, in database: RecordDatabase) throws -> String {
+        guard let zoneID else { return RecordDatabase.defaultZoneName }
+        if let owner = zoneID.ownerRecordName, owner != database.callerID, owner != "__defaultOwner__" {
+            throw NimbusError.accessDenied("zone \(zoneID.zoneName) belongs to another user; the private database holds only yours")
+        }
+        if zoneID.zoneName != RecordDatabase.defaultZoneName { try Identifiers.validateZoneName(zoneID.zoneName) }
+        return zoneID.zoneName
+    }
+
+    func modify(_ database: RecordDatabase, _ request: RecordsModifyRequest) async throws -> RecordsResponse {
+        guard (1...Self.maxOperations).contains(request.operations.count) else {
+            throw NimbusError.badRequest("operations must hold 1 to \(Self.maxOperations) operations; split larger batches")
+        }
+        let zoneName = try zoneName(request.zoneID, in: database)
+        let zone = database.zone(zoneName)
+        let isDefaultZone = zoneName == RecordDatabase.defaultZoneName
+        var operations = [PreparedOperation]()
+        var names = Set<String>()
+        for operation in request.operations {
+            let name = operation.record.recordName ?? (operation.operationType == .create ? UUIDString.random() : "")
+            guard !name.isEmpty else {
+                throw NimbusError.badRequest("\(operation.operationType.rawValue) needs the record's recordName")
+            }
+            try Identifiers.validateRecordName(name)
+            if let type = operation.record.recordType { try Identifiers.validateSchemaName(type, what: "recordType") }
+            for field in operation.record.fields?.keys ?? [:].keys { try Identifiers.validateSchemaName(field, what: "field name") }
+            guard names.insert(name).inserted else {
+                throw NimbusError.badRequest("record \(name) appears in more than one operation; send one operation per record")
+            }
+            operations.append(PreparedOperation(type: operation.operationType, name: name, record: operation.record))
+        }
+        let schema = try await schemas.evolve(database, for: try await typedFields(operations, zone: zone))
+        let stamp = RecordWire.Stamp(
+            timestamp: server.configuration.now().milliseconds, userRecordName: database.callerID, deviceID: database.deviceID)
+        let writer = (schema: schema, stamp: stamp, zoneID: database.zoneID(zoneName), desiredKeys: request.desiredKeys)
+        let atomic = !isDefaultZone && (request.atomic ?? true)
+        let prepared = operations
+        let results: [RecordResult]
+        do {
+            (results, _) = try await server.store.transact(zone, creating: isDefaultZone) { transaction in
+                let writer = RecordWriter(
+                    transaction: transaction, schema: writer.schema, stamp: writer.stamp, zoneID: writer.zoneID,
+                    desiredKeys: writer.desiredKeys)
+                var results = [RecordResult]()
+                for operation in prepared {
+                    do {
+                        results.append(.record(try writer.apply(operation)))
+                    } catch let failure as OperationFailure {
+                        results.append(.failure(RecordError(recordName: operation.name, error: failure.error, serverRecord: failure.serverRecord)))
+                        if atomic { throw AtomicBatchFailure(results: results, operations: prepared) }
+                    }
+                }
+                return results
+            }
+        } catch let failure as AtomicBatchFailure {
+            return RecordsResponse(records: failure.answer)
+        } catch StoreError.missing {
+            throw NimbusError(.zoneNotFound, "zone \(zoneName) does not exist; create it with zones/modify")
+        }
+        if results.contains(where: { if case .record = $0 { true } else { false } }), let state = try await server.store.zoneState(zone) {
+            server.push.publish(to: database.callerID, PushMessage(type: .zoneMoved, zone: zone.address, sequence: state.sequence))
+        }
+        return RecordsResponse(records: results)
+    }
+
+    /// The (type, fields) each operation saves, for extending a development schema before the write.
+    /// Updates that do not name their type take it from the stored record.
+    private func typedFields(_ operations: [PreparedOperation], zone: ZoneKey) async throws -> [(type: String, fields: [String: FieldValue])] {
+        let untyped = operations.filter { $0.record.recordType == nil && !($0.record.fields ?? [:]).isEmpty }.map(\.name)
+        var storedTypes = [String: String]()
+        for entry in try await server.store.entries(zone, keys: untyped) where entry.payload != nil {
+            storedTypes[entry.key] = try StoredRecord(entry: entry).recordType
+        }
+        return operations.compactMap { operation in
+            guard operation.type != .delete, operation.type != .forceDelete,
+                let type = operation.record.recordType ?? storedTypes[operation.name]
+            else { return nil }
+            return (type, operation.record.fields ?? [:])
+        }
+    }
+
+    func lookup(_ database: RecordDatabase, _ request: RecordsLookupRequest) async throws -> RecordsResponse {
+        guard (1...Self.maxResults).contains(request.records.count) else {
+            throw NimbusError.badRequest("records must name 1 to \(Self.maxResults) records")
+        }
+        for item in request.records { try Identifiers.validateRecordName(item.recordName) }
+        let zoneName = try zoneName(request.zoneID, in: database)
+        let zone = database.zone(zoneName)
+        let entries = try await server.store.entries(zone, keys: request.records.map(\.recordName))
+        if entries.isEmpty, zoneName != RecordDatabase.defaultZoneName, try await server.store.zoneState(zone) == nil {
+            throw NimbusError(.zoneNotFound, "zone \(zoneName) does not exist")
+        }
+        let found = Dictionary(entries.map { ($0.key, $0) }, uniquingKeysWith: { first, _ in first })
+        return RecordsResponse(
+            records: try request.records.map { item in
+                guard let entry = found[item.recordName], entry.payload != nil else {
+                    return .failure(RecordError(recordName: item.recordName, error: .notFound("record \(item.recordName) does not exist")))
+                }
+                return .record(
+                    try StoredRecord(entry: entry).wire(
+                        name: entry.key, sequence: entry.sequence, zoneID: database.zoneID(zoneName),
+                        desiredKeys: item.desiredKeys ?? request.desiredKeys))
+            })
+    }
+
+    func caller(_ database: RecordDatabase) -> UsersResponse {
+        UsersResponse(users: [UserIdentity(userRecordName: database.callerID)])
+    }
+}
+
+/// An atomic batch failed: the failing item keeps its error, every other item becomes `ATOMIC_ERROR`.
+private struct AtomicBatchFailure: Error {
+    var answer: [RecordResult]
+
+    init(results: [RecordResult], operations: [PreparedOperation]) {
+        answer = operations.enumerated().map { index, operation in
+            if index < results.count, case .failure = results[index] { return results[index] }
+            return .failure(
+                RecordError(
+                    recordName: operation.name,
+                    error: NimbusError(.atomicError, "not saved: another operation of this atomic batch failed")))
+        }
+    }
+}

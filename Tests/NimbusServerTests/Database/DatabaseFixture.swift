@@ -1,0 +1,64 @@
+import Foundation
+import NIOHTTP1
+import NimbusCore
+import NimbusKit
+import NimbusServer
+import NimbusTesting
+import Testing
+
+/// A server with one app and a signed-in user, spoken to as a CloudKit web client does: credentials as
+/// `ckAPIToken` / `ckWebAuthToken` query parameters, JSON bodies.
+struct DatabaseFixture {
+    let server: TestServer
+    let app: TestServer.SeededApp
+    let ann: NimbusSession
+
+    static func make() async throws -> DatabaseFixture {
+        let server = try await TestServer.start()
+        let app = try await server.seedApp()
+        let ann = try await server.signIn(email: "ann@example.com", device: "phone")
+        return DatabaseFixture(server: server, app: app, ann: ann)
+    }
+
+    func path(_ operation: String, environment: String = "development", database: String = "private", session: NimbusSession? = nil) -> String {
+        let token = (session ?? ann).sessionToken.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
+        return "/database/1/\(app.container)/\(environment)/\(database)/\(operation)?ckAPIToken=\(app.apiToken)&ckWebAuthToken=\(token)"
+    }
+
+    func post(_ operation: String, _ json: String, environment: String = "development", session: NimbusSession? = nil) async throws
+        -> RawResponse
+    {
+        try await server.request(
+            .POST, path(operation, environment: environment, session: session), headers: [("Content-Type", "text/plain")],
+            body: Data(json.utf8))
+    }
+
+    func get(_ operation: String, environment: String = "development", session: NimbusSession? = nil) async throws -> RawResponse {
+        try await server.request(.GET, path(operation, environment: environment, session: session))
+    }
+
+    /// Posts `records/modify` and returns the per-item answers.
+    func modify(_ json: String, environment: String = "development", session: NimbusSession? = nil) async throws -> [RecordResult] {
+        let response = try await post("records/modify", json, environment: environment, session: session)
+        #expect(response.status == 200, "\(String(decoding: response.body, as: UTF8.self))")
+        return try response.decode(RecordsResponse.self).records
+    }
+
+    func query(_ json: String, environment: String = "development") async throws -> RecordsQueryResponse {
+        let response = try await post("records/query", json, environment: environment)
+        #expect(response.status == 200, "\(String(decoding: response.body, as: UTF8.self))")
+        return try response.decode(RecordsQueryResponse.self)
+    }
+
+    func stop() async { await server.stop() }
+}
+
+extension RecordResult {
+    var record: RecordWire? { if case .record(let record) = self { record } else { nil } }
+    var failure: RecordError? { if case .failure(let failure) = self { failure } else { nil } }
+}
+
+extension Array where Element == RecordResult {
+    var names: [String?] { map { $0.record?.recordName } }
+    var codes: [ErrorCode?] { map { $0.failure?.serverErrorCode } }
+}
