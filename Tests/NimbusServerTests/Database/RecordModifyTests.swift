@@ -1,0 +1,140 @@
+import Foundation
+import NimbusCore
+import NimbusTesting
+import Testing
+
+/// Each `records/modify` operation type, change tags, conflicts and atomic batches.
+@Suite struct RecordModifyTests {
+    static func op(_ type: String, _ name: String, tag: String? = nil, recordType: String? = "Items", fields: String? = nil) -> String {
+        var record = [#""recordName":"\#(name)""#]
+        if let recordType { record.append(#""recordType":"\#(recordType)""#) }
+        if let tag { record.append(#""recordChangeTag":"\#(tag)""#) }
+        if let fields { record.append(#""fields":{\#(fields)}"#) }
+        return #"{"operationType":"\#(type)","record":{\#(record.joined(separator: ","))}}"#
+    }
+
+    static func batch(_ operations: String..., zone: String? = nil, atomic: Bool? = nil) -> String {
+        var body = [#""operations":[\#(operations.joined(separator: ","))]"#]
+        if let zone { body.append(#""zoneID":{"zoneName":"\#(zone)"}"#) }
+        if let atomic { body.append(#""atomic":\#(atomic)"#) }
+        return "{" + body.joined(separator: ",") + "}"
+    }
+
+    @Test func everyOperationType() async throws {
+        let fixture = try await DatabaseFixture.make()
+        defer { Task { await fixture.stop() } }
+        let created = try await fixture.modify(Self.batch(Self.op("create", "a", fields: #""name":{"value":"milk"},"number":{"value":1}"#)))
+        let tag = try #require(created[0].record?.recordChangeTag)
+        #expect(try await fixture.modify(Self.batch(Self.op("create", "a"))).codes == [.exists])
+
+        // update merges the fields it names; the tag moves.
+        let updated = try await fixture.modify(Self.batch(Self.op("update", "a", tag: tag, recordType: nil, fields: #""number":{"value":2}"#)))
+        let record = try #require(updated[0].record)
+        #expect(record.fields == ["name": .string("milk"), "number": .int64(2)])
+        #expect(record.recordChangeTag != tag)
+        #expect(record.created == created[0].record?.created)
+
+        // A stale tag is a conflict that carries the server's record.
+        let stale = try await fixture.modify(Self.batch(Self.op("update", "a", tag: tag, recordType: nil, fields: #""number":{"value":9}"#)))
+        #expect(stale.codes == [.conflict])
+        #expect(stale[0].failure?.serverRecord?.fields?["number"] == .int64(2))
+        #expect(stale[0].failure?.serverRecord?.recordChangeTag == record.recordChangeTag)
+        #expect(try await fixture.modify(Self.batch(Self.op("update", "a", recordType: nil, fields: #""number":{"value":9}"#))).codes == [.conflict])
+
+        // forceUpdate ignores the tag; replace drops fields it does not name.
+        let forced = try await fixture.modify(Self.batch(Self.op("forceUpdate", "a", recordType: nil, fields: #""number":{"value":3}"#)))
+        #expect(forced[0].record?.fields == ["name": .string("milk"), "number": .int64(3)])
+        let replaced = try await fixture.modify(
+            Self.batch(Self.op("replace", "a", tag: forced[0].record?.recordChangeTag, fields: #""number":{"value":4}"#)))
+        #expect(replaced[0].record?.fields == ["number": .int64(4)])
+
+        // The force variants create missing records; the others do not.
+        #expect(try await fixture.modify(Self.batch(Self.op("update", "b", tag: "1", fields: #""number":{"value":1}"#))).codes == [.notFound])
+        #expect(try await fixture.modify(Self.batch(Self.op("replace", "b", tag: "1"))).codes == [.notFound])
+        #expect(try await fixture.modify(Self.batch(Self.op("forceReplace", "b", fields: #""name":{"value":"x"}"#))).codes == [nil])
+        #expect(try await fixture.modify(Self.batch(Self.op("forceUpdate", "c", fields: #""name":{"value":"y"}"#))).codes == [nil])
+
+        // delete checks the tag, forceDelete does not; both need the record to exist.
+        #expect(try await fixture.modify(Self.batch(Self.op("delete", "a", tag: tag))).codes == [.conflict])
+        let deleted = try await fixture.modify(Self.batch(Self.op("delete", "a", tag: replaced[0].record?.recordChangeTag)))
+        #expect(deleted[0].record?.deleted == true)
+        #expect(try await fixture.modify(Self.batch(Self.op("forceDelete", "b"))).codes == [nil])
+        #expect(try await fixture.modify(Self.batch(Self.op("forceDelete", "b"))).codes == [.notFound])
+    }
+
+    @Test func aCreateWithoutANameGetsAUUID() async throws {
+        let fixture = try await DatabaseFixture.make()
+        defer { Task { await fixture.stop() } }
+        let created = try await fixture.modify(#"{"operations":[{"operationType":"create","record":{"recordType":"Items"}}]}"#)
+        let name = try #require(created[0].record?.recordName)
+        #expect(UUID(uuidString: name) != nil)
+    }
+
+    @Test func atomicBatchesInCustomZonesFailWhole() async throws {
+        let fixture = try await DatabaseFixture.make()
+        defer { Task { await fixture.stop() } }
+        let zone = try await fixture.post("zones/modify", #"{"operations":[{"operationType":"create","zone":{"zoneID":{"zoneName":"Lists"}}}]}"#)
+        #expect(zone.status == 200)
+        _ = try await fixture.modify(Self.batch(Self.op("create", "taken"), zone: "Lists"))
+        let before = try await fixture.post("changes/zone", #"{"zones":[{"zoneID":{"zoneName":"Lists"}}]}"#).decode(ZoneChangesResponse.self)
+
+        let atomic = try await fixture.modify(Self.batch(Self.op("create", "new1"), Self.op("create", "taken"), Self.op("create", "new2"), zone: "Lists"))
+        #expect(atomic.codes == [.atomicError, .exists, .atomicError])
+        let after = try await fixture.post("changes/zone", #"{"zones":[{"zoneID":{"zoneName":"Lists"}}]}"#).decode(ZoneChangesResponse.self)
+        #expect(after.zones[0].syncToken == before.zones[0].syncToken)
+        #expect(after.zones[0].records?.compactMap(\.recordName) == ["taken"])
+
+        let separate = try await fixture.modify(
+            Self.batch(Self.op("create", "new1"), Self.op("create", "taken"), Self.op("create", "new2"), zone: "Lists", atomic: false))
+        #expect(separate.codes == [nil, .exists, nil])
+        // The default zone saves record by record whatever `atomic` says.
+        let defaultZone = try await fixture.modify(Self.batch(Self.op("create", "d1"), Self.op("create", "d1x"), atomic: true))
+        #expect(defaultZone.codes == [nil, nil])
+        #expect(try await fixture.modify(Self.batch(Self.op("create", "d2"), Self.op("create", "d1"))).codes == [nil, .exists])
+    }
+
+    @Test func validatingReferences() async throws {
+        let fixture = try await DatabaseFixture.make()
+        defer { Task { await fixture.stop() } }
+        let reference = #""list":{"value":{"recordName":"groceries","action":"VALIDATE"},"type":"REFERENCE"}"#
+        #expect(try await fixture.modify(Self.batch(Self.op("create", "i1", fields: reference))).codes == [.validatingReferenceError])
+        // Target and referrer in one batch, target first: accepted.
+        let both = try await fixture.modify(Self.batch(Self.op("create", "groceries", recordType: "Lists"), Self.op("create", "i1", fields: reference)))
+        #expect(both.codes == [nil, nil])
+        #expect(try await fixture.modify(Self.batch(Self.op("forceDelete", "groceries"))).codes == [.validatingReferenceError])
+        #expect(try await fixture.modify(Self.batch(Self.op("forceDelete", "i1"), Self.op("forceDelete", "groceries"))).codes == [nil, nil])
+    }
+
+    @Test func deleteSelfCascadesThroughChainsInOneTransaction() async throws {
+        let fixture = try await DatabaseFixture.make()
+        defer { Task { await fixture.stop() } }
+        func child(_ name: String, of parent: String) -> String {
+            Self.op("create", name, recordType: "Nodes", fields: #""up":{"value":{"recordName":"\#(parent)","action":"DELETE_SELF"},"type":"REFERENCE"}"#)
+        }
+        _ = try await fixture.modify(
+            Self.batch(Self.op("create", "root", recordType: "Nodes"), child("a", of: "root"), child("b", of: "a"), child("c", of: "b"), Self.op("create", "other", recordType: "Nodes")))
+        _ = try await fixture.modify(Self.batch(Self.op("forceDelete", "root")))
+        let lookup = try await fixture.post("records/lookup", #"{"records":[{"recordName":"a"},{"recordName":"c"},{"recordName":"other"}]}"#)
+            .decode(RecordsResponse.self).records
+        #expect(lookup.codes == [.notFound, .notFound, nil])
+    }
+
+    @Test func limitsAndMalformedOperations() async throws {
+        let fixture = try await DatabaseFixture.make()
+        defer { Task { await fixture.stop() } }
+        let big = String(repeating: "x", count: 1_000_001)
+        let oversized = try await fixture.modify(Self.batch(Self.op("create", "big", fields: #""name":{"value":"\#(big)"}"#)))
+        #expect(oversized.codes == [.requestTooLarge])
+        let many = (0...200).map { Self.op("create", "r\($0)") }.joined(separator: ",")
+        #expect(try await fixture.post("records/modify", #"{"operations":[\#(many)]}"#).errorCode == .badRequest)
+        #expect(try await fixture.post("records/modify", #"{"operations":[]}"#).errorCode == .badRequest)
+        #expect(try await fixture.post("records/modify", Self.batch(Self.op("create", "x"), Self.op("forceDelete", "x"))).errorCode == .badRequest)
+        #expect(try await fixture.post("records/modify", #"{"operations":[{"operationType":"explode","record":{}}]}"#).errorCode == .badRequest)
+        #expect(try await fixture.post("records/modify", #"{"operations":[{"operationType":"create","record":{"recordType":"Bad Type"}}]}"#).errorCode == .badRequest)
+        #expect(try await fixture.post("records/modify", "{not json").errorCode == .badRequest)
+        #expect(try await fixture.post("records/modify", Self.batch(Self.op("update", "a"))).errorCode == nil)
+        // Nothing above was saved.
+        let all = try await fixture.query(#"{"query":{"recordType":"Items"}}"#)
+        #expect(all.records.isEmpty)
+    }
+}
