@@ -1,0 +1,36 @@
+import Foundation
+import NimbusCore
+
+/// An app's container: its databases, as the signed-in user sees them (CloudKit's `CKContainer`).
+///
+/// ```swift
+/// let container = CloudContainer(identifier: "iCloud.com.example.Cloudy", session: session, apiToken: token)
+/// let lists = try await container.privateCloudDatabase.records(matching: Query(recordType: "Lists"))
+/// ```
+public struct CloudContainer: Sendable {
+    public enum Environment: String, Sendable { case development, production }
+
+    public let identifier: String
+    public let environment: Environment
+    let client: NimbusClient
+
+    public init(identifier: String, session: NimbusSession, apiToken: String, environment: Environment = .development) {
+        self.identifier = identifier
+        self.environment = environment
+        self.client = NimbusClient(session: session, apiToken: apiToken)
+    }
+
+    /// The signed-in user's own records.
+    public var privateCloudDatabase: CloudDatabase { CloudDatabase(container: self, scope: .private) }
+    /// Records every user of the app can read.
+    public var publicCloudDatabase: CloudDatabase { CloudDatabase(container: self, scope: .public) }
+    /// Zones other users shared with the signed-in user.
+    public var sharedCloudDatabase: CloudDatabase { CloudDatabase(container: self, scope: .shared) }
+
+    /// The signed-in user's record name.
+    public func userRecordName() async throws -> String {
+        let response: UsersResponse = try await client.send(.GET, privateCloudDatabase.path("users/caller"))
+        guard let user = response.users.first else { throw NimbusError(.internalError, "the server named no caller") }
+        return user.userRecordName
+    }
+}

@@ -1,0 +1,258 @@
+import Foundation
+import NIOHTTP1
+import NimbusCore
+
+/// One database of a container (CloudKit's `CKDatabase`): records, queries, zones and change feeds.
+public struct CloudDatabase: Sendable {
+    public enum Scope: String, Sendable { case `private`, `public`, shared }
+
+    /// How a save treats the server's copy (CloudKit's `CKModifyRecordsOperation.RecordSavePolicy`).
+    public enum SavePolicy: Sendable {
+        /// Save only if the server's record is the one fetched (its change tag); conflicts otherwise.
+        case ifServerRecordUnchanged
+        /// Overwrite the keys changed locally, whatever the server holds; keep the others.
+        case changedKeys
+        /// Overwrite every key with the local values.
+        case allKeys
+    }
+
+    public let container: CloudContainer
+    public let scope: Scope
+
+    func path(_ operation: String) -> String {
+        "/database/1/\(container.identifier)/\(container.environment.rawValue)/\(scope.rawValue)/\(operation)"
+    }
+
+    private func post<Body: Encodable, Answer: Decodable>(_ operation: String, _ body: Body) async throws -> Answer {
+        try await container.client.send(.POST, path(operation), body: body)
+    }
+
+    // MARK: Records
+
+    /// Saves one record; a new record is created, a fetched one updated if the server still has that version.
+    public func save(_ record: Record) async throws -> Record {
+        let (saved, _) = try await modifyRecords(saving: [record], deleting: [])
+        return try saved[record.recordID]!.get()
+    }
+
+    public func record(for recordID: RecordID, desiredKeys: [String]? = nil) async throws -> Record {
+        try await records(for: [recordID], desiredKeys: desiredKeys)[recordID]!.get()
+    }
+
+    /// Fetches records by ID (all of one zone per request, as the wire protocol addresses zones).
+    public func records(for recordIDs: [RecordID], desiredKeys: [String]? = nil) async throws -> [RecordID: Result<Record, any Error>] {
+        var results = [RecordID: Result<Record, any Error>]()
+        for (zoneID, ids) in Dictionary(grouping: recordIDs, by: \.zoneID) {
+            for chunk in ids.chunked(RecordLimits.maxOperations) {
+                let answer: RecordsResponse = try await post(
+                    "records/lookup",
+                    RecordsLookupRequest(records: chunk.map { .init(recordName: $0.recordName) }, zoneID: zoneID.wire, desiredKeys: desiredKeys))
+                for (id, item) in zip(chunk, answer.records) {
+                    results[id] = Result { try Self.record(item, zoneID: zoneID) }
+                }
+            }
+        }
+        return results
+    }
+
+    @discardableResult
+    public func deleteRecord(withID recordID: RecordID) async throws -> RecordID {
+        let (_, deleted) = try await modifyRecords(saving: [], deleting: [recordID])
+        try deleted[recordID]!.get()
+        return recordID
+    }
+
+    /// Saves and deletes records, grouped per zone; in custom zones `atomically` makes each zone's batch
+    /// all-or-nothing. A conflict under `ifServerRecordUnchanged` is a `RecordConflictError`.
+    public func modifyRecords(
+        saving: [Record], deleting: [RecordID], savePolicy: SavePolicy = .ifServerRecordUnchanged, atomically: Bool = true
+    ) async throws -> (saveResults: [RecordID: Result<Record, any Error>], deleteResults: [RecordID: Result<Void, any Error>]) {
+        var saveResults = [RecordID: Result<Record, any Error>]()
+        var deleteResults = [RecordID: Result<Void, any Error>]()
+        let zones = Set(saving.map(\.recordID.zoneID) + deleting.map(\.zoneID))
+        for zoneID in zones.sorted(by: { $0.zoneName < $1.zoneName }) {
+            let items: [(Record?, RecordID)] =
+                saving.filter { $0.recordID.zoneID == zoneID }.map { ($0, $0.recordID) }
+                + deleting.filter { $0.zoneID == zoneID }.map { (nil, $0) }
+            for chunk in items.chunked(RecordLimits.maxOperations) {
+                let operations = chunk.map { record, id in
+                    record.map { Self.operation(saving: $0, policy: savePolicy) }
+                        ?? RecordOperation(.forceDelete, RecordWire(recordName: id.recordName))
+                }
+                let answer: RecordsResponse = try await post(
+                    "records/modify", RecordsModifyRequest(operations: operations, zoneID: zoneID.wire, atomic: atomically))
+                for ((record, id), item) in zip(chunk, answer.records) {
+                    if let record {
+                        saveResults[id] = Result { try Self.saved(item, from: record, zoneID: zoneID) }
+                    } else {
+                        deleteResults[id] = Result {
+                            if case .failure(let failure) = item { throw Self.error(failure) }
+                        }
+                    }
+                }
+            }
+        }
+        return (saveResults, deleteResults)
+    }
+
+    private static func operation(saving record: Record, policy: SavePolicy) -> RecordOperation {
+        switch policy {
+        case .ifServerRecordUnchanged:
+            record.recordChangeTag == nil
+                ? RecordOperation(.create, record.wire(onlyChangedKeys: false))
+                : RecordOperation(.update, record.wire(onlyChangedKeys: true))
+        case .changedKeys: RecordOperation(.forceUpdate, record.wire(onlyChangedKeys: record.recordChangeTag != nil))
+        case .allKeys: RecordOperation(.forceUpdate, record.wire(onlyChangedKeys: false))
+        }
+    }
+
+    private static func saved(_ item: RecordResult, from record: Record, zoneID: RecordZoneID) throws -> Record {
+        switch item {
+        case .record(let wire): return try Record(wire: wire, zoneID: zoneID)
+        case .failure(let failure):
+            if failure.serverErrorCode == .conflict, let server = failure.serverRecord {
+                throw RecordConflictError(
+                    serverRecord: try Record(wire: server, zoneID: zoneID), clientRecord: record, ancestorRecord: record.ancestor,
+                    underlying: error(failure))
+            }
+            throw error(failure)
+        }
+    }
+
+    private static func record(_ item: RecordResult, zoneID: RecordZoneID) throws -> Record {
+        switch item {
+        case .record(let wire): try Record(wire: wire, zoneID: zoneID)
+        case .failure(let failure): throw error(failure)
+        }
+    }
+
+    static func error(_ failure: RecordError) -> NimbusError {
+        NimbusError(failure.serverErrorCode, failure.reason, retryAfter: failure.retryAfter, uuid: failure.uuid)
+    }
+
+    // MARK: Queries
+
+    /// The first page of a query's results, and a cursor when more match.
+    public func records(
+        matching query: Query, inZoneWith zoneID: RecordZoneID? = nil, desiredKeys: [String]? = nil, resultsLimit: Int? = nil
+    ) async throws -> (matchResults: [Record], cursor: QueryCursor?) {
+        try await page(query, zoneID: zoneID, desiredKeys: desiredKeys, resultsLimit: resultsLimit, marker: nil)
+    }
+
+    public func records(continuingMatchFrom cursor: QueryCursor) async throws -> (matchResults: [Record], cursor: QueryCursor?) {
+        try await page(cursor.query, zoneID: cursor.zoneID, desiredKeys: cursor.desiredKeys, resultsLimit: cursor.resultsLimit, marker: cursor.marker)
+    }
+
+    /// Every record a query matches, page after page.
+    public func allRecords(matching query: Query, inZoneWith zoneID: RecordZoneID? = nil) async throws -> [Record] {
+        var (found, cursor) = try await records(matching: query, inZoneWith: zoneID)
+        while let next = cursor {
+            let page = try await records(continuingMatchFrom: next)
+            found += page.matchResults
+            cursor = page.cursor
+        }
+        return found
+    }
+
+    private func page(_ query: Query, zoneID: RecordZoneID?, desiredKeys: [String]?, resultsLimit: Int?, marker: String?) async throws
+        -> (matchResults: [Record], cursor: QueryCursor?)
+    {
+        let answer: RecordsQueryResponse = try await post(
+            "records/query",
+            RecordsQueryRequest(
+                query: query.wire, zoneID: (zoneID ?? .default).wire, resultsLimit: resultsLimit,
+                continuationMarker: marker, desiredKeys: desiredKeys))
+        let records = try answer.records.map { try Self.record($0, zoneID: zoneID ?? .default) }
+        let cursor = answer.continuationMarker.map {
+            QueryCursor(query: query, zoneID: zoneID, desiredKeys: desiredKeys, resultsLimit: resultsLimit, marker: $0)
+        }
+        return (records, cursor)
+    }
+
+    // MARK: Zones
+
+    public func save(_ zone: RecordZone) async throws -> RecordZone {
+        try await modifyZones(saving: [zone], deleting: [])
+        return zone
+    }
+
+    public func deleteRecordZone(withID zoneID: RecordZoneID) async throws {
+        try await modifyZones(saving: [], deleting: [zoneID])
+    }
+
+    private func modifyZones(saving: [RecordZone], deleting: [RecordZoneID]) async throws {
+        let operations =
+            saving.map { ZonesModifyRequest.Operation(.create, ZoneWire(zoneID: $0.zoneID.wire)) }
+            + deleting.map { ZonesModifyRequest.Operation(.delete, ZoneWire(zoneID: $0.wire)) }
+        let answer: ZonesResponse = try await post("zones/modify", ZonesModifyRequest(operations: operations))
+        for case .failure(let failure) in answer.zones {
+            throw NimbusError(failure.serverErrorCode, failure.reason, uuid: failure.uuid)
+        }
+    }
+
+    public func allRecordZones() async throws -> [RecordZone] {
+        let answer: ZonesResponse = try await container.client.send(.GET, path("zones/list"))
+        return answer.zones.compactMap { if case .zone(let zone) = $0 { RecordZone(zoneID: RecordZoneID(zone.zoneID)) } else { nil } }
+    }
+
+    // MARK: Change feeds
+
+    /// Zones changed and deleted since a token (nil: since the beginning). Call again while `moreComing`.
+    public func databaseChanges(since token: ServerChangeToken?) async throws -> DatabaseChanges {
+        let answer: DatabaseChangesResponse = try await post("changes/database", DatabaseChangesRequest(syncToken: token?.value))
+        return DatabaseChanges(
+            modifiedZoneIDs: answer.zones.filter { $0.deleted != true }.map { RecordZoneID($0.zoneID) },
+            deletedZoneIDs: answer.zones.filter { $0.deleted == true }.map { RecordZoneID($0.zoneID) },
+            changeToken: ServerChangeToken(value: answer.syncToken), moreComing: answer.moreComing)
+    }
+
+    /// Records changed and deleted in a zone since a token (nil: since the beginning), latest state only.
+    public func recordZoneChanges(inZoneWith zoneID: RecordZoneID, since token: ServerChangeToken?, resultsLimit: Int? = nil) async throws
+        -> RecordZoneChanges
+    {
+        let answer: ZoneChangesResponse = try await post(
+            "changes/zone", ZoneChangesRequest(zones: [ZoneChangesOptions(zoneID: zoneID.wire, syncToken: token?.value, resultsLimit: resultsLimit)]))
+        guard let zone = answer.zones.first else { throw NimbusError(.internalError, "the server answered no zone") }
+        if let code = zone.serverErrorCode { throw NimbusError(code, zone.reason ?? code.rawValue) }
+        var changes = RecordZoneChanges(
+            changeToken: ServerChangeToken(value: zone.syncToken ?? ""), moreComing: zone.moreComing ?? false)
+        for record in zone.records ?? [] {
+            if record.deleted == true, let name = record.recordName {
+                changes.deletions.append(RecordID(recordName: name, zoneID: zoneID))
+            } else {
+                changes.modifications.append(try Record(wire: record, zoneID: zoneID))
+            }
+        }
+        return changes
+    }
+}
+
+/// An opaque position in a change feed; apps store it (it is Codable) and send it back.
+public struct ServerChangeToken: Hashable, Sendable, Codable {
+    public let value: String
+}
+
+public struct DatabaseChanges: Sendable {
+    public var modifiedZoneIDs: [RecordZoneID]
+    public var deletedZoneIDs: [RecordZoneID]
+    public var changeToken: ServerChangeToken
+    public var moreComing: Bool
+}
+
+public struct RecordZoneChanges: Sendable {
+    public var modifications: [Record] = []
+    public var deletions: [RecordID] = []
+    public var changeToken: ServerChangeToken
+    public var moreComing: Bool
+}
+
+/// CloudKit Web Services' per-request limits, which the SDK splits batches by.
+enum RecordLimits {
+    static let maxOperations = 200
+}
+
+extension Array {
+    func chunked(_ size: Int) -> [ArraySlice<Element>] {
+        stride(from: 0, to: count, by: size).map { self[$0..<Swift.min($0 + size, count)] }
+    }
+}
