@@ -89,10 +89,24 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
             ]
         ),
+        .target(
+            name: "BenchmarkSupport",
+            dependencies: ["NimbusKit", "NimbusCore"],
+            path: "Benchmarks/BenchmarkSupport"
+        ),
+        .executableTarget(
+            name: "RecordBenchmarks",
+            dependencies: [
+                "BenchmarkSupport", "NimbusKit", "NimbusCore",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ],
+            path: "Benchmarks/RecordBenchmarks"
+        ),
         .executableTarget(
             name: "KeyValueBenchmarks",
             dependencies: [
-                "NimbusKit", "NimbusCore",
+                "BenchmarkSupport", "NimbusKit", "NimbusCore",
                 .product(name: "WSClient", package: "swift-websocket"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),

@@ -5,6 +5,7 @@ import NIOCore
 import NIOPosix
 import NimbusCore
 import NimbusKit
+import BenchmarkSupport
 import Synchronization
 import WSClient
 
@@ -150,21 +151,6 @@ enum KeyValueBenchmarks {
         return (batches / seconds, (try server.cpuSeconds() - cpuStart) / batches * 1_000_000)
     }
 
-    struct Summary {
-        var median: Double
-        var low: Double
-        var high: Double
-        var text: String { String(format: "%.0f (%.0f–%.0f)", median, low, high) }
-    }
-
-    @MainActor
-    static func median(runs: Int, _ measure: () async throws -> Double) async throws -> Summary {
-        var values = [Double]()
-        for _ in 0..<runs { values.append(try await measure()) }
-        values.sort()
-        return Summary(median: values[values.count / 2], low: values.first!, high: values.last!)
-    }
-
     /// Sequential round trips of the cheapest route: the HTTP floor under every other figure.
     static func healthThroughput(_ server: ServerProcess, requests: Int) async throws -> Double {
         let client = NimbusClient(server: server.url)
@@ -210,12 +196,6 @@ enum KeyValueBenchmarks {
     }
 }
 
-extension Duration {
-    var milliseconds: Double {
-        let (seconds, attoseconds) = components
-        return Double(seconds) * 1000 + Double(attoseconds) / 1e15
-    }
-}
 
 /// A count shared between tasks.
 final class Counter: Sendable {

@@ -1,10 +1,12 @@
+import Foundation
+
 /// Percentiles of a set of measurements, in the measurements' unit.
-struct Percentiles {
-    let sorted: [Double]
+public struct Percentiles {
+    public let sorted: [Double]
 
-    init(_ values: [Double]) { sorted = values.sorted() }
+    public init(_ values: [Double]) { sorted = values.sorted() }
 
-    func at(_ percentile: Double) -> Double {
+    public func at(_ percentile: Double) -> Double {
         guard !sorted.isEmpty else { return .nan }
         let index = Int((percentile / 100 * Double(sorted.count - 1)).rounded())
         return sorted[min(sorted.count - 1, max(0, index))]
@@ -12,14 +14,16 @@ struct Percentiles {
 }
 
 /// A printed result table: what was measured, the figure, the target, and whether it was met.
-struct ResultTable {
+public struct ResultTable {
+    public init() {}
+
     private var rows: [(String, String, String, String)] = []
 
-    mutating func add(_ name: String, _ value: String, target: String, met: Bool) {
+    public mutating func add(_ name: String, _ value: String, target: String, met: Bool) {
         rows.append((name, value, target, met ? "yes" : "NO"))
     }
 
-    func render() -> String {
+    public func render() -> String {
         let header = ("Benchmark", "Measured", "Target", "Met")
         let all = [header] + rows
         let widths = [all.map(\.0.count).max()!, all.map(\.1.count).max()!, all.map(\.2.count).max()!, all.map(\.3.count).max()!]
@@ -32,5 +36,29 @@ struct ResultTable {
         }
         let separator = "|" + widths.map { String(repeating: "-", count: $0 + 2) }.joined(separator: "|") + "|"
         return ([line(header), separator] + rows.map(line)).joined(separator: "\n")
+    }
+}
+
+public struct Summary {
+    public var median: Double
+    public var low: Double
+    public var high: Double
+    public var text: String { String(format: "%.0f (%.0f–%.0f)", median, low, high) }
+}
+
+/// Runs a measurement several times: the median, with the range.
+@MainActor
+public func median(runs: Int, _ measure: () async throws -> Double) async throws -> Summary {
+    var values = [Double]()
+    for _ in 0..<runs { values.append(try await measure()) }
+    values.sort()
+    return Summary(median: values[values.count / 2], low: values.first!, high: values.last!)
+}
+
+
+extension Duration {
+    public var milliseconds: Double {
+        let (seconds, attoseconds) = components
+        return Double(seconds) * 1000 + Double(attoseconds) / 1e15
     }
 }

@@ -9,17 +9,18 @@ import NimbusKit
 /// an administrator, an app entitled to a container, and an API token.
 // @unchecked: every stored property is a constant; the one non-Sendable value, `process`, is only
 // touched by `init` and `stop()`, which the benchmark calls once each from its main task.
-final class ServerProcess: @unchecked Sendable {
+public final class ServerProcess: @unchecked Sendable {
     let process = Process()
-    let url: URL
-    let apiToken: String
-    let storeIdentifier = "98Z3R5XU29.com.example.Bench"
-    let dataDirectory: URL
+    public let url: URL
+    public let apiToken: String
+    public let storeIdentifier = "98Z3R5XU29.com.example.Bench"
+    public let container = "iCloud.com.example.Bench"
+    public let dataDirectory: URL
     static let password = "benchmark password"
 
-    var pid: Int32 { process.processIdentifier }
+    public var pid: Int32 { process.processIdentifier }
 
-    init(nimbus: URL, port: Int, extraArguments: [String]) async throws {
+    public init(nimbus: URL, port: Int, extraArguments: [String]) async throws {
         dataDirectory = FileManager.default.temporaryDirectory.appendingPathComponent("nimbus-bench-\(UUIDString.random())")
         let admin = Process()
         admin.executableURL = nimbus
@@ -59,14 +60,14 @@ final class ServerProcess: @unchecked Sendable {
     }
 
     /// A user's device session (the account is created on first use).
-    func signIn(_ email: String, device: String) async throws -> NimbusSession {
+    public func signIn(_ email: String, device: String) async throws -> NimbusSession {
         _ = try? await NimbusAccount.signUp(server: url, email: email, password: Self.password)
         return try await NimbusAccount.signIn(server: url, email: email, password: Self.password, deviceName: device)
     }
 
     /// Resident memory of the server process, from /proc: the total, and the anonymous part (heap and
     /// stacks, as opposed to pages of the executable and libraries mapped from files).
-    func residentBytes() throws -> (total: Int, anonymous: Int) {
+    public func residentBytes() throws -> (total: Int, anonymous: Int) {
         let status = try String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)
         func kilobytes(_ field: String) -> Int {
             guard let line = status.split(separator: "\n").first(where: { $0.hasPrefix(field) }),
@@ -78,7 +79,7 @@ final class ServerProcess: @unchecked Sendable {
     }
 
     /// CPU time the server process has used so far (user and system), from /proc.
-    func cpuSeconds() throws -> Double {
+    public func cpuSeconds() throws -> Double {
         let stat = try String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)
         // Fields after the parenthesised command name; utime and stime are the 12th and 13th of them.
         let fields = stat[stat.index(after: stat.lastIndex(of: ")")!)...].split(separator: " ")
@@ -86,7 +87,7 @@ final class ServerProcess: @unchecked Sendable {
         return ticks / Double(sysconf(Int32(_SC_CLK_TCK)))
     }
 
-    func stop() {
+    public func stop() {
         process.interrupt()
         process.waitUntilExit()
         try? FileManager.default.removeItem(at: dataDirectory)

@@ -1,0 +1,133 @@
+import BenchmarkSupport
+import Foundation
+import NIOCore
+import NIOPosix
+import NimbusCore
+import NimbusKit
+
+/// Record database benchmarks against a real `nimbus serve` (release build) on loopback, through the SDK.
+///
+///     scripts/benchmark records [saves] [query] [changes]
+@main
+enum RecordBenchmarks {
+    static func main() async throws {
+        _ = NIOSingletons.unsafeTryInstallSingletonPosixEventLoopGroupAsConcurrencyGlobalExecutor()
+        let nimbus = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("nimbus")
+        let server = try await ServerProcess(
+            nimbus: nimbus, port: Int.random(in: 20000...40000),
+            extraArguments: ["--session-rate", "1000000", "--token-rate", "1000000"])
+        defer { server.stop() }
+        let session = try await server.signIn("records@bench.local", device: "bench")
+        let database = CloudContainer(identifier: server.container, session: session, apiToken: server.apiToken).privateCloudDatabase
+        var table = ResultTable()
+        let selected = Set(CommandLine.arguments.dropFirst())
+        func wanted(_ name: String) -> Bool { selected.isEmpty || selected.contains(name) }
+
+        if wanted("saves") {
+            let sequential = try await median(runs: 3) { try await sequentialSaves(database, count: 2000) }
+            table.add("Saves/s, one record per request", sequential.text, target: "≥ 2,000", met: sequential.median >= 2000)
+            let batched = try await median(runs: 3) { try await batchedSaves(database, batches: 100) }
+            table.add("Saves/s, batches of 200", batched.text, target: "≥ 20,000", met: batched.median >= 20000)
+        }
+        if wanted("changes") {
+            let zone = try await database.save(RecordZone(zoneName: "Changes"))
+            try await seed(database, zone: zone.zoneID, range: 0..<100_000)
+            let rate = try await median(runs: 3) { try await catchUp(database, zone: zone.zoneID, expecting: 100_000) }
+            table.add("changes/zone catch-up, 100,000 changes (records/s)", rate.text, target: "≥ 50,000", met: rate.median >= 50000)
+        }
+        if wanted("query") {
+            let zone = try await database.save(RecordZone(zoneName: "Query"))
+            try await seed(database, zone: zone.zoneID, range: 0..<10_000)
+            let small = try await queryLatencies(database, zone: zone.zoneID, lists: 10_000 / 100, queries: 1000)
+            table.add("Query p99, 10,000 records", String(format: "%.2f ms (p50 %.2f)", small.at(99), small.at(50)), target: "(reference)", met: true)
+            try await seed(database, zone: zone.zoneID, range: 10_000..<1_000_000)
+            let large = try await queryLatencies(database, zone: zone.zoneID, lists: 1_000_000 / 100, queries: 1000)
+            table.add(
+                "Query p99, 1,000,000 records", String(format: "%.2f ms (p50 %.2f)", large.at(99), large.at(50)), target: "≤ 20 ms",
+                met: large.at(99) <= 20)
+            let ratio = large.at(99) / small.at(99)
+            table.add("p99 ratio 1,000,000 / 10,000", String(format: "%.2f×", ratio), target: "≤ 2×", met: ratio <= 2)
+        }
+        print(table.render())
+    }
+
+    /// An item of the shopping-list model: a name, a number, and the list it belongs to (100 per list).
+    static func item(_ index: Int, zone: RecordZoneID) -> Record {
+        var record = Record(recordType: "Items", recordID: RecordID(recordName: "item-\(index)", zoneID: zone))
+        record["name"] = String(UUID().uuidString.prefix(8))
+        record["number"] = index
+        record["list"] = Reference(recordID: RecordID(recordName: "list-\(index / 100)", zoneID: zone), action: .none)
+        return record
+    }
+
+    static func sequentialSaves(_ database: CloudDatabase, count: Int) async throws -> Double {
+        let start = ContinuousClock.now
+        for _ in 0..<count {
+            var record = Record(recordType: "Notes")
+            record["text"] = "a note"
+            _ = try await database.save(record)
+        }
+        return Double(count) / ((ContinuousClock.now - start).milliseconds / 1000)
+    }
+
+    static func batchedSaves(_ database: CloudDatabase, batches: Int) async throws -> Double {
+        let start = ContinuousClock.now
+        for _ in 0..<batches {
+            let records = (0..<200).map { _ in
+                var record = Record(recordType: "Notes")
+                record["text"] = "a note"
+                return record
+            }
+            let (saved, _) = try await database.modifyRecords(saving: records, deleting: [], savePolicy: .allKeys)
+            guard saved.count == 200 else { throw NimbusError(.internalError, "a batch lost records") }
+        }
+        return Double(batches * 200) / ((ContinuousClock.now - start).milliseconds / 1000)
+    }
+
+    /// Saves items in batches of 200, four batches in flight.
+    static func seed(_ database: CloudDatabase, zone: RecordZoneID, range: Range<Int>) async throws {
+        let batches = stride(from: range.lowerBound, to: range.upperBound, by: 200).map { $0..<min($0 + 200, range.upperBound) }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for (number, batch) in batches.enumerated() {
+                if number >= 4 { try await group.next() }
+                group.addTask {
+                    let (saved, _) = try await database.modifyRecords(
+                        saving: batch.map { item($0, zone: zone) }, deleting: [], savePolicy: .allKeys)
+                    for result in saved.values { _ = try result.get() }
+                }
+            }
+            try await group.waitForAll()
+        }
+    }
+
+    /// Fetches a zone's whole change feed from the beginning; records per second.
+    static func catchUp(_ database: CloudDatabase, zone: RecordZoneID, expecting: Int) async throws -> Double {
+        let start = ContinuousClock.now
+        var token: ServerChangeToken? = nil
+        var records = 0
+        var more = true
+        while more {
+            let changes = try await database.recordZoneChanges(inZoneWith: zone, since: token)
+            records += changes.modifications.count
+            token = changes.changeToken
+            more = changes.moreComing
+        }
+        guard records == expecting else { throw NimbusError(.internalError, "caught up \(records) records, expected \(expecting)") }
+        return Double(records) / ((ContinuousClock.now - start).milliseconds / 1000)
+    }
+
+    /// Latencies (ms) of "items of a random list, sorted by name": an indexed equality filter and a sort.
+    static func queryLatencies(_ database: CloudDatabase, zone: RecordZoneID, lists: Int, queries: Int) async throws -> Percentiles {
+        var latencies = [Double]()
+        for index in 0..<(queries + 50) {
+            let list = RecordID(recordName: "list-\(Int.random(in: 0..<lists))", zoneID: zone)
+            var query = try Query(recordType: "Items", predicate: "list == %@", list)
+            query.sortDescriptors = [.init(key: "name")]
+            let start = ContinuousClock.now
+            let found = try await database.records(matching: query, inZoneWith: zone).matchResults
+            if index >= 50 { latencies.append((ContinuousClock.now - start).milliseconds) }
+            guard found.count == 100 else { throw NimbusError(.internalError, "a list had \(found.count) items, not 100") }
+        }
+        return Percentiles(latencies)
+    }
+}
