@@ -18,6 +18,10 @@ public struct IndexEntry: Sendable, Hashable {
     public var position: Int
     public var value: IndexValue
 
+    /// The field every indexed entry has a row under, holding its key: queries by kind alone, and
+    /// conditions on keys, use it.
+    public static let keyField = ""
+
     public init(field: String, position: Int = 0, value: IndexValue) {
         self.field = field
         self.position = position

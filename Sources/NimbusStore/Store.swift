@@ -124,7 +124,8 @@ public protocol ZoneTransaction: AnyObject {
     func entry(_ key: String) throws -> Entry?
     /// Writes a payload (nil: a tombstone) under the zone's next sequence number, which it returns.
     @discardableResult func put(_ key: String, payload: Data?, size: Int) throws -> Int64
-    /// Replaces the entry's index rows; an empty list removes them.
+    /// Indexes the entry's current (live) version as `kind` with these rows, once per `put`: each `put`
+    /// drops the index rows of the version it replaces. The store adds a row under `IndexEntry.keyField`.
     func index(_ key: String, kind: String, rows: [IndexEntry]) throws
     /// Keys of the zone's live entries of `kind` that have a row `field == value`.
     func keys(kind: String, field: String, value: IndexValue) throws -> [String]

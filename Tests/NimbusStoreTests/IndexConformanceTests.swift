@@ -59,6 +59,7 @@ import Testing
         await #expect(throws: Refused.self) {
             _ = try await store.transact(zone, creating: false) { transaction in
                 try transaction.put("a", payload: nil, size: 0)
+                try transaction.put("b", payload: Data("2".utf8), size: 1)
                 try transaction.index("b", kind: "Items", rows: [IndexEntry(field: "name", value: .text("x"))])
                 throw Refused()
             }
@@ -114,6 +115,23 @@ import Testing
             sort: [IndexSort(field: "location", order: .distance(latitude: 48.85, longitude: 2.35))], limit: 10)
         #expect(try await keys(store, nearestParis) == ["2", "3", "1"])
         #expect(try await keys(store, IndexQuery(zones: [zone], kind: "Lists", limit: 10)) == [])
+    }
+
+    @Test(arguments: StoreBackend.allCases)
+    func textThatLooksNumericStaysText(_ backend: StoreBackend) async throws {
+        let store = try backend.makeStore()
+        let zone = try await makeZone(store)
+        try await saveItem(store, zone, "10", name: "007", number: 7, list: "g")
+        try await saveItem(store, zone, "9", name: "7", number: 7, list: "g")
+        let byPrefix = IndexQuery(zones: [zone], kind: "Items", conditions: [IndexCondition(field: "name", .prefix("00"))], limit: 10)
+        #expect(try await keys(store, byPrefix) == ["10"])
+        let byName = IndexQuery(zones: [zone], kind: "Items", sort: [IndexSort(field: "name")], limit: 10)
+        #expect(try await keys(store, byName) == ["10", "9"], "text sorts as text: \"007\" before \"7\"")
+        await #expect(throws: StoreError.missing("entry nothing")) {
+            _ = try await store.transact(zone, creating: false) { transaction in
+                try transaction.index("nothing", kind: "Items", rows: [])
+            }
+        }
     }
 
     @Test(arguments: StoreBackend.allCases)

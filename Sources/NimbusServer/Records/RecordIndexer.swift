@@ -6,7 +6,8 @@ import NimbusStore
 /// strings. Every field is indexed whatever the schema says, so marking a field QUERYABLE, SORTABLE or
 /// SEARCHABLE later needs no rebuild; the schema decides only what queries may use.
 enum RecordIndexer {
-    static let recordNameField = "___recordID"
+    /// Record names are the entries' keys, which the store indexes itself.
+    static let recordNameField = IndexEntry.keyField
     static let createTimeField = "___createTime"
     static let modTimeField = "___modTime"
     static let createdByField = "___createdBy"
@@ -20,7 +21,6 @@ enum RecordIndexer {
 
     static func rows(name: String, record: StoredRecord) -> [IndexEntry] {
         var rows = [
-            IndexEntry(field: recordNameField, value: .text(name)),
             IndexEntry(field: createTimeField, value: .integer(record.created.timestamp)),
             IndexEntry(field: modTimeField, value: .integer(record.modified.timestamp)),
             IndexEntry(field: createdByField, value: .text(record.created.userRecordName)),

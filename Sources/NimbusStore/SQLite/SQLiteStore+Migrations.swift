@@ -115,15 +115,18 @@ extension SQLiteStore {
                         changed_at INTEGER NOT NULL,
                         PRIMARY KEY (account_id, service, name)
                     ) WITHOUT ROWID;
+                    -- Index rows belong to one version of an entry, named by its sequence: every write
+                    -- appends them at the end of the primary key, and replacing the version drops them
+                    -- as one contiguous range, whatever the entry's key.
                     CREATE TABLE entry_index (
                         zone_id INTEGER NOT NULL REFERENCES zones(id),
-                        key TEXT NOT NULL,
+                        sequence INTEGER NOT NULL,
                         field TEXT NOT NULL,
                         position INTEGER NOT NULL,
                         kind TEXT NOT NULL,
-                        value ANY NOT NULL,
+                        value BLOB NOT NULL, -- BLOB affinity: values keep the type they were written with
                         longitude REAL,
-                        PRIMARY KEY (zone_id, key, field, position)
+                        PRIMARY KEY (zone_id, sequence, field, position)
                     ) WITHOUT ROWID;
                     CREATE INDEX entry_index_by_value ON entry_index(zone_id, kind, field, value);
                     CREATE TABLE schemas (

@@ -48,9 +48,6 @@ extension SQLiteStore {
 /// of match), the others are checked per candidate through the index's primary key, and each sort key
 /// is the first row of its field.
 private struct IndexQuerySQL {
-    /// The index row every indexed entry has, naming its kind; drives queries without conditions.
-    static let kindField = ""
-
     var text = ""
     var arguments = [DatabaseValueConvertible?]()
 
@@ -58,22 +55,22 @@ private struct IndexQuerySQL {
         let zones = Array(repeating: "?", count: zoneIDs.count).joined(separator: ", ")
         let drivers = query.conditions.enumerated().filter { !$0.element.negated && Self.rank($0.element.match) != nil }
         let driver = drivers.min { Self.rank($0.element.match)! < Self.rank($1.element.match)! }
-        let drivingCondition = driver?.element ?? IndexCondition(field: Self.kindField, .equal(.text(query.kind)))
+        let drivingCondition = driver?.element ?? IndexCondition(field: IndexEntry.keyField, .prefix(""))
 
-        text = "SELECT z.service, z.name, e.key, e.payload, e.sequence FROM (SELECT DISTINCT zone_id, key FROM entry_index d "
+        text = "SELECT z.service, z.name, e.key, e.payload, e.sequence FROM (SELECT DISTINCT zone_id, sequence FROM entry_index d "
         arguments += zoneIDs
         text += "WHERE d.zone_id IN (\(zones)) AND d.kind = ? AND d.field = ? AND "
         arguments += [query.kind, drivingCondition.field]
         text += match(drivingCondition.match, alias: "d") + ") m "
-        text += "JOIN entries e ON e.zone_id = m.zone_id AND e.key = m.key JOIN zones z ON z.id = e.zone_id "
+        text += "JOIN entries e ON e.zone_id = m.zone_id AND e.sequence = m.sequence JOIN zones z ON z.id = e.zone_id "
         for (number, sort) in query.sort.enumerated() {
-            text += "LEFT JOIN entry_index s\(number) ON s\(number).zone_id = e.zone_id AND s\(number).key = e.key "
+            text += "LEFT JOIN entry_index s\(number) ON s\(number).zone_id = e.zone_id AND s\(number).sequence = e.sequence "
             text += "AND s\(number).field = ? AND s\(number).position = 0 "
             arguments.append(sort.field)
         }
         text += "WHERE e.payload IS NOT NULL"
         for (number, condition) in query.conditions.enumerated() where number != driver?.offset {
-            let rows = "FROM entry_index c WHERE c.zone_id = e.zone_id AND c.key = e.key AND c.field = ?"
+            let rows = "FROM entry_index c WHERE c.zone_id = e.zone_id AND c.sequence = e.sequence AND c.field = ?"
             arguments.append(condition.field)
             if case .allOf(let values) = condition.match {
                 text += " AND (SELECT count(DISTINCT c.value) \(rows) AND \(match(.oneOf(values), alias: "c")))"

@@ -19,6 +19,10 @@ public final class SQLiteStore: Sendable {
         configuration.prepareDatabase { db in
             try db.execute(sql: "PRAGMA synchronous = FULL")
             try db.execute(sql: "PRAGMA foreign_keys = ON")
+            // Index pages are read far more than written: a larger page cache (allocated only as it
+            // fills) and memory-mapped reads keep them out of read system calls.
+            try db.execute(sql: "PRAGMA cache_size = -32768")
+            try db.execute(sql: "PRAGMA mmap_size = 268435456")
             db.add(function: SQLiteStore.distanceFunction)
         }
         pool = try DatabasePool(path: path, configuration: configuration)

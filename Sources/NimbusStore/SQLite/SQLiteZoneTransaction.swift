@@ -20,11 +20,17 @@ final class SQLiteZoneTransaction: ZoneTransaction {
 
     func put(_ key: String, payload: Data?, size: Int) throws -> Int64 {
         let previous = try Row.fetchOne(
-            try db.cachedStatement(sql: "SELECT payload IS NOT NULL AS live, size FROM entries WHERE zone_id = ? AND key = ?"),
+            try db.cachedStatement(
+                sql: "SELECT payload IS NOT NULL AS live, size, sequence FROM entries WHERE zone_id = ? AND key = ?"),
             arguments: [state.id, key])
-        if let previous, previous["live"] as Bool {
-            state.liveEntries -= 1
-            state.liveBytes -= previous["size"] as Int
+        if let previous {
+            if previous["live"] as Bool {
+                state.liveEntries -= 1
+                state.liveBytes -= previous["size"] as Int
+            }
+            // The previous version's index rows go with it; the caller indexes the new version.
+            try db.cachedStatement(sql: "DELETE FROM entry_index WHERE zone_id = ? AND sequence = ?").execute(
+                arguments: [state.id, previous["sequence"] as Int64])
         }
         if payload != nil {
             state.liveEntries += 1
@@ -38,26 +44,31 @@ final class SQLiteZoneTransaction: ZoneTransaction {
                 SET payload = excluded.payload, size = excluded.size, sequence = excluded.sequence
                 """
         ).execute(arguments: [state.id, key, payload, payload == nil ? 0 : size, state.sequence])
-        if payload == nil { try index(key, kind: "", rows: []) }
         return state.sequence
     }
 
     func index(_ key: String, kind: String, rows: [IndexEntry]) throws {
-        try db.cachedStatement(sql: "DELETE FROM entry_index WHERE zone_id = ? AND key = ?").execute(arguments: [state.id, key])
+        guard
+            let sequence = try Int64.fetchOne(
+                try db.cachedStatement(sql: "SELECT sequence FROM entries WHERE zone_id = ? AND key = ? AND payload IS NOT NULL"),
+                arguments: [state.id, key])
+        else { throw StoreError.missing("entry \(key)") }
         let insert = try db.cachedStatement(
-            sql: "INSERT INTO entry_index (zone_id, key, field, position, kind, value, longitude) VALUES (?, ?, ?, ?, ?, ?, ?)")
-        guard !rows.isEmpty else { return }
-        try insert.execute(arguments: [state.id, key, "", 0, kind, kind, nil])
+            sql: "INSERT INTO entry_index (zone_id, sequence, field, position, kind, value, longitude) VALUES (?, ?, ?, ?, ?, ?, ?)")
+        try insert.execute(arguments: [state.id, sequence, IndexEntry.keyField, 0, kind, key, nil])
         for row in rows {
             let (value, longitude) = SQLiteStore.columns(row.value)
-            try insert.execute(arguments: [state.id, key, row.field, row.position, kind, value, longitude])
+            try insert.execute(arguments: [state.id, sequence, row.field, row.position, kind, value, longitude])
         }
     }
 
     func keys(kind: String, field: String, value: IndexValue) throws -> [String] {
         try String.fetchAll(
             try db.cachedStatement(
-                sql: "SELECT DISTINCT key FROM entry_index WHERE zone_id = ? AND kind = ? AND field = ? AND value = ?"),
+                sql: """
+                    SELECT DISTINCT e.key FROM entry_index i JOIN entries e ON e.zone_id = i.zone_id AND e.sequence = i.sequence
+                    WHERE i.zone_id = ? AND i.kind = ? AND i.field = ? AND i.value = ?
+                    """),
             arguments: [state.id, kind, field, SQLiteStore.columns(value).value])
     }
 }
