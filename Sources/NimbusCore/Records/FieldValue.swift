@@ -89,76 +89,107 @@ public struct Location: Hashable, Codable, Sendable {
 extension FieldValue: Codable {
     enum CodingKeys: String, CodingKey { case value, type }
 
+    // Values are coded straight into the `value` key with concrete types: nested super-encoders cost
+    // several times more, and records are coded on every save, fetch and change feed.
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
-        let type = try container.decodeIfPresent(String.self, forKey: .type)
-        let value = try container.superDecoder(forKey: .value)
-        self = try Self.decode(from: value, type: type ?? Self.inferType(from: value))
+        if let type = try container.decodeIfPresent(String.self, forKey: .type) {
+            self = try Self.decode(container, type: type)
+        } else {
+            self = try Self.decode(container, type: try Self.inferType(container))
+        }
     }
 
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
-        try encodeValue(to: container.superEncoder(forKey: .value))
+        switch self {
+        case .string(let value): try container.encode(value, forKey: .value)
+        case .int64(let value): try container.encode(value, forKey: .value)
+        case .double(let value): try container.encode(value, forKey: .value)
+        case .timestamp(let value): try container.encode(value.milliseconds, forKey: .value)
+        case .bytes(let value): try container.encode(value.base64EncodedString(), forKey: .value)
+        case .reference(let value): try container.encode(value, forKey: .value)
+        case .location(let value): try container.encode(value, forKey: .value)
+        case .list(let values, let elementType):
+            func elements<T>(_ extract: (FieldValue) -> T?) throws -> [T] {
+                let typed = values.compactMap(extract)
+                guard typed.count == values.count else {
+                    throw EncodingError.invalidValue(self, .init(codingPath: encoder.codingPath, debugDescription: "mixed list"))
+                }
+                return typed
+            }
+            switch elementType {
+            case "STRING": try container.encode(try elements(\.string), forKey: .value)
+            case "INT64": try container.encode(try elements(\.int64), forKey: .value)
+            case "DOUBLE": try container.encode(try elements(\.double), forKey: .value)
+            case "TIMESTAMP": try container.encode(try elements(\.timestamp).map(\.milliseconds), forKey: .value)
+            case "BYTES": try container.encode(try elements(\.bytes).map { $0.base64EncodedString() }, forKey: .value)
+            case "REFERENCE": try container.encode(try elements(\.reference), forKey: .value)
+            case "LOCATION": try container.encode(try elements(\.location), forKey: .value)
+            default:
+                throw EncodingError.invalidValue(self, .init(codingPath: encoder.codingPath, debugDescription: "unknown list type"))
+            }
+        }
         try container.encode(typeName, forKey: .type)
     }
 
-    private static func decode(from decoder: any Decoder, type: String) throws -> FieldValue {
-        let container = try decoder.singleValueContainer()
-        if type.hasSuffix("_LIST") {
-            let elementType = String(type.dropLast(5))
-            var list = try decoder.unkeyedContainer()
-            var values = [FieldValue]()
-            while !list.isAtEnd { values.append(try decode(from: try list.superDecoder(), type: elementType)) }
-            return .list(values, elementType: elementType)
-        }
+    private var string: String? { if case .string(let value) = self { value } else { nil } }
+    private var int64: Int64? { if case .int64(let value) = self { value } else { nil } }
+    private var double: Double? { if case .double(let value) = self { value } else { nil } }
+    private var timestamp: Date? { if case .timestamp(let value) = self { value } else { nil } }
+    private var bytes: Data? { if case .bytes(let value) = self { value } else { nil } }
+    private var reference: RecordReference? { if case .reference(let value) = self { value } else { nil } }
+    private var location: Location? { if case .location(let value) = self { value } else { nil } }
+
+    private static func decode(_ container: KeyedDecodingContainer<CodingKeys>, type: String) throws -> FieldValue {
         switch type {
-        case "STRING": return .string(try container.decode(String.self))
-        case "INT64": return .int64(try container.decode(Int64.self))
-        case "DOUBLE": return .double(try container.decode(Double.self))
-        case "TIMESTAMP": return .timestamp(Date(milliseconds: try container.decode(Int64.self)))
-        case "BYTES":
-            guard let data = Data(base64Encoded: try container.decode(String.self)) else {
-                throw DecodingError.dataCorruptedError(in: container, debugDescription: "BYTES value is not base64")
-            }
-            return .bytes(data)
-        case "REFERENCE": return .reference(try container.decode(RecordReference.self))
-        case "LOCATION": return .location(try container.decode(Location.self))
+        case "STRING": return .string(try container.decode(String.self, forKey: .value))
+        case "INT64": return .int64(try container.decode(Int64.self, forKey: .value))
+        case "DOUBLE": return .double(try container.decode(Double.self, forKey: .value))
+        case "TIMESTAMP": return .timestamp(Date(milliseconds: try container.decode(Int64.self, forKey: .value)))
+        case "BYTES": return .bytes(try bytes(try container.decode(String.self, forKey: .value), container))
+        case "REFERENCE": return .reference(try container.decode(RecordReference.self, forKey: .value))
+        case "LOCATION": return .location(try container.decode(Location.self, forKey: .value))
+        case "STRING_LIST": return .list(try container.decode([String].self, forKey: .value).map(FieldValue.string), elementType: "STRING")
+        case "INT64_LIST": return .list(try container.decode([Int64].self, forKey: .value).map(FieldValue.int64), elementType: "INT64")
+        case "DOUBLE_LIST": return .list(try container.decode([Double].self, forKey: .value).map(FieldValue.double), elementType: "DOUBLE")
+        case "TIMESTAMP_LIST":
+            return .list(
+                try container.decode([Int64].self, forKey: .value).map { .timestamp(Date(milliseconds: $0)) }, elementType: "TIMESTAMP")
+        case "BYTES_LIST":
+            return .list(try container.decode([String].self, forKey: .value).map { .bytes(try bytes($0, container)) }, elementType: "BYTES")
+        case "REFERENCE_LIST":
+            return .list(try container.decode([RecordReference].self, forKey: .value).map(FieldValue.reference), elementType: "REFERENCE")
+        case "LOCATION_LIST":
+            return .list(try container.decode([Location].self, forKey: .value).map(FieldValue.location), elementType: "LOCATION")
         default:
-            throw DecodingError.dataCorruptedError(in: container, debugDescription: "unknown field type \"\(type)\"")
+            throw DecodingError.dataCorruptedError(forKey: .type, in: container, debugDescription: "unknown field type \"\(type)\"")
         }
     }
 
-    private static func inferType(from decoder: any Decoder) throws -> String {
-        if let container = try? decoder.singleValueContainer() {
-            if (try? container.decode(Int64.self)) != nil { return "INT64" }
-            if (try? container.decode(Double.self)) != nil { return "DOUBLE" }
-            if (try? container.decode(String.self)) != nil { return "STRING" }
-            if (try? container.decode(RecordReference.self)) != nil { return "REFERENCE" }
-            if (try? container.decode(Location.self)) != nil { return "LOCATION" }
+    private static func bytes(_ base64: String, _ container: KeyedDecodingContainer<CodingKeys>) throws -> Data {
+        guard let data = Data(base64Encoded: base64) else {
+            throw DecodingError.dataCorruptedError(forKey: .value, in: container, debugDescription: "BYTES value is not base64")
         }
-        if var list = try? decoder.unkeyedContainer() {
-            return (list.isAtEnd ? "STRING" : try inferType(from: try list.superDecoder())) + "_LIST"
-        }
-        throw DecodingError.dataCorrupted(
-            .init(codingPath: decoder.codingPath, debugDescription: "cannot infer the field's type; send \"type\""))
+        return data
     }
 
-    private func encodeValue(to encoder: any Encoder) throws {
-        if case .list(let values, _) = self {
-            var list = encoder.unkeyedContainer()
-            for value in values { try value.encodeValue(to: list.superEncoder()) }
-            return
+    /// The type of a value sent without one, from its JSON shape.
+    private static func inferType(_ container: KeyedDecodingContainer<CodingKeys>) throws -> String {
+        if (try? container.decode(Int64.self, forKey: .value)) != nil { return "INT64" }
+        if (try? container.decode(Double.self, forKey: .value)) != nil { return "DOUBLE" }
+        if (try? container.decode(String.self, forKey: .value)) != nil { return "STRING" }
+        if (try? container.decode(RecordReference.self, forKey: .value)) != nil { return "REFERENCE" }
+        if (try? container.decode(Location.self, forKey: .value)) != nil { return "LOCATION" }
+        if var list = try? container.nestedUnkeyedContainer(forKey: .value) {
+            if list.isAtEnd { return "STRING_LIST" }
+            if (try? list.decode(Int64.self)) != nil { return "INT64_LIST" }
+            if (try? list.decode(Double.self)) != nil { return "DOUBLE_LIST" }
+            if (try? list.decode(String.self)) != nil { return "STRING_LIST" }
+            if (try? list.decode(RecordReference.self)) != nil { return "REFERENCE_LIST" }
+            if (try? list.decode(Location.self)) != nil { return "LOCATION_LIST" }
         }
-        var container = encoder.singleValueContainer()
-        switch self {
-        case .string(let value): try container.encode(value)
-        case .int64(let value): try container.encode(value)
-        case .double(let value): try container.encode(value)
-        case .timestamp(let value): try container.encode(value.milliseconds)
-        case .bytes(let value): try container.encode(value.base64EncodedString())
-        case .reference(let value): try container.encode(value)
-        case .location(let value): try container.encode(value)
-        case .list: break
-        }
+        throw DecodingError.dataCorruptedError(
+            forKey: .value, in: container, debugDescription: "cannot infer the field's type; send \"type\"")
     }
 }
