@@ -24,6 +24,7 @@ enum RecordBenchmarks {
         func wanted(_ name: String) -> Bool { selected.isEmpty || selected.contains(name) }
 
         if wanted("saves") {
+            progress("measuring saves")
             let sequential = try await median(runs: 3) { try await sequentialSaves(database, count: 2000) }
             table.add("Saves/s, one record per request", sequential.text, target: "≥ 2,000", met: sequential.median >= 2000)
             let batched = try await median(runs: 3) { try await batchedSaves(database, batches: 100) }
@@ -31,16 +32,22 @@ enum RecordBenchmarks {
         }
         if wanted("changes") {
             let zone = try await database.save(RecordZone(zoneName: "Changes"))
+            progress("seeding 100,000 records")
             try await seed(database, zone: zone.zoneID, range: 0..<100_000)
+            progress("measuring catch-up")
             let rate = try await median(runs: 3) { try await catchUp(database, zone: zone.zoneID, expecting: 100_000) }
             table.add("changes/zone catch-up, 100,000 changes (records/s)", rate.text, target: "≥ 50,000", met: rate.median >= 50000)
         }
         if wanted("query") {
             let zone = try await database.save(RecordZone(zoneName: "Query"))
+            progress("seeding 10,000 records")
             try await seed(database, zone: zone.zoneID, range: 0..<10_000)
+            progress("measuring queries at 10,000")
             let small = try await queryLatencies(database, zone: zone.zoneID, lists: 10_000 / 100, queries: 1000)
             table.add("Query p99, 10,000 records", String(format: "%.2f ms (p50 %.2f)", small.at(99), small.at(50)), target: "(reference)", met: true)
+            progress("seeding up to 1,000,000 records")
             try await seed(database, zone: zone.zoneID, range: 10_000..<1_000_000)
+            progress("measuring queries at 1,000,000")
             let large = try await queryLatencies(database, zone: zone.zoneID, lists: 1_000_000 / 100, queries: 1000)
             table.add(
                 "Query p99, 1,000,000 records", String(format: "%.2f ms (p50 %.2f)", large.at(99), large.at(50)), target: "≤ 20 ms",
@@ -49,6 +56,11 @@ enum RecordBenchmarks {
             table.add("p99 ratio 1,000,000 / 10,000", String(format: "%.2f×", ratio), target: "≤ 2×", met: ratio <= 2)
         }
         print(table.render())
+    }
+
+    /// What the benchmark is doing, on standard error, so long runs show where they are.
+    static func progress(_ message: String) {
+        FileHandle.standardError.write(Data("[\(Date())] \(message)\n".utf8))
     }
 
     /// An item of the shopping-list model: a name, a number, and the list it belongs to (100 per list).
