@@ -111,3 +111,29 @@ public struct ListResponse<Item: Codable & Sendable>: Codable, Sendable {
     public var items: [Item]
     public init(items: [Item]) { self.items = items }
 }
+
+/// A container environment's schema in CloudKit's text format (`.ckdb`).
+public struct SchemaDocument: Codable, Sendable, Hashable {
+    public var text: String
+    public init(text: String) { self.text = text }
+}
+
+/// `POST /admin/1/containers/{container}/schema/deploy`: copy development to production.
+public struct SchemaDeployRequest: Codable, Sendable {
+    /// Only report what would change.
+    public var dryRun: Bool?
+    public init(dryRun: Bool? = nil) { self.dryRun = dryRun }
+}
+
+/// What a deploy changes (or would), and what production refuses.
+public struct SchemaDeployResponse: Codable, Sendable, Hashable {
+    public var changes: [String]
+    public var violations: [String]
+    public var deployed: Bool
+
+    public init(changes: [String], violations: [String], deployed: Bool) {
+        self.changes = changes
+        self.violations = violations
+        self.deployed = deployed
+    }
+}

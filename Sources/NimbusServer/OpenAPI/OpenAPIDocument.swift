@@ -81,6 +81,17 @@ enum OpenAPIDocument {
             method: "delete", path: "/admin/1/tokens/{tokenID}", summary: "Revoke an API token",
             access: .administrator),
         Operation(method: "get", path: "/admin/1/users", summary: "List accounts", access: .administrator),
+        Operation(
+            method: "get", path: "/admin/1/containers/{container}/schema/{environment}",
+            summary: "A container environment's schema as CloudKit schema text", access: .administrator, response: "SchemaDocument"),
+        Operation(
+            method: "put", path: "/admin/1/containers/{container}/schema/{environment}",
+            summary: "Import a schema into development (additions only)", access: .administrator, request: "SchemaDocument",
+            response: "SchemaDocument"),
+        Operation(
+            method: "post", path: "/admin/1/containers/{container}/schema/deploy",
+            summary: "Deploy the development schema to production (additive only)", access: .administrator,
+            request: "SchemaDeployRequest", response: "SchemaDeployResponse"),
     ] + databaseOperations
 
     /// CloudKit Web Services' record database, under `/database/1/{container}/{environment}/{database}`.

@@ -149,6 +149,12 @@ extension WireSchemas {
                     )
                 ], required: ["zones"])
         ),
+        ("SchemaDocument", object([("text", string)], required: ["text"])),
+        ("SchemaDeployRequest", object([("dryRun", boolean)], required: [])),
+        (
+            "SchemaDeployResponse",
+            object([("changes", strings), ("violations", strings), ("deployed", boolean)], required: ["changes", "violations", "deployed"])
+        ),
         ("UsersResponse", object([("users", array(of: object([("userRecordName", string)], required: ["userRecordName"])))], required: ["users"])),
     ]
 }

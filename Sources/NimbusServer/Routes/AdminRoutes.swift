@@ -4,6 +4,7 @@ import NimbusCore
 /// `/admin/1/...`: developer resources, for administrator accounts only.
 struct AdminRoutes {
     let service: AdminService
+    var schemas: SchemaService { SchemaService(server: service.server) }
 
     func register(on router: Router<AppRequestContext>) {
         let admin = router.group("admin/1", context: UserRequestContext.self)
@@ -37,6 +38,18 @@ struct AdminRoutes {
             return HTTPResponse.Status.noContent
         }
         admin.get("users") { _, _ in ListResponse(items: try await service.users()) }
+        admin.get("containers/:container/schema/:environment") { _, context in
+            try await schemas.export(container: context.parameters.require("container"), environment: context.parameters.require("environment"))
+        }
+        admin.put("containers/:container/schema/:environment") { request, context in
+            try await schemas.importSchema(
+                container: context.parameters.require("container"), environment: context.parameters.require("environment"),
+                try await request.decode(as: SchemaDocument.self, context: context))
+        }
+        admin.post("containers/:container/schema/deploy") { request, context in
+            try await schemas.deploy(
+                container: context.parameters.require("container"), try await request.decode(as: SchemaDeployRequest.self, context: context))
+        }
     }
 }
 

@@ -21,3 +21,5 @@ extension ZonesResponse: ResponseEncodable {}
 extension DatabaseChangesResponse: ResponseEncodable {}
 extension ZoneChangesResponse: ResponseEncodable {}
 extension UsersResponse: ResponseEncodable {}
+extension SchemaDocument: ResponseEncodable {}
+extension SchemaDeployResponse: ResponseEncodable {}

@@ -1,0 +1,83 @@
+import NimbusCore
+import NimbusStore
+
+/// Schema tooling for developers: export, import into development, and deploy to production.
+struct SchemaService: Sendable {
+    let server: ServerState
+
+    func environment(_ name: String) throws -> RecordDatabase.Environment {
+        guard let environment = RecordDatabase.Environment(rawValue: name) else {
+            throw NimbusError.badRequest("environment must be development or production, not \(name)")
+        }
+        return environment
+    }
+
+    func container(_ identifier: String) async throws -> String {
+        guard try await server.store.container(identifier: identifier) != nil else {
+            throw NimbusError.notFound("container \(identifier) does not exist")
+        }
+        return identifier
+    }
+
+    func export(container: String, environment: String) async throws -> SchemaDocument {
+        let schema = try await server.schemas.schema(container: try await self.container(container), environment: try self.environment(environment))
+        return SchemaDocument(text: schema.text)
+    }
+
+    /// Replaces the development schema with an imported one. Like a deploy it may only add: records saved
+    /// under the current schema must stay readable. Production changes only by deploys.
+    func importSchema(container: String, environment: String, _ document: SchemaDocument) async throws -> SchemaDocument {
+        guard try self.environment(environment) == .development else {
+            throw NimbusError.badRequest("import into development, then deploy to production")
+        }
+        let container = try await self.container(container)
+        let imported: Schema
+        do {
+            imported = try Schema(parsing: document.text)
+        } catch {
+            throw NimbusError.badRequest("the schema does not parse: \(error)")
+        }
+        try Self.validateNames(imported)
+        let schema = try await server.schemas.update(container: container, environment: .development) { current in
+            let diff = SchemaDiff(from: current, to: imported)
+            guard diff.isDeployable else {
+                throw NimbusError.badRequest(
+                    "the import would remove or retype what development has: " + diff.violations.map(\.description).joined(separator: "; "))
+            }
+            return imported
+        }
+        return SchemaDocument(text: schema.text)
+    }
+
+    /// Copies the development schema to production after checking that production only grows.
+    func deploy(container: String, _ request: SchemaDeployRequest) async throws -> SchemaDeployResponse {
+        let container = try await self.container(container)
+        let development = try await server.schemas.schema(container: container, environment: .development)
+        let production = try await server.schemas.schema(container: container, environment: .production)
+        let diff = SchemaDiff(from: production, to: development)
+        let answer = SchemaDeployResponse(
+            changes: diff.changes.map(\.description), violations: diff.violations.map(\.description), deployed: false)
+        if request.dryRun == true { return answer }
+        guard diff.isDeployable else {
+            throw NimbusError.badRequest("production is additive-only: " + answer.violations.joined(separator: "; "))
+        }
+        try await server.schemas.update(container: container, environment: .production) { current in
+            // Checked again inside the update: a deploy racing another must not remove what it added.
+            let diff = SchemaDiff(from: current, to: development)
+            guard diff.isDeployable else {
+                throw NimbusError.badRequest("production is additive-only: " + diff.violations.map(\.description).joined(separator: "; "))
+            }
+            return development
+        }
+        return SchemaDeployResponse(changes: answer.changes, violations: [], deployed: true)
+    }
+
+    private static func validateNames(_ schema: Schema) throws {
+        for type in schema.recordTypes {
+            try Identifiers.validateSchemaName(type.name, what: "record type")
+            for field in type.fields where !field.name.hasPrefix("___") {
+                try Identifiers.validateSchemaName(field.name, what: "field name")
+            }
+        }
+    }
+}
