@@ -10,7 +10,10 @@ struct Nimbus: AsyncParsableCommand {
         commandName: "nimbus",
         abstract: "A self-hostable iCloud: key-value store, documents and records.",
         discussion: "Every option has an environment twin (NIMBUS_PORT for --port, and so on).",
-        subcommands: [Serve.self, Admin.self, SignUp.self, LogIn.self, LogOut.self, KeyValueCommand.self]
+        subcommands: [
+            Serve.self, Admin.self, SignUp.self, LogIn.self, LogOut.self, KeyValueCommand.self, RecordsCommand.self, ZonesCommand.self,
+            SchemaCommand.self,
+        ]
     )
 
     /// Logs go to standard error, so standard output carries only results (and `--json` stays parseable).

@@ -32,6 +32,8 @@ struct LogIn: AsyncParsableCommand {
     var apiToken: String?
     @Option(help: "The key-value store identifier, TEAMID.bundleID. [env: NIMBUS_STORE]")
     var store: String?
+    @Option(help: "The container record commands use, like iCloud.com.example.App. [env: NIMBUS_CONTAINER]")
+    var container: String?
 
     func run() async throws {
         do {
@@ -41,7 +43,8 @@ struct LogIn: AsyncParsableCommand {
                 deviceID: previous?.session.deviceID)
             let profile = DeviceProfile(
                 session: session, email: email, apiToken: apiToken ?? Environment.string("NIMBUS_API_TOKEN") ?? previous?.apiToken,
-                storeIdentifier: store ?? Environment.string("NIMBUS_STORE") ?? previous?.storeIdentifier)
+                storeIdentifier: store ?? Environment.string("NIMBUS_STORE") ?? previous?.storeIdentifier,
+                container: container ?? Environment.string("NIMBUS_CONTAINER") ?? previous?.container)
             try profile.save(to: client.configDirectory)
             print(
                 client.json

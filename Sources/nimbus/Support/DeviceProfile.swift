@@ -11,6 +11,8 @@ struct DeviceProfile: Codable {
     var email: String
     var apiToken: String?
     var storeIdentifier: String?
+    /// The container record commands use unless told another.
+    var container: String?
 
     static let fileName = "credentials.json"
 
@@ -58,7 +60,8 @@ struct ClientOptions: ParsableArguments {
                 session: NimbusSession(
                     server: try serverURL, sessionToken: token, userRecordName: Environment.string("NIMBUS_USER") ?? "",
                     deviceID: Environment.string("NIMBUS_DEVICE_ID") ?? "", expiresAt: .distantFuture),
-                email: "", apiToken: Environment.string("NIMBUS_API_TOKEN"), storeIdentifier: Environment.string("NIMBUS_STORE"))
+                email: "", apiToken: Environment.string("NIMBUS_API_TOKEN"), storeIdentifier: Environment.string("NIMBUS_STORE"),
+                container: Environment.string("NIMBUS_CONTAINER"))
         }
         guard var profile = try DeviceProfile.load(from: configDirectory) else {
             throw CLIError("not signed in on this device (\(config)); run `nimbus login` first")
