@@ -89,6 +89,11 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
             ]
         ),
+        .executableTarget(
+            name: "ShoppingList",
+            dependencies: ["NimbusKit", "NimbusCore"],
+            path: "Examples/ShoppingList"
+        ),
         .target(
             name: "BenchmarkSupport",
             dependencies: ["NimbusKit", "NimbusCore"],

@@ -37,7 +37,11 @@ import Testing
     /// Runs the executable to completion without blocking a thread: the server under test shares this
     /// process's small thread pool, and a blocked wait would starve it.
     static func run(_ arguments: [String], server: TestServer) async throws -> Output {
-        let process = try makeProcess(arguments, server: server)
+        try await run(try makeProcess(arguments, server: server))
+    }
+
+    /// Runs a prepared process to completion, collecting what it prints.
+    static func run(_ process: Process) async throws -> Output {
         let stdout = Capture(), stderr = Capture()
         let out = Pipe(), err = Pipe()
         out.fileHandleForReading.readabilityHandler = { stdout.append($0.availableData) }

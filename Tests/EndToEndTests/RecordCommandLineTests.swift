@@ -87,3 +87,25 @@ import Testing
         #expect(retyped.status == 1 && retyped.stderr.contains("Items.name"))
     }
 }
+
+/// The example program under `Examples/ShoppingList`, run against a real server.
+@Suite struct ShoppingListExampleTests {
+    @Test func theExampleRunsEndToEnd() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        let app = try await server.seedApp()
+        _ = try await server.signIn(email: "ann@example.com", device: "phone")
+        let example = try CommandLineTests.executable.deletingLastPathComponent().appendingPathComponent("ShoppingList")
+        let process = Process()
+        process.executableURL = example
+        process.arguments = [
+            "--server", server.url.absoluteString, "--email", "ann@example.com", "--password", TestServer.password,
+            "--api-token", app.apiToken, "--container", app.container,
+        ]
+        let output = try await CommandLineTests.run(process)
+        #expect(output.status == 0, "\(output.stderr)")
+        #expect(output.stdout.contains("Items by name: apples, bread, coffee, milk"))
+        #expect(output.stdout.contains("Items with a number: coffee ×2"))
+        #expect(output.stdout.contains("Deleted the list; items left: 0"))
+    }
+}
