@@ -72,8 +72,9 @@ public struct APITokenRecord: Sendable, Hashable {
     }
 }
 
-/// A zone of one account: the unit of atomic commits and change tracking.
+/// A zone of one owner: the unit of atomic commits and change tracking.
 public struct ZoneKey: Sendable, Hashable {
+    /// The owning account's id, or a principal that is not an account (a container's public database).
     public var accountID: String
     public var address: ZoneAddress
 

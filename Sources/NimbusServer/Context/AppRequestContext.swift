@@ -47,3 +47,25 @@ public struct ServiceRequestContext: ChildRequestContext {
 
     public var requestDecoder: WireDecoder { WireDecoder() }
 }
+
+/// The context of `/database/1` routes: an app's API token, and a signed-in device when one is given.
+///
+/// The public database answers reads without a user, as CloudKit's does; a session token that is sent
+/// but wrong still fails the request rather than being ignored.
+public struct DatabaseRequestContext: ChildRequestContext {
+    public var coreContext: CoreRequestContextStorage
+    public let appCredential: AppCredential
+    public let session: AuthenticatedSession?
+
+    public init(context: AppRequestContext) throws {
+        appCredential = try context.credentials.requireAPIToken()
+        switch context.credentials.session {
+        case .none: session = nil
+        case .failure(let error): throw error
+        case .success(let session): self.session = session
+        }
+        coreContext = context.coreContext
+    }
+
+    public var requestDecoder: WireDecoder { WireDecoder() }
+}

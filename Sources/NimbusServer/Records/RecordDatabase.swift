@@ -9,17 +9,40 @@ struct RecordDatabase: Sendable {
     let container: String
     let environment: Environment
     let scope: Scope
-    /// The signed-in user's record name (their account id), which owns their private zones.
-    let callerID: String
-    let deviceID: String
+    /// The signed-in user (their account id, which is their user record name), if any.
+    let caller: Caller?
+    /// Whose zones these are: the caller's own in the private database, the container's in the public one.
+    let owner: String
 
-    /// Zones of one account's database are one service of the substrate, so its change feed, tokens
+    struct Caller: Sendable {
+        var userRecordName: String
+        var deviceID: String
+    }
+
+    /// The owner of every public database's zones: not an account, so no account's data can meet it.
+    static let publicOwner = "_public"
+    /// How CloudKit names the owner of the public database's zone.
+    static let publicOwnerRecordName = "__defaultOwner__"
+
+    /// Zones of one owner's database are one service of the substrate, so its change feed, tokens
     /// and push messages are the same as every other service's.
     var service: ZoneAddress.Service { .init(rawValue: "db:\(container):\(environment.rawValue):\(scope.rawValue)") }
 
-    func zone(_ name: String) -> ZoneKey { ZoneKey(accountID: callerID, address: ZoneAddress(service: service, name: name)) }
+    func zone(_ name: String) -> ZoneKey { ZoneKey(accountID: owner, address: ZoneAddress(service: service, name: name)) }
 
-    func zoneID(_ name: String) -> ZoneID { ZoneID(zoneName: name, ownerRecordName: callerID) }
+    func zoneID(_ name: String) -> ZoneID {
+        ZoneID(zoneName: name, ownerRecordName: scope == .public ? Self.publicOwnerRecordName : owner)
+    }
+
+    /// The signed-in caller, or `AUTHENTICATION_REQUIRED` with the sign-in page to get one.
+    func requireCaller() throws(NimbusError) -> Caller {
+        guard let caller else {
+            throw NimbusError(
+                .authenticationRequired, "this request needs a signed-in user: sign in and send the ckWebAuthToken it gives",
+                redirectURL: "/auth/1/web/signin")
+        }
+        return caller
+    }
 
     static let defaultZoneName = ZoneID.defaultZone.zoneName
 }

@@ -29,12 +29,14 @@ struct RecordWriter {
     let stamp: RecordWire.Stamp
     let zoneID: ZoneID
     let desiredKeys: [String]?
+    let access: RecordAccess
 
     static let maxRecordBytes = 1_000_000
 
     func apply(_ operation: PreparedOperation) throws -> RecordWire {
         let current = try live(operation.name)
         let requested = operation.record
+        try authorize(operation, current: current?.record)
         if operation.type.checksChangeTag, let current {
             guard requested.recordChangeTag == StoredRecord.changeTag(current.sequence) else {
                 throw OperationFailure(
@@ -67,6 +69,21 @@ struct RecordWriter {
                 throw OperationFailure(.notFound("record \(operation.name) does not exist; create it instead"))
             }
             return try save(operation.name, fields: requested.fields ?? [:], over: current?.record, requested: requested)
+        }
+    }
+
+    /// Creating needs CREATE on the type; changing or deleting an existing record needs WRITE on it.
+    private func authorize(_ operation: PreparedOperation, current: StoredRecord?) throws {
+        let typeName = current?.recordType ?? operation.record.recordType
+        let type = schema.recordTypes.first { $0.name == typeName }
+        let allowed =
+            current.map { access.allows(.write, type, creator: $0.created.userRecordName) }
+            ?? (operation.type == .delete || operation.type == .forceDelete || access.allows(.create, type, creator: nil))
+        guard allowed else {
+            throw OperationFailure(
+                .accessDenied(
+                    current == nil
+                        ? "you may not create \(typeName ?? "these") records here" : "you may not change record \(operation.name)"))
         }
     }
 

@@ -6,7 +6,7 @@ struct DatabaseRoutes {
     let service: RecordService
 
     func register(on router: Router<AppRequestContext>) {
-        let database = router.group("database/1/:container/:environment/:database", context: ServiceRequestContext.self)
+        let database = router.group("database/1/:container/:environment/:database", context: DatabaseRequestContext.self)
         post(database, "records/modify", RecordsModifyRequest.self, service.modify)
         post(database, "records/lookup", RecordsLookupRequest.self, service.lookup)
         post(database, "records/query", RecordsQueryRequest.self, service.query)
@@ -17,10 +17,10 @@ struct DatabaseRoutes {
         post(database, "zones/changes", DatabaseChangesRequest.self, service.databaseChanges)
         post(database, "changes/database", DatabaseChangesRequest.self, service.databaseChanges)
         post(database, "changes/zone", ZoneChangesRequest.self, service.zoneChanges)
-        database.get("users/caller") { _, context in service.caller(try authorize(context)) }
+        database.get("users/caller") { _, context in try service.caller(try authorize(context)) }
     }
 
-    private func authorize(_ context: ServiceRequestContext) throws -> RecordDatabase {
+    private func authorize(_ context: DatabaseRequestContext) throws -> RecordDatabase {
         try service.authorize(
             context, container: context.parameters.require("container"), environment: context.parameters.require("environment"),
             database: context.parameters.require("database"))
@@ -28,7 +28,7 @@ struct DatabaseRoutes {
 
     /// A POST route: authorize the path, decode the body, answer what the service returns.
     private func post<Body: Decodable & Sendable, Answer: ResponseEncodable>(
-        _ group: RouterGroup<ServiceRequestContext>, _ path: RouterPath, _ body: Body.Type,
+        _ group: RouterGroup<DatabaseRequestContext>, _ path: RouterPath, _ body: Body.Type,
         _ handler: @escaping @Sendable (RecordDatabase, Body) async throws -> Answer
     ) {
         group.post(path) { request, context in

@@ -5,6 +5,7 @@ extension RecordService {
     /// `changes/zone`: each zone's records changed since its token, latest state only, deletions as
     /// `deleted: true`. A zone that fails (unknown, stale token) fails alone.
     func zoneChanges(_ database: RecordDatabase, _ request: ZoneChangesRequest) async throws -> ZoneChangesResponse {
+        try Self.requireChangeTracking(database)
         guard (1...Self.maxResults).contains(request.zones.count) else {
             throw NimbusError.badRequest("zones must name 1 to \(Self.maxResults) zones")
         }
@@ -26,6 +27,7 @@ extension RecordService {
 
     /// `records/changes`: the older single-zone form.
     func recordChanges(_ database: RecordDatabase, _ request: RecordsChangesRequest) async throws -> RecordsResponse {
+        try Self.requireChangeTracking(database)
         let page = try await changes(
             database, zoneID: request.zoneID, syncToken: request.syncToken, resultsLimit: request.resultsLimit,
             desiredKeys: request.desiredKeys, desiredRecordTypes: nil)

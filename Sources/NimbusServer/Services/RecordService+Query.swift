@@ -13,6 +13,14 @@ extension RecordService {
         }
         let planner = QueryPlanner(recordType: recordType)
         var conditions = [IndexCondition]()
+        switch RecordAccess(database).readScope(recordType) {
+        case .all: break
+        case .ownRecords:
+            conditions.append(IndexCondition(field: RecordIndexer.createdByField, .equal(.text(try database.requireCaller().userRecordName))))
+        case .none:
+            _ = try database.requireCaller()
+            throw NimbusError.accessDenied("you may not read \(recordType.name) records")
+        }
         for filter in request.query.filterBy ?? [] { conditions += try planner.conditions(filter) }
         var sort = [IndexSort]()
         for key in request.query.sortBy ?? [] { sort.append(try planner.sort(key)) }
@@ -20,7 +28,7 @@ extension RecordService {
 
         var zones: [ZoneKey]
         if request.zoneWide == true, request.zoneID == nil {
-            zones = try await server.store.zones(accountID: database.callerID, service: database.service).map { database.zone($0.name) }
+            zones = try await server.store.zones(accountID: database.owner, service: database.service).map { database.zone($0.name) }
         } else {
             let name = try zoneName(request.zoneID, in: database)
             zones = [database.zone(name)]

@@ -4,7 +4,7 @@ import NimbusStore
 extension RecordService {
     /// Every zone of the database; the default zone always exists.
     func listZones(_ database: RecordDatabase) async throws -> ZonesResponse {
-        let zones = try await server.store.zones(accountID: database.callerID, service: database.service)
+        let zones = try await server.store.zones(accountID: database.owner, service: database.service)
         var answer = [ZoneResult]()
         if !zones.contains(where: { $0.name == RecordDatabase.defaultZoneName }) {
             answer.append(.zone(ZoneWire(zoneID: database.zoneID(RecordDatabase.defaultZoneName), atomic: false)))
@@ -34,6 +34,9 @@ extension RecordService {
     /// Creates and deletes zones in order. Creating a zone that exists answers the zone, as saving one
     /// does natively; deleting a zone deletes its records.
     func modifyZones(_ database: RecordDatabase, _ request: ZonesModifyRequest) async throws -> ZonesResponse {
+        guard database.scope == .private else {
+            throw NimbusError.badRequest("zones are created in the private database; the public database has only the default zone")
+        }
         guard (1...Self.maxOperations).contains(request.operations.count) else {
             throw NimbusError.badRequest("operations must hold 1 to \(Self.maxOperations) operations")
         }
@@ -64,7 +67,7 @@ extension RecordService {
                     try await server.store.deleteZone(zone)
                     answer.append(.zone(ZoneWire(zoneID: database.zoneID(name), deleted: true)))
                 }
-                server.push.publish(to: database.callerID, PushMessage(type: .zoneMoved, zone: zone.address, sequence: 0))
+                server.push.publish(to: database.owner, PushMessage(type: .zoneMoved, zone: zone.address, sequence: 0))
             } catch StoreError.missing {
                 answer.append(.failure(ZoneError(zoneID: operation.zone.zoneID, error: NimbusError(.zoneNotFound, "zone \(name) does not exist"))))
             }
@@ -74,18 +77,26 @@ extension RecordService {
 
     /// Zones created, changed or deleted since a database token.
     func databaseChanges(_ database: RecordDatabase, _ request: DatabaseChangesRequest) async throws -> DatabaseChangesResponse {
+        try Self.requireChangeTracking(database)
         let limit = request.resultsLimit ?? Self.maxResults
         guard (1...Self.maxResults).contains(limit) else {
             throw NimbusError.badRequest("resultsLimit must be between 1 and \(Self.maxResults)")
         }
         let since = try request.syncToken.map { try DatabaseChangeToken(encoded: $0).sequence } ?? 0
-        let page = try await server.store.zoneChanges(accountID: database.callerID, service: database.service, after: since, limit: limit)
+        let page = try await server.store.zoneChanges(accountID: database.owner, service: database.service, after: since, limit: limit)
         guard since <= page.sequence else {
             throw NimbusError(.changeTokenExpired, "syncToken is ahead of this database's history; fetch again without a token")
         }
         return DatabaseChangesResponse(
             zones: page.changes.map { ZoneWire(zoneID: database.zoneID($0.name), deleted: $0.deleted ? true : nil) },
             syncToken: DatabaseChangeToken(sequence: page.sequence).encoded, moreComing: page.moreComing)
+    }
+
+    /// Only private (and shared) databases track changes, as in CloudKit: the public one is queried.
+    static func requireChangeTracking(_ database: RecordDatabase) throws {
+        guard database.scope != .public else {
+            throw NimbusError.badRequest("the public database has no change tracking; query it instead")
+        }
     }
 
     private func wire(_ name: String, _ state: ZoneState, _ database: RecordDatabase) -> ZoneWire {

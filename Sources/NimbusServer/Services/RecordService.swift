@@ -11,8 +11,9 @@ struct RecordService: Sendable {
     static let maxResults = 200
 
     /// Checks the path against the caller's credentials: the API token must be for this container and
-    /// its app entitled to it; the private database is the caller's own.
-    func authorize(_ context: ServiceRequestContext, container: String, environment: String, database: String) throws
+    /// its app entitled to it. The private database is the signed-in caller's own; the public database is
+    /// the container's, readable without signing in.
+    func authorize(_ context: DatabaseRequestContext, container: String, environment: String, database: String) throws
         -> RecordDatabase
     {
         let (token, app) = (context.appCredential.token, context.appCredential.app)
@@ -29,19 +30,26 @@ struct RecordService: Sendable {
         guard let scope = RecordDatabase.Scope(rawValue: database) else {
             throw NimbusError.badRequest("database must be private, public or shared, not \(database)")
         }
-        guard scope == .private else {
-            throw NimbusError.badRequest("the \(scope.rawValue) database is not available on this server yet; use private")
+        let caller = context.session.map { RecordDatabase.Caller(userRecordName: $0.accountID, deviceID: $0.deviceID) }
+        let answer = { (owner: String) in
+            RecordDatabase(container: container, environment: environment, scope: scope, caller: caller, owner: owner)
         }
-        return RecordDatabase(
-            container: container, environment: environment, scope: scope, callerID: context.session.accountID,
-            deviceID: context.session.deviceID)
+        switch scope {
+        case .private: return answer(try answer("").requireCaller().userRecordName)
+        case .public: return answer(RecordDatabase.publicOwner)
+        case .shared: throw NimbusError.badRequest("the shared database is not available on this server yet; use private or public")
+        }
     }
 
-    /// The zone a request names; another user's zone is refused, since the private database is the caller's.
+    /// The zone a request names; another user's zone is refused, since a private database holds only its
+    /// owner's zones, and the public database has only the default zone.
     func zoneName(_ zoneID: ZoneID?, in database: RecordDatabase) throws -> String {
         guard let zoneID else { return RecordDatabase.defaultZoneName }
-        if let owner = zoneID.ownerRecordName, owner != database.callerID, owner != "__defaultOwner__" {
+        if let owner = zoneID.ownerRecordName, owner != database.owner, owner != RecordDatabase.publicOwnerRecordName {
             throw NimbusError.accessDenied("zone \(zoneID.zoneName) belongs to another user; the private database holds only yours")
+        }
+        if database.scope == .public, zoneID.zoneName != RecordDatabase.defaultZoneName {
+            throw NimbusError(.zoneNotFound, "the public database has only the default zone, not \(zoneID.zoneName)")
         }
         if zoneID.zoneName != RecordDatabase.defaultZoneName { try Identifiers.validateZoneName(zoneID.zoneName) }
         return zoneID.zoneName
@@ -69,10 +77,13 @@ struct RecordService: Sendable {
             }
             operations.append(PreparedOperation(type: operation.operationType, name: name, record: operation.record))
         }
+        let caller = try database.requireCaller()
         let schema = try await schemas.evolve(database, for: try await typedFields(operations, zone: zone))
         let stamp = RecordWire.Stamp(
-            timestamp: server.configuration.now().milliseconds, userRecordName: database.callerID, deviceID: database.deviceID)
-        let writer = (schema: schema, stamp: stamp, zoneID: database.zoneID(zoneName), desiredKeys: request.desiredKeys)
+            timestamp: server.configuration.now().milliseconds, userRecordName: caller.userRecordName, deviceID: caller.deviceID)
+        let writer = (
+            schema: schema, stamp: stamp, zoneID: database.zoneID(zoneName), desiredKeys: request.desiredKeys, access: RecordAccess(database)
+        )
         let atomic = !isDefaultZone && (request.atomic ?? true)
         let prepared = operations
         let results: [RecordResult]
@@ -80,7 +91,7 @@ struct RecordService: Sendable {
             (results, _) = try await server.store.transact(zone, creating: isDefaultZone) { transaction in
                 let writer = RecordWriter(
                     transaction: transaction, schema: writer.schema, stamp: writer.stamp, zoneID: writer.zoneID,
-                    desiredKeys: writer.desiredKeys)
+                    desiredKeys: writer.desiredKeys, access: writer.access)
                 var results = [RecordResult]()
                 for operation in prepared {
                     do {
@@ -98,7 +109,7 @@ struct RecordService: Sendable {
             throw NimbusError(.zoneNotFound, "zone \(zoneName) does not exist; create it with zones/modify")
         }
         if results.contains(where: { if case .record = $0 { true } else { false } }), let state = try await server.store.zoneState(zone) {
-            server.push.publish(to: database.callerID, PushMessage(type: .zoneMoved, zone: zone.address, sequence: state.sequence))
+            server.push.publish(to: database.owner, PushMessage(type: .zoneMoved, zone: zone.address, sequence: state.sequence))
         }
         return RecordsResponse(records: results)
     }
@@ -131,20 +142,28 @@ struct RecordService: Sendable {
             throw NimbusError(.zoneNotFound, "zone \(zoneName) does not exist")
         }
         let found = Dictionary(entries.map { ($0.key, $0) }, uniquingKeysWith: { first, _ in first })
+        let schema = try await schemas.schema(database)
+        let access = RecordAccess(database)
         return RecordsResponse(
             records: try request.records.map { item in
                 guard let entry = found[item.recordName], entry.payload != nil else {
                     return .failure(RecordError(recordName: item.recordName, error: .notFound("record \(item.recordName) does not exist")))
                 }
+                let record = try StoredRecord(entry: entry)
+                let type = schema.recordTypes.first { $0.name == record.recordType }
+                guard access.allows(.read, type, creator: record.created.userRecordName) else {
+                    return .failure(
+                        RecordError(recordName: item.recordName, error: .accessDenied("you may not read \(record.recordType) records")))
+                }
                 return .record(
-                    try StoredRecord(entry: entry).wire(
+                    record.wire(
                         name: entry.key, sequence: entry.sequence, zoneID: database.zoneID(zoneName),
                         desiredKeys: item.desiredKeys ?? request.desiredKeys))
             })
     }
 
-    func caller(_ database: RecordDatabase) -> UsersResponse {
-        UsersResponse(users: [UserIdentity(userRecordName: database.callerID)])
+    func caller(_ database: RecordDatabase) throws -> UsersResponse {
+        UsersResponse(users: [UserIdentity(userRecordName: try database.requireCaller().userRecordName)])
     }
 }
 

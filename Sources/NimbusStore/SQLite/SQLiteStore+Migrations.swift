@@ -86,9 +86,11 @@ extension SQLiteStore {
                 sql: """
                     -- Zone ids are part of change tokens, so a deleted zone's id must never be reused:
                     -- the table is rebuilt with AUTOINCREMENT (and the column ordering zone changes).
+                    -- account_id names the zone's owner: an account, or a principal that is not one,
+                    -- like a container's public database, so it no longer references accounts.
                     CREATE TABLE zones_v2 (
                         id INTEGER PRIMARY KEY AUTOINCREMENT,
-                        account_id TEXT NOT NULL REFERENCES accounts(id),
+                        account_id TEXT NOT NULL,
                         service TEXT NOT NULL,
                         name TEXT NOT NULL,
                         sequence INTEGER NOT NULL DEFAULT 0,
@@ -103,13 +105,13 @@ extension SQLiteStore {
                     ALTER TABLE zones_v2 RENAME TO zones;
                     CREATE INDEX zones_by_change ON zones(account_id, service, changed_at);
                     CREATE TABLE service_sequences (
-                        account_id TEXT NOT NULL REFERENCES accounts(id),
+                        account_id TEXT NOT NULL,
                         service TEXT NOT NULL,
                         sequence INTEGER NOT NULL,
                         PRIMARY KEY (account_id, service)
                     ) WITHOUT ROWID;
                     CREATE TABLE zone_tombstones (
-                        account_id TEXT NOT NULL REFERENCES accounts(id),
+                        account_id TEXT NOT NULL,
                         service TEXT NOT NULL,
                         name TEXT NOT NULL,
                         changed_at INTEGER NOT NULL,

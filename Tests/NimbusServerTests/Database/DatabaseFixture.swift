@@ -20,17 +20,23 @@ struct DatabaseFixture {
         return DatabaseFixture(server: server, app: app, ann: ann)
     }
 
-    func path(_ operation: String, environment: String = "development", database: String = "private", session: NimbusSession? = nil) -> String {
-        let token = (session ?? ann).sessionToken.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
-        return "/database/1/\(app.container)/\(environment)/\(database)/\(operation)?ckAPIToken=\(app.apiToken)&ckWebAuthToken=\(token)"
+    /// A path with credentials; `anonymous` leaves the user's token out (the public database allows that).
+    func path(
+        _ operation: String, environment: String = "development", database: String = "private", session: NimbusSession? = nil,
+        anonymous: Bool = false
+    ) -> String {
+        let base = "/database/1/\(app.container)/\(environment)/\(database)/\(operation)?ckAPIToken=\(app.apiToken)"
+        guard !anonymous else { return base }
+        return base + "&ckWebAuthToken=" + (session ?? ann).sessionToken.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
     }
 
-    func post(_ operation: String, _ json: String, environment: String = "development", session: NimbusSession? = nil) async throws
-        -> RawResponse
-    {
+    func post(
+        _ operation: String, _ json: String, environment: String = "development", database: String = "private",
+        session: NimbusSession? = nil, anonymous: Bool = false
+    ) async throws -> RawResponse {
         try await server.request(
-            .POST, path(operation, environment: environment, session: session), headers: [("Content-Type", "text/plain")],
-            body: Data(json.utf8))
+            .POST, path(operation, environment: environment, database: database, session: session, anonymous: anonymous),
+            headers: [("Content-Type", "text/plain")], body: Data(json.utf8))
     }
 
     func get(_ operation: String, environment: String = "development", session: NimbusSession? = nil) async throws -> RawResponse {

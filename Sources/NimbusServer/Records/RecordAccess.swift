@@ -1,0 +1,50 @@
+import NimbusCore
+
+/// What the caller may do with records of a type: everything in a database they own; in the public
+/// database, what the type's grants give the roles they hold.
+///
+/// The built-in roles are CloudKit's: `_world` (anyone, signed in or not), `_icloud` (any signed-in user)
+/// and `_creator` (the user who created the record). A type without grants gets CloudKit's defaults:
+/// everyone reads, signed-in users create, the creator writes. WRITE includes READ.
+struct RecordAccess: Sendable {
+    let caller: String?
+    let ownsDatabase: Bool
+
+    static let defaultGrants = [
+        Schema.Grant([.read], to: "_world"), Schema.Grant([.create], to: "_icloud"), Schema.Grant([.write], to: "_creator"),
+    ]
+
+    init(_ database: RecordDatabase) {
+        caller = database.caller?.userRecordName
+        ownsDatabase = database.scope == .private
+    }
+
+    func allows(_ permission: Schema.Grant.Permission, _ type: Schema.RecordType?, creator: String?) -> Bool {
+        ownsDatabase || Self.grants(type).contains { grant in
+            (grant.permissions.contains(permission) || (permission == .read && grant.permissions.contains(.write)))
+                && holds(grant.role, creator: creator)
+        }
+    }
+
+    /// Whether the caller may read every record of the type, or only those they created (or none).
+    func readScope(_ type: Schema.RecordType?) -> ReadScope {
+        if allows(.read, type, creator: nil) { return .all }
+        return caller != nil && allows(.read, type, creator: caller) ? .ownRecords : .none
+    }
+
+    enum ReadScope { case all, ownRecords, none }
+
+    private func holds(_ role: String, creator: String?) -> Bool {
+        switch role {
+        case "_world": true
+        case "_icloud": caller != nil
+        case "_creator": caller != nil && caller == creator
+        default: false  // custom roles have no members on this server yet
+        }
+    }
+
+    private static func grants(_ type: Schema.RecordType?) -> [Schema.Grant] {
+        guard let type, !type.grants.isEmpty else { return defaultGrants }
+        return type.grants
+    }
+}
