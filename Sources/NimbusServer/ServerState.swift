@@ -10,6 +10,7 @@ final class ServerState: Sendable {
     let store: any Store
     let push: PushHub
     let schemas: SchemaRegistry
+    let subscriptions: SubscriptionRegistry
     let credentialCache = CredentialCache(lifetime: .seconds(1))
     let logger: Logger
     private let limiter = RateLimiter()
@@ -23,6 +24,7 @@ final class ServerState: Sendable {
         self.logger = logger
         self.push = PushHub()
         self.schemas = SchemaRegistry(store: store)
+        self.subscriptions = SubscriptionRegistry(store: store)
         self.decoyPasswordHash = Bcrypt.hash(Secrets.password(), cost: configuration.bcryptCost)
     }
 

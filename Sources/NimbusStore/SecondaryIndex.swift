@@ -114,3 +114,51 @@ public func greatCircleMeters(_ latitude1: Double, _ longitude1: Double, _ latit
         + cos(latitude1 * radians) * cos(latitude2 * radians) * sin(dLongitude / 2) * sin(dLongitude / 2)
     return 2 * 6_371_008.8 * asin(min(1, sqrt(a)))
 }
+
+extension IndexCondition {
+    /// Whether an entry with these index rows meets the condition, with the same comparisons a backend's
+    /// query makes: numbers by value whatever their kind, text by its UTF-8 bytes, numbers before text.
+    /// What record subscriptions evaluate changed records with.
+    public func matches(_ rows: [IndexEntry]) -> Bool {
+        let values = rows.filter { $0.field == field }.map(\.value)
+        let holds: Bool
+        switch match {
+        case .equal(let value): holds = values.contains { Self.compare($0, value) == 0 }
+        case .lessThan(let value): holds = values.contains { Self.compare($0, value).map { $0 < 0 } ?? false }
+        case .lessThanOrEqual(let value): holds = values.contains { Self.compare($0, value).map { $0 <= 0 } ?? false }
+        case .greaterThan(let value): holds = values.contains { Self.compare($0, value).map { $0 > 0 } ?? false }
+        case .greaterThanOrEqual(let value): holds = values.contains { Self.compare($0, value).map { $0 >= 0 } ?? false }
+        case .oneOf(let candidates): holds = values.contains { value in candidates.contains { Self.compare(value, $0) == 0 } }
+        case .allOf(let candidates): holds = candidates.allSatisfy { candidate in values.contains { Self.compare($0, candidate) == 0 } }
+        case .prefix(let prefix):
+            holds = values.contains { if case .text(let text) = $0 { text.utf8.starts(with: prefix.utf8) } else { false } }
+        case .within(let meters, let latitude, let longitude):
+            holds = values.contains {
+                guard case .point(let pointLatitude, let pointLongitude) = $0 else { return false }
+                return greatCircleMeters(pointLatitude, pointLongitude, latitude, longitude) <= meters
+            }
+        }
+        return holds != negated
+    }
+
+    /// -1, 0 or 1 as SQLite orders the two values; nil for points, which only distances compare.
+    private static func compare(_ left: IndexValue, _ right: IndexValue) -> Int? {
+        func number(_ value: IndexValue) -> Double? {
+            switch value {
+            case .integer(let integer): Double(integer)
+            case .real(let real): real
+            default: nil
+            }
+        }
+        switch (left, right) {
+        case (.text(let a), .text(let b)):
+            return a.utf8.lexicographicallyPrecedes(b.utf8) ? -1 : (a.utf8.elementsEqual(b.utf8) ? 0 : 1)
+        case (.integer(let a), .integer(let b)): return a < b ? -1 : (a == b ? 0 : 1)
+        case (.text, .integer), (.text, .real): return 1
+        case (.integer, .text), (.real, .text): return -1
+        default:
+            guard let a = number(left), let b = number(right) else { return nil }
+            return a < b ? -1 : (a == b ? 0 : 1)
+        }
+    }
+}

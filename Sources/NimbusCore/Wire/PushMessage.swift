@@ -3,19 +3,24 @@
 /// Server to device: `{"type": "zoneMoved", "zone": {...}, "sequence": N}` when a zone of the account
 /// moved to sequence N. Device to server: `{"type": "applied", "zone": {...}, "sequence": N}` once the
 /// device has applied everything up to N, which the server records as the device's watermark.
+/// `{"type": "notification", "zone": {...}, "sequence": N, "notification": {...}}` is a record database
+/// subscription firing for a change that moved the zone to N.
 public struct PushMessage: Hashable, Codable, Sendable {
     public var type: Kind
     public var zone: ZoneAddress
     public var sequence: Int64
+    public var notification: RecordNotification?
 
-    public init(type: Kind, zone: ZoneAddress, sequence: Int64) {
+    public init(type: Kind, zone: ZoneAddress, sequence: Int64, notification: RecordNotification? = nil) {
         self.type = type
         self.zone = zone
         self.sequence = sequence
+        self.notification = notification
     }
 
     public enum Kind: String, Codable, Sendable {
         case zoneMoved
         case applied
+        case notification
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import NimbusCore
 
 /// An app's container: its databases, as the signed-in user sees them (CloudKit's `CKContainer`).
@@ -12,11 +13,13 @@ public struct CloudContainer: Sendable {
 
     public let identifier: String
     public let environment: Environment
+    let session: NimbusSession
     let client: NimbusClient
 
     public init(identifier: String, session: NimbusSession, apiToken: String, environment: Environment = .development) {
         self.identifier = identifier
         self.environment = environment
+        self.session = session
         self.client = NimbusClient(session: session, apiToken: apiToken)
     }
 
@@ -26,6 +29,13 @@ public struct CloudContainer: Sendable {
     public var publicCloudDatabase: CloudDatabase { CloudDatabase(container: self, scope: .public) }
     /// Zones other users shared with the signed-in user.
     public var sharedCloudDatabase: CloudDatabase { CloudDatabase(container: self, scope: .shared) }
+
+    /// Starts listening for the user's subscription notifications in this container, over the push socket
+    /// (reconnecting when it drops). Notifications fired while no listener is connected are not kept:
+    /// catch up with the change feeds, as with CloudKit's pushes.
+    public func notificationListener() -> NotificationListener {
+        NotificationListener(session: session, container: identifier, environment: environment.rawValue)
+    }
 
     /// The signed-in user's record name.
     public func userRecordName() async throws -> String {

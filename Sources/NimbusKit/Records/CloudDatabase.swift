@@ -195,6 +195,37 @@ public struct CloudDatabase: Sendable {
         return answer.zones.compactMap { if case .zone(let zone) = $0 { RecordZone(zoneID: RecordZoneID(zone.zoneID)) } else { nil } }
     }
 
+    // MARK: Subscriptions
+
+    /// Creates or replaces a subscription; its notifications arrive on `CloudContainer.notifications()`.
+    @discardableResult
+    public func save(_ subscription: Subscription) async throws -> Subscription {
+        let existing = try await allSubscriptions().contains { $0.subscriptionID == subscription.subscriptionID }
+        let answer: SubscriptionsResponse = try await post(
+            "subscriptions/modify", SubscriptionsModifyRequest(operations: [.init(existing ? .update : .create, subscription)]))
+        return try Self.subscription(answer)
+    }
+
+    public func allSubscriptions() async throws -> [Subscription] {
+        let answer: SubscriptionsResponse = try await container.client.send(.GET, path("subscriptions/list"))
+        return answer.subscriptions.compactMap { if case .subscription(let subscription) = $0 { subscription } else { nil } }
+    }
+
+    public func deleteSubscription(withID id: String) async throws {
+        let answer: SubscriptionsResponse = try await post(
+            "subscriptions/modify",
+            SubscriptionsModifyRequest(operations: [.init(.delete, Subscription(subscriptionID: id, subscriptionType: .database))]))
+        _ = try Self.subscription(answer)
+    }
+
+    private static func subscription(_ answer: SubscriptionsResponse) throws -> Subscription {
+        switch answer.subscriptions.first {
+        case .subscription(let subscription): return subscription
+        case .failure(let failure): throw NimbusError(failure.serverErrorCode, failure.reason, uuid: failure.uuid)
+        case nil: throw NimbusError(.internalError, "the server answered no subscription")
+        }
+    }
+
     // MARK: Change feeds
 
     /// Zones changed and deleted since a token (nil: since the beginning). Call again while `moreComing`.

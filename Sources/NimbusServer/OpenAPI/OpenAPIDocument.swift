@@ -106,6 +106,9 @@ enum OpenAPIDocument {
         ("post", "zones/changes", "Zones changed since a database token", "DatabaseChangesRequest", "DatabaseChangesResponse"),
         ("post", "changes/database", "Zones changed since a database token", "DatabaseChangesRequest", "DatabaseChangesResponse"),
         ("post", "changes/zone", "Record changes of several zones since their tokens", "ZoneChangesRequest", "ZoneChangesResponse"),
+        ("get", "subscriptions/list", "The caller's subscriptions", nil, "SubscriptionsResponse"),
+        ("post", "subscriptions/lookup", "Fetch subscriptions by ID", "SubscriptionsLookupRequest", "SubscriptionsResponse"),
+        ("post", "subscriptions/modify", "Create, update and delete subscriptions", "SubscriptionsModifyRequest", "SubscriptionsResponse"),
         ("get", "users/caller", "The signed-in user's identity", nil, "UsersResponse"),
     ].map { method, operation, summary, request, response in
         Operation(

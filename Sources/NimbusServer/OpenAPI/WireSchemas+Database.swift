@@ -155,6 +155,34 @@ extension WireSchemas {
             "SchemaDeployResponse",
             object([("changes", strings), ("violations", strings), ("deployed", boolean)], required: ["changes", "violations", "deployed"])
         ),
+        (
+            "Subscription",
+            object(
+                [
+                    ("subscriptionID", string), ("subscriptionType", ["type": "string", "enum": ["query", "zone", "database"]]),
+                    ("query", anyValue), ("zoneID", ref("ZoneID")), ("zoneWide", boolean),
+                    ("firesOn", array(of: ["type": "string", "enum": ["create", "update", "delete"]])), ("firesOnce", boolean),
+                    ("notificationInfo", anyValue),
+                ], required: ["subscriptionID", "subscriptionType"])
+        ),
+        (
+            "SubscriptionsModifyRequest",
+            object(
+                [
+                    (
+                        "operations",
+                        array(
+                            of: object(
+                                [("operationType", ["type": "string", "enum": ["create", "update", "delete"]]), ("subscription", ref("Subscription"))],
+                                required: ["operationType", "subscription"]))
+                    )
+                ], required: ["operations"])
+        ),
+        (
+            "SubscriptionsLookupRequest",
+            object([("subscriptions", array(of: object([("subscriptionID", string)], required: ["subscriptionID"])))], required: ["subscriptions"])
+        ),
+        ("SubscriptionsResponse", object([("subscriptions", array(of: anyValue))], required: ["subscriptions"])),
         ("UsersResponse", object([("users", array(of: object([("userRecordName", string)], required: ["userRecordName"])))], required: ["users"])),
     ]
 }

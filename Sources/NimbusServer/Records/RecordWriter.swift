@@ -21,6 +21,21 @@ struct OperationFailure: Error {
     }
 }
 
+/// A record a batch changed: how it was before and after (nil where it did not exist).
+struct RecordChange: Sendable {
+    var name: String
+    var before: StoredRecord?
+    var after: StoredRecord?
+    /// The zone's sequence after the change.
+    var sequence: Int64
+}
+
+/// The changes a writer made, in order, cascaded deletions included.
+final class RecordChangeLog {
+    private(set) var changes = [RecordChange]()
+    func append(_ change: RecordChange) { changes.append(change) }
+}
+
 /// Applies modify operations inside one zone transaction. An operation checks everything before it
 /// writes anything, so a failed operation leaves no trace even when the batch is not atomic.
 struct RecordWriter {
@@ -30,6 +45,7 @@ struct RecordWriter {
     let zoneID: ZoneID
     let desiredKeys: [String]?
     let access: RecordAccess
+    let log = RecordChangeLog()
 
     static let maxRecordBytes = 1_000_000
 
@@ -116,6 +132,7 @@ struct RecordWriter {
         }
         let sequence = try transaction.put(name, payload: payload, size: payload.count)
         try transaction.index(name, kind: recordType, rows: RecordIndexer.rows(name: name, record: record))
+        log.append(RecordChange(name: name, before: current, after: record, sequence: sequence))
         return wire(name, record, sequence)
     }
 
@@ -169,7 +186,10 @@ struct RecordWriter {
                     .validatingReferenceError,
                     "record \(blocker.referrer) references \(blocker.target) with VALIDATE; delete or change it first"))
         }
-        for name in doomed { try transaction.put(name, payload: nil, size: 0) }
+        for name in doomed {
+            let before = try live(name)?.record
+            log.append(RecordChange(name: name, before: before, after: nil, sequence: try transaction.put(name, payload: nil, size: 0)))
+        }
     }
 
     /// Every (record type, field) of the schema that can hold references.

@@ -17,6 +17,9 @@ struct DatabaseRoutes {
         post(database, "zones/changes", DatabaseChangesRequest.self, service.databaseChanges)
         post(database, "changes/database", DatabaseChangesRequest.self, service.databaseChanges)
         post(database, "changes/zone", ZoneChangesRequest.self, service.zoneChanges)
+        database.get("subscriptions/list") { _, context in try await service.listSubscriptions(try authorize(context)) }
+        post(database, "subscriptions/lookup", SubscriptionsLookupRequest.self, service.lookupSubscriptions)
+        post(database, "subscriptions/modify", SubscriptionsModifyRequest.self, service.modifySubscriptions)
         database.get("users/caller") { _, context in try service.caller(try authorize(context)) }
     }
 

@@ -23,3 +23,4 @@ extension ZoneChangesResponse: ResponseEncodable {}
 extension UsersResponse: ResponseEncodable {}
 extension SchemaDocument: ResponseEncodable {}
 extension SchemaDeployResponse: ResponseEncodable {}
+extension SubscriptionsResponse: ResponseEncodable {}

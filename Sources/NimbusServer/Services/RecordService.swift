@@ -87,8 +87,9 @@ struct RecordService: Sendable {
         let atomic = !isDefaultZone && (request.atomic ?? true)
         let prepared = operations
         let results: [RecordResult]
+        let changes: [RecordChange]
         do {
-            (results, _) = try await server.store.transact(zone, creating: isDefaultZone) { transaction in
+            ((results, changes), _) = try await server.store.transact(zone, creating: isDefaultZone) { transaction in
                 let writer = RecordWriter(
                     transaction: transaction, schema: writer.schema, stamp: writer.stamp, zoneID: writer.zoneID,
                     desiredKeys: writer.desiredKeys, access: writer.access)
@@ -101,15 +102,16 @@ struct RecordService: Sendable {
                         if atomic { throw AtomicBatchFailure(results: results, operations: prepared) }
                     }
                 }
-                return results
+                return (results, writer.log.changes)
             }
         } catch let failure as AtomicBatchFailure {
             return RecordsResponse(records: failure.answer)
         } catch StoreError.missing {
             throw NimbusError(.zoneNotFound, "zone \(zoneName) does not exist; create it with zones/modify")
         }
-        if results.contains(where: { if case .record = $0 { true } else { false } }), let state = try await server.store.zoneState(zone) {
-            server.push.publish(to: database.owner, PushMessage(type: .zoneMoved, zone: zone.address, sequence: state.sequence))
+        if let last = changes.last {
+            server.push.publish(to: database.owner, PushMessage(type: .zoneMoved, zone: zone.address, sequence: last.sequence))
+            await notifySubscribers(database, zoneName: zoneName, changes: changes, schema: schema)
         }
         return RecordsResponse(records: results)
     }

@@ -1,0 +1,53 @@
+import Foundation
+import NimbusCore
+import NimbusStore
+import Synchronization
+
+/// The subscriptions of every database, kept in the store and cached in memory per database, so that a
+/// write finds the subscriptions it may fire without a query.
+///
+/// All subscriptions of one database (every subscriber's) are the entries of one substrate zone, keyed by
+/// subscriber and subscription ID.
+final class SubscriptionRegistry: Sendable {
+    struct Stored: Codable, Sendable {
+        var subscriber: String
+        var subscription: Subscription
+    }
+
+    private let store: any Store
+    private let cache = Mutex<[String: [Stored]]>([:])
+    /// The owner of the zones holding subscriptions: not an account.
+    static let owner = "_subscriptions"
+
+    init(store: any Store) { self.store = store }
+
+    private func zone(_ database: RecordDatabase) -> ZoneKey {
+        ZoneKey(accountID: Self.owner, address: ZoneAddress(service: .init(rawValue: "subscriptions:" + database.service.rawValue), name: "all"))
+    }
+
+    private static func key(subscriber: String, id: String) -> String { subscriber + "/" + id }
+
+    /// Every subscription of the database, whoever made it.
+    func all(_ database: RecordDatabase) async throws -> [Stored] {
+        let service = database.service.rawValue
+        if let cached = cache.withLock({ $0[service] }) { return cached }
+        let entries = try await store.liveEntries(zone(database)).entries
+        let stored = try entries.map { try JSONDecoder().decode(Stored.self, from: $0.payload ?? Data()) }
+        cache.withLock { $0[service] = stored }
+        return stored
+    }
+
+    func subscriptions(of subscriber: String, in database: RecordDatabase) async throws -> [Subscription] {
+        try await all(database).filter { $0.subscriber == subscriber }.map(\.subscription)
+    }
+
+    /// Saves (nil: deletes) subscriptions of one subscriber in one commit.
+    func save(_ changes: [(id: String, subscription: Subscription?)], subscriber: String, in database: RecordDatabase) async throws {
+        let mutations = try changes.map { change in
+            let payload = try change.subscription.map { try JSONEncoder().encode(Stored(subscriber: subscriber, subscription: $0)) }
+            return EntryMutation(key: Self.key(subscriber: subscriber, id: change.id), payload: payload, size: payload?.count ?? 0)
+        }
+        _ = try await store.commit(zone(database), mutations: mutations) { _ in }
+        cache.withLock { $0[database.service.rawValue] = nil }
+    }
+}

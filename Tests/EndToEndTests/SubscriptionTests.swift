@@ -1,0 +1,97 @@
+import Foundation
+import NimbusCore
+import NimbusKit
+import NimbusTesting
+import Testing
+
+/// Subscriptions firing over the push socket: query, zone and database subscriptions, fired once or
+/// always, in the private and public databases.
+@Suite struct SubscriptionTests {
+    struct Device {
+        let container: CloudContainer
+        var database: CloudDatabase { container.privateCloudDatabase }
+    }
+
+    static func device(_ server: TestServer, _ app: TestServer.SeededApp, email: String = "ann@example.com", name: String) async throws -> Device {
+        let session = try await server.signIn(email: email, device: name)
+        return Device(container: CloudContainer(identifier: app.container, session: session, apiToken: app.apiToken))
+    }
+
+    static func item(_ name: String, number: Int, zone: RecordZoneID) -> Record {
+        var record = Record(recordType: "Items", recordID: RecordID(recordName: name, zoneID: zone))
+        record["name"] = name
+        record["number"] = number
+        return record
+    }
+
+    @Test func queryZoneAndDatabaseSubscriptionsFire() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        let app = try await server.seedApp()
+        let phone = try await Self.device(server, app, name: "phone")
+        let laptop = try await Self.device(server, app, name: "laptop")
+        let zone = try await phone.database.save(RecordZone(zoneName: "Shopping")).zoneID
+        _ = try await phone.database.save(Self.item("seed", number: 0, zone: zone))  // creates the type
+
+        let bigItems = Subscription.query(
+            "big-items", try Query(recordType: "Items", predicate: "number > 2"), zoneID: zone,
+            notificationInfo: NotificationInfo(alertBody: "A big item"))
+        try await laptop.database.save(bigItems)
+        try await laptop.database.save(.zone("shopping", zone))
+        try await laptop.database.save(.database("once", firesOnce: true))
+        #expect(Set(try await laptop.database.allSubscriptions().map(\.subscriptionID)) == ["big-items", "shopping", "once"])
+
+        let listener = laptop.container.notificationListener()
+        defer { listener.stop() }
+        let received = Recorder(listener.notifications)
+        #expect(await eventually { listener.isConnected })
+
+        var big = try await phone.database.save(Self.item("big", number: 5, zone: zone))
+        _ = try await phone.database.save(Self.item("small", number: 1, zone: zone))
+        big["number"] = 6
+        big = try await phone.database.save(big)
+        try await phone.database.deleteRecord(withID: big.recordID)
+
+        let created = await received.first { $0.subscriptionID == "big-items" && $0.queryNotificationReason == .recordCreated }
+        #expect(created?.recordName == "big" && created?.notificationInfo?.alertBody == "A big item")
+        #expect(await received.first { $0.subscriptionID == "big-items" && $0.queryNotificationReason == .recordUpdated } != nil)
+        #expect(await received.first { $0.subscriptionID == "big-items" && $0.queryNotificationReason == .recordDeleted } != nil)
+        #expect(await received.first { $0.subscriptionID == "shopping" && $0.notificationType == .recordZone } != nil)
+        #expect(await eventually { received.all.filter { $0.subscriptionID == "shopping" }.count == 4 })
+        #expect(!received.all.contains { $0.recordName == "small" }, "small items do not match number > 2")
+        #expect(received.all.filter { $0.subscriptionID == "once" }.count == 1)
+        #expect(!(try await laptop.database.allSubscriptions().map(\.subscriptionID).contains("once")))
+
+        // Another user's changes never reach this user's subscriptions.
+        let bob = try await Self.device(server, app, email: "bob@example.com", name: "bob's phone")
+        let bobsZone = try await bob.database.save(RecordZone(zoneName: "Shopping")).zoneID
+        _ = try await bob.database.save(Self.item("bobs", number: 9, zone: bobsZone))
+        _ = try await phone.database.save(Self.item("last", number: 7, zone: zone))
+        #expect(await received.first { $0.recordName == "last" } != nil)
+        #expect(!received.all.contains { $0.recordName == "bobs" })
+    }
+
+    @Test func publicQuerySubscriptionsSeeEveryonesRecords() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        let app = try await server.seedApp()
+        let ann = try await Self.device(server, app, name: "phone")
+        let bob = try await Self.device(server, app, email: "bob@example.com", name: "laptop")
+        var first = Record(recordType: "Posts")
+        first["text"] = "first"
+        _ = try await ann.container.publicCloudDatabase.save(first)
+        try await bob.container.publicCloudDatabase.save(.query("posts", try Query(recordType: "Posts"), firesOn: [.create]))
+        let badZone = Subscription.zone("zone", .default)
+        await #expect(throws: NimbusError.self) { try await bob.container.publicCloudDatabase.save(badZone) }
+
+        let listener = bob.container.notificationListener()
+        defer { listener.stop() }
+        let received = Recorder(listener.notifications)
+        #expect(await eventually { listener.isConnected })
+        var post = Record(recordType: "Posts")
+        post["text"] = "hello"
+        post = try await ann.container.publicCloudDatabase.save(post)
+        let notification = await received.first { _ in true }
+        #expect(notification?.recordName == post.recordID.recordName && notification?.databaseScope == "public")
+    }
+}
