@@ -127,6 +127,7 @@ let package = Package(
             dependencies: [
                 "NimbusServer", "NimbusTesting", "NimbusCore", "NimbusKit", "NimbusStore",
                 .product(name: "WSClient", package: "swift-websocket"),
+                .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
         .testTarget(name: "NimbusKitTests", dependencies: ["NimbusKit", "NimbusCore"]),

@@ -59,6 +59,11 @@ public protocol DeveloperStore: Sendable {
     func createAPIToken(_ token: APITokenRecord) async throws
     func apiTokens() async throws -> [APITokenRecord]
     func revokeAPIToken(id: String) async throws
+
+    func createServerKey(_ key: ServerKeyRecord) async throws
+    func serverKey(id: String) async throws -> ServerKeyRecord?
+    func serverKeys() async throws -> [ServerKeyRecord]
+    func revokeServerKey(id: String) async throws
 }
 
 /// The substrate every service writes through: zones with a strictly increasing change sequence.

@@ -72,6 +72,29 @@ public struct APITokenRecord: Sendable, Hashable {
     }
 }
 
+/// A server-to-server key: a public key whose signed requests act as its creator in a container.
+public struct ServerKeyRecord: Sendable, Hashable {
+    public var id: String
+    public var container: String
+    public var publicKeyPEM: String
+    public var creatorAccountID: String
+    public var name: String
+    public var revoked: Bool
+
+    public init(id: String, container: String, publicKeyPEM: String, creatorAccountID: String, name: String, revoked: Bool = false) {
+        self.id = id
+        self.container = container
+        self.publicKeyPEM = publicKeyPEM
+        self.creatorAccountID = creatorAccountID
+        self.name = name
+        self.revoked = revoked
+    }
+
+    public var info: ServerKeyInfo {
+        ServerKeyInfo(keyID: id, container: container, name: name, creator: creatorAccountID, revoked: revoked)
+    }
+}
+
 /// A zone of one owner: the unit of atomic commits and change tracking.
 public struct ZoneKey: Sendable, Hashable {
     /// The owning account's id, or a principal that is not an account (a container's public database).

@@ -137,3 +137,34 @@ public struct SchemaDeployResponse: Codable, Sendable, Hashable {
         self.deployed = deployed
     }
 }
+
+/// `POST /admin/1/keys`: register a server-to-server key (an EC P-256 public key in PEM) for a container.
+public struct CreateServerKeyRequest: Codable, Sendable {
+    public var container: String
+    public var publicKey: String
+    public var name: String?
+
+    public init(container: String, publicKey: String, name: String? = nil) {
+        self.container = container
+        self.publicKey = publicKey
+        self.name = name
+    }
+}
+
+/// A server-to-server key: requests signed with its private key act as the administrator who created it,
+/// in the container's public database.
+public struct ServerKeyInfo: Codable, Sendable, Hashable {
+    public var keyID: String
+    public var container: String
+    public var name: String
+    public var creator: String
+    public var revoked: Bool
+
+    public init(keyID: String, container: String, name: String, creator: String, revoked: Bool) {
+        self.keyID = keyID
+        self.container = container
+        self.name = name
+        self.creator = creator
+        self.revoked = revoked
+    }
+}

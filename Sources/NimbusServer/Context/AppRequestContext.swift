@@ -48,21 +48,30 @@ public struct ServiceRequestContext: ChildRequestContext {
     public var requestDecoder: WireDecoder { WireDecoder() }
 }
 
-/// The context of `/database/1` routes: an app's API token, and a signed-in device when one is given.
+/// The context of `/database/1` routes: an app's API token, with a signed-in device when one is given,
+/// or a server-to-server signature.
 ///
 /// The public database answers reads without a user, as CloudKit's does; a session token that is sent
 /// but wrong still fails the request rather than being ignored.
 public struct DatabaseRequestContext: ChildRequestContext {
+    public enum Principal: Sendable {
+        case app(AppCredential, session: AuthenticatedSession?)
+        case serverKey(ServerKeyRecord)
+    }
+
     public var coreContext: CoreRequestContextStorage
-    public let appCredential: AppCredential
-    public let session: AuthenticatedSession?
+    public let principal: Principal
 
     public init(context: AppRequestContext) throws {
-        appCredential = try context.credentials.requireAPIToken()
-        switch context.credentials.session {
-        case .none: session = nil
-        case .failure(let error): throw error
-        case .success(let session): self.session = session
+        if let key = context.credentials.serverKey {
+            principal = .serverKey(try key.get())
+        } else {
+            let app = try context.credentials.requireAPIToken()
+            switch context.credentials.session {
+            case .none: principal = .app(app, session: nil)
+            case .failure(let error): throw error
+            case .success(let session): principal = .app(app, session: session)
+            }
         }
         coreContext = context.coreContext
     }

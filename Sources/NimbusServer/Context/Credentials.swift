@@ -20,6 +20,8 @@ public struct AppCredential: Sendable, Hashable {
 public struct Credentials: Sendable {
     var session: Result<AuthenticatedSession, NimbusError>?
     var apiToken: Result<AppCredential, NimbusError>?
+    /// A server-to-server key whose signature checked out (CloudKit's signed requests).
+    var serverKey: Result<ServerKeyRecord, NimbusError>?
 
     /// The session, or the error the caller gets for not having a valid one.
     func requireSession() throws(NimbusError) -> AuthenticatedSession {

@@ -1,6 +1,7 @@
 import HTTPTypes
 import Foundation
 import Hummingbird
+import NIOCore
 import NimbusCore
 import NimbusStore
 
@@ -16,10 +17,26 @@ struct AuthenticationMiddleware<Context: CredentialContext>: RouterMiddleware {
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response
     {
         var context = context
+        var request = request
         let now = server.configuration.now()
         let apiToken = request.headers[Self.apiTokenHeader] ?? request.uri.queryParameters.get("ckAPIToken")
         let sessionToken = Self.sessionToken(in: request)
-        if apiToken != nil || sessionToken != nil {
+        if let keyID = request.headers[Self.keyIDHeader] {
+            guard apiToken == nil, sessionToken == nil else {
+                throw NimbusError.authenticationFailed("sign the request or send ckAPIToken and ckWebAuthToken, not both")
+            }
+            // The signature covers the body, so it is read here and handed on to the route.
+            let body: ByteBuffer
+            do {
+                body = try await request.body.collect(upTo: WireDecoder.maxBodyBytes)
+            } catch is NIOTooManyBytesError {
+                throw NimbusError(.requestTooLarge, "the request body is larger than \(WireDecoder.maxBodyBytes) bytes")
+            }
+            request.body = RequestBody(buffer: body)
+            let key = try await verifySignature(keyID: keyID, request: request, body: Data(buffer: body), now: now)
+            try server.throttle("key:\(key.id)", limit: server.configuration.apiTokenRateLimit, now: now)
+            context.credentials.serverKey = .success(key)
+        } else if apiToken != nil || sessionToken != nil {
             context.credentials = await resolve(apiToken: apiToken, sessionToken: sessionToken, now: now)
         }
         if case .success(let app) = context.credentials.apiToken {
@@ -29,6 +46,30 @@ struct AuthenticationMiddleware<Context: CredentialContext>: RouterMiddleware {
             try server.throttle("session:\(session.tokenDigest)", limit: server.configuration.sessionRateLimit, now: now)
         }
         return try await next(request, context)
+    }
+
+    static var keyIDHeader: HTTPField.Name { HTTPField.Name(RequestSignature.keyIDHeader)! }
+    static var dateHeader: HTTPField.Name { HTTPField.Name(RequestSignature.dateHeader)! }
+    static var signatureHeader: HTTPField.Name { HTTPField.Name(RequestSignature.signatureHeader)! }
+
+    /// Checks a signed request: a known, unrevoked key, a fresh date, and a signature over date, body and path.
+    private func verifySignature(keyID: String, request: Request, body: Data, now: Date) async throws -> ServerKeyRecord {
+        guard let dateText = request.headers[Self.dateHeader], let signature = request.headers[Self.signatureHeader] else {
+            throw NimbusError.authenticationFailed(
+                "a signed request needs \(RequestSignature.dateHeader) and \(RequestSignature.signatureHeader) headers")
+        }
+        guard let date = RequestSignature.parse(dateText), abs(date.timeIntervalSince(now)) <= RequestSignature.freshness else {
+            throw NimbusError.authenticationFailed("the request's date is missing, malformed or more than 10 minutes from the server's clock")
+        }
+        guard Secrets.isAPITokenShaped(keyID), let key = try await server.store.serverKey(id: keyID.lowercased()), !key.revoked else {
+            throw NimbusError.authenticationFailed("the server-to-server key is unknown or revoked")
+        }
+        guard
+            RequestSignature.verify(signature: signature, date: dateText, body: body, path: request.uri.path, publicKeyPEM: key.publicKeyPEM)
+        else {
+            throw NimbusError.authenticationFailed("the request signature does not verify (date:base64(SHA-256(body)):path, ECDSA P-256)")
+        }
+        return key
     }
 
     static func sessionToken(in request: Request) -> String? {

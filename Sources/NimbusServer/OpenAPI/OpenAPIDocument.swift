@@ -81,6 +81,11 @@ enum OpenAPIDocument {
             method: "delete", path: "/admin/1/tokens/{tokenID}", summary: "Revoke an API token",
             access: .administrator),
         Operation(method: "get", path: "/admin/1/users", summary: "List accounts", access: .administrator),
+        Operation(method: "get", path: "/admin/1/keys", summary: "List server-to-server keys", access: .administrator),
+        Operation(
+            method: "post", path: "/admin/1/keys", summary: "Register a server-to-server key (EC P-256 public key, PEM)",
+            access: .administrator, request: "CreateServerKeyRequest", response: "ServerKeyInfo"),
+        Operation(method: "delete", path: "/admin/1/keys/{keyID}", summary: "Revoke a server-to-server key", access: .administrator),
         Operation(
             method: "get", path: "/admin/1/containers/{container}/schema/{environment}",
             summary: "A container environment's schema as CloudKit schema text", access: .administrator, response: "SchemaDocument"),

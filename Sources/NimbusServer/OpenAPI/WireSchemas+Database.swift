@@ -149,6 +149,16 @@ extension WireSchemas {
                     )
                 ], required: ["zones"])
         ),
+        (
+            "CreateServerKeyRequest",
+            object([("container", string), ("publicKey", string), ("name", string)], required: ["container", "publicKey"])
+        ),
+        (
+            "ServerKeyInfo",
+            object(
+                [("keyID", string), ("container", string), ("name", string), ("creator", string), ("revoked", boolean)],
+                required: ["keyID", "container", "name", "creator", "revoked"])
+        ),
         ("SchemaDocument", object([("text", string)], required: ["text"])),
         ("SchemaDeployRequest", object([("dryRun", boolean)], required: [])),
         (

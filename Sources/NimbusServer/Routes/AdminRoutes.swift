@@ -38,6 +38,14 @@ struct AdminRoutes {
             return HTTPResponse.Status.noContent
         }
         admin.get("users") { _, _ in ListResponse(items: try await service.users()) }
+        admin.get("keys") { _, _ in ListResponse(items: try await service.server.store.serverKeys().map(\.info)) }
+        admin.post("keys") { request, context in
+            try await service.createServerKey(try await request.decode(as: CreateServerKeyRequest.self, context: context), creator: context.session)
+        }
+        admin.delete("keys/:keyID") { _, context in
+            try await service.revokeServerKey(id: context.parameters.require("keyID"))
+            return HTTPResponse.Status.noContent
+        }
         admin.get("containers/:container/schema/:environment") { _, context in
             try await schemas.export(container: context.parameters.require("container"), environment: context.parameters.require("environment"))
         }

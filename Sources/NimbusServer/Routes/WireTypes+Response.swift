@@ -24,3 +24,4 @@ extension UsersResponse: ResponseEncodable {}
 extension SchemaDocument: ResponseEncodable {}
 extension SchemaDeployResponse: ResponseEncodable {}
 extension SubscriptionsResponse: ResponseEncodable {}
+extension ServerKeyInfo: ResponseEncodable {}

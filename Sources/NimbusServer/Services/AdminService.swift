@@ -71,6 +71,24 @@ struct AdminService: Sendable {
         server.credentialCache.invalidateAll()
     }
 
+    /// Registers a server-to-server key; its signed requests act as `creator` in the container's public database.
+    func createServerKey(_ request: CreateServerKeyRequest, creator: AuthenticatedSession) async throws -> ServerKeyInfo {
+        guard RequestSignature.isPublicKey(request.publicKey) else {
+            throw NimbusError.badRequest(
+                "publicKey must be an EC P-256 public key in PEM (openssl ecparam -name prime256v1 -genkey -noout -out key.pem; "
+                    + "openssl ec -in key.pem -pubout)")
+        }
+        let record = ServerKeyRecord(
+            id: Secrets.apiToken(), container: request.container, publicKeyPEM: request.publicKey, creatorAccountID: creator.accountID,
+            name: request.name ?? "server key")
+        try await server.store.createServerKey(record)
+        return record.info
+    }
+
+    func revokeServerKey(id: String) async throws {
+        try await server.store.revokeServerKey(id: id)
+    }
+
     func users() async throws -> [UserInfo] {
         try await server.store.accounts().map {
             UserInfo(userRecordName: $0.id, email: $0.email, isAdministrator: $0.isAdministrator)

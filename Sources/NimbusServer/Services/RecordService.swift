@@ -16,13 +16,25 @@ struct RecordService: Sendable {
     func authorize(_ context: DatabaseRequestContext, container: String, environment: String, database: String) throws
         -> RecordDatabase
     {
-        let (token, app) = (context.appCredential.token, context.appCredential.app)
-        guard token.containerID == container else {
-            throw NimbusError.accessDenied("the API token is for container \(token.containerID), not \(container)")
-        }
-        guard app.containers.contains(container) else {
-            throw NimbusError.accessDenied(
-                "container \(container) is not in app \(app.bundleID)'s entitlements; add it with `nimbus admin entitle`")
+        let caller: RecordDatabase.Caller?
+        switch context.principal {
+        case .app(let credential, let session):
+            guard credential.token.containerID == container else {
+                throw NimbusError.accessDenied("the API token is for container \(credential.token.containerID), not \(container)")
+            }
+            guard credential.app.containers.contains(container) else {
+                throw NimbusError.accessDenied(
+                    "container \(container) is not in app \(credential.app.bundleID)'s entitlements; add it with `nimbus admin entitle`")
+            }
+            caller = session.map { RecordDatabase.Caller(userRecordName: $0.accountID, deviceID: $0.deviceID) }
+        case .serverKey(let key):
+            guard key.container == container else {
+                throw NimbusError.accessDenied("the server-to-server key is for container \(key.container), not \(container)")
+            }
+            guard database == RecordDatabase.Scope.public.rawValue else {
+                throw NimbusError.accessDenied("server-to-server keys reach the public database only")
+            }
+            caller = RecordDatabase.Caller(userRecordName: key.creatorAccountID, deviceID: "server-to-server")
         }
         guard let environment = RecordDatabase.Environment(rawValue: environment) else {
             throw NimbusError.badRequest("environment must be development or production, not \(environment)")
@@ -30,7 +42,6 @@ struct RecordService: Sendable {
         guard let scope = RecordDatabase.Scope(rawValue: database) else {
             throw NimbusError.badRequest("database must be private, public or shared, not \(database)")
         }
-        let caller = context.session.map { RecordDatabase.Caller(userRecordName: $0.accountID, deviceID: $0.deviceID) }
         let answer = { (owner: String) in
             RecordDatabase(container: container, environment: environment, scope: scope, caller: caller, owner: owner)
         }

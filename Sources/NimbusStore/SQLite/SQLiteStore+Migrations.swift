@@ -81,7 +81,7 @@ extension SQLiteStore {
                     ) WITHOUT ROWID;
                     """)
         }
-        migrator.registerMigration("2026-11-22-zone-changes-indexes-schemas") { db in
+        migrator.registerMigration("2026-11-22-records-indexes-schemas-keys") { db in
             try db.execute(
                 sql: """
                     -- Zone ids are part of change tokens, so a deleted zone's id must never be reused:
@@ -131,6 +131,14 @@ extension SQLiteStore {
                         PRIMARY KEY (zone_id, sequence, field, position)
                     ) WITHOUT ROWID;
                     CREATE INDEX entry_index_by_value ON entry_index(zone_id, kind, field, value);
+                    CREATE TABLE server_keys (
+                        id TEXT PRIMARY KEY,
+                        container TEXT NOT NULL REFERENCES containers(identifier),
+                        public_key_pem TEXT NOT NULL,
+                        creator_account_id TEXT NOT NULL REFERENCES accounts(id),
+                        name TEXT NOT NULL,
+                        revoked INTEGER NOT NULL DEFAULT 0
+                    );
                     CREATE TABLE schemas (
                         container TEXT NOT NULL REFERENCES containers(identifier),
                         environment TEXT NOT NULL,
