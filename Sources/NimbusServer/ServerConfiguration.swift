@@ -19,6 +19,9 @@ public struct ServerConfiguration: Sendable {
     /// bcrypt work factor; 12 in production, lower only to make test suites fast.
     public var bcryptCost: UInt8 = 12
     public var logLevel: Logger.Level = .info
+    /// Web origins (like `https://app.example.com`) the sign-in page may hand a web auth token to, by
+    /// redirect or `postMessage`.
+    public var webSignInOrigins: [String] = []
     /// The server's clock; tests replace it to expire sessions without waiting.
     public var now: @Sendable () -> Date = { Date() }
 

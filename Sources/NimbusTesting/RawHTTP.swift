@@ -19,6 +19,14 @@ public struct RawResponse: Sendable {
 }
 
 extension TestServer {
+    /// The tests' HTTP client: redirects are answers to inspect, never followed (a redirect may name a host
+    /// that is not the test server).
+    static let rawClient: HTTPClient = {
+        var configuration = HTTPClient.Configuration()
+        configuration.redirectConfiguration = .disallow
+        return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
+    }()
+
     /// Sends exactly the given request: any method, headers and body bytes.
     public func request(
         _ method: HTTPMethod, _ path: String, headers: [(String, String)] = [], body: Data? = nil
@@ -27,7 +35,7 @@ extension TestServer {
         request.method = method
         for (name, value) in headers { request.headers.add(name: name, value: value) }
         if let body { request.body = .bytes(ByteBuffer(bytes: body)) }
-        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(30))
+        let response = try await Self.rawClient.execute(request, timeout: .seconds(30))
         let bytes = try await response.body.collect(upTo: 64 << 20)
         return RawResponse(status: Int(response.status.code), headers: response.headers, body: Data(bytes.readableBytesView))
     }

@@ -38,6 +38,12 @@ enum OpenAPIDocument {
             request: "SignInRequest", response: "SignInResponse"),
         Operation(method: "post", path: "/auth/1/signout", summary: "Revoke the session", access: .session),
         Operation(
+            method: "get", path: "/auth/1/web/signin", summary: "Sign-in page that hands a web auth token to a trusted web origin",
+            access: .open, responseType: "text/html"),
+        Operation(
+            method: "post", path: "/auth/1/web/signin", summary: "Sign-in form submission (application/x-www-form-urlencoded)",
+            access: .open, responseType: "text/html"),
+        Operation(
             method: "get", path: "/auth/1/me", summary: "The signed-in account and device", access: .session,
             response: "CallerResponse"),
         Operation(

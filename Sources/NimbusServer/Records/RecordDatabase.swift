@@ -13,6 +13,8 @@ struct RecordDatabase: Sendable {
     let caller: Caller?
     /// Whose zones these are: the caller's own in the private database, the container's in the public one.
     let owner: String
+    /// Where a user signs in to get a web auth token for this app (`redirectURL` of AUTHENTICATION_REQUIRED).
+    var signInURL = "/auth/1/web/signin"
 
     struct Caller: Sendable {
         var userRecordName: String
@@ -39,7 +41,7 @@ struct RecordDatabase: Sendable {
         guard let caller else {
             throw NimbusError(
                 .authenticationRequired, "this request needs a signed-in user: sign in and send the ckWebAuthToken it gives",
-                redirectURL: "/auth/1/web/signin")
+                redirectURL: signInURL)
         }
         return caller
     }

@@ -1,4 +1,5 @@
 import Hummingbird
+import NIOCore
 import NimbusCore
 
 /// `/auth/1/...`: accounts, sessions and devices.
@@ -12,6 +13,19 @@ struct AuthRoutes {
         }
         auth.post("signin") { request, context in
             try await service.signIn(try await request.decode(as: SignInRequest.self, context: context))
+        }
+        let page = WebSignInPage(service: service)
+        auth.get("web/signin") { request, _ in
+            try await page.form(Dictionary(request.uri.queryParameters.map { (String($0.key), String($0.value)) }, uniquingKeysWith: { a, _ in a }))
+        }
+        auth.post("web/signin") { request, _ in
+            let body: ByteBuffer
+            do {
+                body = try await request.body.collect(upTo: 16 << 10)
+            } catch {
+                throw NimbusError(.requestTooLarge, "the sign-in form is larger than 16 KB")
+            }
+            return try await page.submit(WebSignInPage.formFields(String(buffer: body)), deviceName: "Web browser")
         }
         let user = auth.group(context: UserRequestContext.self)
         user.post("signout") { _, context in

@@ -11,22 +11,22 @@ struct DatabaseRoutes {
         post(database, "records/lookup", RecordsLookupRequest.self, service.lookup)
         post(database, "records/query", RecordsQueryRequest.self, service.query)
         post(database, "records/changes", RecordsChangesRequest.self, service.recordChanges)
-        database.get("zones/list") { _, context in try await service.listZones(try authorize(context)) }
+        database.get("zones/list") { request, context in try await service.listZones(try authorize(request, context)) }
         post(database, "zones/lookup", ZonesLookupRequest.self, service.lookupZones)
         post(database, "zones/modify", ZonesModifyRequest.self, service.modifyZones)
         post(database, "zones/changes", DatabaseChangesRequest.self, service.databaseChanges)
         post(database, "changes/database", DatabaseChangesRequest.self, service.databaseChanges)
         post(database, "changes/zone", ZoneChangesRequest.self, service.zoneChanges)
-        database.get("subscriptions/list") { _, context in try await service.listSubscriptions(try authorize(context)) }
+        database.get("subscriptions/list") { request, context in try await service.listSubscriptions(try authorize(request, context)) }
         post(database, "subscriptions/lookup", SubscriptionsLookupRequest.self, service.lookupSubscriptions)
         post(database, "subscriptions/modify", SubscriptionsModifyRequest.self, service.modifySubscriptions)
-        database.get("users/caller") { _, context in try service.caller(try authorize(context)) }
+        database.get("users/caller") { request, context in try service.caller(try authorize(request, context)) }
     }
 
-    private func authorize(_ context: DatabaseRequestContext) throws -> RecordDatabase {
+    private func authorize(_ request: Request, _ context: DatabaseRequestContext) throws -> RecordDatabase {
         try service.authorize(
             context, container: context.parameters.require("container"), environment: context.parameters.require("environment"),
-            database: context.parameters.require("database"))
+            database: context.parameters.require("database"), apiToken: request.uri.queryParameters.get("ckAPIToken"))
     }
 
     /// A POST route: authorize the path, decode the body, answer what the service returns.
@@ -35,7 +35,7 @@ struct DatabaseRoutes {
         _ handler: @escaping @Sendable (RecordDatabase, Body) async throws -> Answer
     ) {
         group.post(path) { request, context in
-            let database = try authorize(context)
+            let database = try authorize(request, context)
             return try await handler(database, try await request.decode(as: Body.self, context: context))
         }
     }

@@ -13,9 +13,9 @@ struct RecordService: Sendable {
     /// Checks the path against the caller's credentials: the API token must be for this container and
     /// its app entitled to it. The private database is the signed-in caller's own; the public database is
     /// the container's, readable without signing in.
-    func authorize(_ context: DatabaseRequestContext, container: String, environment: String, database: String) throws
-        -> RecordDatabase
-    {
+    func authorize(
+        _ context: DatabaseRequestContext, container: String, environment: String, database: String, apiToken: String? = nil
+    ) throws -> RecordDatabase {
         let caller: RecordDatabase.Caller?
         switch context.principal {
         case .app(let credential, let session):
@@ -43,7 +43,9 @@ struct RecordService: Sendable {
             throw NimbusError.badRequest("database must be private, public or shared, not \(database)")
         }
         let answer = { (owner: String) in
-            RecordDatabase(container: container, environment: environment, scope: scope, caller: caller, owner: owner)
+            var database = RecordDatabase(container: container, environment: environment, scope: scope, caller: caller, owner: owner)
+            if let apiToken, Secrets.isAPITokenShaped(apiToken) { database.signInURL += "?ckAPIToken=" + apiToken }
+            return database
         }
         switch scope {
         case .private: return answer(try answer("").requireCaller().userRecordName)

@@ -35,6 +35,8 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Session lifetime in hours. [env: NIMBUS_SESSION_HOURS]")
     var sessionHours: Double = Environment.double("NIMBUS_SESSION_HOURS") ?? 336
 
+    @Option(help: "Comma-separated web origins the sign-in page may hand web auth tokens to. [env: NIMBUS_WEB_ORIGINS]")
+    var webOrigins: String = Environment.string("NIMBUS_WEB_ORIGINS") ?? ""
     @Option(help: "Seconds between push heartbeats; silent devices are disconnected. [env: NIMBUS_HEARTBEAT]")
     var heartbeat: Double = Environment.double("NIMBUS_HEARTBEAT") ?? 30
 
@@ -56,6 +58,7 @@ struct Serve: AsyncParsableCommand {
         configuration.apiTokenRateLimit = RateLimit(perSecond: tokenRate, burst: tokenRate * 2)
         configuration.sessionLifetime = .seconds(sessionHours * 3600)
         configuration.heartbeat = .milliseconds(Int(heartbeat * 1000))
+        configuration.webSignInOrigins = webOrigins.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
         let server: NimbusServer
         do {
             server = try NimbusServer(configuration: configuration)
