@@ -35,6 +35,7 @@ let package = Package(
             name: "NimbusStore",
             dependencies: [
                 "NimbusCore",
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
             ]

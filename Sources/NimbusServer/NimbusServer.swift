@@ -23,7 +23,7 @@ public struct NimbusServer: Sendable {
         try FileManager.default.createDirectory(at: configuration.dataDirectory, withIntermediateDirectories: true)
         let store = try SQLiteStore(path: configuration.databasePath)
         self.configuration = configuration
-        self.state = ServerState(configuration: configuration, store: store, logger: logger)
+        self.state = try ServerState(configuration: configuration, store: store, logger: logger)
     }
 
     public var store: any Store { state.store }
@@ -42,6 +42,7 @@ public struct NimbusServer: Sendable {
         AdminRoutes(service: AdminService(server: state)).register(on: router)
         KeyValueRoutes(service: KeyValueService(server: state)).register(on: router)
         DatabaseRoutes(service: RecordService(server: state)).register(on: router)
+        DatabaseRoutes.registerTransfers(AssetTransfers(server: state), on: router)
         return router
     }
 

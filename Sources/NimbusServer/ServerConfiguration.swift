@@ -14,6 +14,8 @@ public struct ServerConfiguration: Sendable {
     /// Sign-in and sign-up attempts per email address.
     public var signInRateLimit = RateLimit(perSecond: 1, burst: 10)
     public var keyValueLimits = KeyValueLimits.iCloud
+    /// The largest asset file an upload accepts (CloudKit Web Services allows 50 MB per asset field).
+    public var maxAssetBytes: Int64 = 50_000_000
     /// How often the push socket pings a device; a device that does not answer is disconnected.
     public var heartbeat: Duration = .seconds(30)
     /// bcrypt work factor; 12 in production, lower only to make test suites fast.
@@ -28,6 +30,9 @@ public struct ServerConfiguration: Sendable {
     public init() {}
 
     public var databasePath: String { dataDirectory.appendingPathComponent("nimbus.sqlite").path }
+    public var blobDirectory: URL { dataDirectory.appendingPathComponent("blobs") }
+    /// The key that signs asset download URLs, created on first start.
+    public var urlSigningKeyPath: String { dataDirectory.appendingPathComponent("url-signing.key").path }
 }
 
 /// A token bucket: `perSecond` sustained, up to `burst` at once.

@@ -11,6 +11,9 @@ final class ServerState: Sendable {
     let push: PushHub
     let schemas: SchemaRegistry
     let subscriptions: SubscriptionRegistry
+    let blobs: any BlobStore
+    /// Signs asset download URLs.
+    let urlSigningKey: [UInt8]
     let credentialCache = CredentialCache(lifetime: .seconds(1))
     let logger: Logger
     private let limiter = RateLimiter()
@@ -18,14 +21,26 @@ final class ServerState: Sendable {
     /// long for unknown emails as for wrong passwords.
     let decoyPasswordHash: String
 
-    init(configuration: ServerConfiguration, store: any Store, logger: Logger) {
+    init(configuration: ServerConfiguration, store: any Store, logger: Logger) throws {
         self.configuration = configuration
         self.store = store
         self.logger = logger
         self.push = PushHub()
         self.schemas = SchemaRegistry(store: store)
         self.subscriptions = SubscriptionRegistry(store: store)
+        self.blobs = try LocalBlobStore(directory: configuration.blobDirectory)
+        self.urlSigningKey = try Self.loadOrCreateKey(at: configuration.urlSigningKeyPath)
         self.decoyPasswordHash = Bcrypt.hash(Secrets.password(), cost: configuration.bcryptCost)
+    }
+
+    /// Reads the URL-signing key, creating it (readable by the owner only) on first start.
+    private static func loadOrCreateKey(at path: String) throws -> [UInt8] {
+        if let existing = FileManager.default.contents(atPath: path), existing.count == 32 { return Array(existing) }
+        let key = Secrets.randomBytes(32)
+        guard FileManager.default.createFile(atPath: path, contents: Data(key), attributes: [.posixPermissions: 0o600]) else {
+            throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: path])
+        }
+        return key
     }
 
     /// Throws `THROTTLED` with `retryAfter` (whole seconds, at least 1) when `key` is over `limit`.

@@ -145,5 +145,14 @@ public protocol SchemaStore: Sendable {
         async throws -> String
 }
 
+/// Asset uploads and their receipts.
+public protocol AssetStore: Sendable {
+    func createAssetUpload(_ upload: AssetUploadRecord) async throws
+    func assetUpload(id: String) async throws -> AssetUploadRecord?
+    /// Records the uploaded blob and the receipt's digest; `StoreError.duplicate` if already completed.
+    func completeAssetUpload(id: String, blob: StoredBlob, receiptDigest: String) async throws
+    func assetUpload(receiptDigest: String) async throws -> AssetUploadRecord?
+}
+
 /// Everything Nimbus keeps besides blobs. A backend is done when it passes the conformance suite.
-public typealias Store = AccountStore & DeveloperStore & ZoneStore & SchemaStore
+public typealias Store = AccountStore & DeveloperStore & ZoneStore & SchemaStore & AssetStore

@@ -95,6 +95,26 @@ public struct ServerKeyRecord: Sendable, Hashable {
     }
 }
 
+/// An asset upload: granted by `assets/upload`, completed when its bytes arrive, then redeemable by its
+/// uploader with the receipt it returned.
+public struct AssetUploadRecord: Sendable, Hashable {
+    public var id: String
+    public var owner: String
+    public var container: String
+    public var expiresAt: Date
+    public var blob: StoredBlob?
+    public var receiptDigest: String?
+
+    public init(id: String, owner: String, container: String, expiresAt: Date, blob: StoredBlob? = nil, receiptDigest: String? = nil) {
+        self.id = id
+        self.owner = owner
+        self.container = container
+        self.expiresAt = expiresAt
+        self.blob = blob
+        self.receiptDigest = receiptDigest
+    }
+}
+
 /// A zone of one owner: the unit of atomic commits and change tracking.
 public struct ZoneKey: Sendable, Hashable {
     /// The owning account's id, or a principal that is not an account (a container's public database).

@@ -27,6 +27,18 @@ public enum Secrets {
     /// A readable password for generated credentials.
     public static func password() -> String { Base64URL.encode(randomBytes(18)) }
 
+    /// Hexadecimal HMAC-SHA256 of `message` under `key`: what signed URLs carry.
+    public static func hmac(key: [UInt8], _ message: String) -> String {
+        hex(Array(HMAC<SHA256>.authenticationCode(for: Data(message.utf8), using: SymmetricKey(data: key))))
+    }
+
+    /// Compares two secrets in time independent of where they differ.
+    public static func constantTimeEquals(_ a: String, _ b: String) -> Bool {
+        let (x, y) = (Array(a.utf8), Array(b.utf8))
+        guard x.count == y.count else { return false }
+        return zip(x, y).reduce(0) { $0 | ($1.0 ^ $1.1) } == 0
+    }
+
     public static func hex(_ bytes: [UInt8]) -> String {
         let digits = Array("0123456789abcdef".utf8)
         var out = [UInt8]()
@@ -37,7 +49,6 @@ public enum Secrets {
         }
         return String(decoding: out, as: UTF8.self)
     }
-
 
     public static func isAPITokenShaped(_ token: String) -> Bool {
         token.utf8.count == 64

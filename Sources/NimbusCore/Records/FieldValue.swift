@@ -14,6 +14,8 @@ public indirect enum FieldValue: Hashable, Sendable {
     case bytes(Data)
     case reference(RecordReference)
     case location(Location)
+    /// An ASSETID: a file stored beside the record (its bytes are not part of the record).
+    case asset(AssetValue)
     /// A list of one element type; `elementType` names it even when the list is empty.
     case list([FieldValue], elementType: String)
 
@@ -27,6 +29,7 @@ public indirect enum FieldValue: Hashable, Sendable {
         case .bytes: "BYTES"
         case .reference: "REFERENCE"
         case .location: "LOCATION"
+        case .asset: "ASSETID"
         case .list(_, let elementType): elementType + "_LIST"
         }
     }
@@ -67,6 +70,29 @@ public struct ZoneID: Hashable, Codable, Sendable {
     }
 
     public static let defaultZone = ZoneID(zoneName: "_defaultZone")
+}
+
+/// An ASSETID value. To save one, send the `receipt` an upload returned (with its checksum and size); on
+/// fetch it carries a time-limited `downloadURL`.
+public struct AssetValue: Hashable, Codable, Sendable {
+    public var fileChecksum: String?
+    public var size: Int64?
+    public var receipt: String?
+    public var downloadURL: String?
+    public var referenceChecksum: String?
+    public var wrappingKey: String?
+    /// Which stored file this is; the server sets it. Sending a fetched value back unchanged keeps the file.
+    public var assetID: String?
+
+    public init(
+        fileChecksum: String? = nil, size: Int64? = nil, receipt: String? = nil, downloadURL: String? = nil, assetID: String? = nil
+    ) {
+        self.fileChecksum = fileChecksum
+        self.size = size
+        self.receipt = receipt
+        self.downloadURL = downloadURL
+        self.assetID = assetID
+    }
 }
 
 /// A LOCATION value; latitude and longitude are required, the rest optional.
@@ -110,6 +136,7 @@ extension FieldValue: Codable {
         case .bytes(let value): try container.encode(value.base64EncodedString(), forKey: .value)
         case .reference(let value): try container.encode(value, forKey: .value)
         case .location(let value): try container.encode(value, forKey: .value)
+        case .asset(let value): try container.encode(value, forKey: .value)
         case .list(let values, let elementType):
             func elements<T>(_ extract: (FieldValue) -> T?) throws -> [T] {
                 let typed = values.compactMap(extract)
@@ -126,6 +153,7 @@ extension FieldValue: Codable {
             case "BYTES": try container.encode(try elements(\.bytes).map { $0.base64EncodedString() }, forKey: .value)
             case "REFERENCE": try container.encode(try elements(\.reference), forKey: .value)
             case "LOCATION": try container.encode(try elements(\.location), forKey: .value)
+            case "ASSETID": try container.encode(try elements(\.asset), forKey: .value)
             default:
                 throw EncodingError.invalidValue(self, .init(codingPath: encoder.codingPath, debugDescription: "unknown list type"))
             }
@@ -140,6 +168,7 @@ extension FieldValue: Codable {
     private var bytes: Data? { if case .bytes(let value) = self { value } else { nil } }
     private var reference: RecordReference? { if case .reference(let value) = self { value } else { nil } }
     private var location: Location? { if case .location(let value) = self { value } else { nil } }
+    private var asset: AssetValue? { if case .asset(let value) = self { value } else { nil } }
 
     private static func decode(_ container: KeyedDecodingContainer<CodingKeys>, type: String) throws -> FieldValue {
         switch type {
@@ -150,6 +179,7 @@ extension FieldValue: Codable {
         case "BYTES": return .bytes(try bytes(try container.decode(String.self, forKey: .value), container))
         case "REFERENCE": return .reference(try container.decode(RecordReference.self, forKey: .value))
         case "LOCATION": return .location(try container.decode(Location.self, forKey: .value))
+        case "ASSETID", "ASSET": return .asset(try container.decode(AssetValue.self, forKey: .value))
         case "STRING_LIST": return .list(try container.decode([String].self, forKey: .value).map(FieldValue.string), elementType: "STRING")
         case "INT64_LIST": return .list(try container.decode([Int64].self, forKey: .value).map(FieldValue.int64), elementType: "INT64")
         case "DOUBLE_LIST": return .list(try container.decode([Double].self, forKey: .value).map(FieldValue.double), elementType: "DOUBLE")
@@ -160,6 +190,8 @@ extension FieldValue: Codable {
             return .list(try container.decode([String].self, forKey: .value).map { .bytes(try bytes($0, container)) }, elementType: "BYTES")
         case "REFERENCE_LIST":
             return .list(try container.decode([RecordReference].self, forKey: .value).map(FieldValue.reference), elementType: "REFERENCE")
+        case "ASSETID_LIST", "ASSET_LIST":
+            return .list(try container.decode([AssetValue].self, forKey: .value).map(FieldValue.asset), elementType: "ASSETID")
         case "LOCATION_LIST":
             return .list(try container.decode([Location].self, forKey: .value).map(FieldValue.location), elementType: "LOCATION")
         default:

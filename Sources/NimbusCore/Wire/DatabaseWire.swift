@@ -304,3 +304,50 @@ public struct UsersResponse: Codable, Sendable {
     public var users: [UserIdentity]
     public init(users: [UserIdentity]) { self.users = users }
 }
+
+/// `assets/upload`: where to upload the files of asset fields.
+public struct AssetUploadRequest: Codable, Sendable {
+    public struct Token: Codable, Sendable {
+        public var recordName: String?
+        public var recordType: String
+        public var fieldName: String
+
+        public init(recordName: String? = nil, recordType: String, fieldName: String) {
+            self.recordName = recordName
+            self.recordType = recordType
+            self.fieldName = fieldName
+        }
+    }
+
+    public var tokens: [Token]
+    public var zoneID: ZoneID?
+
+    public init(tokens: [Token], zoneID: ZoneID? = nil) {
+        self.tokens = tokens
+        self.zoneID = zoneID
+    }
+}
+
+public struct AssetUploadResponse: Codable, Sendable {
+    public struct Token: Codable, Sendable {
+        public var recordName: String?
+        public var fieldName: String
+        /// POST the file's bytes here within 15 minutes.
+        public var url: String
+
+        public init(recordName: String?, fieldName: String, url: String) {
+            self.recordName = recordName
+            self.fieldName = fieldName
+            self.url = url
+        }
+    }
+
+    public var tokens: [Token]
+    public init(tokens: [Token]) { self.tokens = tokens }
+}
+
+/// The answer to an upload: the asset value to put in the record's field.
+public struct AssetUploadResult: Codable, Sendable {
+    public var singleFile: AssetValue
+    public init(singleFile: AssetValue) { self.singleFile = singleFile }
+}

@@ -62,11 +62,22 @@ public struct NimbusClient: Sendable {
 
     /// Sends raw bytes and returns the raw answer, throwing the server's error for a non-2xx status.
     public func sendRaw(_ method: HTTPMethod, _ path: String, body: Data?) async throws -> Data {
-        var request = HTTPClientRequest(url: base + path)
+        try await transfer(method, url: base + path, headers: headers, body: body, contentType: "application/json")
+    }
+
+    /// Sends bytes to a URL the server handed out (an asset's upload or download URL), which carries its
+    /// own credential, so the session and API token are not sent along.
+    public func transfer(_ method: HTTPMethod, url: String, body: Data?) async throws -> Data {
+        try await transfer(method, url: url, headers: [:], body: body, contentType: "application/octet-stream")
+    }
+
+    private func transfer(_ method: HTTPMethod, url: String, headers: HTTPHeaders, body: Data?, contentType: String) async throws -> Data {
+        let path = url
+        var request = HTTPClientRequest(url: url)
         request.method = method
         request.headers = headers
         if let body {
-            request.headers.add(name: "Content-Type", value: "application/json")
+            request.headers.add(name: "Content-Type", value: contentType)
             request.body = .bytes(ByteBuffer(bytes: body))
         }
         let response: HTTPClientResponse

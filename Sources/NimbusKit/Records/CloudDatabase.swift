@@ -69,6 +69,7 @@ public struct CloudDatabase: Sendable {
     ) async throws -> (saveResults: [RecordID: Result<Record, any Error>], deleteResults: [RecordID: Result<Void, any Error>]) {
         var saveResults = [RecordID: Result<Record, any Error>]()
         var deleteResults = [RecordID: Result<Void, any Error>]()
+        let saving = try await uploadAssets(saving)
         let zones = Set(saving.map(\.recordID.zoneID) + deleting.map(\.zoneID))
         for zoneID in zones.sorted(by: { $0.zoneName < $1.zoneName }) {
             let items: [(Record?, RecordID)] =
@@ -93,6 +94,42 @@ public struct CloudDatabase: Sendable {
             }
         }
         return (saveResults, deleteResults)
+    }
+
+    /// Uploads the local files set as assets and puts their receipts in the records.
+    private func uploadAssets(_ records: [Record]) async throws -> [Record] {
+        var records = records
+        for index in records.indices where !records[index].pendingUploads.isEmpty {
+            let record = records[index]
+            let fields = record.pendingUploads.keys.sorted()
+            let tokens: AssetUploadResponse = try await post(
+                "assets/upload",
+                AssetUploadRequest(
+                    tokens: fields.map { .init(recordName: record.recordID.recordName, recordType: record.recordType, fieldName: $0) },
+                    zoneID: record.recordID.zoneID.wire))
+            for (field, token) in zip(fields, tokens.tokens) {
+                let file = record.pendingUploads[field]!
+                let bytes: Data
+                do {
+                    bytes = try Data(contentsOf: file)
+                } catch {
+                    throw NimbusError.badRequest("cannot read the asset file \(file.path): \(error.localizedDescription)")
+                }
+                let answer = try await container.client.transfer(.POST, url: token.url, body: bytes)
+                let uploaded = try JSONDecoder().decode(AssetUploadResult.self, from: answer)
+                records[index].setUploaded(field, uploaded.singleFile)
+            }
+        }
+        return records
+    }
+
+    /// An asset's bytes, from the download URL of a fetched record (good for an hour after the fetch).
+    public func download(_ asset: Asset) async throws -> Data {
+        guard let url = asset.value.downloadURL else {
+            if let file = asset.fileURL { return try Data(contentsOf: file) }
+            throw NimbusError.badRequest("this asset has no download URL; fetch its record first")
+        }
+        return try await container.client.transfer(.GET, url: url, body: nil)
     }
 
     private static func operation(saving record: Record, policy: SavePolicy) -> RecordOperation {

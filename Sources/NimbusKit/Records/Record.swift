@@ -25,6 +25,8 @@ public struct Record: Sendable, Hashable {
     private var serverFields: [String: FieldValue]?
     /// Keys set since the record was fetched or saved; what the `changedKeys` save policy sends.
     public private(set) var changedKeys: Set<String> = []
+    /// Local files set as assets, uploaded when the record is saved.
+    var pendingUploads: [String: URL] = [:]
 
     public init(recordType: String, recordID: RecordID = RecordID(recordName: UUID().uuidString)) {
         self.recordType = recordType
@@ -38,7 +40,10 @@ public struct Record: Sendable, Hashable {
 
     public subscript<Value: RecordValue>(key: String) -> Value? {
         get { fields[key].flatMap(Value.init(fieldValue:)) }
-        set { self[field: key] = newValue?.fieldValue }
+        set {
+            self[field: key] = newValue?.fieldValue
+            pendingUploads[key] = (newValue as? Asset)?.fileURL
+        }
     }
 
     /// A field as its wire value, whatever its type; nil when the record has no value for it.
@@ -66,6 +71,12 @@ public struct Record: Sendable, Hashable {
         creatorUserRecordName = wire.created?.userRecordName
         lastModifiedUserRecordName = wire.modified?.userRecordName
         parent = wire.parent.map { Reference($0, zoneID: zone) }
+    }
+
+    /// Puts an uploaded file's receipt in place of a local file.
+    mutating func setUploaded(_ key: String, _ value: AssetValue) {
+        fields[key] = .asset(value)
+        pendingUploads[key] = nil
     }
 
     /// The record as it was when last fetched or saved, before local changes; nil for a new record.

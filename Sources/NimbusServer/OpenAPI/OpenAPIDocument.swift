@@ -103,6 +103,12 @@ enum OpenAPIDocument {
             method: "post", path: "/admin/1/containers/{container}/schema/deploy",
             summary: "Deploy the development schema to production (additive only)", access: .administrator,
             request: "SchemaDeployRequest", response: "SchemaDeployResponse"),
+        Operation(
+            method: "post", path: "/assets/1/upload/{id}", summary: "Upload an asset's bytes to a URL from assets/upload (15 minutes)",
+            access: .open, response: "AssetUploadResult"),
+        Operation(
+            method: "get", path: "/assets/1/download/{assetID}", summary: "Download an asset by a signed URL from a fetched record",
+            access: .open, responseType: "application/octet-stream"),
     ] + databaseOperations
 
     /// CloudKit Web Services' record database, under `/database/1/{container}/{environment}/{database}`.
@@ -111,6 +117,7 @@ enum OpenAPIDocument {
         ("post", "records/lookup", "Fetch records by name", "RecordsLookupRequest", "RecordsResponse"),
         ("post", "records/query", "Query records of a type", "RecordsQueryRequest", "RecordsQueryResponse"),
         ("post", "records/changes", "One zone's record changes since a token", "RecordsChangesRequest", "RecordsResponse"),
+        ("post", "assets/upload", "Upload URLs for asset fields", "AssetUploadRequest", "AssetUploadResponse"),
         ("get", "zones/list", "The database's zones", nil, "ZonesResponse"),
         ("post", "zones/lookup", "Fetch zones by name", "ZonesLookupRequest", "ZonesResponse"),
         ("post", "zones/modify", "Create and delete zones", "ZonesModifyRequest", "ZonesResponse"),

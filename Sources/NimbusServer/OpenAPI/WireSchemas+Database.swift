@@ -159,6 +159,24 @@ extension WireSchemas {
                 [("keyID", string), ("container", string), ("name", string), ("creator", string), ("revoked", boolean)],
                 required: ["keyID", "container", "name", "creator", "revoked"])
         ),
+        (
+            "AssetUploadRequest",
+            object(
+                [
+                    ("tokens", array(of: object([("recordName", string), ("recordType", string), ("fieldName", string)], required: ["recordType", "fieldName"]))),
+                    ("zoneID", ref("ZoneID")),
+                ], required: ["tokens"])
+        ),
+        (
+            "AssetUploadResponse",
+            object([("tokens", array(of: object([("recordName", string), ("fieldName", string), ("url", string)], required: ["fieldName", "url"])))], required: ["tokens"])
+        ),
+        (
+            "AssetUploadResult",
+            object(
+                [("singleFile", object([("fileChecksum", string), ("size", integer), ("receipt", string)], required: ["fileChecksum", "size", "receipt"]))],
+                required: ["singleFile"])
+        ),
         ("SchemaDocument", object([("text", string)], required: ["text"])),
         ("SchemaDeployRequest", object([("dryRun", boolean)], required: [])),
         (

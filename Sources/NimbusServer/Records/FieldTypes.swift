@@ -6,7 +6,9 @@ enum FieldTypes {
     /// The value as a value of `wireType`, or nil when it is not one. Whole numbers become DOUBLE or
     /// TIMESTAMP values where the field is one (JSON cannot tell them apart when `type` is omitted), and
     /// an empty list takes the field's list type.
-    static func conform(_ value: FieldValue, to wireType: String) -> FieldValue? {
+    static func conform(_ value: FieldValue, to schemaType: String) -> FieldValue? {
+        // Schemas call asset fields ASSET, the wire calls their values ASSETID.
+        let wireType = schemaType.replacingOccurrences(of: "ASSET", with: "ASSETID")
         if value.typeName == wireType { return value }
         switch (value, wireType) {
         case (.int64(let integer), "DOUBLE"): return .double(Double(integer))

@@ -15,6 +15,8 @@ struct RecordDatabase: Sendable {
     let owner: String
     /// Where a user signs in to get a web auth token for this app (`redirectURL` of AUTHENTICATION_REQUIRED).
     var signInURL = "/auth/1/web/signin"
+    /// This server as the client reached it, for the upload and download URLs of assets.
+    var baseURL = ""
 
     struct Caller: Sendable {
         var userRecordName: String

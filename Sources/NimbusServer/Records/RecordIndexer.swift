@@ -41,7 +41,7 @@ enum RecordIndexer {
         return rows
     }
 
-    /// What a field value is indexed (and compared in queries) as; BYTES are not indexable.
+    /// What a field value is indexed (and compared in queries) as; BYTES and assets are not indexable.
     static func indexValues(_ value: FieldValue) -> [IndexValue] {
         switch value {
         case .string(let text): [.text(text)]
@@ -50,7 +50,7 @@ enum RecordIndexer {
         case .timestamp(let date): [.integer(date.milliseconds)]
         case .reference(let reference): [.text(reference.recordName)]
         case .location(let location): [.point(latitude: location.latitude, longitude: location.longitude)]
-        case .bytes: []
+        case .bytes, .asset: []
         case .list(let values, _): values.flatMap(indexValues)
         }
     }

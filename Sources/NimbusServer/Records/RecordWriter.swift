@@ -45,6 +45,8 @@ struct RecordWriter {
     let zoneID: ZoneID
     let desiredKeys: [String]?
     let access: RecordAccess
+    /// Asset files uploaded for this batch, which its records may now hold.
+    let redeemedAssets: Set<String>
     let log = RecordChangeLog()
 
     static let maxRecordBytes = 1_000_000
@@ -113,6 +115,7 @@ struct RecordWriter {
             throw OperationFailure(.badRequest("record \(name) is a \(recordType); it cannot become a \(other)"))
         }
         let fields = try conform(fields, to: recordType)
+        try checkAssets(fields, current: current)
         let record = StoredRecord(
             recordType: recordType, fields: fields, created: current?.created ?? stamp, modified: stamp,
             parent: requested.parent ?? current?.parent)
@@ -155,6 +158,28 @@ struct RecordWriter {
             conformed[name] = typed
         }
         return conformed
+    }
+
+    /// A record may hold an asset file uploaded for this batch, or one it already held (a fetched value
+    /// sent back unchanged); naming any other file is refused.
+    private func checkAssets(_ fields: [String: FieldValue], current: StoredRecord?) throws {
+        let held = Set((current?.fields.values).map { $0.flatMap(Self.assetIDs) } ?? [])
+        for (name, value) in fields {
+            for id in Self.assetIDs(value) where !redeemedAssets.contains(id) && !held.contains(id) {
+                throw OperationFailure(.badRequest("field \(name) names an asset file without its upload receipt (\(id.prefix(8))…)"))
+            }
+            if case .asset(let asset) = value, asset.assetID == nil {
+                throw OperationFailure(.badRequest("field \(name) needs the receipt of an upload (assets/upload)"))
+            }
+        }
+    }
+
+    static func assetIDs(_ value: FieldValue) -> [String] {
+        switch value {
+        case .asset(let asset): asset.assetID.map { [$0] } ?? []
+        case .list(let values, _): values.flatMap(assetIDs)
+        default: []
+        }
     }
 
     /// Deletes a record with every record that references it with DELETE_SELF, recursively; refuses when a

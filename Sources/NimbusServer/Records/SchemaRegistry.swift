@@ -82,8 +82,10 @@ final class SchemaRegistry: Sendable {
     private static func field(_ name: String, _ value: FieldValue) -> Schema.Field {
         let wireType = value.typeName
         let isList = wireType.hasSuffix("_LIST")
-        let type = isList ? String(wireType.dropLast(5)) : wireType
-        let indexable = type != "BYTES"
+        let elementType = isList ? String(wireType.dropLast(5)) : wireType
+        // The schema language calls asset fields ASSET; the wire calls their values ASSETID.
+        let type = elementType == "ASSETID" ? "ASSET" : elementType
+        let indexable = type != "BYTES" && type != "ASSET"
         return Schema.Field(
             name: name, type: type, isList: isList, queryable: indexable, sortable: indexable && !isList,
             searchable: type == "STRING")

@@ -1,3 +1,4 @@
+import HTTPTypes
 import Hummingbird
 import NimbusCore
 
@@ -11,6 +12,7 @@ struct DatabaseRoutes {
         post(database, "records/lookup", RecordsLookupRequest.self, service.lookup)
         post(database, "records/query", RecordsQueryRequest.self, service.query)
         post(database, "records/changes", RecordsChangesRequest.self, service.recordChanges)
+        post(database, "assets/upload", AssetUploadRequest.self, service.requestUploads)
         database.get("zones/list") { request, context in try await service.listZones(try authorize(request, context)) }
         post(database, "zones/lookup", ZonesLookupRequest.self, service.lookupZones)
         post(database, "zones/modify", ZonesModifyRequest.self, service.modifyZones)
@@ -23,10 +25,26 @@ struct DatabaseRoutes {
         database.get("users/caller") { request, context in try service.caller(try authorize(request, context)) }
     }
 
+    /// Upload and download URLs of assets: their own credentials (an unguessable upload id, a signature).
+    static func registerTransfers(_ transfers: AssetTransfers, on router: Router<AppRequestContext>) {
+        router.post("assets/1/upload/:id") { request, context in
+            try await transfers.upload(id: context.parameters.require("id"), body: request.body)
+        }
+        router.get("assets/1/download/:assetID") { request, context in
+            try await transfers.download(
+                assetID: context.parameters.require("assetID"), expires: request.uri.queryParameters.get("expires"),
+                signature: request.uri.queryParameters.get("signature"), context: context)
+        }
+    }
+
     private func authorize(_ request: Request, _ context: DatabaseRequestContext) throws -> RecordDatabase {
-        try service.authorize(
+        var database = try service.authorize(
             context, container: context.parameters.require("container"), environment: context.parameters.require("environment"),
             database: context.parameters.require("database"), apiToken: request.uri.queryParameters.get("ckAPIToken"))
+        if let host = request.head.authority {
+            database.baseURL = (request.headers[HTTPField.Name("X-Forwarded-Proto")!] == "https" ? "https://" : "http://") + host
+        }
+        return database
     }
 
     /// A POST route: authorize the path, decode the body, answer what the service returns.

@@ -25,3 +25,5 @@ extension SchemaDocument: ResponseEncodable {}
 extension SchemaDeployResponse: ResponseEncodable {}
 extension SubscriptionsResponse: ResponseEncodable {}
 extension ServerKeyInfo: ResponseEncodable {}
+extension AssetUploadResponse: ResponseEncodable {}
+extension AssetUploadResult: ResponseEncodable {}

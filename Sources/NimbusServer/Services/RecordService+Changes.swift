@@ -51,6 +51,7 @@ extension RecordService {
         let since = try syncToken.map { try ChangeToken(encoded: $0).validated(against: state).sequence } ?? 0
         let page = try await server.store.changes(zone, after: since, limit: limit)
         let wireZoneID = database.zoneID(name)
+        let links = links(database)
         var records = [RecordWire]()
         for entry in page.entries {
             guard entry.payload != nil else {
@@ -59,7 +60,7 @@ extension RecordService {
             }
             let record = try StoredRecord(entry: entry)
             if let types = desiredRecordTypes, !types.contains(record.recordType) { continue }
-            records.append(record.wire(name: entry.key, sequence: entry.sequence, zoneID: wireZoneID, desiredKeys: desiredKeys))
+            records.append(links.apply(record.wire(name: entry.key, sequence: entry.sequence, zoneID: wireZoneID, desiredKeys: desiredKeys)))
         }
         return (wireZoneID, records, page.token.encoded, page.moreComing)
     }

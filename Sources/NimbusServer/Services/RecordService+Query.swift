@@ -38,11 +38,12 @@ extension RecordService {
         }
         let matches = try await server.store.query(
             IndexQuery(zones: zones, kind: recordType.name, conditions: conditions, sort: sort, offset: offset, limit: limit + 1))
+        let links = links(database)
         let records = try matches.prefix(limit).map { match in
             RecordResult.record(
-                try StoredRecord(entry: match.entry).wire(
+                links.apply(try StoredRecord(entry: match.entry).wire(
                     name: match.entry.key, sequence: match.entry.sequence, zoneID: database.zoneID(match.zone.name),
-                    desiredKeys: request.desiredKeys))
+                    desiredKeys: request.desiredKeys)))
         }
         return RecordsQueryResponse(records: records, continuationMarker: matches.count > limit ? Self.marker(offset: offset + limit) : nil)
     }

@@ -91,11 +91,13 @@ struct RecordService: Sendable {
             operations.append(PreparedOperation(type: operation.operationType, name: name, record: operation.record))
         }
         let caller = try database.requireCaller()
+        let redeemed = try await redeemReceipts(&operations, database)
         let schema = try await schemas.evolve(database, for: try await typedFields(operations, zone: zone))
         let stamp = RecordWire.Stamp(
             timestamp: server.configuration.now().milliseconds, userRecordName: caller.userRecordName, deviceID: caller.deviceID)
         let writer = (
-            schema: schema, stamp: stamp, zoneID: database.zoneID(zoneName), desiredKeys: request.desiredKeys, access: RecordAccess(database)
+            schema: schema, stamp: stamp, zoneID: database.zoneID(zoneName), desiredKeys: request.desiredKeys, access: RecordAccess(database),
+            redeemed: redeemed
         )
         let atomic = !isDefaultZone && (request.atomic ?? true)
         let prepared = operations
@@ -105,7 +107,7 @@ struct RecordService: Sendable {
             ((results, changes), _) = try await server.store.transact(zone, creating: isDefaultZone) { transaction in
                 let writer = RecordWriter(
                     transaction: transaction, schema: writer.schema, stamp: writer.stamp, zoneID: writer.zoneID,
-                    desiredKeys: writer.desiredKeys, access: writer.access)
+                    desiredKeys: writer.desiredKeys, access: writer.access, redeemedAssets: writer.redeemed)
                 var results = [RecordResult]()
                 for operation in prepared {
                     do {
@@ -118,7 +120,7 @@ struct RecordService: Sendable {
                 return (results, writer.log.changes)
             }
         } catch let failure as AtomicBatchFailure {
-            return RecordsResponse(records: failure.answer)
+            return RecordsResponse(records: failure.answer.map(links(database).apply))
         } catch StoreError.missing {
             throw NimbusError(.zoneNotFound, "zone \(zoneName) does not exist; create it with zones/modify")
         }
@@ -126,7 +128,7 @@ struct RecordService: Sendable {
             server.push.publish(to: database.owner, PushMessage(type: .zoneMoved, zone: zone.address, sequence: last.sequence))
             await notifySubscribers(database, zoneName: zoneName, changes: changes, schema: schema)
         }
-        return RecordsResponse(records: results)
+        return RecordsResponse(records: results.map(links(database).apply))
     }
 
     /// The (type, fields) each operation saves, for extending a development schema before the write.
@@ -159,6 +161,7 @@ struct RecordService: Sendable {
         let found = Dictionary(entries.map { ($0.key, $0) }, uniquingKeysWith: { first, _ in first })
         let schema = try await schemas.schema(database)
         let access = RecordAccess(database)
+        let links = links(database)
         return RecordsResponse(
             records: try request.records.map { item in
                 guard let entry = found[item.recordName], entry.payload != nil else {
@@ -171,10 +174,16 @@ struct RecordService: Sendable {
                         RecordError(recordName: item.recordName, error: .accessDenied("you may not read \(record.recordType) records")))
                 }
                 return .record(
-                    record.wire(
-                        name: entry.key, sequence: entry.sequence, zoneID: database.zoneID(zoneName),
-                        desiredKeys: item.desiredKeys ?? request.desiredKeys))
+                    links.apply(
+                        record.wire(
+                            name: entry.key, sequence: entry.sequence, zoneID: database.zoneID(zoneName),
+                            desiredKeys: item.desiredKeys ?? request.desiredKeys)))
             })
+    }
+
+    /// Download URLs for the assets of records answered to this request.
+    func links(_ database: RecordDatabase) -> AssetLinks {
+        AssetLinks(baseURL: database.baseURL, key: server.urlSigningKey, now: server.configuration.now())
     }
 
     func caller(_ database: RecordDatabase) throws -> UsersResponse {

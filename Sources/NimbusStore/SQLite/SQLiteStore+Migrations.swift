@@ -139,6 +139,16 @@ extension SQLiteStore {
                         name TEXT NOT NULL,
                         revoked INTEGER NOT NULL DEFAULT 0
                     );
+                    CREATE TABLE asset_uploads (
+                        id TEXT PRIMARY KEY,
+                        owner TEXT NOT NULL,
+                        container TEXT NOT NULL,
+                        expires_at INTEGER NOT NULL,
+                        blob_id TEXT,
+                        size INTEGER,
+                        checksum TEXT,
+                        receipt_digest TEXT UNIQUE
+                    );
                     CREATE TABLE schemas (
                         container TEXT NOT NULL REFERENCES containers(identifier),
                         environment TEXT NOT NULL,

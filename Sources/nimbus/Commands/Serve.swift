@@ -35,6 +35,8 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Session lifetime in hours. [env: NIMBUS_SESSION_HOURS]")
     var sessionHours: Double = Environment.double("NIMBUS_SESSION_HOURS") ?? 336
 
+    @Option(help: "Largest asset file an upload accepts, in megabytes. [env: NIMBUS_MAX_ASSET_MB]")
+    var maxAssetMB: Int = Environment.int("NIMBUS_MAX_ASSET_MB") ?? 50
     @Option(help: "Comma-separated web origins the sign-in page may hand web auth tokens to. [env: NIMBUS_WEB_ORIGINS]")
     var webOrigins: String = Environment.string("NIMBUS_WEB_ORIGINS") ?? ""
     @Option(help: "Seconds between push heartbeats; silent devices are disconnected. [env: NIMBUS_HEARTBEAT]")
@@ -58,6 +60,8 @@ struct Serve: AsyncParsableCommand {
         configuration.apiTokenRateLimit = RateLimit(perSecond: tokenRate, burst: tokenRate * 2)
         configuration.sessionLifetime = .seconds(sessionHours * 3600)
         configuration.heartbeat = .milliseconds(Int(heartbeat * 1000))
+        guard maxAssetMB > 0 else { throw ValidationError("--max-asset-mb must be positive") }
+        configuration.maxAssetBytes = Int64(maxAssetMB) * 1_000_000
         configuration.webSignInOrigins = webOrigins.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
         let server: NimbusServer
         do {

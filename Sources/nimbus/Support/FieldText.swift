@@ -71,6 +71,7 @@ enum FieldText {
         case .bytes(let data): data.base64EncodedString()
         case .reference(let reference): "→" + reference.recordName
         case .location(let location): "\(location.latitude),\(location.longitude)"
+        case .asset(let asset): "asset (\(asset.size ?? 0) bytes)"
         case .list(let values, _): "[" + values.map(readable).joined(separator: ", ") + "]"
         }
     }

@@ -1,0 +1,117 @@
+import Foundation
+import Hummingbird
+import NimbusCore
+import NimbusStore
+
+extension RecordService {
+    /// How long an upload URL stays good, as CloudKit's.
+    static let uploadLifetime: TimeInterval = 15 * 60
+    /// How long after its upload URL expired a receipt can still be saved into a record.
+    static let receiptLifetime: TimeInterval = 24 * 60 * 60
+
+    /// `assets/upload`: an upload URL per asset field to fill.
+    func requestUploads(_ database: RecordDatabase, _ request: AssetUploadRequest) async throws -> AssetUploadResponse {
+        let caller = try database.requireCaller()
+        guard (1...Self.maxOperations).contains(request.tokens.count) else {
+            throw NimbusError.badRequest("tokens must hold 1 to \(Self.maxOperations) fields")
+        }
+        _ = try zoneName(request.zoneID, in: database)
+        var tokens = [AssetUploadResponse.Token]()
+        for token in request.tokens {
+            try Identifiers.validateSchemaName(token.recordType, what: "recordType")
+            try Identifiers.validateSchemaName(token.fieldName, what: "fieldName")
+            let id = Secrets.apiToken()
+            try await server.store.createAssetUpload(
+                AssetUploadRecord(
+                    id: id, owner: caller.userRecordName, container: database.container,
+                    expiresAt: server.configuration.now().addingTimeInterval(Self.uploadLifetime)))
+            tokens.append(.init(recordName: token.recordName, fieldName: token.fieldName, url: "\(database.baseURL)/assets/1/upload/\(id)"))
+        }
+        return AssetUploadResponse(tokens: tokens)
+    }
+
+    /// Replaces receipts in the operations' asset fields with the uploaded files they stand for; returns
+    /// the files so resolved (the writer accepts these, and files the records already hold).
+    func redeemReceipts(_ operations: inout [PreparedOperation], _ database: RecordDatabase) async throws -> Set<String> {
+        let caller = try database.requireCaller()
+        var redeemed = Set<String>()
+        for index in operations.indices {
+            guard var fields = operations[index].record.fields else { continue }
+            for (name, value) in fields {
+                fields[name] = try await redeem(value, caller: caller.userRecordName, database: database, into: &redeemed)
+            }
+            operations[index].record.fields = fields
+        }
+        return redeemed
+    }
+
+    private func redeem(_ value: FieldValue, caller: String, database: RecordDatabase, into redeemed: inout Set<String>) async throws
+        -> FieldValue
+    {
+        switch value {
+        case .asset(let asset):
+            guard let receipt = asset.receipt else { return .asset(AssetValue(assetID: asset.assetID)) }
+            guard let upload = try await server.store.assetUpload(receiptDigest: Secrets.digest(receipt)), let blob = upload.blob,
+                upload.owner == caller, upload.container == database.container,
+                upload.expiresAt.addingTimeInterval(Self.receiptLifetime) > server.configuration.now()
+            else {
+                throw NimbusError.badRequest("an asset receipt is unknown, expired, or not yours; upload the file again")
+            }
+            redeemed.insert(blob.id)
+            return .asset(AssetValue(fileChecksum: blob.checksum, size: blob.size, assetID: blob.id))
+        case .list(let values, let elementType):
+            var resolved = [FieldValue]()
+            for value in values { resolved.append(try await redeem(value, caller: caller, database: database, into: &redeemed)) }
+            return .list(resolved, elementType: elementType)
+        default:
+            return value
+        }
+    }
+}
+
+/// `POST /assets/1/upload/{id}` and `GET /assets/1/download/{assetID}`: the upload URLs `assets/upload`
+/// hands out (the unguessable id is the credential, for 15 minutes) and signed download URLs.
+struct AssetTransfers: Sendable {
+    let server: ServerState
+
+    func upload(id: String, body: RequestBody) async throws -> AssetUploadResult {
+        guard Secrets.isAPITokenShaped(id), let upload = try await server.store.assetUpload(id: id) else {
+            throw NimbusError.notFound("no such upload; ask assets/upload for an upload URL")
+        }
+        guard upload.blob == nil else { throw NimbusError.badRequest("this upload URL was already used; ask for another") }
+        guard upload.expiresAt > server.configuration.now() else {
+            throw NimbusError.badRequest("this upload URL expired (they last 15 minutes); ask for another")
+        }
+        let writer = try server.blobs.makeWriter(maxBytes: server.configuration.maxAssetBytes)
+        do {
+            for try await chunk in body { try writer.write(Data(buffer: chunk)) }
+        } catch is BlobTooLarge {
+            throw NimbusError(.requestTooLarge, "an asset holds at most \(server.configuration.maxAssetBytes) bytes")
+        } catch {
+            writer.discard()
+            throw NimbusError.badRequest("the upload ended before it was complete")
+        }
+        let blob = try writer.finish()
+        let receipt = Secrets.sessionToken()
+        do {
+            try await server.store.completeAssetUpload(id: id, blob: blob, receiptDigest: Secrets.digest(receipt))
+        } catch StoreError.duplicate {
+            throw NimbusError.badRequest("this upload URL was already used; ask for another")
+        }
+        return AssetUploadResult(singleFile: AssetValue(fileChecksum: blob.checksum, size: blob.size, receipt: receipt))
+    }
+
+    func download(assetID: String, expires: String?, signature: String?, context: some RequestContext) async throws -> Response {
+        guard let expires = expires.flatMap(Int64.init), let signature,
+            Secrets.constantTimeEquals(signature, AssetLinks.signature(key: server.urlSigningKey, assetID: assetID, expires: expires))
+        else {
+            throw NimbusError.accessDenied("this download URL is not one the server signed")
+        }
+        guard expires > server.configuration.now().milliseconds else {
+            throw NimbusError.accessDenied("this download URL expired; fetch the record again for a new one")
+        }
+        guard let file = server.blobs.file(assetID) else { throw NimbusError.notFound("the asset's file is gone") }
+        let body = try await FileIO().loadFile(path: file.path, context: context)
+        return Response(status: .ok, headers: [.contentType: "application/octet-stream", .cacheControl: "private, max-age=3600"], body: body)
+    }
+}

@@ -1,0 +1,99 @@
+import Crypto
+import Foundation
+import NimbusCore
+
+/// A stored file: its id, size and SHA-256 (base64), which CloudKit calls the file checksum.
+public struct StoredBlob: Sendable, Hashable {
+    public var id: String
+    public var size: Int64
+    public var checksum: String
+
+    public init(id: String, size: Int64, checksum: String) {
+        self.id = id
+        self.size = size
+        self.checksum = checksum
+    }
+}
+
+/// Where asset files live: files written once, read by id.
+public protocol BlobStore: Sendable {
+    /// Starts a new blob; its bytes are written in order, and it exists only once finished.
+    func makeWriter(maxBytes: Int64) throws -> any BlobWriter
+    /// The file holding a finished blob, or nil.
+    func file(_ id: String) -> URL?
+}
+
+public protocol BlobWriter: AnyObject {
+    /// Appends bytes; throws `BlobTooLarge` past the limit (the blob is then discarded).
+    func write(_ bytes: Data) throws
+    /// Makes the blob durable and visible.
+    func finish() throws -> StoredBlob
+    /// Drops an unfinished blob.
+    func discard()
+}
+
+public struct BlobTooLarge: Error, Sendable { public var limit: Int64 }
+
+/// Blobs as files in a directory: written to a temporary name, synced, then renamed into place.
+public final class LocalBlobStore: BlobStore {
+    private let directory: URL
+
+    public init(directory: URL) throws {
+        self.directory = directory
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    }
+
+    public func makeWriter(maxBytes: Int64) throws -> any BlobWriter {
+        try LocalBlobWriter(directory: directory, id: Secrets.apiToken(), maxBytes: maxBytes)
+    }
+
+    public func file(_ id: String) -> URL? {
+        // Ids are 64 hexadecimal characters; anything else (a path, say) names no blob.
+        guard Secrets.isAPITokenShaped(id) else { return nil }
+        let url = directory.appendingPathComponent(id.lowercased())
+        return FileManager.default.fileExists(atPath: url.path) ? url : nil
+    }
+}
+
+final class LocalBlobWriter: BlobWriter {
+    private let id: String
+    private let temporary: URL
+    private let final: URL
+    private let handle: FileHandle
+    private let maxBytes: Int64
+    private var hasher = SHA256()
+    private var size: Int64 = 0
+
+    init(directory: URL, id: String, maxBytes: Int64) throws {
+        self.id = id
+        self.maxBytes = maxBytes
+        temporary = directory.appendingPathComponent("incoming-" + id)
+        final = directory.appendingPathComponent(id)
+        guard FileManager.default.createFile(atPath: temporary.path, contents: nil, attributes: [.posixPermissions: 0o600]) else {
+            throw CocoaError(.fileWriteUnknown)
+        }
+        handle = try FileHandle(forWritingTo: temporary)
+    }
+
+    func write(_ bytes: Data) throws {
+        size += Int64(bytes.count)
+        guard size <= maxBytes else {
+            discard()
+            throw BlobTooLarge(limit: maxBytes)
+        }
+        hasher.update(data: bytes)
+        try handle.write(contentsOf: bytes)
+    }
+
+    func finish() throws -> StoredBlob {
+        try handle.synchronize()
+        try handle.close()
+        try FileManager.default.moveItem(at: temporary, to: final)
+        return StoredBlob(id: id, size: size, checksum: Data(hasher.finalize()).base64EncodedString())
+    }
+
+    func discard() {
+        try? handle.close()
+        try? FileManager.default.removeItem(at: temporary)
+    }
+}
