@@ -100,6 +100,13 @@ public protocol ZoneStore: Sendable {
     /// Entries changed after `sequence`, oldest first, at most `limit`; one row per key (latest state).
     func changes(_ zone: ZoneKey, after sequence: Int64, limit: Int) async throws -> ChangePage
 
+    /// The zone's grants to other accounts.
+    func grants(_ zone: ZoneKey) async throws -> [ZoneGrant]
+    /// Zones of a service other accounts granted `grantee` access to, accepted or not.
+    func grantedZones(grantee: String, service: ZoneAddress.Service) async throws -> [GrantedZone]
+    /// Marks a grant accepted; `StoreError.missing` when the zone grants the account nothing.
+    func acceptGrant(_ zone: ZoneKey, grantee: String) async throws
+
     /// Records that a device has applied a zone up to `sequence` (never moves backwards).
     func recordWatermark(deviceID: String, zone: ZoneKey, sequence: Int64) async throws
     /// Each zone a device has acknowledged, with its watermark and the zone's current sequence.
@@ -132,6 +139,8 @@ public protocol ZoneTransaction: AnyObject {
     /// Indexes the entry's current (live) version as `kind` with these rows, once per `put`: each `put`
     /// drops the index rows of the version it replaces. The store adds a row under `IndexEntry.keyField`.
     func index(_ key: String, kind: String, rows: [IndexEntry]) throws
+    /// Replaces the zone's grants to other accounts; grants kept for the same grantee keep their acceptance.
+    func setGrants(_ grants: [ZoneGrant]) throws
     /// Keys of the zone's live entries of `kind` that have a row `field == value`.
     func keys(kind: String, field: String, value: IndexValue) throws -> [String]
 }

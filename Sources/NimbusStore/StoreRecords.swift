@@ -115,6 +115,36 @@ public struct AssetUploadRecord: Sendable, Hashable {
     }
 }
 
+/// Another account's access to a zone (what sharing a zone grants): read, or read and write, once the
+/// grantee has accepted.
+public struct ZoneGrant: Sendable, Hashable {
+    public enum Permission: String, Sendable { case read, readWrite }
+    public var grantee: String
+    public var permission: Permission
+    public var accepted: Bool
+
+    public init(grantee: String, permission: Permission, accepted: Bool = false) {
+        self.grantee = grantee
+        self.permission = permission
+        self.accepted = accepted
+    }
+}
+
+/// A zone someone granted an account access to.
+public struct GrantedZone: Sendable, Hashable {
+    public var owner: String
+    public var name: String
+    public var grant: ZoneGrant
+    public var state: ZoneState
+
+    public init(owner: String, name: String, grant: ZoneGrant, state: ZoneState) {
+        self.owner = owner
+        self.name = name
+        self.grant = grant
+        self.state = state
+    }
+}
+
 /// A zone of one owner: the unit of atomic commits and change tracking.
 public struct ZoneKey: Sendable, Hashable {
     /// The owning account's id, or a principal that is not an account (a container's public database).

@@ -13,6 +13,10 @@ public struct RecordWire: Hashable, Codable, Sendable {
     /// True in change feeds for a record that was deleted.
     public var deleted: Bool?
     public var parent: RecordReference?
+    /// Share records (`recordType: "cloudkit.share"`): who the zone is shared with, and its address.
+    public var participants: [ShareParticipant]?
+    public var publicPermission: String?
+    public var shortGUID: String?
 
     public init(
         recordName: String? = nil, recordType: String? = nil, recordChangeTag: String? = nil, fields: [String: FieldValue]? = nil,
@@ -36,6 +40,39 @@ public struct RecordWire: Hashable, Codable, Sendable {
             self.userRecordName = userRecordName
             self.deviceID = deviceID
         }
+    }
+}
+
+/// A user a share includes: who (by record name or email), with which permission, and whether they
+/// accepted. Permissions are CloudKit's `READ_ONLY` and `READ_WRITE`.
+public struct ShareParticipant: Hashable, Codable, Sendable {
+    public struct Identity: Hashable, Codable, Sendable {
+        public struct LookupInfo: Hashable, Codable, Sendable {
+            public var emailAddress: String?
+            public init(emailAddress: String?) { self.emailAddress = emailAddress }
+        }
+
+        public var userRecordName: String?
+        public var lookupInfo: LookupInfo?
+
+        public init(userRecordName: String? = nil, emailAddress: String? = nil) {
+            self.userRecordName = userRecordName
+            self.lookupInfo = emailAddress.map { LookupInfo(emailAddress: $0) }
+        }
+    }
+
+    public var userIdentity: Identity
+    public var permission: String
+    /// `OWNER` or `USER`.
+    public var type: String?
+    /// `INVITED` or `ACCEPTED`.
+    public var acceptanceStatus: String?
+
+    public init(userIdentity: Identity, permission: String, type: String? = nil, acceptanceStatus: String? = nil) {
+        self.userIdentity = userIdentity
+        self.permission = permission
+        self.type = type
+        self.acceptanceStatus = acceptanceStatus
     }
 }
 

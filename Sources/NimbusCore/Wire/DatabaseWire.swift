@@ -351,3 +351,14 @@ public struct AssetUploadResult: Codable, Sendable {
     public var singleFile: AssetValue
     public init(singleFile: AssetValue) { self.singleFile = singleFile }
 }
+
+/// `records/accept` (shared database): accept shares by their shortGUIDs.
+public struct AcceptSharesRequest: Codable, Sendable {
+    public struct ShortGUID: Codable, Sendable {
+        public var value: String
+        public init(value: String) { self.value = value }
+    }
+
+    public var shortGUIDs: [ShortGUID]
+    public init(shortGUIDs: [ShortGUID]) { self.shortGUIDs = shortGUIDs }
+}

@@ -117,6 +117,7 @@ enum OpenAPIDocument {
         ("post", "records/lookup", "Fetch records by name", "RecordsLookupRequest", "RecordsResponse"),
         ("post", "records/query", "Query records of a type", "RecordsQueryRequest", "RecordsQueryResponse"),
         ("post", "records/changes", "One zone's record changes since a token", "RecordsChangesRequest", "RecordsResponse"),
+        ("post", "records/accept", "Accept shares by shortGUID (shared database)", "AcceptSharesRequest", "ZonesResponse"),
         ("post", "assets/upload", "Upload URLs for asset fields", "AssetUploadRequest", "AssetUploadResponse"),
         ("get", "zones/list", "The database's zones", nil, "ZonesResponse"),
         ("post", "zones/lookup", "Fetch zones by name", "ZonesLookupRequest", "ZonesResponse"),

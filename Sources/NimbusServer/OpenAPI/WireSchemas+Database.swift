@@ -177,6 +177,7 @@ extension WireSchemas {
                 [("singleFile", object([("fileChecksum", string), ("size", integer), ("receipt", string)], required: ["fileChecksum", "size", "receipt"]))],
                 required: ["singleFile"])
         ),
+        ("AcceptSharesRequest", object([("shortGUIDs", array(of: object([("value", string)], required: ["value"])))], required: ["shortGUIDs"])),
         ("SchemaDocument", object([("text", string)], required: ["text"])),
         ("SchemaDeployRequest", object([("dryRun", boolean)], required: [])),
         (

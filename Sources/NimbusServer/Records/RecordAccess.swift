@@ -1,4 +1,5 @@
 import NimbusCore
+import NimbusStore
 
 /// What the caller may do with records of a type: everything in a database they own; in the public
 /// database, what the type's grants give the roles they hold.
@@ -9,6 +10,8 @@ import NimbusCore
 struct RecordAccess: Sendable {
     let caller: String?
     let ownsDatabase: Bool
+    /// In a shared zone: what its owner granted the caller.
+    let sharePermission: ZoneGrant.Permission?
 
     static let defaultGrants = [
         Schema.Grant([.read], to: "_world"), Schema.Grant([.create], to: "_icloud"), Schema.Grant([.write], to: "_creator"),
@@ -17,10 +20,12 @@ struct RecordAccess: Sendable {
     init(_ database: RecordDatabase) {
         caller = database.caller?.userRecordName
         ownsDatabase = database.scope == .private
+        sharePermission = database.scope == .shared ? database.sharePermission : nil
     }
 
     func allows(_ permission: Schema.Grant.Permission, _ type: Schema.RecordType?, creator: String?) -> Bool {
-        ownsDatabase || Self.grants(type).contains { grant in
+        if let sharePermission { return permission == .read || sharePermission == .readWrite }
+        return ownsDatabase || Self.grants(type).contains { grant in
             (grant.permissions.contains(permission) || (permission == .read && grant.permissions.contains(.write)))
                 && holds(grant.role, creator: creator)
         }

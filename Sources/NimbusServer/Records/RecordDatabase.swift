@@ -17,6 +17,20 @@ struct RecordDatabase: Sendable {
     var signInURL = "/auth/1/web/signin"
     /// This server as the client reached it, for the upload and download URLs of assets.
     var baseURL = ""
+    /// In the shared database, what the zone's owner granted the caller.
+    var sharePermission: ZoneGrant.Permission?
+
+    /// Where the data lives: a shared zone is a zone of its owner's private database.
+    var storageScope: Scope { scope == .shared ? .private : scope }
+
+    /// The shared database as it shows one owner's zone to the caller.
+    func sharedView(owner: String, permission: ZoneGrant.Permission) -> RecordDatabase {
+        var view = RecordDatabase(container: container, environment: environment, scope: .shared, caller: caller, owner: owner)
+        view.signInURL = signInURL
+        view.baseURL = baseURL
+        view.sharePermission = permission
+        return view
+    }
 
     struct Caller: Sendable {
         var userRecordName: String
@@ -30,7 +44,11 @@ struct RecordDatabase: Sendable {
 
     /// Zones of one owner's database are one service of the substrate, so its change feed, tokens
     /// and push messages are the same as every other service's.
-    var service: ZoneAddress.Service { .init(rawValue: "db:\(container):\(environment.rawValue):\(scope.rawValue)") }
+    var service: ZoneAddress.Service { Self.service(container, environment, storageScope) }
+
+    static func service(_ container: String, _ environment: Environment, _ scope: Scope) -> ZoneAddress.Service {
+        .init(rawValue: "db:\(container):\(environment.rawValue):\(scope.rawValue)")
+    }
 
     func zone(_ name: String) -> ZoneKey { ZoneKey(accountID: owner, address: ZoneAddress(service: service, name: name)) }
 

@@ -47,6 +47,8 @@ struct RecordWriter {
     let access: RecordAccess
     /// Asset files uploaded for this batch, which its records may now hold.
     let redeemedAssets: Set<String>
+    /// Share records of the batch, by record name.
+    let shares: [String: StoredShare]
     let log = RecordChangeLog()
 
     static let maxRecordBytes = 1_000_000
@@ -70,6 +72,7 @@ struct RecordWriter {
         case .delete, .forceDelete:
             guard current != nil else { throw OperationFailure(.notFound("record \(operation.name) does not exist")) }
             try delete(operation.name)
+            if current?.record.share != nil { try transaction.setGrants([]) }
             return RecordWire(recordName: operation.name, zoneID: zoneID).deleted()
         case .create:
             guard current == nil else {
@@ -114,11 +117,13 @@ struct RecordWriter {
         if let other = requested.recordType, other != recordType {
             throw OperationFailure(.badRequest("record \(name) is a \(recordType); it cannot become a \(other)"))
         }
-        let fields = try conform(fields, to: recordType)
+        let share = shares[name]
+        let fields = share == nil ? try conform(fields, to: recordType) : [:]
         try checkAssets(fields, current: current)
-        let record = StoredRecord(
+        var record = StoredRecord(
             recordType: recordType, fields: fields, created: current?.created ?? stamp, modified: stamp,
             parent: requested.parent ?? current?.parent)
+        record.share = share
         for (field, reference) in record.references {
             if let zone = reference.zoneID, zone.zoneName != zoneID.zoneName {
                 throw OperationFailure(.badRequest("reference \(field) points into zone \(zone.zoneName); references stay within a zone"))
@@ -135,6 +140,9 @@ struct RecordWriter {
         }
         let sequence = try transaction.put(name, payload: payload, size: payload.count)
         try transaction.index(name, kind: recordType, rows: RecordIndexer.rows(name: name, record: record))
+        if let share {
+            try transaction.setGrants(share.participants.map { ZoneGrant(grantee: $0.userRecordName, permission: $0.permission) })
+        }
         log.append(RecordChange(name: name, before: current, after: record, sequence: sequence))
         return wire(name, record, sequence)
     }

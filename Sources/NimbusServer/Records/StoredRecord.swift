@@ -10,6 +10,8 @@ struct StoredRecord: Codable, Sendable {
     var created: RecordWire.Stamp
     var modified: RecordWire.Stamp
     var parent: RecordReference?
+    /// For a zone's share record: who it is shared with.
+    var share: StoredShare?
 
     static func changeTag(_ sequence: Int64) -> String { String(sequence, radix: 36) }
 
@@ -20,6 +22,11 @@ struct StoredRecord: Codable, Sendable {
         record.created = created
         record.modified = modified
         record.parent = parent
+        if let share {
+            record.publicPermission = "NONE"
+            record.participants = share.participants.map(\.wire)
+            record.shortGUID = share.shortGUID
+        }
         return record
     }
 
@@ -52,3 +59,23 @@ struct StoredRecord: Codable, Sendable {
         return found
     }
 }
+
+/// A zone share as its share record keeps it; acceptance lives with the zone's grants.
+struct StoredShare: Codable, Sendable {
+    struct Participant: Codable, Sendable {
+        var userRecordName: String
+        var emailAddress: String?
+        var permission: ZoneGrant.Permission
+
+        var wire: ShareParticipant {
+            ShareParticipant(
+                userIdentity: .init(userRecordName: userRecordName, emailAddress: emailAddress),
+                permission: permission == .readWrite ? "READ_WRITE" : "READ_ONLY", type: "USER", acceptanceStatus: "INVITED")
+        }
+    }
+
+    var participants: [Participant]
+    var shortGUID: String
+}
+
+extension ZoneGrant.Permission: Codable {}

@@ -13,6 +13,7 @@ struct DatabaseRoutes {
         post(database, "records/query", RecordsQueryRequest.self, service.query)
         post(database, "records/changes", RecordsChangesRequest.self, service.recordChanges)
         post(database, "assets/upload", AssetUploadRequest.self, service.requestUploads)
+        post(database, "records/accept", AcceptSharesRequest.self, service.acceptShares)
         database.get("zones/list") { request, context in try await service.listZones(try authorize(request, context)) }
         post(database, "zones/lookup", ZonesLookupRequest.self, service.lookupZones)
         post(database, "zones/modify", ZonesModifyRequest.self, service.modifyZones)

@@ -15,7 +15,7 @@ extension RecordService {
         guard (1...Self.maxOperations).contains(request.tokens.count) else {
             throw NimbusError.badRequest("tokens must hold 1 to \(Self.maxOperations) fields")
         }
-        _ = try zoneName(request.zoneID, in: database)
+        _ = try await target(request.zoneID, in: database)
         var tokens = [AssetUploadResponse.Token]()
         for token in request.tokens {
             try Identifiers.validateSchemaName(token.recordType, what: "recordType")

@@ -42,7 +42,7 @@ extension RecordService {
         guard (1...Self.maxResults).contains(limit) else {
             throw NimbusError.badRequest("resultsLimit must be between 1 and \(Self.maxResults)")
         }
-        let name = try zoneName(zoneID, in: database)
+        let (database, name) = try await target(zoneID, in: database)
         let zone = database.zone(name)
         let state = try await server.store.zoneState(zone)
         if state == nil, name != RecordDatabase.defaultZoneName {

@@ -3,9 +3,21 @@ import NimbusStore
 
 extension RecordService {
     func query(_ database: RecordDatabase, _ request: RecordsQueryRequest) async throws -> RecordsQueryResponse {
+        var database = database
         let limit = request.resultsLimit ?? Self.maxResults
         guard (1...Self.maxResults).contains(limit) else {
             throw NimbusError.badRequest("resultsLimit must be between 1 and \(Self.maxResults)")
+        }
+        var zones: [ZoneKey]
+        if request.zoneWide == true, request.zoneID == nil, database.scope != .shared {
+            zones = try await server.store.zones(accountID: database.owner, service: database.service).map { database.zone($0.name) }
+        } else {
+            let (view, name) = try await target(request.zoneID, in: database)
+            database = view
+            zones = [database.zone(name)]
+            if name != RecordDatabase.defaultZoneName, try await server.store.zoneState(zones[0]) == nil {
+                throw NimbusError(.zoneNotFound, "zone \(name) does not exist")
+            }
         }
         let schema = try await schemas.schema(database)
         guard let recordType = schema.recordTypes.first(where: { $0.name == request.query.recordType }) else {
@@ -26,16 +38,6 @@ extension RecordService {
         for key in request.query.sortBy ?? [] { sort.append(try planner.sort(key)) }
         let offset = try request.continuationMarker.map(Self.offset(marker:)) ?? 0
 
-        var zones: [ZoneKey]
-        if request.zoneWide == true, request.zoneID == nil {
-            zones = try await server.store.zones(accountID: database.owner, service: database.service).map { database.zone($0.name) }
-        } else {
-            let name = try zoneName(request.zoneID, in: database)
-            zones = [database.zone(name)]
-            if name != RecordDatabase.defaultZoneName, try await server.store.zoneState(zones[0]) == nil {
-                throw NimbusError(.zoneNotFound, "zone \(name) does not exist")
-            }
-        }
         let matches = try await server.store.query(
             IndexQuery(zones: zones, kind: recordType.name, conditions: conditions, sort: sort, offset: offset, limit: limit + 1))
         let links = links(database)

@@ -25,6 +25,9 @@ extension RecordService {
     /// Creates, updates and deletes the caller's subscriptions; each operation succeeds or fails alone.
     func modifySubscriptions(_ database: RecordDatabase, _ request: SubscriptionsModifyRequest) async throws -> SubscriptionsResponse {
         let caller = try database.requireCaller()
+        guard database.scope != .shared else {
+            throw NimbusError.badRequest("subscriptions in the shared database are not supported yet; zone pushes arrive over /push/1")
+        }
         guard (1...Self.maxOperations).contains(request.operations.count) else {
             throw NimbusError.badRequest("operations must hold 1 to \(Self.maxOperations) operations")
         }

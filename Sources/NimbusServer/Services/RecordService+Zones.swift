@@ -4,6 +4,12 @@ import NimbusStore
 extension RecordService {
     /// Every zone of the database; the default zone always exists.
     func listZones(_ database: RecordDatabase) async throws -> ZonesResponse {
+        if database.scope == .shared {
+            return ZonesResponse(
+                zones: try await sharedZones(database).map {
+                    .zone(ZoneWire(zoneID: ZoneID(zoneName: $0.name, ownerRecordName: $0.owner), syncToken: $0.state.token.encoded, atomic: true))
+                })
+        }
         let zones = try await server.store.zones(accountID: database.owner, service: database.service)
         var answer = [ZoneResult]()
         if !zones.contains(where: { $0.name == RecordDatabase.defaultZoneName }) {
@@ -19,9 +25,15 @@ extension RecordService {
         }
         var answer = [ZoneResult]()
         for zone in request.zones {
-            let name = try zoneName(zone.zoneID, in: database)
-            if let state = try await server.store.zoneState(database.zone(name)) {
-                answer.append(.zone(wire(name, state, database)))
+            let view: RecordDatabase, name: String
+            do {
+                (view, name) = try await target(zone.zoneID, in: database)
+            } catch let error as NimbusError where error.code == .zoneNotFound {
+                answer.append(.failure(ZoneError(zoneID: zone.zoneID, error: error)))
+                continue
+            }
+            if let state = try await server.store.zoneState(view.zone(name)) {
+                answer.append(.zone(wire(name, state, view)))
             } else if name == RecordDatabase.defaultZoneName {
                 answer.append(.zone(ZoneWire(zoneID: database.zoneID(name), atomic: false)))
             } else {
@@ -78,6 +90,14 @@ extension RecordService {
     /// Zones created, changed or deleted since a database token.
     func databaseChanges(_ database: RecordDatabase, _ request: DatabaseChangesRequest) async throws -> DatabaseChangesResponse {
         try Self.requireChangeTracking(database)
+        if database.scope == .shared {
+            // Every accepted shared zone, each time: a client compares the zones' own tokens, so listing a
+            // zone that did not change costs it one empty zone fetch.
+            let zones = try await sharedZones(database)
+            return DatabaseChangesResponse(
+                zones: zones.map { ZoneWire(zoneID: ZoneID(zoneName: $0.name, ownerRecordName: $0.owner), syncToken: $0.state.token.encoded) },
+                syncToken: DatabaseChangeToken(sequence: 0).encoded, moreComing: false)
+        }
         let limit = request.resultsLimit ?? Self.maxResults
         guard (1...Self.maxResults).contains(limit) else {
             throw NimbusError.badRequest("resultsLimit must be between 1 and \(Self.maxResults)")

@@ -48,10 +48,27 @@ struct RecordService: Sendable {
             return database
         }
         switch scope {
-        case .private: return answer(try answer("").requireCaller().userRecordName)
+        case .private, .shared: return answer(try answer("").requireCaller().userRecordName)
         case .public: return answer(RecordDatabase.publicOwner)
-        case .shared: throw NimbusError.badRequest("the shared database is not available on this server yet; use private or public")
         }
+    }
+
+    /// The zone a request names, and the database as it shows that zone: in the shared database, the
+    /// owner's zone if it was shared with the caller (and they accepted); otherwise `zoneName(_:in:)`.
+    func target(_ zoneID: ZoneID?, in database: RecordDatabase) async throws -> (database: RecordDatabase, name: String) {
+        guard database.scope == .shared else { return (database, try zoneName(zoneID, in: database)) }
+        let caller = try database.requireCaller()
+        guard let zoneID, let owner = zoneID.ownerRecordName, zoneID.zoneName != RecordDatabase.defaultZoneName else {
+            throw NimbusError(.zoneNotFound, "the shared database holds zones others shared with you: name the zone and its owner")
+        }
+        try Identifiers.validateZoneName(zoneID.zoneName)
+        let zone = ZoneKey(
+            accountID: owner,
+            address: ZoneAddress(service: RecordDatabase.service(database.container, database.environment, .private), name: zoneID.zoneName))
+        guard let grant = try await server.store.grants(zone).first(where: { $0.grantee == caller.userRecordName && $0.accepted }) else {
+            throw NimbusError(.zoneNotFound, "zone \(zoneID.zoneName) of \(owner) is not shared with you (or the share is not accepted)")
+        }
+        return (database.sharedView(owner: owner, permission: grant.permission), zoneID.zoneName)
     }
 
     /// The zone a request names; another user's zone is refused, since a private database holds only its
@@ -72,7 +89,7 @@ struct RecordService: Sendable {
         guard (1...Self.maxOperations).contains(request.operations.count) else {
             throw NimbusError.badRequest("operations must hold 1 to \(Self.maxOperations) operations; split larger batches")
         }
-        let zoneName = try zoneName(request.zoneID, in: database)
+        let (database, zoneName) = try await target(request.zoneID, in: database)
         let zone = database.zone(zoneName)
         let isDefaultZone = zoneName == RecordDatabase.defaultZoneName
         var operations = [PreparedOperation]()
@@ -83,7 +100,7 @@ struct RecordService: Sendable {
                 throw NimbusError.badRequest("\(operation.operationType.rawValue) needs the record's recordName")
             }
             try Identifiers.validateRecordName(name)
-            if let type = operation.record.recordType { try Identifiers.validateSchemaName(type, what: "recordType") }
+            if let type = operation.record.recordType, type != Self.shareType { try Identifiers.validateSchemaName(type, what: "recordType") }
             for field in operation.record.fields?.keys ?? [:].keys { try Identifiers.validateSchemaName(field, what: "field name") }
             guard names.insert(name).inserted else {
                 throw NimbusError.badRequest("record \(name) appears in more than one operation; send one operation per record")
@@ -92,12 +109,13 @@ struct RecordService: Sendable {
         }
         let caller = try database.requireCaller()
         let redeemed = try await redeemReceipts(&operations, database)
+        let shares = try await resolveShares(operations, database: database, zoneName: zoneName)
         let schema = try await schemas.evolve(database, for: try await typedFields(operations, zone: zone))
         let stamp = RecordWire.Stamp(
             timestamp: server.configuration.now().milliseconds, userRecordName: caller.userRecordName, deviceID: caller.deviceID)
         let writer = (
             schema: schema, stamp: stamp, zoneID: database.zoneID(zoneName), desiredKeys: request.desiredKeys, access: RecordAccess(database),
-            redeemed: redeemed
+            redeemed: redeemed, shares: shares
         )
         let atomic = !isDefaultZone && (request.atomic ?? true)
         let prepared = operations
@@ -107,7 +125,8 @@ struct RecordService: Sendable {
             ((results, changes), _) = try await server.store.transact(zone, creating: isDefaultZone) { transaction in
                 let writer = RecordWriter(
                     transaction: transaction, schema: writer.schema, stamp: writer.stamp, zoneID: writer.zoneID,
-                    desiredKeys: writer.desiredKeys, access: writer.access, redeemedAssets: writer.redeemed)
+                    desiredKeys: writer.desiredKeys, access: writer.access, redeemedAssets: writer.redeemed,
+                    shares: writer.shares)
                 var results = [RecordResult]()
                 for operation in prepared {
                     do {
@@ -125,10 +144,30 @@ struct RecordService: Sendable {
             throw NimbusError(.zoneNotFound, "zone \(zoneName) does not exist; create it with zones/modify")
         }
         if let last = changes.last {
-            server.push.publish(to: database.owner, PushMessage(type: .zoneMoved, zone: zone.address, sequence: last.sequence))
+            let moved = PushMessage(type: .zoneMoved, zone: zone.address, sequence: last.sequence)
+            server.push.publish(to: database.owner, moved)
+            if !isDefaultZone {
+                for grant in try await server.store.grants(zone) where grant.accepted { server.push.publish(to: grant.grantee, moved) }
+            }
             await notifySubscribers(database, zoneName: zoneName, changes: changes, schema: schema)
         }
-        return RecordsResponse(records: results.map(links(database).apply))
+        var answer = results.map(links(database).apply)
+        if !shares.isEmpty { answer = try await withAcceptance(answer, zone: zone) }
+        return RecordsResponse(records: answer)
+    }
+
+    /// Share records with each participant's acceptance as the zone's grants record it.
+    private func withAcceptance(_ results: [RecordResult], zone: ZoneKey) async throws -> [RecordResult] {
+        let accepted = Set(try await server.store.grants(zone).filter(\.accepted).map(\.grantee))
+        return results.map { result in
+            guard case .record(var record) = result, let participants = record.participants else { return result }
+            record.participants = participants.map { participant in
+                var participant = participant
+                if let name = participant.userIdentity.userRecordName, accepted.contains(name) { participant.acceptanceStatus = "ACCEPTED" }
+                return participant
+            }
+            return .record(record)
+        }
     }
 
     /// The (type, fields) each operation saves, for extending a development schema before the write.
@@ -141,7 +180,7 @@ struct RecordService: Sendable {
         }
         return operations.compactMap { operation in
             guard operation.type != .delete, operation.type != .forceDelete,
-                let type = operation.record.recordType ?? storedTypes[operation.name]
+                let type = operation.record.recordType ?? storedTypes[operation.name], type != Self.shareType
             else { return nil }
             return (type, operation.record.fields ?? [:])
         }
@@ -152,7 +191,7 @@ struct RecordService: Sendable {
             throw NimbusError.badRequest("records must name 1 to \(Self.maxResults) records")
         }
         for item in request.records { try Identifiers.validateRecordName(item.recordName) }
-        let zoneName = try zoneName(request.zoneID, in: database)
+        let (database, zoneName) = try await target(request.zoneID, in: database)
         let zone = database.zone(zoneName)
         let entries = try await server.store.entries(zone, keys: request.records.map(\.recordName))
         if entries.isEmpty, zoneName != RecordDatabase.defaultZoneName, try await server.store.zoneState(zone) == nil {

@@ -131,6 +131,14 @@ extension SQLiteStore {
                         PRIMARY KEY (zone_id, sequence, field, position)
                     ) WITHOUT ROWID;
                     CREATE INDEX entry_index_by_value ON entry_index(zone_id, kind, field, value);
+                    CREATE TABLE zone_grants (
+                        zone_id INTEGER NOT NULL REFERENCES zones(id),
+                        grantee TEXT NOT NULL REFERENCES accounts(id),
+                        permission TEXT NOT NULL,
+                        accepted INTEGER NOT NULL DEFAULT 0,
+                        PRIMARY KEY (zone_id, grantee)
+                    ) WITHOUT ROWID;
+                    CREATE INDEX zone_grants_by_grantee ON zone_grants(grantee);
                     CREATE TABLE server_keys (
                         id TEXT PRIMARY KEY,
                         container TEXT NOT NULL REFERENCES containers(identifier),

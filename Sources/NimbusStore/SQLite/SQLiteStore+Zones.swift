@@ -38,7 +38,7 @@ extension SQLiteStore: ZoneStore {
     public func deleteZone(_ zone: ZoneKey) async throws {
         try await groupCommit.commit { db in
             guard let state = try Self.state(of: zone, db) else { throw StoreError.missing("zone \(zone.address.name)") }
-            for table in ["entry_index", "entries", "device_watermarks"] {
+            for table in ["entry_index", "entries", "device_watermarks", "zone_grants"] {
                 try db.execute(sql: "DELETE FROM \(table) WHERE zone_id = ?", arguments: [state.id])
             }
             try db.execute(sql: "DELETE FROM zones WHERE id = ?", arguments: [state.id])
@@ -116,6 +116,37 @@ extension SQLiteStore: ZoneStore {
             let resume = moreComing ? entries.last!.sequence : state.sequence
             return ChangePage(entries: entries, token: ChangeToken(zoneID: state.id, sequence: resume), moreComing: moreComing)
         }
+    }
+
+    public func grants(_ zone: ZoneKey) async throws -> [ZoneGrant] {
+        try await read { db in
+            guard let state = try Self.state(of: zone, db) else { return [] }
+            return try Row.fetchAll(db, sql: "SELECT * FROM zone_grants WHERE zone_id = ? ORDER BY grantee", arguments: [state.id]).map(Self.grant)
+        }
+    }
+
+    public func grantedZones(grantee: String, service: ZoneAddress.Service) async throws -> [GrantedZone] {
+        try await read { db in
+            try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT g.*, z.account_id AS owner, z.name, z.id, z.sequence, z.live_entries, z.live_bytes
+                    FROM zone_grants g JOIN zones z ON z.id = g.zone_id WHERE g.grantee = ? AND z.service = ? ORDER BY z.account_id, z.name
+                    """, arguments: [grantee, service.rawValue]
+            ).map { GrantedZone(owner: $0["owner"], name: $0["name"], grant: Self.grant($0), state: Self.zoneState($0)) }
+        }
+    }
+
+    public func acceptGrant(_ zone: ZoneKey, grantee: String) async throws {
+        try await write { db in
+            guard let state = try Self.state(of: zone, db) else { throw StoreError.missing("zone \(zone.address.name)") }
+            try db.execute(sql: "UPDATE zone_grants SET accepted = 1 WHERE zone_id = ? AND grantee = ?", arguments: [state.id, grantee])
+            guard db.changesCount == 1 else { throw StoreError.missing("share of zone \(zone.address.name)") }
+        }
+    }
+
+    private static func grant(_ row: Row) -> ZoneGrant {
+        ZoneGrant(grantee: row["grantee"], permission: ZoneGrant.Permission(rawValue: row["permission"]) ?? .read, accepted: row["accepted"])
     }
 
     public func recordWatermark(deviceID: String, zone: ZoneKey, sequence: Int64) async throws {

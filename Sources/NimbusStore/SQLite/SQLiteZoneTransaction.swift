@@ -62,6 +62,17 @@ final class SQLiteZoneTransaction: ZoneTransaction {
         }
     }
 
+    func setGrants(_ grants: [ZoneGrant]) throws {
+        let accepted = Set(
+            try String.fetchAll(
+                try db.cachedStatement(sql: "SELECT grantee FROM zone_grants WHERE zone_id = ? AND accepted = 1"), arguments: [state.id]))
+        try db.cachedStatement(sql: "DELETE FROM zone_grants WHERE zone_id = ?").execute(arguments: [state.id])
+        let insert = try db.cachedStatement(sql: "INSERT INTO zone_grants (zone_id, grantee, permission, accepted) VALUES (?, ?, ?, ?)")
+        for grant in grants {
+            try insert.execute(arguments: [state.id, grant.grantee, grant.permission.rawValue, grant.accepted || accepted.contains(grant.grantee)])
+        }
+    }
+
     func keys(kind: String, field: String, value: IndexValue) throws -> [String] {
         try String.fetchAll(
             try db.cachedStatement(

@@ -1,0 +1,96 @@
+import Foundation
+import NimbusCore
+import NimbusStore
+
+extension RecordService {
+    /// The record type of share records, as CloudKit names it.
+    static let shareType = "cloudkit.share"
+    /// The record name of a zone's share.
+    static let zoneShareName = "cloudkit.zoneshare"
+
+    /// Share records a batch saves, resolved to accounts: a zone of the owner's private database is
+    /// shared with each participant, read-only or read-write, once they accept.
+    func resolveShares(_ operations: [PreparedOperation], database: RecordDatabase, zoneName: String) async throws -> [String: StoredShare] {
+        var shares = [String: StoredShare]()
+        for operation in operations where operation.record.recordType == Self.shareType {
+            guard database.scope == .private, zoneName != RecordDatabase.defaultZoneName else {
+                throw NimbusError.badRequest("share a custom zone of your private database (the default zone cannot be shared)")
+            }
+            guard operation.name == Self.zoneShareName else {
+                throw NimbusError.badRequest("only zone shares are supported: name the share record \(Self.zoneShareName)")
+            }
+            guard (operation.record.publicPermission ?? "NONE") == "NONE" else {
+                throw NimbusError.badRequest("publicPermission must be NONE: shares go to named participants")
+            }
+            var participants = [StoredShare.Participant]()
+            for participant in operation.record.participants ?? [] where participant.type != "OWNER" {
+                let account: AccountRecord?
+                if let name = participant.userIdentity.userRecordName {
+                    account = try await server.store.account(id: name)
+                } else if let email = participant.userIdentity.lookupInfo?.emailAddress {
+                    account = try await server.store.account(email: email)
+                } else {
+                    throw NimbusError.badRequest("a participant needs userIdentity.userRecordName or lookupInfo.emailAddress")
+                }
+                guard let account else {
+                    throw NimbusError.badRequest("a participant has no Nimbus account; they must sign up first")
+                }
+                guard account.id != database.owner, !participants.contains(where: { $0.userRecordName == account.id }) else { continue }
+                let permission: ZoneGrant.Permission
+                switch participant.permission {
+                case "READ_ONLY": permission = .read
+                case "READ_WRITE": permission = .readWrite
+                default: throw NimbusError.badRequest("a participant's permission is READ_ONLY or READ_WRITE, not \(participant.permission)")
+                }
+                participants.append(.init(userRecordName: account.id, emailAddress: account.email, permission: permission))
+            }
+            shares[operation.name] = StoredShare(participants: participants, shortGUID: Self.shortGUID(owner: database.owner, zone: zoneName))
+        }
+        return shares
+    }
+
+    /// A share's address, what a participant accepts: it names the owner and the zone.
+    static func shortGUID(owner: String, zone: String) -> String { Base64URL.encode("z1/\(owner)/\(zone)".utf8) }
+
+    static func share(shortGUID: String) -> (owner: String, zone: String)? {
+        guard shortGUID.utf8.count <= 512, let bytes = Base64URL.decode(shortGUID) else { return nil }
+        let parts = String(decoding: bytes, as: UTF8.self).split(separator: "/", maxSplits: 2).map(String.init)
+        guard parts.count == 3, parts[0] == "z1" else { return nil }
+        return (parts[1], parts[2])
+    }
+
+    /// `records/accept` in the shared database: the caller accepts shares they were invited to; the zones
+    /// then appear in their shared database.
+    func acceptShares(_ database: RecordDatabase, _ request: AcceptSharesRequest) async throws -> ZonesResponse {
+        let caller = try database.requireCaller()
+        guard database.scope == .shared else { throw NimbusError.badRequest("shares are accepted in the shared database") }
+        guard (1...Self.maxOperations).contains(request.shortGUIDs.count) else {
+            throw NimbusError.badRequest("shortGUIDs must hold 1 to \(Self.maxOperations) shares")
+        }
+        var answer = [ZoneResult]()
+        for item in request.shortGUIDs {
+            guard let (owner, zoneName) = Self.share(shortGUID: item.value) else {
+                answer.append(.failure(ZoneError(zoneID: .defaultZone, error: .badRequest("\(item.value) is not a share's shortGUID"))))
+                continue
+            }
+            let zoneID = ZoneID(zoneName: zoneName, ownerRecordName: owner)
+            let zone = ZoneKey(
+                accountID: owner, address: ZoneAddress(service: RecordDatabase.service(database.container, database.environment, .private), name: zoneName))
+            do {
+                try await server.store.acceptGrant(zone, grantee: caller.userRecordName)
+                answer.append(.zone(ZoneWire(zoneID: zoneID, syncToken: try await server.store.zoneState(zone)?.token.encoded, atomic: true)))
+            } catch StoreError.missing {
+                answer.append(.failure(ZoneError(zoneID: zoneID, error: NimbusError(.zoneNotFound, "zone \(zoneName) is not shared with you"))))
+            }
+        }
+        return ZonesResponse(zones: answer)
+    }
+
+    /// The zones shared with the caller that they accepted, as their shared database lists them.
+    func sharedZones(_ database: RecordDatabase) async throws -> [GrantedZone] {
+        let caller = try database.requireCaller()
+        return try await server.store.grantedZones(
+            grantee: caller.userRecordName, service: RecordDatabase.service(database.container, database.environment, .private)
+        ).filter(\.grant.accepted)
+    }
+}

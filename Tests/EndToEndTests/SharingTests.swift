@@ -1,0 +1,82 @@
+import Foundation
+import NimbusCore
+import NimbusKit
+import NimbusTesting
+import Testing
+
+/// Zone sharing: an owner shares a zone; participants accept and see it in their shared database,
+/// read-only or read-write; others never see it.
+@Suite struct SharingTests {
+    static func container(_ server: TestServer, _ app: TestServer.SeededApp, _ email: String) async throws -> CloudContainer {
+        CloudContainer(identifier: app.container, session: try await server.signIn(email: email, device: email), apiToken: app.apiToken)
+    }
+
+    static func item(_ name: String, zone: RecordZoneID) -> Record {
+        var record = Record(recordType: "Items", recordID: RecordID(recordName: name, zoneID: zone))
+        record["name"] = name
+        return record
+    }
+
+    @Test func aSharedZoneAppearsInParticipantsSharedDatabases() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        let app = try await server.seedApp()
+        let ann = try await Self.container(server, app, "ann@example.com")
+        let bob = try await Self.container(server, app, "bob@example.com")
+        let cat = try await Self.container(server, app, "cat@example.com")
+        let eve = try await Self.container(server, app, "eve@example.com")
+
+        let zone = try await ann.privateCloudDatabase.save(RecordZone(zoneName: "Household")).zoneID
+        _ = try await ann.privateCloudDatabase.save(Self.item("milk", zone: zone))
+        let share = try await ann.privateCloudDatabase.shareZone(
+            zone, with: [.init(emailAddress: "bob@example.com", permission: .readWrite), .init(emailAddress: "cat@example.com", permission: .readOnly)])
+        #expect(share.participants.count == 2 && share.participants.allSatisfy { !$0.accepted })
+
+        // Before accepting, the zone is not in bob's shared database.
+        #expect(try await bob.sharedCloudDatabase.allRecordZones().isEmpty)
+        let sharedZone = try await bob.sharedCloudDatabase.acceptShare(share.shortGUID)
+        #expect(sharedZone.zoneName == "Household")
+        #expect(sharedZone.ownerName == (try await ann.userRecordName()))
+        _ = try await cat.sharedCloudDatabase.acceptShare(share.shortGUID)
+        #expect(try await bob.sharedCloudDatabase.allRecordZones().map(\.zoneID) == [sharedZone])
+
+        // Bob (read-write) reads and writes; cat (read-only) reads only; eve sees nothing.
+        let seen = try await bob.sharedCloudDatabase.allRecords(matching: Query(recordType: "Items"), inZoneWith: sharedZone)
+        #expect(seen.map(\.recordID.recordName) == ["milk"])
+        var bread = Self.item("bread", zone: sharedZone)
+        bread = try await bob.sharedCloudDatabase.save(bread)
+        #expect(bread.lastModifiedUserRecordName != nil)
+        await #expect(throws: NimbusError.self) { _ = try await cat.sharedCloudDatabase.save(Self.item("cake", zone: sharedZone)) }
+        #expect(try await cat.sharedCloudDatabase.allRecords(matching: Query(recordType: "Items"), inZoneWith: sharedZone).count == 2)
+        await #expect(throws: NimbusError.self) { _ = try await eve.sharedCloudDatabase.acceptShare(share.shortGUID) }
+        await #expect(throws: NimbusError.self) {
+            _ = try await eve.sharedCloudDatabase.records(matching: Query(recordType: "Items"), inZoneWith: sharedZone)
+        }
+        let changes = try await cat.sharedCloudDatabase.recordZoneChanges(inZoneWith: sharedZone, since: nil)
+        #expect(Set(changes.modifications.map(\.recordID.recordName)).isSuperset(of: ["milk", "bread"]))
+        #expect(try await cat.sharedCloudDatabase.databaseChanges(since: nil).modifiedZoneIDs == [sharedZone])
+
+        // The owner sees bob's write; unsharing removes the zone from participants' shared databases.
+        #expect(try await ann.privateCloudDatabase.record(for: RecordID(recordName: "bread", zoneID: zone))["name"] == "bread")
+        try await ann.privateCloudDatabase.unshareZone(zone)
+        #expect(try await bob.sharedCloudDatabase.allRecordZones().isEmpty)
+        await #expect(throws: NimbusError.self) {
+            _ = try await bob.sharedCloudDatabase.records(matching: Query(recordType: "Items"), inZoneWith: sharedZone)
+        }
+    }
+
+    @Test func onlyCustomZonesOfTheOwnersPrivateDatabaseCanBeShared() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        let app = try await server.seedApp()
+        let ann = try await Self.container(server, app, "ann@example.com")
+        _ = try await Self.container(server, app, "bob@example.com")
+        await #expect(throws: NimbusError.self) {
+            _ = try await ann.privateCloudDatabase.shareZone(.default, with: [.init(emailAddress: "bob@example.com", permission: .readOnly)])
+        }
+        let zone = try await ann.privateCloudDatabase.save(RecordZone(zoneName: "Z")).zoneID
+        await #expect(throws: NimbusError.self) {
+            _ = try await ann.privateCloudDatabase.shareZone(zone, with: [.init(emailAddress: "nobody@example.com", permission: .readOnly)])
+        }
+    }
+}
