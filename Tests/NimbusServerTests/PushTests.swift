@@ -40,8 +40,10 @@ import WSClient
             }
         }
 
-        var received: [PushMessage] { state.messages.withLock { $0 } }
-        var isConnected: Bool { state.outbound.withLock { $0 != nil } }
+        /// Messages after the server's `connected` greeting.
+        var received: [PushMessage] { state.messages.withLock { $0 }.filter { $0.type != .connected } }
+        /// Whether the server has registered the socket (its first message says so).
+        var isConnected: Bool { state.messages.withLock { $0.first?.type == .connected } }
 
         func send(_ message: PushMessage) async throws {
             let data = try JSONEncoder().encode(message)

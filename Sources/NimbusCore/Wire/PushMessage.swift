@@ -4,14 +4,15 @@
 /// moved to sequence N. Device to server: `{"type": "applied", "zone": {...}, "sequence": N}` once the
 /// device has applied everything up to N, which the server records as the device's watermark.
 /// `{"type": "notification", "zone": {...}, "sequence": N, "notification": {...}}` is a record database
-/// subscription firing for a change that moved the zone to N.
+/// subscription firing for a change that moved the zone to N. `{"type": "connected", "sequence": 0}` is
+/// the server's first message: from then on nothing is missed, so a device catches up after it.
 public struct PushMessage: Hashable, Codable, Sendable {
     public var type: Kind
-    public var zone: ZoneAddress
+    public var zone: ZoneAddress?
     public var sequence: Int64
     public var notification: RecordNotification?
 
-    public init(type: Kind, zone: ZoneAddress, sequence: Int64, notification: RecordNotification? = nil) {
+    public init(type: Kind, zone: ZoneAddress?, sequence: Int64, notification: RecordNotification? = nil) {
         self.type = type
         self.zone = zone
         self.sequence = sequence
@@ -22,5 +23,6 @@ public struct PushMessage: Hashable, Codable, Sendable {
         case zoneMoved
         case applied
         case notification
+        case connected
     }
 }

@@ -7,14 +7,16 @@ import WSClient
 
 /// Keeps a device's push socket (`/push/1`) open, reconnecting with backoff when it drops.
 ///
-/// `onConnect` runs after every (re)connection, so the owner catches up on what it missed while away;
-/// `onMessage` runs for every "zone moved" message.
+/// `onConnect` runs after every (re)connection, once the server says the socket is registered, so the
+/// owner catches up on what it missed while away and misses nothing after; `onMessage` runs for every
+/// other message.
 final class PushConnection: Sendable {
     private let session: NimbusSession
     private let logger: Logger
     private let onConnect: @Sendable () -> Void
     private let onMessage: @Sendable (PushMessage) -> Void
     private let outbound = Mutex<WebSocketOutboundWriter?>(nil)
+    private let ready = Mutex(false)
     private let task = Mutex<Task<Void, Never>?>(nil)
     private let connectedSinceLastAttempt = Mutex(false)
 
@@ -28,7 +30,8 @@ final class PushConnection: Sendable {
         self.onMessage = onMessage
     }
 
-    var isConnected: Bool { outbound.withLock { $0 != nil } }
+    /// Whether the server has registered the socket: messages published from now on arrive.
+    var isConnected: Bool { ready.withLock { $0 } }
 
     func start() {
         task.withLock { task in
@@ -64,13 +67,20 @@ final class PushConnection: Sendable {
                 try await WebSocketClient.connect(url: url, configuration: configuration, logger: logger) {
                     inbound, outbound, _ in
                     self.outbound.withLock { $0 = outbound }
-                    defer { self.outbound.withLock { $0 = nil } }
+                    defer {
+                        self.ready.withLock { $0 = false }
+                        self.outbound.withLock { $0 = nil }
+                    }
                     self.connectedSinceLastAttempt.withLock { $0 = true }
-                    self.onConnect()
                     let decoder = JSONDecoder()
                     for try await message in inbound.messages(maxSize: 1 << 16) {
-                        if case .text(let text) = message, let push = try? decoder.decode(PushMessage.self, from: Data(text.utf8))
-                        {
+                        guard case .text(let text) = message, let push = try? decoder.decode(PushMessage.self, from: Data(text.utf8)) else {
+                            continue
+                        }
+                        if push.type == .connected {
+                            self.ready.withLock { $0 = true }
+                            self.onConnect()
+                        } else {
                             self.onMessage(push)
                         }
                     }

@@ -23,6 +23,9 @@ struct PushRoutes {
     {
         let (id, messages) = server.push.connect(accountID: session.accountID)
         defer { server.push.disconnect(accountID: session.accountID, id: id) }
+        // Registered with the hub: tell the device, which catches up from here without a gap.
+        let connected = try JSONEncoder().encode(PushMessage(type: .connected, zone: nil, sequence: 0))
+        try await outbound.write(.text(String(decoding: connected, as: UTF8.self)))
         try? await server.store.markDeviceSeen(id: session.deviceID, at: server.configuration.now())
         server.logger.debug("push connected", metadata: ["device": "\(session.deviceID)"])
         try await withThrowingTaskGroup(of: Void.self) { group in
@@ -37,7 +40,8 @@ struct PushRoutes {
             group.addTask {
                 for try await message in inbound.messages(maxSize: 4096) {
                     guard case .text(let text) = message,
-                        let ack = try? JSONDecoder().decode(PushMessage.self, from: Data(text.utf8)), ack.type == .applied
+                        let ack = try? JSONDecoder().decode(PushMessage.self, from: Data(text.utf8)), ack.type == .applied,
+                        let zoneAddress = ack.zone
                     else { continue }
                     // Acknowledgements are writes: a device sending them faster than its request rate
                     // has them dropped (the next one carries the same information).
@@ -46,7 +50,7 @@ struct PushRoutes {
                         (try? server.throttle(
                             "session:\(session.tokenDigest)", limit: server.configuration.sessionRateLimit, now: now)) != nil
                     else { continue }
-                    let zone = ZoneKey(accountID: session.accountID, address: ack.zone)
+                    let zone = ZoneKey(accountID: session.accountID, address: zoneAddress)
                     try? await server.store.recordWatermark(deviceID: session.deviceID, zone: zone, sequence: ack.sequence)
                 }
             }
