@@ -14,6 +14,9 @@ public struct ServerConfiguration: Sendable {
     /// Sign-in and sign-up attempts per email address.
     public var signInRateLimit = RateLimit(perSecond: 1, burst: 10)
     public var keyValueLimits = KeyValueLimits.iCloud
+    /// What one user may store in one container's private databases (records and their assets), like an
+    /// iCloud plan: beyond it saves fail with `QUOTA_EXCEEDED`.
+    public var userQuotaBytes: Int64 = 5_000_000_000
     /// The largest asset file an upload accepts (CloudKit Web Services allows 50 MB per asset field).
     public var maxAssetBytes: Int64 = 50_000_000
     /// How often the push socket pings a device; a device that does not answer is disconnected.

@@ -139,6 +139,9 @@ public protocol ZoneTransaction: AnyObject {
     /// Indexes the entry's current (live) version as `kind` with these rows, once per `put`: each `put`
     /// drops the index rows of the version it replaces. The store adds a row under `IndexEntry.keyField`.
     func index(_ key: String, kind: String, rows: [IndexEntry]) throws
+    /// Bytes the zone's owner holds in all zones of services starting with `servicePrefix`, this
+    /// transaction's writes included.
+    func ownerBytes(servicePrefix: String) throws -> Int
     /// Replaces the zone's grants to other accounts; grants kept for the same grantee keep their acceptance.
     func setGrants(_ grants: [ZoneGrant]) throws
     /// Keys of the zone's live entries of `kind` that have a row `field == value`.

@@ -138,7 +138,9 @@ struct RecordWriter {
             throw OperationFailure(
                 NimbusError(.requestTooLarge, "record \(name) is \(payload.count) bytes; a record holds at most 1 MB besides its assets"))
         }
-        let sequence = try transaction.put(name, payload: payload, size: payload.count)
+        // What the record counts against its owner's quota: its bytes and its assets' files.
+        let assetBytes = fields.values.flatMap(Self.assetSizes).reduce(0, +)
+        let sequence = try transaction.put(name, payload: payload, size: payload.count + Int(assetBytes))
         try transaction.index(name, kind: recordType, rows: RecordIndexer.rows(name: name, record: record))
         if let share {
             try transaction.setGrants(share.participants.map { ZoneGrant(grantee: $0.userRecordName, permission: $0.permission) })
@@ -179,6 +181,14 @@ struct RecordWriter {
             if case .asset(let asset) = value, asset.assetID == nil {
                 throw OperationFailure(.badRequest("field \(name) needs the receipt of an upload (assets/upload)"))
             }
+        }
+    }
+
+    static func assetSizes(_ value: FieldValue) -> [Int64] {
+        switch value {
+        case .asset(let asset): [asset.size ?? 0]
+        case .list(let values, _): values.flatMap(assetSizes)
+        default: []
         }
     }
 

@@ -117,6 +117,10 @@ struct RecordService: Sendable {
             schema: schema, stamp: stamp, zoneID: database.zoneID(zoneName), desiredKeys: request.desiredKeys, access: RecordAccess(database),
             redeemed: redeemed, shares: shares
         )
+        // The owner's quota covers their private databases of the container, in every environment.
+        let quota =
+            database.storageScope == .private
+            ? (servicePrefix: "db:\(database.container):", bytes: Int(server.configuration.userQuotaBytes)) : nil
         let atomic = !isDefaultZone && (request.atomic ?? true)
         let prepared = operations
         let results: [RecordResult]
@@ -127,6 +131,7 @@ struct RecordService: Sendable {
                     transaction: transaction, schema: writer.schema, stamp: writer.stamp, zoneID: writer.zoneID,
                     desiredKeys: writer.desiredKeys, access: writer.access, redeemedAssets: writer.redeemed,
                     shares: writer.shares)
+                let usedBefore = try quota.map { try transaction.ownerBytes(servicePrefix: $0.servicePrefix) } ?? 0
                 var results = [RecordResult]()
                 for operation in prepared {
                     do {
@@ -134,6 +139,15 @@ struct RecordService: Sendable {
                     } catch let failure as OperationFailure {
                         results.append(.failure(RecordError(recordName: operation.name, error: failure.error, serverRecord: failure.serverRecord)))
                         if atomic { throw AtomicBatchFailure(results: results, operations: prepared) }
+                    }
+                }
+                if let quota, !writer.log.changes.isEmpty {
+                    // A batch that frees space (or keeps it) always goes through, so a full account can clean up.
+                    let used = try transaction.ownerBytes(servicePrefix: quota.servicePrefix)
+                    guard used <= quota.bytes || used <= usedBefore else {
+                        throw NimbusError(
+                            .quotaExceeded,
+                            "the owner's storage is full: this batch would hold \(used) bytes of \(quota.bytes); delete records or assets")
                     }
                 }
                 return (results, writer.log.changes)

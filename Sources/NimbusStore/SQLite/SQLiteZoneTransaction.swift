@@ -62,6 +62,17 @@ final class SQLiteZoneTransaction: ZoneTransaction {
         }
     }
 
+    func ownerBytes(servicePrefix: String) throws -> Int {
+        let others = try Int.fetchOne(
+            try db.cachedStatement(
+                sql: """
+                    SELECT coalesce(sum(live_bytes), 0) FROM zones
+                    WHERE account_id = (SELECT account_id FROM zones WHERE id = ?) AND id != ? AND substr(service, 1, ?) = ?
+                    """),
+            arguments: [state.id, state.id, servicePrefix.utf8.count, servicePrefix]) ?? 0
+        return others + state.liveBytes
+    }
+
     func setGrants(_ grants: [ZoneGrant]) throws {
         let accepted = Set(
             try String.fetchAll(

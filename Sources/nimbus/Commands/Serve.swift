@@ -35,6 +35,8 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Session lifetime in hours. [env: NIMBUS_SESSION_HOURS]")
     var sessionHours: Double = Environment.double("NIMBUS_SESSION_HOURS") ?? 336
 
+    @Option(help: "What one user may store per container (records and assets), in megabytes. [env: NIMBUS_USER_QUOTA_MB]")
+    var userQuotaMB: Int = Environment.int("NIMBUS_USER_QUOTA_MB") ?? 5000
     @Option(help: "Largest asset file an upload accepts, in megabytes. [env: NIMBUS_MAX_ASSET_MB]")
     var maxAssetMB: Int = Environment.int("NIMBUS_MAX_ASSET_MB") ?? 50
     @Option(help: "Comma-separated web origins the sign-in page may hand web auth tokens to. [env: NIMBUS_WEB_ORIGINS]")
@@ -60,7 +62,8 @@ struct Serve: AsyncParsableCommand {
         configuration.apiTokenRateLimit = RateLimit(perSecond: tokenRate, burst: tokenRate * 2)
         configuration.sessionLifetime = .seconds(sessionHours * 3600)
         configuration.heartbeat = .milliseconds(Int(heartbeat * 1000))
-        guard maxAssetMB > 0 else { throw ValidationError("--max-asset-mb must be positive") }
+        guard maxAssetMB > 0, userQuotaMB > 0 else { throw ValidationError("--max-asset-mb and --user-quota-mb must be positive") }
+        configuration.userQuotaBytes = Int64(userQuotaMB) * 1_000_000
         configuration.maxAssetBytes = Int64(maxAssetMB) * 1_000_000
         configuration.webSignInOrigins = webOrigins.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
         let server: NimbusServer

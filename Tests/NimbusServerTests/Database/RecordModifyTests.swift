@@ -138,3 +138,42 @@ import Testing
         #expect(all.records.isEmpty)
     }
 }
+
+/// The user quota: records and their assets count; a batch over it is refused whole; cleaning up works.
+@Suite struct QuotaTests {
+    @Test func aFullAccountCannotGrowButCanCleanUp() async throws {
+        let server = try await TestServer.start { $0.userQuotaBytes = 2_500 }
+        defer { Task { await server.stop() } }
+        let app = try await server.seedApp()
+        let ann = try await server.signIn(email: "ann@example.com", device: "phone")
+        let base = "/database/1/\(app.container)/development/private/records/modify"
+        func save(_ name: String, _ text: String) async throws -> RawResponse {
+            try await server.request(
+                .POST, base, session: ann, apiToken: app.apiToken,
+                json: #"{"operations":[{"operationType":"forceReplace","record":{"recordName":"\#(name)","recordType":"Notes","fields":{"text":{"value":"\#(text)"}}}}]}"#)
+        }
+        let big = String(repeating: "x", count: 700)
+        #expect(try await save("a", big).status == 200)
+        #expect(try await save("b", big).status == 200)
+        let over = try await save("c", big)
+        #expect(over.status == 413 && over.errorCode == .quotaExceeded)
+        let lookup = try await server.request(
+            .POST, "/database/1/\(app.container)/development/private/records/lookup", session: ann, apiToken: app.apiToken,
+            json: #"{"records":[{"recordName":"c"}]}"#)
+        guard case .failure(let missing) = try lookup.decode(RecordsResponse.self).records.first else {
+            Issue.record("the refused record must not exist")
+            return
+        }
+        #expect(missing.serverErrorCode == .notFound)
+        let delete = try await server.request(
+            .POST, base, session: ann, apiToken: app.apiToken, json: #"{"operations":[{"operationType":"forceDelete","record":{"recordName":"a"}}]}"#)
+        #expect(delete.status == 200)
+        #expect(try await save("c", big).status == 200, "space freed by a deletion can be used again")
+        // Another user has their own quota.
+        let bob = try await server.signIn(email: "bob@example.com", device: "laptop")
+        let bobs = try await server.request(
+            .POST, base, session: bob, apiToken: app.apiToken,
+            json: #"{"operations":[{"operationType":"create","record":{"recordName":"b1","recordType":"Notes","fields":{"text":{"value":"\#(big)"}}}}]}"#)
+        #expect(bobs.status == 200)
+    }
+}
