@@ -32,6 +32,10 @@ import Testing
         var fetched = try await laptop.record(for: photo.recordID)
         let asset = try #require(fetched["image"] as Asset?)
         #expect(try await laptop.download(asset) == bytes)
+        let copy = TestServer.temporaryDirectory().appendingPathComponent("copy.bin")
+        try FileManager.default.createDirectory(at: copy.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try await laptop.download(asset, to: copy)
+        #expect(try Data(contentsOf: copy) == bytes)
 
         // Sending the fetched asset back unchanged keeps the file.
         fetched["title"] = "Beach at dusk"

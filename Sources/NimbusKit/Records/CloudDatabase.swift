@@ -132,6 +132,11 @@ public struct CloudDatabase: Sendable {
         return try await container.client.transfer(.GET, url: url, body: nil)
     }
 
+    /// Downloads an asset into a file (replacing it), as CloudKit leaves fetched assets in local files.
+    public func download(_ asset: Asset, to file: URL) async throws {
+        try await download(asset).write(to: file, options: .atomic)
+    }
+
     private static func operation(saving record: Record, policy: SavePolicy) -> RecordOperation {
         switch policy {
         case .ifServerRecordUnchanged:
