@@ -40,6 +40,9 @@ struct DatabaseOptions: ParsableArguments {
         }
     }
 
+    /// The zone a `--zone` option names (the default zone when omitted).
+    static func zoneID(_ zone: String?) -> RecordZoneID { zone.map { RecordZoneID(zoneName: $0) } ?? .default }
+
     /// Prints records as a table (name, then one column per field) or, with `--json`, as CloudKit JSON.
     func print(_ records: [Record]) {
         if client.json {
@@ -77,7 +80,7 @@ struct RecordsQuery: AsyncParsableCommand {
             query.sortDescriptors = sort.map { key in
                 key.hasSuffix(":desc") ? .init(key: String(key.dropLast(5)), ascending: false) : .init(key: key)
             }
-            let records = try await options.database.allRecords(matching: query, inZoneWith: zone.map { RecordZoneID(zoneName: $0) })
+            let records = try await options.database.allRecords(matching: query, inZoneWith: DatabaseOptions.zoneID(zone))
             options.print(records)
         } catch let error as NimbusCore.Predicate.ParseError {
             fail(CLIError("--filter \(filter)\n        \(String(repeating: " ", count: error.position + 2))^ \(error.message)"))
@@ -103,7 +106,7 @@ struct RecordsSave: AsyncParsableCommand {
 
     func run() async throws {
         do {
-            let zoneID = zone.map { RecordZoneID(zoneName: $0) } ?? .default
+            let zoneID = DatabaseOptions.zoneID(zone)
             var record = Record(recordType: recordType, recordID: RecordID(recordName: name ?? UUID().uuidString, zoneID: zoneID))
             for assignment in field {
                 let (key, value) = try FieldText.parse(assignment)
@@ -125,7 +128,7 @@ struct RecordsGet: AsyncParsableCommand {
 
     func run() async throws {
         do {
-            let id = RecordID(recordName: name, zoneID: zone.map { RecordZoneID(zoneName: $0) } ?? .default)
+            let id = RecordID(recordName: name, zoneID: DatabaseOptions.zoneID(zone))
             options.print([try await options.database.record(for: id)])
         } catch {
             fail(error)
@@ -142,7 +145,7 @@ struct RecordsDelete: AsyncParsableCommand {
 
     func run() async throws {
         do {
-            let id = RecordID(recordName: name, zoneID: zone.map { RecordZoneID(zoneName: $0) } ?? .default)
+            let id = RecordID(recordName: name, zoneID: DatabaseOptions.zoneID(zone))
             try await options.database.deleteRecord(withID: id)
             print(options.client.json ? #"{"deleted":true}"# : "Deleted \(name).")
         } catch {
