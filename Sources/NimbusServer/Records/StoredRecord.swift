@@ -32,6 +32,14 @@ struct StoredRecord: Codable, Sendable {
 
     func encoded() throws -> Data { try JSONEncoder().encode(self) }
 
+    /// Whether stored bytes can go out as they are: not a share record (its `share` key is internal) and
+    /// holding no asset (whose download URL is added on the way out). A string that merely contains
+    /// these words only takes the slower path.
+    static func isSpliceable(_ payload: Data) -> Bool {
+        payload.first == UInt8(ascii: "{") && payload.range(of: Data("\"share\"".utf8)) == nil
+            && payload.range(of: Data("ASSETID".utf8)) == nil
+    }
+
     init(recordType: String, fields: [String: FieldValue], created: RecordWire.Stamp, modified: RecordWire.Stamp, parent: RecordReference?) {
         self.recordType = recordType
         self.fields = fields

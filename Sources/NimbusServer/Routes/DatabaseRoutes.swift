@@ -49,7 +49,7 @@ struct DatabaseRoutes {
     }
 
     /// A POST route: authorize the path, decode the body, answer what the service returns.
-    private func post<Body: Decodable & Sendable, Answer: ResponseEncodable>(
+    private func post<Body: Decodable & Sendable, Answer: ResponseGenerator>(
         _ group: RouterGroup<DatabaseRequestContext>, _ path: RouterPath, _ body: Body.Type,
         _ handler: @escaping @Sendable (RecordDatabase, Body) async throws -> Answer
     ) {

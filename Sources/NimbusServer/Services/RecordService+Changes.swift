@@ -4,40 +4,59 @@ import NimbusStore
 extension RecordService {
     /// `changes/zone`: each zone's records changed since its token, latest state only, deletions as
     /// `deleted: true`. A zone that fails (unknown, stale token) fails alone.
-    func zoneChanges(_ database: RecordDatabase, _ request: ZoneChangesRequest) async throws -> ZoneChangesResponse {
+    func zoneChanges(_ database: RecordDatabase, _ request: ZoneChangesRequest) async throws -> JSONBody {
         try Self.requireChangeTracking(database)
         guard (1...Self.maxResults).contains(request.zones.count) else {
             throw NimbusError.badRequest("zones must name 1 to \(Self.maxResults) zones")
         }
-        var answer = [ZoneChanges]()
-        for options in request.zones {
+        var json = JSONWriter()
+        json.raw("{\"zones\":[")
+        for (index, options) in request.zones.enumerated() {
+            if index > 0 { json.raw(",") }
             let zoneID = options.zoneID ?? .defaultZone
             do {
                 let page = try await changes(
                     database, zoneID: zoneID, syncToken: options.syncToken, resultsLimit: options.resultsLimit ?? request.resultsLimit,
                     desiredKeys: options.desiredKeys ?? request.desiredKeys,
                     desiredRecordTypes: options.desiredRecordTypes ?? request.desiredRecordTypes)
-                answer.append(ZoneChanges(zoneID: page.zoneID, records: page.records, syncToken: page.syncToken, moreComing: page.moreComing))
+                json.raw("{\"zoneID\":")
+                try json.value(page.zoneID)
+                json.raw(",\"records\":")
+                try json.records(page.records)
+                json.raw(",\"syncToken\":")
+                json.string(page.syncToken)
+                json.raw(",\"moreComing\":")
+                json.bool(page.moreComing)
+                json.raw("}")
             } catch let error as NimbusError where error.code != .accessDenied {
-                answer.append(ZoneChanges(zoneID: zoneID, error: error))
+                try json.value(ZoneChanges(zoneID: zoneID, error: error))
             }
         }
-        return ZoneChangesResponse(zones: answer)
+        json.raw("]}")
+        return json.body
     }
 
     /// `records/changes`: the older single-zone form.
-    func recordChanges(_ database: RecordDatabase, _ request: RecordsChangesRequest) async throws -> RecordsResponse {
+    func recordChanges(_ database: RecordDatabase, _ request: RecordsChangesRequest) async throws -> JSONBody {
         try Self.requireChangeTracking(database)
         let page = try await changes(
             database, zoneID: request.zoneID, syncToken: request.syncToken, resultsLimit: request.resultsLimit,
             desiredKeys: request.desiredKeys, desiredRecordTypes: nil)
-        return RecordsResponse(records: page.records.map(RecordResult.record), syncToken: page.syncToken, moreComing: page.moreComing)
+        var json = JSONWriter()
+        json.raw("{\"records\":")
+        try json.records(page.records)
+        json.raw(",\"syncToken\":")
+        json.string(page.syncToken)
+        json.raw(",\"moreComing\":")
+        json.bool(page.moreComing)
+        json.raw("}")
+        return json.body
     }
 
     private func changes(
         _ database: RecordDatabase, zoneID: ZoneID, syncToken: String?, resultsLimit: Int?, desiredKeys: [String]?,
         desiredRecordTypes: [String]?
-    ) async throws -> (zoneID: ZoneID, records: [RecordWire], syncToken: String, moreComing: Bool) {
+    ) async throws -> (zoneID: ZoneID, records: [OutgoingRecord], syncToken: String, moreComing: Bool) {
         let limit = resultsLimit ?? Self.maxResults
         guard (1...Self.maxResults).contains(limit) else {
             throw NimbusError.badRequest("resultsLimit must be between 1 and \(Self.maxResults)")
@@ -52,15 +71,14 @@ extension RecordService {
         let page = try await server.store.changes(zone, after: since, limit: limit)
         let wireZoneID = database.zoneID(name)
         let links = links(database)
-        var records = [RecordWire]()
+        var records = [OutgoingRecord]()
         for entry in page.entries {
             guard entry.payload != nil else {
-                records.append(RecordWire(recordName: entry.key, zoneID: wireZoneID).deleted())
+                records.append(.wire(RecordWire(recordName: entry.key, zoneID: wireZoneID).deleted()))
                 continue
             }
-            let record = try StoredRecord(entry: entry)
-            if let types = desiredRecordTypes, !types.contains(record.recordType) { continue }
-            records.append(links.apply(record.wire(name: entry.key, sequence: entry.sequence, zoneID: wireZoneID, desiredKeys: desiredKeys)))
+            if let types = desiredRecordTypes, !types.contains(try StoredRecord(entry: entry).recordType) { continue }
+            records.append(try OutgoingRecord.make(entry, zoneID: wireZoneID, desiredKeys: desiredKeys, links: links))
         }
         return (wireZoneID, records, page.token.encoded, page.moreComing)
     }

@@ -2,7 +2,7 @@ import NimbusCore
 import NimbusStore
 
 extension RecordService {
-    func query(_ database: RecordDatabase, _ request: RecordsQueryRequest) async throws -> RecordsQueryResponse {
+    func query(_ database: RecordDatabase, _ request: RecordsQueryRequest) async throws -> JSONBody {
         var database = database
         let limit = request.resultsLimit ?? Self.maxResults
         guard (1...Self.maxResults).contains(limit) else {
@@ -42,12 +42,17 @@ extension RecordService {
             IndexQuery(zones: zones, kind: recordType.name, conditions: conditions, sort: sort, offset: offset, limit: limit + 1))
         let links = links(database)
         let records = try matches.prefix(limit).map { match in
-            RecordResult.record(
-                links.apply(try StoredRecord(entry: match.entry).wire(
-                    name: match.entry.key, sequence: match.entry.sequence, zoneID: database.zoneID(match.zone.name),
-                    desiredKeys: request.desiredKeys)))
+            try OutgoingRecord.make(match.entry, zoneID: database.zoneID(match.zone.name), desiredKeys: request.desiredKeys, links: links)
         }
-        return RecordsQueryResponse(records: records, continuationMarker: matches.count > limit ? Self.marker(offset: offset + limit) : nil)
+        var json = JSONWriter()
+        json.raw("{\"records\":")
+        try json.records(records)
+        if matches.count > limit {
+            json.raw(",\"continuationMarker\":")
+            json.string(Self.marker(offset: offset + limit))
+        }
+        json.raw("}")
+        return json.body
     }
 
     /// Continuation markers are positions in the query's order, as CloudKit's cursors are: resending the

@@ -1,0 +1,95 @@
+import Foundation
+import Hummingbird
+import NimbusCore
+import NimbusStore
+
+/// A record of an answer: its stored bytes when they go out as they are, or a `RecordWire` to code.
+///
+/// A stored record is `StoredRecord`'s JSON, whose keys are the wire's; splicing the name, change tag
+/// and zone in front of it answers without decoding and re-encoding each record, which dominated the
+/// cost of change feeds and queries.
+enum OutgoingRecord: Sendable {
+    case stored(name: String, sequence: Int64, zoneID: ZoneID, payload: Data)
+    case wire(RecordWire)
+    case failure(RecordError)
+
+    /// The record as the feed or query answers it; spliced when nothing about it changes on the way out.
+    static func make(_ entry: Entry, zoneID: ZoneID, desiredKeys: [String]?, links: AssetLinks) throws -> OutgoingRecord {
+        let payload = entry.payload ?? Data()
+        if desiredKeys == nil, StoredRecord.isSpliceable(payload) {
+            return .stored(name: entry.key, sequence: entry.sequence, zoneID: zoneID, payload: payload)
+        }
+        return .wire(
+            links.apply(try StoredRecord(entry: entry).wire(name: entry.key, sequence: entry.sequence, zoneID: zoneID, desiredKeys: desiredKeys)))
+    }
+}
+
+/// JSON written piece by piece: literal structure, escaped strings, spliced records, and small values
+/// through `JSONEncoder`.
+struct JSONWriter {
+    private(set) var bytes = [UInt8]()
+    private let encoder = JSONEncoder()
+
+    init() { bytes.reserveCapacity(64 << 10) }
+
+    mutating func raw(_ text: StaticString) {
+        bytes.append(contentsOf: UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
+    }
+
+    mutating func string(_ text: String) {
+        bytes.append(UInt8(ascii: "\""))
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "\""): bytes.append(contentsOf: [92, 34])
+            case UInt8(ascii: "\\"): bytes.append(contentsOf: [92, 92])
+            case 0..<0x20:
+                let hex = Array("0123456789abcdef".utf8)
+                bytes.append(contentsOf: [92, 117, 48, 48, hex[Int(byte >> 4)], hex[Int(byte & 0xf)]])
+            default: bytes.append(byte)
+            }
+        }
+        bytes.append(UInt8(ascii: "\""))
+    }
+
+    mutating func value(_ value: some Encodable) throws {
+        bytes.append(contentsOf: try encoder.encode(value))
+    }
+
+    mutating func bool(_ value: Bool) { value ? raw("true") : raw("false") }
+
+    mutating func record(_ record: OutgoingRecord) throws {
+        switch record {
+        case .stored(let name, let sequence, let zoneID, let payload):
+            raw("{\"recordName\":")
+            string(name)
+            raw(",\"recordChangeTag\":")
+            string(StoredRecord.changeTag(sequence))
+            raw(",\"zoneID\":")
+            try value(zoneID)
+            raw(",")
+            bytes.append(contentsOf: payload.dropFirst())
+        case .wire(let wire): try value(wire)
+        case .failure(let failure): try value(failure)
+        }
+    }
+
+    mutating func records(_ records: [OutgoingRecord]) throws {
+        raw("[")
+        for (index, record) in records.enumerated() {
+            if index > 0 { raw(",") }
+            try self.record(record)
+        }
+        raw("]")
+    }
+
+    var body: JSONBody { JSONBody(bytes: bytes) }
+}
+
+/// An answer already written as JSON bytes.
+struct JSONBody: ResponseGenerator {
+    var bytes: [UInt8]
+
+    func response(from request: Request, context: some RequestContext) throws -> Response {
+        Response(status: .ok, headers: [.contentType: "application/json; charset=utf-8"], body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
+    }
+}
