@@ -199,11 +199,11 @@ public struct CloudDatabase: Sendable {
     private func page(_ query: Query, zoneID: RecordZoneID?, desiredKeys: [String]?, resultsLimit: Int?, marker: String?) async throws
         -> (matchResults: [Record], cursor: QueryCursor?)
     {
-        let answer: RecordsQueryResponse = try await post(
-            "records/query",
-            RecordsQueryRequest(
-                query: query.wire, zoneID: (zoneID ?? .default).wire, resultsLimit: resultsLimit,
-                continuationMarker: marker, desiredKeys: desiredKeys))
+        let request = RecordsQueryRequest(
+            query: query.wire, zoneID: (zoneID ?? .default).wire, resultsLimit: resultsLimit, continuationMarker: marker,
+            desiredKeys: desiredKeys)
+        let answer = try RecordsQueryResponse.decode(
+            try await container.client.sendRaw(.POST, path("records/query"), body: try JSONEncoder().encode(request)))
         let records = try answer.records.map { try Self.record($0, zoneID: zoneID ?? .default) }
         let cursor = answer.continuationMarker.map {
             QueryCursor(query: query, zoneID: zoneID, desiredKeys: desiredKeys, resultsLimit: resultsLimit, marker: $0)
@@ -283,8 +283,9 @@ public struct CloudDatabase: Sendable {
     public func recordZoneChanges(inZoneWith zoneID: RecordZoneID, since token: ServerChangeToken?, resultsLimit: Int? = nil) async throws
         -> RecordZoneChanges
     {
-        let answer: ZoneChangesResponse = try await post(
-            "changes/zone", ZoneChangesRequest(zones: [ZoneChangesOptions(zoneID: zoneID.wire, syncToken: token?.value, resultsLimit: resultsLimit)]))
+        let request = ZoneChangesRequest(zones: [ZoneChangesOptions(zoneID: zoneID.wire, syncToken: token?.value, resultsLimit: resultsLimit)])
+        let answer = try ZoneChangesResponse.decode(
+            try await container.client.sendRaw(.POST, path("changes/zone"), body: try JSONEncoder().encode(request)))
         guard let zone = answer.zones.first else { throw NimbusError(.internalError, "the server answered no zone") }
         if let code = zone.serverErrorCode { throw NimbusError(code, zone.reason ?? code.rawValue) }
         var changes = RecordZoneChanges(

@@ -1,0 +1,141 @@
+import Foundation
+
+/// Records decoded from a `JSONTree` by hand, with the same rules as their `Codable` decoding. Anything
+/// these do not handle throws `Unsupported`, and the caller decodes with `JSONDecoder` instead.
+public struct UnsupportedJSON: Error, Sendable {}
+
+extension RecordWire {
+    public init(tree: JSONTree) throws {
+        guard case .object(let members) = tree else { throw UnsupportedJSON() }
+        self.init()
+        for (key, value) in members where !value.isNull {
+            switch key {
+            case "recordName": recordName = try Self.text(value)
+            case "recordType": recordType = try Self.text(value)
+            case "recordChangeTag": recordChangeTag = try Self.text(value)
+            case "deleted": deleted = value.bool
+            case "zoneID": zoneID = try ZoneID(tree: value)
+            case "created": created = try Stamp(tree: value)
+            case "modified": modified = try Stamp(tree: value)
+            case "parent": parent = try RecordReference(tree: value)
+            case "fields":
+                guard case .object(let fieldMembers) = value else { throw UnsupportedJSON() }
+                var fields = [String: FieldValue]()
+                fields.reserveCapacity(fieldMembers.count)
+                for (name, field) in fieldMembers { fields[name] = try FieldValue(tree: field) }
+                self.fields = fields
+            default: throw UnsupportedJSON()  // share records and anything newer: the Codable path
+            }
+        }
+    }
+
+    static func text(_ tree: JSONTree) throws -> String {
+        guard let text = tree.string else { throw UnsupportedJSON() }
+        return text
+    }
+}
+
+extension RecordWire.Stamp {
+    init(tree: JSONTree) throws {
+        guard let timestamp = tree["timestamp"]?.int64, let user = tree["userRecordName"]?.string, let device = tree["deviceID"]?.string
+        else { throw UnsupportedJSON() }
+        self.init(timestamp: timestamp, userRecordName: user, deviceID: device)
+    }
+}
+
+extension ZoneID {
+    init(tree: JSONTree) throws {
+        guard let name = tree["zoneName"]?.string else { throw UnsupportedJSON() }
+        self.init(zoneName: name, ownerRecordName: tree["ownerRecordName"]?.string)
+    }
+}
+
+extension RecordReference {
+    init(tree: JSONTree) throws {
+        guard let name = tree["recordName"]?.string else { throw UnsupportedJSON() }
+        let action = try tree["action"].flatMap { value -> Action? in
+            guard let text = value.string else { return nil }
+            guard let action = Action(rawValue: text) else { throw UnsupportedJSON() }
+            return action
+        }
+        self.init(recordName: name, zoneID: try tree["zoneID"].map(ZoneID.init(tree:)), action: action)
+    }
+}
+
+extension FieldValue {
+    init(tree: JSONTree) throws {
+        guard let value = tree["value"], let type = tree["type"]?.string else { throw UnsupportedJSON() }
+        self = try Self.value(value, type: type)
+    }
+
+    private static func value(_ tree: JSONTree, type: String) throws -> FieldValue {
+        if type.hasSuffix("_LIST") {
+            guard let elements = tree.array else { throw UnsupportedJSON() }
+            let elementType = String(type.dropLast(5))
+            return .list(try elements.map { try value($0, type: elementType) }, elementType: elementType == "ASSET" ? "ASSETID" : elementType)
+        }
+        switch type {
+        case "STRING": return .string(try RecordWire.text(tree))
+        case "INT64":
+            guard let integer = tree.int64 else { throw UnsupportedJSON() }
+            return .int64(integer)
+        case "DOUBLE":
+            guard let real = tree.double else { throw UnsupportedJSON() }
+            return .double(real)
+        case "TIMESTAMP":
+            guard let milliseconds = tree.int64 else { throw UnsupportedJSON() }
+            return .timestamp(Date(milliseconds: milliseconds))
+        case "BYTES":
+            guard let data = Data(base64Encoded: try RecordWire.text(tree)) else { throw UnsupportedJSON() }
+            return .bytes(data)
+        case "REFERENCE": return .reference(try RecordReference(tree: tree))
+        case "LOCATION":
+            guard let latitude = tree["latitude"]?.double, let longitude = tree["longitude"]?.double else { throw UnsupportedJSON() }
+            var location = Location(latitude: latitude, longitude: longitude)
+            location.horizontalAccuracy = tree["horizontalAccuracy"]?.double
+            location.verticalAccuracy = tree["verticalAccuracy"]?.double
+            location.altitude = tree["altitude"]?.double
+            location.speed = tree["speed"]?.double
+            location.course = tree["course"]?.double
+            location.timestamp = tree["timestamp"]?.int64
+            return .location(location)
+        default: throw UnsupportedJSON()  // assets and anything newer: the Codable path
+        }
+    }
+}
+
+extension ZoneChangesResponse {
+    /// Decodes by hand when it can, with `JSONDecoder` otherwise.
+    public static func decode(_ data: Data) throws -> ZoneChangesResponse {
+        do {
+            let tree = try JSONTree(parsing: data)
+            guard let zones = tree["zones"]?.array else { throw UnsupportedJSON() }
+            return ZoneChangesResponse(
+                zones: try zones.map { zone in
+                    guard let zoneID = try zone["zoneID"].map(ZoneID.init(tree:)) else { throw UnsupportedJSON() }
+                    if let code = zone["serverErrorCode"]?.string {
+                        return ZoneChanges(zoneID: zoneID, error: NimbusError(ErrorCode(rawValue: code), zone["reason"]?.string ?? code))
+                    }
+                    guard let records = zone["records"]?.array, let token = zone["syncToken"]?.string, let more = zone["moreComing"]?.bool
+                    else { throw UnsupportedJSON() }
+                    return ZoneChanges(zoneID: zoneID, records: try records.map(RecordWire.init(tree:)), syncToken: token, moreComing: more)
+                })
+        } catch {
+            return try JSONDecoder().decode(ZoneChangesResponse.self, from: data)
+        }
+    }
+}
+
+extension RecordsQueryResponse {
+    /// Decodes by hand when it can, with `JSONDecoder` otherwise.
+    public static func decode(_ data: Data) throws -> RecordsQueryResponse {
+        do {
+            let tree = try JSONTree(parsing: data)
+            guard let records = tree["records"]?.array, records.allSatisfy({ $0["serverErrorCode"] == nil }) else { throw UnsupportedJSON() }
+            return RecordsQueryResponse(
+                records: try records.map { .record(try RecordWire(tree: $0)) }, continuationMarker: tree["continuationMarker"]?.string)
+        } catch {
+            return try JSONDecoder().decode(RecordsQueryResponse.self, from: data)
+        }
+    }
+}

@@ -1,0 +1,45 @@
+import Foundation
+import NimbusCore
+import Testing
+
+/// The hand decoder must read records exactly as `JSONDecoder` does, and refuse what JSON forbids.
+@Suite struct JSONTreeTests {
+    @Test func recordsDecodeAsWithCodable() throws {
+        var record = RecordWire(
+            recordName: "r \"1\" \u{2603} \u{1F600}", recordType: "Items", recordChangeTag: "1z",
+            fields: [
+                "s": .string("tab\tquote\"slash\\/newline\n\u{1}☕️"), "i": .int64(Int64.max), "n": .int64(-3), "d": .double(1.5e-7),
+                "t": .timestamp(Date(milliseconds: 1_700_000_000_123)), "b": .bytes(Data([0, 1, 255])),
+                "r": .reference(RecordReference(recordName: "x", zoneID: ZoneID(zoneName: "Z"), action: .deleteSelf)),
+                "l": .location(Location(latitude: -33.86, longitude: 151.2)),
+                "sl": .list([.string("a"), .string("b")], elementType: "STRING"), "il": .list([], elementType: "INT64"),
+                "ll": .list([.location(Location(latitude: 1, longitude: 2))], elementType: "LOCATION"),
+            ], zoneID: ZoneID(zoneName: "Z", ownerRecordName: "_o"))
+        record.created = .init(timestamp: 1, userRecordName: "_u", deviceID: "d")
+        record.modified = .init(timestamp: 2, userRecordName: "_v", deviceID: "e")
+        record.parent = RecordReference(recordName: "p")
+        let tombstone = RecordWire(recordName: "gone", zoneID: ZoneID(zoneName: "Z")).with(deleted: true)
+        let response = ZoneChangesResponse(zones: [ZoneChanges(zoneID: ZoneID(zoneName: "Z"), records: [record, tombstone], syncToken: "t", moreComing: true)])
+        let data = try JSONEncoder().encode(response)
+        let fast = try ZoneChangesResponse.decode(data)
+        #expect(fast.zones.first?.records == [record, tombstone])
+        #expect(fast.zones.first?.records == (try JSONDecoder().decode(ZoneChangesResponse.self, from: data)).zones.first?.records)
+        #expect(fast.zones.first?.syncToken == "t" && fast.zones.first?.moreComing == true)
+    }
+
+    @Test func malformedJSONIsRefused() throws {
+        for text in ["", "{", "[1,]", "{\"a\":}", "\"\u{1}\"", "tru", "{\"a\" 1}", "[1 2]", "\"\\x\"", "01a", "{}x"] {
+            #expect(throws: JSONTree.ParseError.self, "\(text)") { _ = try JSONTree(parsing: Array(text.utf8)) }
+        }
+        #expect(try JSONTree(parsing: Array(#" {"a":[true,false,null,-1.5e3,"\u00e9\ud83d\ude00"]} "#.utf8))["a"]
+            == .array([.bool(true), .bool(false), .null, .number("-1.5e3"), .string("é😀")]))
+    }
+}
+
+extension RecordWire {
+    func with(deleted: Bool) -> RecordWire {
+        var copy = self
+        copy.deleted = deleted
+        return copy
+    }
+}
