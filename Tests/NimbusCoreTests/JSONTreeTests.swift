@@ -27,6 +27,34 @@ import Testing
         #expect(fast.zones.first?.syncToken == "t" && fast.zones.first?.moreComing == true)
     }
 
+    @Test func handWrittenRecordsAndRequestsReadBackAsCodableOnes() throws {
+        var record = RecordWire(
+            recordName: "n\u{0}\"", recordType: "T", recordChangeTag: "a",
+            fields: [
+                "s": .string("\\ \n ☕️"), "d": .double(-0.000001), "big": .double(1e300), "whole": .double(3),
+                "a": .asset(AssetValue(fileChecksum: "c", size: 2, receipt: "r")),
+                "rl": .list([.reference(RecordReference(recordName: "x", action: .validate))], elementType: "REFERENCE"),
+                "tl": .list([.timestamp(Date(milliseconds: 5))], elementType: "TIMESTAMP"),
+            ], zoneID: ZoneID(zoneName: "Z"))
+        record.parent = RecordReference(recordName: "p", zoneID: ZoneID(zoneName: "Z", ownerRecordName: "_o"))
+        var json = JSONWriter()
+        try record.write(to: &json)
+        #expect(try JSONDecoder().decode(RecordWire.self, from: Data(json.bytes)) == record)
+
+        var request = RecordsModifyRequest(
+            operations: [RecordOperation(.create, record), RecordOperation(.forceDelete, RecordWire(recordName: "gone"))],
+            zoneID: ZoneID(zoneName: "Z"), atomic: false)
+        let data = try request.encoded()
+        let codable = try JSONDecoder().decode(RecordsModifyRequest.self, from: data)
+        let hand = try RecordsModifyRequest.decode(data)
+        #expect(hand.operations == codable.operations && hand.operations == request.operations)
+        #expect(hand.zoneID == codable.zoneID && hand.atomic == false)
+        request.operations[0].record.fields = ["plain": .string("x")]
+        let fast = try RecordsModifyRequest.decode(try request.encoded())
+        #expect(fast.operations == request.operations)
+        #expect(throws: DecodingError.self) { _ = try RecordsModifyRequest.decode(Data(#"{"operations":[{"operationType":"nope","record":{}}]}"#.utf8)) }
+    }
+
     @Test func malformedJSONIsRefused() throws {
         for text in ["", "{", "[1,]", "{\"a\":}", "\"\u{1}\"", "tru", "{\"a\" 1}", "[1 2]", "\"\\x\"", "01a", "{}x"] {
             #expect(throws: JSONTree.ParseError.self, "\(text)") { _ = try JSONTree(parsing: Array(text.utf8)) }

@@ -80,8 +80,9 @@ public struct CloudDatabase: Sendable {
                     record.map { Self.operation(saving: $0, policy: savePolicy) }
                         ?? RecordOperation(.forceDelete, RecordWire(recordName: id.recordName))
                 }
-                let answer: RecordsResponse = try await post(
-                    "records/modify", RecordsModifyRequest(operations: operations, zoneID: zoneID.wire, atomic: atomically))
+                let request = RecordsModifyRequest(operations: operations, zoneID: zoneID.wire, atomic: atomically)
+                let answer = try RecordsResponse.decode(
+                    try await container.client.sendRaw(.POST, path("records/modify"), body: try request.encoded()))
                 for ((record, id), item) in zip(chunk, answer.records) {
                     if let record {
                         saveResults[id] = Result { try Self.saved(item, from: record, zoneID: zoneID) }

@@ -26,6 +26,7 @@ public struct WireDecoder: RequestDecoder {
 
     static func decode<T: Decodable>(_ type: T.Type, from data: Data) throws(NimbusError) -> T {
         do {
+            if let hand = type as? any HandDecodable.Type { return try hand.decode(data) as! T }
             return try JSONDecoder().decode(type, from: data)
         } catch let error as DecodingError {
             throw .badRequest("malformed request body: \(Self.describe(error))")

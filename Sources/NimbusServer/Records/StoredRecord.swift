@@ -30,7 +30,28 @@ struct StoredRecord: Codable, Sendable {
         return record
     }
 
-    func encoded() throws -> Data { try JSONEncoder().encode(self) }
+    /// The payload: `Codable`'s JSON of this record, written by hand (records are written on every save).
+    func encoded() throws -> Data {
+        var json = JSONWriter()
+        json.raw("{\"recordType\":")
+        json.string(recordType)
+        json.raw(",\"fields\":")
+        try json.fields(fields)
+        json.raw(",\"created\":")
+        created.write(to: &json)
+        json.raw(",\"modified\":")
+        modified.write(to: &json)
+        if let parent {
+            json.raw(",\"parent\":")
+            parent.write(to: &json)
+        }
+        if let share {
+            json.raw(",\"share\":")
+            try json.value(share)
+        }
+        json.raw("}")
+        return Data(json.bytes)
+    }
 
     /// Whether stored bytes can go out as they are: not a share record (its `share` key is internal) and
     /// holding no asset (whose download URL is added on the way out). A string that merely contains

@@ -85,7 +85,7 @@ struct RecordService: Sendable {
         return zoneID.zoneName
     }
 
-    func modify(_ database: RecordDatabase, _ request: RecordsModifyRequest) async throws -> RecordsResponse {
+    func modify(_ database: RecordDatabase, _ request: RecordsModifyRequest) async throws -> JSONBody {
         guard (1...Self.maxOperations).contains(request.operations.count) else {
             throw NimbusError.badRequest("operations must hold 1 to \(Self.maxOperations) operations; split larger batches")
         }
@@ -153,7 +153,7 @@ struct RecordService: Sendable {
                 return (results, writer.log.changes)
             }
         } catch let failure as AtomicBatchFailure {
-            return RecordsResponse(records: failure.answer.map(links(database).apply))
+            return JSONBody(bytes: try RecordsResponse(records: failure.answer.map(links(database).apply)).encoded())
         } catch StoreError.missing {
             throw NimbusError(.zoneNotFound, "zone \(zoneName) does not exist; create it with zones/modify")
         }
@@ -167,7 +167,7 @@ struct RecordService: Sendable {
         }
         var answer = results.map(links(database).apply)
         if !shares.isEmpty { answer = try await withAcceptance(answer, zone: zone) }
-        return RecordsResponse(records: answer)
+        return JSONBody(bytes: try RecordsResponse(records: answer).encoded())
     }
 
     /// Share records with each participant's acceptance as the zone's grants record it.

@@ -24,39 +24,7 @@ enum OutgoingRecord: Sendable {
     }
 }
 
-/// JSON written piece by piece: literal structure, escaped strings, spliced records, and small values
-/// through `JSONEncoder`.
-struct JSONWriter {
-    private(set) var bytes = [UInt8]()
-    private let encoder = JSONEncoder()
-
-    init() { bytes.reserveCapacity(64 << 10) }
-
-    mutating func raw(_ text: StaticString) {
-        bytes.append(contentsOf: UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
-    }
-
-    mutating func string(_ text: String) {
-        bytes.append(UInt8(ascii: "\""))
-        for byte in text.utf8 {
-            switch byte {
-            case UInt8(ascii: "\""): bytes.append(contentsOf: [92, 34])
-            case UInt8(ascii: "\\"): bytes.append(contentsOf: [92, 92])
-            case 0..<0x20:
-                let hex = Array("0123456789abcdef".utf8)
-                bytes.append(contentsOf: [92, 117, 48, 48, hex[Int(byte >> 4)], hex[Int(byte & 0xf)]])
-            default: bytes.append(byte)
-            }
-        }
-        bytes.append(UInt8(ascii: "\""))
-    }
-
-    mutating func value(_ value: some Encodable) throws {
-        bytes.append(contentsOf: try encoder.encode(value))
-    }
-
-    mutating func bool(_ value: Bool) { value ? raw("true") : raw("false") }
-
+extension JSONWriter {
     mutating func record(_ record: OutgoingRecord) throws {
         switch record {
         case .stored(let name, let sequence, let zoneID, let payload):
@@ -67,7 +35,7 @@ struct JSONWriter {
             raw(",\"zoneID\":")
             try value(zoneID)
             raw(",")
-            bytes.append(contentsOf: payload.dropFirst())
+            append(json: payload.dropFirst())
         case .wire(let wire): try value(wire)
         case .failure(let failure): try value(failure)
         }
@@ -81,6 +49,7 @@ struct JSONWriter {
         }
         raw("]")
     }
+
 
     var body: JSONBody { JSONBody(bytes: bytes) }
 }

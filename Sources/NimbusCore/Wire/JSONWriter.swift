@@ -1,0 +1,47 @@
+import Foundation
+
+/// JSON written piece by piece: literal structure, escaped strings, numbers, and small values through
+/// `JSONEncoder`. The hot wire types (records) write themselves with it, which costs a fraction of
+/// `Codable` encoding.
+public struct JSONWriter {
+    public private(set) var bytes = [UInt8]()
+    private let encoder = JSONEncoder()
+
+    public init() { bytes.reserveCapacity(64 << 10) }
+
+    public mutating func raw(_ text: StaticString) {
+        bytes.append(contentsOf: UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
+    }
+
+    public mutating func string(_ text: String) {
+        bytes.append(UInt8(ascii: "\""))
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "\""): bytes.append(contentsOf: [92, 34])
+            case UInt8(ascii: "\\"): bytes.append(contentsOf: [92, 92])
+            case 0..<0x20:
+                let hex = Array("0123456789abcdef".utf8)
+                bytes.append(contentsOf: [92, 117, 48, 48, hex[Int(byte >> 4)], hex[Int(byte & 0xf)]])
+            default: bytes.append(byte)
+            }
+        }
+        bytes.append(UInt8(ascii: "\""))
+    }
+
+    public mutating func value(_ value: some Encodable) throws {
+        bytes.append(contentsOf: try encoder.encode(value))
+    }
+
+    public mutating func bool(_ value: Bool) { value ? raw("true") : raw("false") }
+
+    public mutating func int(_ value: Int64) { bytes.append(contentsOf: String(value).utf8) }
+
+    /// A finite double (JSON has no others; callers refuse non-finite values before).
+    public mutating func double(_ value: Double) {
+        value.isFinite ? bytes.append(contentsOf: "\(value)".utf8) : raw("null")
+    }
+
+    /// Bytes that are already JSON.
+    public mutating func append(json: some Sequence<UInt8>) { bytes.append(contentsOf: json) }
+}
+

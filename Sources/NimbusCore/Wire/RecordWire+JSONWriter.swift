@@ -1,0 +1,222 @@
+import Foundation
+
+// Records written by hand, as their `Codable` encoding would write them (the keys `Codable` leaves out
+// when nil are left out here too), for the hot paths: saving, and answering saves.
+
+extension FieldValue {
+    public func write(to json: inout JSONWriter) throws {
+        json.raw("{\"value\":")
+        try writeValue(to: &json)
+        json.raw(",\"type\":")
+        json.string(typeName)
+        json.raw("}")
+    }
+
+    private func writeValue(to json: inout JSONWriter) throws {
+        switch self {
+        case .string(let text): json.string(text)
+        case .int64(let integer): json.int(integer)
+        case .double(let real): json.double(real)
+        case .timestamp(let date): json.int(date.milliseconds)
+        case .bytes(let data): json.string(data.base64EncodedString())
+        case .reference(let reference): reference.write(to: &json)
+        case .location(let location): try json.value(location)
+        case .asset(let asset): try json.value(asset)
+        case .list(let values, _):
+            json.raw("[")
+            for (index, value) in values.enumerated() {
+                if index > 0 { json.raw(",") }
+                try value.writeValue(to: &json)
+            }
+            json.raw("]")
+        }
+    }
+}
+
+extension RecordReference {
+    public func write(to json: inout JSONWriter) {
+        json.raw("{\"recordName\":")
+        json.string(recordName)
+        if let zoneID {
+            json.raw(",\"zoneID\":")
+            zoneID.write(to: &json)
+        }
+        if let action {
+            json.raw(",\"action\":")
+            json.string(action.rawValue)
+        }
+        json.raw("}")
+    }
+}
+
+extension ZoneID {
+    public func write(to json: inout JSONWriter) {
+        json.raw("{\"zoneName\":")
+        json.string(zoneName)
+        if let ownerRecordName {
+            json.raw(",\"ownerRecordName\":")
+            json.string(ownerRecordName)
+        }
+        json.raw("}")
+    }
+}
+
+extension RecordWire.Stamp {
+    public func write(to json: inout JSONWriter) {
+        json.raw("{\"timestamp\":")
+        json.int(timestamp)
+        json.raw(",\"userRecordName\":")
+        json.string(userRecordName)
+        json.raw(",\"deviceID\":")
+        json.string(deviceID)
+        json.raw("}")
+    }
+}
+
+extension JSONWriter {
+    /// Writes `{"name": value, …}` for a dictionary of field values.
+    public mutating func fields(_ fields: [String: FieldValue]) throws {
+        raw("{")
+        var first = true
+        for (name, value) in fields {
+            if !first { raw(",") }
+            first = false
+            string(name)
+            raw(":")
+            try value.write(to: &self)
+        }
+        raw("}")
+    }
+}
+
+extension RecordWire {
+    public func write(to json: inout JSONWriter) throws {
+        // Share records are rare: their extra keys take the Codable path.
+        guard participants == nil, publicPermission == nil, shortGUID == nil else {
+            try json.value(self)
+            return
+        }
+        var first = true
+        func key(_ name: StaticString, _ json: inout JSONWriter) {
+            json.raw(first ? "{" : ",")
+            first = false
+            json.raw(name)
+        }
+        if let recordName { key("\"recordName\":", &json); json.string(recordName) }
+        if let recordType { key("\"recordType\":", &json); json.string(recordType) }
+        if let recordChangeTag { key("\"recordChangeTag\":", &json); json.string(recordChangeTag) }
+        if let fields { key("\"fields\":", &json); try json.fields(fields) }
+        if let zoneID { key("\"zoneID\":", &json); zoneID.write(to: &json) }
+        if let created { key("\"created\":", &json); created.write(to: &json) }
+        if let modified { key("\"modified\":", &json); modified.write(to: &json) }
+        if let deleted { key("\"deleted\":", &json); json.bool(deleted) }
+        if let parent { key("\"parent\":", &json); parent.write(to: &json) }
+        json.raw(first ? "{}" : "}")
+    }
+}
+
+/// A wire type that decodes itself faster than `Codable` (and falls back to it for what it does not handle).
+public protocol HandDecodable {
+    static func decode(_ data: Data) throws -> Self
+}
+
+extension RecordsModifyRequest: HandDecodable {
+    /// The request as JSON, written by hand.
+    public func encoded() throws -> Data {
+        var json = JSONWriter()
+        json.raw("{\"operations\":[")
+        for (index, operation) in operations.enumerated() {
+            if index > 0 { json.raw(",") }
+            json.raw("{\"operationType\":")
+            json.string(operation.operationType.rawValue)
+            json.raw(",\"record\":")
+            try operation.record.write(to: &json)
+            if let keys = operation.desiredKeys {
+                json.raw(",\"desiredKeys\":")
+                try json.value(keys)
+            }
+            json.raw("}")
+        }
+        json.raw("]")
+        if let zoneID {
+            json.raw(",\"zoneID\":")
+            zoneID.write(to: &json)
+        }
+        if let atomic {
+            json.raw(",\"atomic\":")
+            json.bool(atomic)
+        }
+        if let desiredKeys {
+            json.raw(",\"desiredKeys\":")
+            try json.value(desiredKeys)
+        }
+        json.raw("}")
+        return Data(json.bytes)
+    }
+
+    /// Decodes by hand when it can, with `JSONDecoder` otherwise (which also words the errors of bad input).
+    public static func decode(_ data: Data) throws -> RecordsModifyRequest {
+        do {
+            let tree = try JSONTree(parsing: data)
+            guard case .object(let members) = tree, let operations = tree["operations"]?.array,
+                members.allSatisfy({ ["operations", "zoneID", "atomic", "desiredKeys", "numbersAsStrings"].contains($0.key) })
+            else { throw UnsupportedJSON() }
+            var request = RecordsModifyRequest(
+                operations: try operations.map { operation in
+                    guard case .object(let keys) = operation, keys.allSatisfy({ ["operationType", "record", "desiredKeys"].contains($0.key) }),
+                        let type = operation["operationType"]?.string.flatMap(RecordOperation.OperationType.init(rawValue:)),
+                        let record = operation["record"], operation["desiredKeys"] == nil
+                    else { throw UnsupportedJSON() }
+                    return RecordOperation(type, try RecordWire(tree: record))
+                })
+            if let zoneID = tree["zoneID"], !zoneID.isNull { request.zoneID = try ZoneID(tree: zoneID) }
+            if let atomic = tree["atomic"], !atomic.isNull {
+                guard let value = atomic.bool else { throw UnsupportedJSON() }
+                request.atomic = value
+            }
+            guard tree["desiredKeys"] == nil || tree["desiredKeys"] == .null else { throw UnsupportedJSON() }
+            return request
+        } catch {
+            return try JSONDecoder().decode(RecordsModifyRequest.self, from: data)
+        }
+    }
+}
+
+extension RecordsResponse {
+    /// The answer as JSON, written by hand.
+    public func encoded() throws -> [UInt8] {
+        var json = JSONWriter()
+        json.raw("{\"records\":[")
+        for (index, item) in records.enumerated() {
+            if index > 0 { json.raw(",") }
+            switch item {
+            case .record(let record): try record.write(to: &json)
+            case .failure(let failure): try json.value(failure)
+            }
+        }
+        json.raw("]")
+        if let syncToken {
+            json.raw(",\"syncToken\":")
+            json.string(syncToken)
+        }
+        if let moreComing {
+            json.raw(",\"moreComing\":")
+            json.bool(moreComing)
+        }
+        json.raw("}")
+        return json.bytes
+    }
+
+    /// Decodes by hand when it can, with `JSONDecoder` otherwise.
+    public static func decode(_ data: Data) throws -> RecordsResponse {
+        do {
+            let tree = try JSONTree(parsing: data)
+            guard let records = tree["records"]?.array, records.allSatisfy({ $0["serverErrorCode"] == nil }) else { throw UnsupportedJSON() }
+            return RecordsResponse(
+                records: try records.map { .record(try RecordWire(tree: $0)) }, syncToken: tree["syncToken"]?.string,
+                moreComing: tree["moreComing"]?.bool)
+        } catch {
+            return try JSONDecoder().decode(RecordsResponse.self, from: data)
+        }
+    }
+}
