@@ -10,13 +10,34 @@ public struct PushMessage: Hashable, Codable, Sendable {
     public var type: Kind
     public var zone: ZoneAddress?
     public var sequence: Int64
-    public var notification: RecordNotification?
+    /// Kept out of line: messages sit in every open socket's buffers and loops, and most are not notifications.
+    private var boxedNotification: Box?
+
+    public var notification: RecordNotification? {
+        get { boxedNotification?.value }
+        set { boxedNotification = newValue.map(Box.init) }
+    }
 
     public init(type: Kind, zone: ZoneAddress?, sequence: Int64, notification: RecordNotification? = nil) {
         self.type = type
         self.zone = zone
         self.sequence = sequence
-        self.notification = notification
+        self.boxedNotification = notification.map(Box.init)
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case type, zone, sequence
+        case boxedNotification = "notification"
+    }
+
+    final class Box: Hashable, Codable, Sendable {
+        let value: RecordNotification
+
+        init(_ value: RecordNotification) { self.value = value }
+        init(from decoder: any Decoder) throws { value = try RecordNotification(from: decoder) }
+        func encode(to encoder: any Encoder) throws { try value.encode(to: encoder) }
+        static func == (a: Box, b: Box) -> Bool { a.value == b.value }
+        func hash(into hasher: inout Hasher) { hasher.combine(value) }
     }
 
     public enum Kind: String, Codable, Sendable {

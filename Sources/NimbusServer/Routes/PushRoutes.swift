@@ -30,9 +30,9 @@ struct PushRoutes {
         server.logger.debug("push connected", metadata: ["device": "\(session.deviceID)"])
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask {
-                let encoder = JSONEncoder()
                 for await message in messages {
-                    try await outbound.write(.text(String(decoding: try encoder.encode(message), as: UTF8.self)))
+                    // An encoder per message rather than one per socket: idle sockets then hold none.
+                    try await outbound.write(.text(String(decoding: try JSONEncoder().encode(message), as: UTF8.self)))
                 }
                 // The hub ended the stream: the server is shutting down.
                 try await outbound.close(.goingAway, reason: "server shutting down")
