@@ -89,6 +89,25 @@ import Testing
         #expect(caller.users.map(\.userRecordName) == [bob.userRecordName])
     }
 
+    @Test func onlyZoneSharesOfCustomZonesAreAccepted() async throws {
+        let fixture = try await DatabaseFixture.make()
+        defer { Task { await fixture.stop() } }
+        _ = try await fixture.server.signIn(email: "bob@example.com", device: "laptop")
+        _ = try await fixture.post("zones/modify", #"{"operations":[\#(Self.zoneOperation("create", "Z"))]}"#)
+        func share(_ name: String, zone: String, permission: String = "READ_ONLY", publicPermission: String = "NONE") async throws -> RawResponse {
+            try await fixture.post(
+                "records/modify",
+                #"{"operations":[{"operationType":"create","record":{"recordName":"\#(name)","recordType":"cloudkit.share","publicPermission":"\#(publicPermission)","participants":[{"userIdentity":{"lookupInfo":{"emailAddress":"bob@example.com"}},"permission":"\#(permission)"}]}}],"zoneID":{"zoneName":"\#(zone)"}}"#)
+        }
+        #expect(try await share("root-share", zone: "Z").errorCode == .badRequest, "record hierarchy shares are not supported")
+        #expect(try await share("cloudkit.zoneshare", zone: "_defaultZone").errorCode == .badRequest)
+        #expect(try await share("cloudkit.zoneshare", zone: "Z", permission: "ADMIN").errorCode == .badRequest)
+        #expect(try await share("cloudkit.zoneshare", zone: "Z", publicPermission: "READ_ONLY").errorCode == .badRequest)
+        let created = try await share("cloudkit.zoneshare", zone: "Z")
+        let record = try #require(try created.decode(RecordsResponse.self).records.first?.record)
+        #expect(record.participants?.first?.acceptanceStatus == "INVITED" && record.shortGUID != nil)
+    }
+
     @Test func credentialsAndPathsAreChecked() async throws {
         let fixture = try await DatabaseFixture.make()
         defer { Task { await fixture.stop() } }
