@@ -20,9 +20,13 @@ public final class SQLiteStore: Sendable {
             try db.execute(sql: "PRAGMA synchronous = FULL")
             try db.execute(sql: "PRAGMA foreign_keys = ON")
             // Index pages are read far more than written: a larger page cache (allocated only as it
-            // fills) and memory-mapped reads keep them out of read system calls.
+            // fills) and memory-mapped reads keep them out of read system calls. Checkpointing every
+            // 10,000 WAL pages instead of 1,000 copies a page rewritten by many commits (the ends of the
+            // indexes that writes append to) into the database once, not once per few commits; every
+            // commit is still synced to the WAL.
             try db.execute(sql: "PRAGMA cache_size = -32768")
             try db.execute(sql: "PRAGMA mmap_size = 268435456")
+            try db.execute(sql: "PRAGMA wal_autocheckpoint = 10000")
             db.add(function: SQLiteStore.distanceFunction)
         }
         pool = try DatabasePool(path: path, configuration: configuration)
