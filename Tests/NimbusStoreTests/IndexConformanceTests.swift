@@ -118,6 +118,29 @@ import Testing
     }
 
     @Test(arguments: StoreBackend.allCases)
+    func conditionsAndSortsOnKeys(_ backend: StoreBackend) async throws {
+        let store = try backend.makeStore()
+        let zone = try await makeZone(store)
+        for (key, number) in [("apple", 3), ("apricot", 1), ("banana", 2)] {
+            try await saveItem(store, zone, key, name: key, number: Int64(number), list: "g")
+        }
+        _ = try await store.transact(zone, creating: false) { transaction in
+            try transaction.put("avocado-note", payload: Data("x".utf8), size: 1)
+            try transaction.index("avocado-note", kind: "Notes", rows: [])
+        }
+        func keys(_ conditions: [IndexCondition], sort: [IndexSort] = [IndexSort(field: IndexEntry.keyField)]) async throws -> [String] {
+            try await self.keys(store, IndexQuery(zones: [zone], kind: "Items", conditions: conditions, sort: sort, limit: 10))
+        }
+        let key = IndexEntry.keyField
+        #expect(try await keys([IndexCondition(field: key, .prefix("ap"))]) == ["apple", "apricot"], "other kinds are not matched")
+        #expect(try await keys([IndexCondition(field: key, .equal(.text("banana")))]) == ["banana"])
+        #expect(try await keys([IndexCondition(field: key, .oneOf([.text("apple"), .text("banana")])), IndexCondition(field: "number", .greaterThan(.integer(2)))]) == ["apple"])
+        #expect(try await keys([IndexCondition(field: "number", .lessThan(.integer(3))), IndexCondition(field: key, .prefix("ap"), negated: true)]) == ["banana"])
+        #expect(try await keys([], sort: [IndexSort(field: key, ascending: false)]) == ["banana", "apricot", "apple"])
+        #expect(try await keys([IndexCondition(field: key, .greaterThan(.text("apricot")))]) == ["banana"])
+    }
+
+    @Test(arguments: StoreBackend.allCases)
     func textThatLooksNumericStaysText(_ backend: StoreBackend) async throws {
         let store = try backend.makeStore()
         let zone = try await makeZone(store)
