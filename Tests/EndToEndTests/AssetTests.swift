@@ -40,7 +40,9 @@ import Testing
         // Sending the fetched asset back unchanged keeps the file.
         fetched["title"] = "Beach at dusk"
         fetched = try await laptop.modifyRecords(saving: [fetched], deleting: [], savePolicy: .allKeys).saveResults[fetched.recordID]!.get()
-        #expect(try await phone.download(try #require(fetched["image"] as Asset?)) == bytes)
+        let kept = try #require(fetched["image"] as Asset?)
+        #expect(kept.size == 1_500_000 && kept.fileChecksum == saved.fileChecksum, "the stored size and checksum survive a re-save")
+        #expect(try await phone.download(kept) == bytes)
         let schema = try #require(try await server.store.schemaText(container: app.container, environment: "development"))
         #expect(schema.contains("image ASSET"))
     }
@@ -77,6 +79,13 @@ import Testing
             return
         }
         #expect(refusal.serverErrorCode == .badRequest)
+        let unreceipted = #"{"operations":[{"operationType":"create","record":{"recordType":"Photos","fields":{"album":{"value":[{"fileChecksum":"x","size":1}],"type":"ASSETID_LIST"}}}}]}"#
+        let listed = try await server.request(.POST, base + "records/modify", session: bob, apiToken: app.apiToken, json: unreceipted)
+        guard case .failure(let listRefusal) = try listed.decode(RecordsResponse.self).records.first else {
+            Issue.record("an asset list without receipts must not save")
+            return
+        }
+        #expect(listRefusal.serverErrorCode == .badRequest)
 
         // Upload URLs: one use, a size limit, and 15 minutes.
         let tokens = try await server.request(

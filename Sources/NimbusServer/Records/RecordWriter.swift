@@ -118,8 +118,7 @@ struct RecordWriter {
             throw OperationFailure(.badRequest("record \(name) is a \(recordType); it cannot become a \(other)"))
         }
         let share = shares[name]
-        let fields = share == nil ? try conform(fields, to: recordType) : [:]
-        try checkAssets(fields, current: current)
+        let fields = try resolveAssets(share == nil ? try conform(fields, to: recordType) : [:], current: current)
         var record = StoredRecord(
             recordType: recordType, fields: fields, created: current?.created ?? stamp, modified: stamp,
             parent: requested.parent ?? current?.parent)
@@ -139,7 +138,7 @@ struct RecordWriter {
                 NimbusError(.requestTooLarge, "record \(name) is \(payload.count) bytes; a record holds at most 1 MB besides its assets"))
         }
         // What the record counts against its owner's quota: its bytes and its assets' files.
-        let assetBytes = fields.values.flatMap(Self.assetSizes).reduce(0, +)
+        let assetBytes = fields.values.flatMap(Self.assets).reduce(0) { $0 + ($1.size ?? 0) }
         let sequence = try transaction.put(name, payload: payload, size: payload.count + Int(assetBytes))
         try transaction.index(name, kind: recordType, rows: RecordIndexer.rows(name: name, record: record))
         if let share {
@@ -171,34 +170,41 @@ struct RecordWriter {
     }
 
     /// A record may hold an asset file uploaded for this batch, or one it already held (a fetched value
-    /// sent back unchanged); naming any other file is refused.
-    private func checkAssets(_ fields: [String: FieldValue], current: StoredRecord?) throws {
-        let held = Set((current?.fields.values).map { $0.flatMap(Self.assetIDs) } ?? [])
-        for (name, value) in fields {
-            for id in Self.assetIDs(value) where !redeemedAssets.contains(id) && !held.contains(id) {
-                throw OperationFailure(.badRequest("field \(name) names an asset file without its upload receipt (\(id.prefix(8))…)"))
-            }
-            if case .asset(let asset) = value, asset.assetID == nil {
-                throw OperationFailure(.badRequest("field \(name) needs the receipt of an upload (assets/upload)"))
+    /// sent back unchanged, which keeps the stored checksum and size whatever the client sent); naming any
+    /// other file, or an asset without a receipt, is refused.
+    private func resolveAssets(_ fields: [String: FieldValue], current: StoredRecord?) throws -> [String: FieldValue] {
+        var held = [String: AssetValue]()
+        for value in current?.fields.values ?? [:].values {
+            for asset in Self.assets(value) { if let id = asset.assetID { held[id] = asset } }
+        }
+        func resolve(_ value: FieldValue, _ name: String) throws -> FieldValue {
+            switch value {
+            case .asset(let asset):
+                guard let id = asset.assetID else {
+                    throw OperationFailure(.badRequest("field \(name) needs the receipt of an upload (assets/upload)"))
+                }
+                if redeemedAssets.contains(id) { return value }
+                guard let stored = held[id] else {
+                    throw OperationFailure(.badRequest("field \(name) names an asset file without its upload receipt (\(id.prefix(8))…)"))
+                }
+                return .asset(stored)
+            case .list(let values, let elementType): return .list(try values.map { try resolve($0, name) }, elementType: elementType)
+            default: return value
             }
         }
+        var resolved = [String: FieldValue]()
+        for (name, value) in fields { resolved[name] = try resolve(value, name) }
+        return resolved
     }
 
-    static func assetSizes(_ value: FieldValue) -> [Int64] {
+    private static func assets(_ value: FieldValue) -> [AssetValue] {
         switch value {
-        case .asset(let asset): [asset.size ?? 0]
-        case .list(let values, _): values.flatMap(assetSizes)
+        case .asset(let asset): [asset]
+        case .list(let values, _): values.flatMap(assets)
         default: []
         }
     }
 
-    static func assetIDs(_ value: FieldValue) -> [String] {
-        switch value {
-        case .asset(let asset): asset.assetID.map { [$0] } ?? []
-        case .list(let values, _): values.flatMap(assetIDs)
-        default: []
-        }
-    }
 
     /// Deletes a record with every record that references it with DELETE_SELF, recursively; refuses when a
     /// record outside that set references one of them with VALIDATE.

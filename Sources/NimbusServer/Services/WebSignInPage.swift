@@ -37,9 +37,11 @@ struct WebSignInPage: Sendable {
         }
         let token = signedIn.sessionToken
         if let callback = form.callback {
-            var components = URLComponents(string: callback)!
+            // `validate` accepted it as a URL of a trusted origin.
+            guard var components = URLComponents(string: callback) else { throw NimbusError.badRequest("callback is not a URL") }
             components.queryItems = (components.queryItems ?? []) + [URLQueryItem(name: "ckWebAuthToken", value: token)]
-            return Response(status: .seeOther, headers: [.location: components.string!, .cacheControl: "no-store"])
+            guard let location = components.string else { throw NimbusError.badRequest("callback is not a URL") }
+            return Response(status: .seeOther, headers: [.location: location, .cacheControl: "no-store"])
         }
         return Self.html(status: .ok, Self.handOver(token: token, origin: form.origin))
     }
