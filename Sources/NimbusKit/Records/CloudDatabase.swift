@@ -47,6 +47,7 @@ public struct CloudDatabase: Sendable {
                 let answer: RecordsResponse = try await post(
                     "records/lookup",
                     RecordsLookupRequest(records: chunk.map { .init(recordName: $0.recordName) }, zoneID: zoneID.wire, desiredKeys: desiredKeys))
+                try Self.requireOneItemEach(answer, chunk.count)
                 for (id, item) in zip(chunk, answer.records) {
                     results[id] = Result { try Self.record(item, zoneID: zoneID) }
                 }
@@ -83,6 +84,7 @@ public struct CloudDatabase: Sendable {
                 let request = RecordsModifyRequest(operations: operations, zoneID: zoneID.wire, atomic: atomically)
                 let answer = try RecordsResponse.decode(
                     try await container.client.sendRaw(.POST, path("records/modify"), body: try request.encoded()))
+                try Self.requireOneItemEach(answer, chunk.count)
                 for ((record, id), item) in zip(chunk, answer.records) {
                     if let record {
                         saveResults[id] = Result { try Self.saved(item, from: record, zoneID: zoneID) }
@@ -95,6 +97,13 @@ public struct CloudDatabase: Sendable {
             }
         }
         return (saveResults, deleteResults)
+    }
+
+    /// Answers are positional: one item per record asked for, so every result above is filled in.
+    private static func requireOneItemEach(_ answer: RecordsResponse, _ count: Int) throws {
+        guard answer.records.count == count else {
+            throw NimbusError(.internalError, "the server answered \(answer.records.count) items for \(count) records")
+        }
     }
 
     /// Uploads the local files set as assets and puts their receipts in the records.
