@@ -43,8 +43,16 @@ import Testing
         // Bob (read-write) reads and writes; cat (read-only) reads only; eve sees nothing.
         let seen = try await bob.sharedCloudDatabase.allRecords(matching: Query(recordType: "Items"), inZoneWith: sharedZone)
         #expect(seen.map(\.recordID.recordName) == ["milk"])
+        // The owner's own subscriptions see participants' writes, as changes of their private database.
+        try await ann.privateCloudDatabase.save(.zone("household", zone))
+        let listener = ann.notificationListener()
+        defer { listener.stop() }
+        let heard = Recorder(listener.notifications)
+        #expect(await eventually { listener.isConnected })
         var bread = Self.item("bread", zone: sharedZone)
         bread = try await bob.sharedCloudDatabase.save(bread)
+        let notification = await heard.first { $0.subscriptionID == "household" }
+        #expect(notification?.databaseScope == "private" && notification?.zoneID.zoneName == "Household")
         #expect(bread.lastModifiedUserRecordName != nil)
         await #expect(throws: NimbusError.self) { _ = try await cat.sharedCloudDatabase.save(Self.item("cake", zone: sharedZone)) }
         #expect(try await cat.sharedCloudDatabase.allRecords(matching: Query(recordType: "Items"), inZoneWith: sharedZone).count == 2)
@@ -55,6 +63,17 @@ import Testing
         let changes = try await cat.sharedCloudDatabase.recordZoneChanges(inZoneWith: sharedZone, since: nil)
         #expect(Set(changes.modifications.map(\.recordID.recordName)).isSuperset(of: ["milk", "bread"]))
         #expect(try await cat.sharedCloudDatabase.databaseChanges(since: nil).modifiedZoneIDs == [sharedZone])
+
+        // Participants cannot change the share, and a read-only one does not grow the schema by trying to write.
+        await #expect(throws: NimbusError.self) {
+            try await bob.sharedCloudDatabase.deleteRecord(withID: RecordID(recordName: "cloudkit.zoneshare", zoneID: sharedZone))
+        }
+        var colored = Self.item("paint", zone: sharedZone)
+        colored["color"] = "red"
+        await #expect(throws: NimbusError.self) { _ = try await cat.sharedCloudDatabase.save(colored) }
+        let schema = try #require(try await server.store.schemaText(container: app.container, environment: "development"))
+        #expect(!schema.contains("color"))
+        #expect(try await cat.sharedCloudDatabase.allRecordZones().map(\.zoneID) == [sharedZone], "the share still stands")
 
         // The owner sees bob's write; unsharing removes the zone from participants' shared databases.
         #expect(try await ann.privateCloudDatabase.record(for: RecordID(recordName: "bread", zoneID: zone))["name"] == "bread")

@@ -23,6 +23,14 @@ struct RecordDatabase: Sendable {
     /// Where the data lives: a shared zone is a zone of its owner's private database.
     var storageScope: Scope { scope == .shared ? .private : scope }
 
+    /// The database as its owner sees it: a shared zone is one of the owner's private zones.
+    var ownerView: RecordDatabase {
+        guard scope == .shared else { return self }
+        var view = RecordDatabase(container: container, environment: environment, scope: .private, caller: caller, owner: owner)
+        view.baseURL = baseURL
+        return view
+    }
+
     /// The shared database as it shows one owner's zone to the caller.
     func sharedView(owner: String, permission: ZoneGrant.Permission) -> RecordDatabase {
         var view = RecordDatabase(container: container, environment: environment, scope: .shared, caller: caller, owner: owner)

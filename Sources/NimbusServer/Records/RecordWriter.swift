@@ -95,6 +95,10 @@ struct RecordWriter {
 
     /// Creating needs CREATE on the type; changing or deleting an existing record needs WRITE on it.
     private func authorize(_ operation: PreparedOperation, current: StoredRecord?) throws {
+        // A zone's share decides who else may use the zone: only the zone's owner may change it.
+        if current?.share != nil || operation.record.recordType == RecordService.shareType, !access.ownsDatabase {
+            throw OperationFailure(.accessDenied("only the zone's owner may change its share"))
+        }
         let typeName = current?.recordType ?? operation.record.recordType
         let type = schema.recordTypes.first { $0.name == typeName }
         let allowed =

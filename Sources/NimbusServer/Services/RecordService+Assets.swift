@@ -15,11 +15,18 @@ extension RecordService {
         guard (1...Self.maxOperations).contains(request.tokens.count) else {
             throw NimbusError.badRequest("tokens must hold 1 to \(Self.maxOperations) fields")
         }
-        _ = try await target(request.zoneID, in: database)
+        let (view, _) = try await target(request.zoneID, in: database)
+        // Files are for records the caller may save: refuse uploads that could never be used.
+        let access = RecordAccess(view)
+        let schema = try await schemas.schema(view)
         var tokens = [AssetUploadResponse.Token]()
         for token in request.tokens {
             try Identifiers.validateSchemaName(token.recordType, what: "recordType")
             try Identifiers.validateSchemaName(token.fieldName, what: "fieldName")
+            let type = schema.recordTypes.first { $0.name == token.recordType }
+            guard access.allows(.create, type, creator: nil) || access.allows(.write, type, creator: caller.userRecordName) else {
+                throw NimbusError.accessDenied("you may not save \(token.recordType) records here, so you may not upload their files")
+            }
             let id = Secrets.apiToken()
             try await server.store.createAssetUpload(
                 AssetUploadRecord(

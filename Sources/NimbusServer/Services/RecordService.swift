@@ -110,11 +110,21 @@ struct RecordService: Sendable {
         let caller = try database.requireCaller()
         let redeemed = try await redeemReceipts(&operations, database)
         let shares = try await resolveShares(operations, database: database, zoneName: zoneName)
-        let schema = try await schemas.evolve(database, for: try await typedFields(operations, zone: zone))
+        // A caller who may not write here does not get to grow the schema either.
+        let access = RecordAccess(database)
+        if database.scope == .shared, !access.allows(.write, nil, creator: nil) {
+            throw NimbusError.accessDenied("this zone is shared with you read-only")
+        }
+        let current = try await schemas.schema(database)
+        let growing = try await typedFields(operations, zone: zone).filter { type, _ in
+            let existing = current.recordTypes.first { $0.name == type }
+            return access.allows(.create, existing, creator: nil) || access.allows(.write, existing, creator: caller.userRecordName)
+        }
+        let schema = try await schemas.evolve(database, for: growing)
         let stamp = RecordWire.Stamp(
             timestamp: server.configuration.now().milliseconds, userRecordName: caller.userRecordName, deviceID: caller.deviceID)
         let writer = (
-            schema: schema, stamp: stamp, zoneID: database.zoneID(zoneName), desiredKeys: request.desiredKeys, access: RecordAccess(database),
+            schema: schema, stamp: stamp, zoneID: database.zoneID(zoneName), desiredKeys: request.desiredKeys, access: access,
             redeemed: redeemed, shares: shares
         )
         // The owner's quota covers their private databases of the container, in every environment.
@@ -163,7 +173,8 @@ struct RecordService: Sendable {
             if !isDefaultZone {
                 for grant in try await server.store.grants(zone) where grant.accepted { server.push.publish(to: grant.grantee, moved) }
             }
-            await notifySubscribers(database, zoneName: zoneName, changes: changes, schema: schema)
+            // Subscriptions belong to the zone owner's private database, whoever wrote.
+            await notifySubscribers(database.ownerView, zoneName: zoneName, changes: changes, schema: schema)
         }
         var answer = results.map(links(database).apply)
         if !shares.isEmpty { answer = try await withAcceptance(answer, zone: zone) }
