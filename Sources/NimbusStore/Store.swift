@@ -104,8 +104,8 @@ public protocol ZoneStore: Sendable {
     func grants(_ zone: ZoneKey) async throws -> [ZoneGrant]
     /// Zones of a service other accounts granted `grantee` access to, accepted or not.
     func grantedZones(grantee: String, service: ZoneAddress.Service) async throws -> [GrantedZone]
-    /// Marks a grant accepted; `StoreError.missing` when the zone grants the account nothing.
-    func acceptGrant(_ zone: ZoneKey, grantee: String) async throws
+    /// Marks a grant accepted; `StoreError.missing` when the zone grants the account nothing in that scope.
+    func acceptGrant(_ zone: ZoneKey, scope: String, grantee: String) async throws
 
     /// Records that a device has applied a zone up to `sequence` (never moves backwards).
     func recordWatermark(deviceID: String, zone: ZoneKey, sequence: Int64) async throws
@@ -134,18 +134,26 @@ public protocol ZoneTransaction: AnyObject {
     var state: ZoneState { get }
     /// The entry under `key`, live or tombstoned, as this transaction sees it.
     func entry(_ key: String) throws -> Entry?
-    /// Writes a payload (nil: a tombstone) under the zone's next sequence number, which it returns.
-    @discardableResult func put(_ key: String, payload: Data?, size: Int) throws -> Int64
+    /// Writes a payload (nil: a tombstone) and its audience under the zone's next sequence number, which
+    /// it returns.
+    @discardableResult func put(_ key: String, payload: Data?, size: Int, audience: String?) throws -> Int64
     /// Indexes the entry's current (live) version as `kind` with these rows, once per `put`: each `put`
     /// drops the index rows of the version it replaces. The store adds a row under `IndexEntry.keyField`.
     func index(_ key: String, kind: String, rows: [IndexEntry]) throws
     /// Bytes the zone's owner holds in all zones of services starting with `servicePrefix`, this
     /// transaction's writes included.
     func ownerBytes(servicePrefix: String) throws -> Int
-    /// Replaces the zone's grants to other accounts; grants kept for the same grantee keep their acceptance.
-    func setGrants(_ grants: [ZoneGrant]) throws
+    /// Replaces the zone's grants of one scope; grants kept for the same grantee keep their acceptance.
+    func setGrants(_ grants: [ZoneGrant], scope: String) throws
     /// Keys of the zone's live entries of `kind` that have a row `field == value`.
     func keys(kind: String, field: String, value: IndexValue) throws -> [String]
+}
+
+extension ZoneTransaction {
+    /// Writes a payload (nil: a tombstone) without an audience.
+    @discardableResult public func put(_ key: String, payload: Data?, size: Int) throws -> Int64 {
+        try put(key, payload: payload, size: size, audience: nil)
+    }
 }
 
 /// Schemas per (container, environment), kept as text in CloudKit's schema language.

@@ -115,15 +115,18 @@ public struct AssetUploadRecord: Sendable, Hashable {
     }
 }
 
-/// Another account's access to a zone (what sharing a zone grants): read, or read and write, once the
-/// grantee has accepted.
+/// Another account's access to a zone (what sharing grants): read, or read and write, once the grantee
+/// has accepted. A zone's grants come in scopes the service names (a share each); an account may hold
+/// grants of several scopes of one zone.
 public struct ZoneGrant: Sendable, Hashable {
     public enum Permission: String, Sendable { case read, readWrite }
+    public var scope: String
     public var grantee: String
     public var permission: Permission
     public var accepted: Bool
 
-    public init(grantee: String, permission: Permission, accepted: Bool = false) {
+    public init(scope: String, grantee: String, permission: Permission, accepted: Bool = false) {
+        self.scope = scope
         self.grantee = grantee
         self.permission = permission
         self.accepted = accepted
@@ -194,11 +197,14 @@ public struct Entry: Sendable, Hashable {
     public var key: String
     public var payload: Data?
     public var sequence: Int64
+    /// A label the service keeps with the entry, tombstones included (who may learn of the entry).
+    public var audience: String?
 
-    public init(key: String, payload: Data?, sequence: Int64) {
+    public init(key: String, payload: Data?, sequence: Int64, audience: String? = nil) {
         self.key = key
         self.payload = payload
         self.sequence = sequence
+        self.audience = audience
     }
 }
 

@@ -28,6 +28,9 @@ public struct ErrorCode: RawRepresentable, Hashable, Codable, Sendable, CustomSt
     public static let requestTooLarge = ErrorCode(rawValue: "REQUEST_TOO_LARGE")
     /// A change token that does not belong to this zone, or names a state the server never had.
     public static let changeTokenExpired = ErrorCode(rawValue: "CHANGE_TOKEN_EXPIRED")
+    /// A record is already in a share (as a root, or inside another shared hierarchy), as CloudKit's
+    /// `alreadyShared`.
+    public static let alreadyShared = ErrorCode(rawValue: "ALREADY_SHARED")
     /// The HTTP method is not served on this path.
     public static let methodNotAllowed = ErrorCode(rawValue: "METHOD_NOT_ALLOWED")
 
@@ -46,7 +49,7 @@ public struct ErrorCode: RawRepresentable, Hashable, Codable, Sendable, CustomSt
         case .atomicError, .badRequest: 400
         case .authenticationFailed: 401
         case .authenticationRequired: 421
-        case .conflict, .exists: 409
+        case .conflict, .exists, .alreadyShared: 409
         case .notFound, .zoneNotFound: 404
         case .quotaExceeded, .kvLimitExceeded, .requestTooLarge: 413
         case .throttled: 429

@@ -12,8 +12,13 @@ public struct RecordWire: Hashable, Codable, Sendable {
     public var modified: Stamp?
     /// True in change feeds for a record that was deleted.
     public var deleted: Bool?
+    /// The record this one hangs under in a shared hierarchy.
     public var parent: RecordReference?
-    /// Share records (`recordType: "cloudkit.share"`): who the zone is shared with, and its address.
+    /// The root of a shared hierarchy: its share record.
+    public var share: RecordReference?
+    /// A share record of a hierarchy: the hierarchy's root record.
+    public var forRecord: RecordReference?
+    /// Share records (`recordType: "cloudkit.share"`): who the zone or hierarchy is shared with, and its address.
     public var participants: [ShareParticipant]?
     public var publicPermission: String?
     public var shortGUID: String?

@@ -18,6 +18,7 @@ extension RecordWire {
             case "created": created = try Stamp(tree: value)
             case "modified": modified = try Stamp(tree: value)
             case "parent": parent = try RecordReference(tree: value)
+            case "share": share = try RecordReference(tree: value)
             case "fields":
                 guard case .object(let fieldMembers) = value else { throw UnsupportedJSON() }
                 var fields = [String: FieldValue]()

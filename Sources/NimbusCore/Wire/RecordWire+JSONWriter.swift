@@ -92,7 +92,7 @@ extension JSONWriter {
 extension RecordWire {
     public func write(to json: inout JSONWriter) throws {
         // Share records are rare: their extra keys take the Codable path.
-        guard participants == nil, publicPermission == nil, shortGUID == nil else {
+        guard participants == nil, publicPermission == nil, shortGUID == nil, forRecord == nil else {
             try json.value(self)
             return
         }
@@ -111,6 +111,7 @@ extension RecordWire {
         if let modified { key("\"modified\":", &json); modified.write(to: &json) }
         if let deleted { key("\"deleted\":", &json); json.bool(deleted) }
         if let parent { key("\"parent\":", &json); parent.write(to: &json) }
+        if let share { key("\"share\":", &json); share.write(to: &json) }
         json.raw(first ? "{}" : "}")
     }
 }

@@ -18,7 +18,10 @@ public struct Record: Sendable, Hashable {
     public internal(set) var modificationDate: Date?
     public internal(set) var creatorUserRecordName: String?
     public internal(set) var lastModifiedUserRecordName: String?
+    /// The record this one hangs under; a shared record's descendants by `parent` are shared with it.
     public var parent: Reference?
+    /// For the root of a shared hierarchy: its share record.
+    public internal(set) var share: Reference?
 
     private(set) var fields: [String: FieldValue]
     /// The fields as the server last sent them, for the ancestor of a conflict.
@@ -71,6 +74,7 @@ public struct Record: Sendable, Hashable {
         creatorUserRecordName = wire.created?.userRecordName
         lastModifiedUserRecordName = wire.modified?.userRecordName
         parent = wire.parent.map { Reference($0, zoneID: zone) }
+        share = wire.share.map { Reference($0, zoneID: zone) }
     }
 
     /// Puts an uploaded file's receipt in place of a local file.

@@ -23,6 +23,8 @@ extension WireSchemas {
                     ("recordName", string), ("recordType", string), ("recordChangeTag", string),
                     ("fields", ["type": "object", "additionalProperties": ref("FieldValue")]), ("zoneID", ref("ZoneID")),
                     ("created", ref("Stamp")), ("modified", ref("Stamp")), ("deleted", boolean), ("parent", anyValue),
+                    ("share", anyValue), ("forRecord", anyValue), ("participants", ["type": "array", "items": anyValue]),
+                    ("publicPermission", string), ("shortGUID", string),
                 ], required: [])
         ),
         (

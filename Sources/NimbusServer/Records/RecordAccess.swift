@@ -10,8 +10,9 @@ import NimbusStore
 struct RecordAccess: Sendable {
     let caller: String?
     let ownsDatabase: Bool
-    /// In a shared zone: what its owner granted the caller.
-    let sharePermission: ZoneGrant.Permission?
+    /// In a shared zone: what its owner shared with the caller. Checks here are for the zone as a whole;
+    /// in a shared hierarchy each record is checked against its share (`SharedScope.permission(covering:)`).
+    let shared: SharedScope?
 
     static let defaultGrants = [
         Schema.Grant([.read], to: "_world"), Schema.Grant([.create], to: "_icloud"), Schema.Grant([.write], to: "_creator"),
@@ -20,15 +21,21 @@ struct RecordAccess: Sendable {
     init(_ database: RecordDatabase) {
         caller = database.caller?.userRecordName
         ownsDatabase = database.scope == .private
-        sharePermission = database.scope == .shared ? database.sharePermission : nil
+        shared = database.scope == .shared ? database.shared : nil
     }
 
     func allows(_ permission: Schema.Grant.Permission, _ type: Schema.RecordType?, creator: String?) -> Bool {
-        if let sharePermission { return permission == .read || sharePermission == .readWrite }
+        if let shared { return permission == .read || shared.widest == .readWrite }
         return ownsDatabase || Self.grants(type).contains { grant in
             (grant.permissions.contains(permission) || (permission == .read && grant.permissions.contains(.write)))
                 && holds(grant.role, creator: creator)
         }
+    }
+
+    /// In a shared hierarchy: the shares whose records the caller may see (nil: no such restriction).
+    var hierarchies: [String: ZoneGrant.Permission]? {
+        guard case .hierarchies(let shares) = shared else { return nil }
+        return shares
     }
 
     /// Whether the caller may read every record of the type, or only those they created (or none).

@@ -17,8 +17,8 @@ struct RecordDatabase: Sendable {
     var signInURL = "/auth/1/web/signin"
     /// This server as the client reached it, for the upload and download URLs of assets.
     var baseURL = ""
-    /// In the shared database, what the zone's owner granted the caller.
-    var sharePermission: ZoneGrant.Permission?
+    /// In the shared database, what the zone's owner shared with the caller.
+    var shared: SharedScope?
 
     /// Where the data lives: a shared zone is a zone of its owner's private database.
     var storageScope: Scope { scope == .shared ? .private : scope }
@@ -32,11 +32,11 @@ struct RecordDatabase: Sendable {
     }
 
     /// The shared database as it shows one owner's zone to the caller.
-    func sharedView(owner: String, permission: ZoneGrant.Permission) -> RecordDatabase {
+    func sharedView(owner: String, scope: SharedScope) -> RecordDatabase {
         var view = RecordDatabase(container: container, environment: environment, scope: .shared, caller: caller, owner: owner)
         view.signInURL = signInURL
         view.baseURL = baseURL
-        view.sharePermission = permission
+        view.shared = scope
         return view
     }
 

@@ -13,13 +13,15 @@ enum RecordIndexer {
     static let createdByField = "___createdBy"
     static let modifiedByField = "___modifiedBy"
     static let parentField = "___parent"
+    /// The share covering the record, for queries of participants in a shared hierarchy.
+    static let shareField = "___share"
     /// Words of every STRING field together, for `self CONTAINS 'milk'`.
     static let allTokensField = Predicate.allTokensField
 
     /// The index field holding the words of a STRING field.
     static func tokensField(_ field: String) -> String { "tokens:" + field }
 
-    static func rows(name: String, record: StoredRecord) -> [IndexEntry] {
+    static func rows(name: String, record: StoredRecord, share: String?) -> [IndexEntry] {
         var rows = [
             IndexEntry(field: createTimeField, value: .integer(record.created.timestamp)),
             IndexEntry(field: modTimeField, value: .integer(record.modified.timestamp)),
@@ -27,6 +29,7 @@ enum RecordIndexer {
             IndexEntry(field: modifiedByField, value: .text(record.modified.userRecordName)),
         ]
         if let parent = record.parent { rows.append(IndexEntry(field: parentField, value: .text(parent.recordName))) }
+        if let share { rows.append(IndexEntry(field: shareField, value: .text(share))) }
         var allTokens = Set<String>()
         for (field, value) in record.fields.sorted(by: { $0.key < $1.key }) {
             let values = indexValues(value)

@@ -56,7 +56,7 @@ struct RecordWriter {
     func apply(_ operation: PreparedOperation) throws -> RecordWire {
         let current = try live(operation.name)
         let requested = operation.record
-        try authorize(operation, current: current?.record)
+        try authorize(operation, current: current)
         if operation.type.checksChangeTag, let current {
             guard requested.recordChangeTag == StoredRecord.changeTag(current.sequence) else {
                 throw OperationFailure(
@@ -72,7 +72,6 @@ struct RecordWriter {
         case .delete, .forceDelete:
             guard current != nil else { throw OperationFailure(.notFound("record \(operation.name) does not exist")) }
             try delete(operation.name)
-            if current?.record.share != nil { try transaction.setGrants([]) }
             return RecordWire(recordName: operation.name, zoneID: zoneID).deleted()
         case .create:
             guard current == nil else {
@@ -84,25 +83,27 @@ struct RecordWriter {
             if current == nil, operation.type == .update {
                 throw OperationFailure(.notFound("record \(operation.name) does not exist; create it instead"))
             }
-            return try save(operation.name, fields: merged, over: current?.record, requested: requested)
+            return try save(operation.name, fields: merged, over: current, requested: requested)
         case .replace, .forceReplace:
             if current == nil, operation.type == .replace {
                 throw OperationFailure(.notFound("record \(operation.name) does not exist; create it instead"))
             }
-            return try save(operation.name, fields: requested.fields ?? [:], over: current?.record, requested: requested)
+            return try save(operation.name, fields: requested.fields ?? [:], over: current, requested: requested)
         }
     }
 
-    /// Creating needs CREATE on the type; changing or deleting an existing record needs WRITE on it.
-    private func authorize(_ operation: PreparedOperation, current: StoredRecord?) throws {
-        // A zone's share decides who else may use the zone: only the zone's owner may change it.
-        if current?.share != nil || operation.record.recordType == RecordService.shareType, !access.ownsDatabase {
-            throw OperationFailure(.accessDenied("only the zone's owner may change its share"))
+    /// Creating needs CREATE on the type; changing or deleting an existing record needs WRITE on it. In a
+    /// shared hierarchy the record must be in a share the caller may write, and only the owner deletes
+    /// its root.
+    private func authorize(_ operation: PreparedOperation, current: LiveRecord?) throws {
+        // A share decides who else may use the zone: only the zone's owner may change it.
+        if current?.record.share != nil || operation.record.recordType == RecordService.shareType, !access.ownsDatabase {
+            throw OperationFailure(.accessDenied("only the zone's owner may change its shares"))
         }
-        let typeName = current?.recordType ?? operation.record.recordType
+        let typeName = current?.record.recordType ?? operation.record.recordType
         let type = schema.recordTypes.first { $0.name == typeName }
         let allowed =
-            current.map { access.allows(.write, type, creator: $0.created.userRecordName) }
+            current.map { access.allows(.write, type, creator: $0.record.created.userRecordName) }
             ?? (operation.type == .delete || operation.type == .forceDelete || access.allows(.create, type, creator: nil))
         guard allowed else {
             throw OperationFailure(
@@ -110,23 +111,35 @@ struct RecordWriter {
                     current == nil
                         ? "you may not create \(typeName ?? "these") records here" : "you may not change record \(operation.name)"))
         }
+        if let shared = access.shared, let current {
+            guard shared.permission(covering: current.membership.current) == .readWrite else {
+                throw OperationFailure(.accessDenied("record \(operation.name) is not shared with you read-write"))
+            }
+            if current.record.sharedAs != nil, operation.type == .delete || operation.type == .forceDelete {
+                throw OperationFailure(.accessDenied("only the owner deletes the root of a shared hierarchy"))
+            }
+        }
     }
 
-    private func save(_ name: String, fields: [String: FieldValue], over current: StoredRecord?, requested: RecordWire) throws
+    private func save(_ name: String, fields: [String: FieldValue], over current: LiveRecord?, requested: RecordWire) throws
         -> RecordWire
     {
-        guard let recordType = current?.recordType ?? requested.recordType else {
+        guard let recordType = current?.record.recordType ?? requested.recordType else {
             throw OperationFailure(.badRequest("record \(name) does not exist, so the operation must name its recordType"))
         }
         if let other = requested.recordType, other != recordType {
             throw OperationFailure(.badRequest("record \(name) is a \(recordType); it cannot become a \(other)"))
         }
-        let share = shares[name]
-        let fields = try resolveAssets(share == nil ? try conform(fields, to: recordType) : [:], current: current)
+        var share = shares[name]
+        if share != nil, name != RecordService.zoneShareName {
+            share?.root = try hierarchyRoot(of: name, requested: requested, current: current?.record)
+        }
+        let fields = try resolveAssets(share == nil ? try conform(fields, to: recordType) : [:], current: current?.record)
         var record = StoredRecord(
-            recordType: recordType, fields: fields, created: current?.created ?? stamp, modified: stamp,
-            parent: requested.parent ?? current?.parent)
+            recordType: recordType, fields: fields, created: current?.record.created ?? stamp, modified: stamp,
+            parent: requested.parent ?? current?.record.parent)
         record.share = share
+        record.sharedAs = current?.record.sharedAs
         for (field, reference) in record.references {
             if let zone = reference.zoneID, zone.zoneName != zoneID.zoneName {
                 throw OperationFailure(.badRequest("reference \(field) points into zone \(zone.zoneName); references stay within a zone"))
@@ -136,20 +149,104 @@ struct RecordWriter {
                     NimbusError(.validatingReferenceError, "field \(field) references record \(reference.recordName), which does not exist"))
             }
         }
+        let before = current?.membership ?? ShareMembership(current: nil)
+        let membership = before.moved(to: try coveringShare(name, record))
+        if let shared = access.shared, shared.permission(covering: membership.current) != .readWrite {
+            throw OperationFailure(
+                .accessDenied(
+                    current == nil
+                        ? "a record you create in a shared hierarchy needs a parent in it"
+                        : "record \(name) cannot leave the hierarchy shared with you"))
+        }
+        let sequence = try store(name, record, membership: membership, before: current?.record)
+        if membership.current != before.current { try reshare(below: name, to: membership.current) }
+        if let share {
+            try transaction.setGrants(
+                share.participants.map { ZoneGrant(scope: name, grantee: $0.userRecordName, permission: $0.permission) }, scope: name)
+            if let root = share.root { try attach(root: root, to: name) }
+        }
+        return wire(name, record, sequence)
+    }
+
+    /// Writes a version of a record (payload, index rows, the shares it is in) and logs the change.
+    private func store(_ name: String, _ record: StoredRecord, membership: ShareMembership, before: StoredRecord?) throws -> Int64 {
         let payload = try record.encoded()
         guard payload.count <= Self.maxRecordBytes else {
             throw OperationFailure(
                 NimbusError(.requestTooLarge, "record \(name) is \(payload.count) bytes; a record holds at most 1 MB besides its assets"))
         }
         // What the record counts against its owner's quota: its bytes and its assets' files.
-        let assetBytes = fields.values.flatMap(Self.assets).reduce(0) { $0 + ($1.size ?? 0) }
-        let sequence = try transaction.put(name, payload: payload, size: payload.count + Int(assetBytes))
-        try transaction.index(name, kind: recordType, rows: RecordIndexer.rows(name: name, record: record))
-        if let share {
-            try transaction.setGrants(share.participants.map { ZoneGrant(grantee: $0.userRecordName, permission: $0.permission) })
+        let assetBytes = record.fields.values.flatMap(Self.assets).reduce(0) { $0 + ($1.size ?? 0) }
+        let sequence = try transaction.put(name, payload: payload, size: payload.count + Int(assetBytes), audience: membership.audience)
+        try transaction.index(name, kind: record.recordType, rows: RecordIndexer.rows(name: name, record: record, share: membership.current))
+        log.append(RecordChange(name: name, before: before, after: record, sequence: sequence))
+        return sequence
+    }
+
+    /// The root record a hierarchy share is for, checked: it exists, is no share itself and is in no other share.
+    private func hierarchyRoot(of share: String, requested: RecordWire, current: StoredRecord?) throws -> String {
+        let stored = current?.share?.root
+        guard let name = requested.forRecord?.recordName ?? stored else {
+            throw OperationFailure(.badRequest("share \(share) needs forRecord: the root record of the hierarchy it shares"))
         }
-        log.append(RecordChange(name: name, before: current, after: record, sequence: sequence))
-        return wire(name, record, sequence)
+        if let stored, stored != name {
+            throw OperationFailure(.badRequest("share \(share) is for record \(stored); a share's root cannot change"))
+        }
+        guard let root = try live(name) else {
+            throw OperationFailure(.notFound("forRecord names record \(name), which does not exist in this zone"))
+        }
+        guard root.record.recordType != RecordService.shareType else {
+            throw OperationFailure(.badRequest("a share record cannot be the root of a shared hierarchy"))
+        }
+        if let other = root.record.sharedAs ?? root.membership.current, other != share {
+            throw OperationFailure(NimbusError(.alreadyShared, "record \(name) is already in share \(other); a record is in one share at most"))
+        }
+        return name
+    }
+
+    /// The share a record falls under: its own when it is a share record or a shared root, else its parent's.
+    private func coveringShare(_ name: String, _ record: StoredRecord) throws -> String? {
+        if record.recordType == RecordService.shareType { return name == RecordService.zoneShareName ? nil : name }
+        if let sharedAs = record.sharedAs { return sharedAs }
+        guard let parent = record.parent?.recordName, parent != name else { return nil }
+        return try live(parent)?.membership.current
+    }
+
+    /// Makes a record the root of a share, and its hierarchy the share's.
+    private func attach(root name: String, to share: String) throws {
+        guard let root = try live(name), root.record.sharedAs != share else { return }
+        var record = root.record
+        record.sharedAs = share
+        _ = try store(name, record, membership: root.membership.moved(to: share), before: root.record)
+        try reshare(below: name, to: share)
+    }
+
+    /// Ends a share at its root: the hierarchy falls back under whatever covers the root's parent.
+    private func detach(root name: String, from share: String) throws {
+        guard let root = try live(name), root.record.sharedAs == share else { return }
+        var record = root.record
+        record.sharedAs = nil
+        let covering = try coveringShare(name, record)
+        _ = try store(name, record, membership: root.membership.moved(to: covering), before: root.record)
+        try reshare(below: name, to: covering)
+    }
+
+    /// Carries a record's new share down its hierarchy: descendants follow their parent, except roots of
+    /// shares of their own (and what hangs under them). Each moved record gets a new version, so change
+    /// feeds show it arriving in, or leaving, a participant's view.
+    private func reshare(below top: String, to share: String?) throws {
+        var pending = [top]
+        var visited: Set = [top]
+        while let parent = pending.popLast() {
+            for type in schema.recordTypes {
+                for child in try transaction.keys(kind: type.name, field: RecordIndexer.parentField, value: .text(parent))
+                where visited.insert(child).inserted {
+                    guard let live = try live(child), live.record.sharedAs == nil, live.membership.current != share else { continue }
+                    _ = try store(child, live.record, membership: live.membership.moved(to: share), before: live.record)
+                    pending.append(child)
+                }
+            }
+        }
     }
 
     /// Checks fields against the record type's schema and gives each value the field's type where the
@@ -239,10 +336,25 @@ struct RecordWriter {
                     .validatingReferenceError,
                     "record \(blocker.referrer) references \(blocker.target) with VALIDATE; delete or change it first"))
         }
-        for name in doomed {
-            let before = try live(name)?.record
-            log.append(RecordChange(name: name, before: before, after: nil, sequence: try transaction.put(name, payload: nil, size: 0)))
+        let removed = try doomed.compactMap { name in try remove(name).map { (name, $0) } }
+        // A shared root takes its share along; records left without their parent leave its share.
+        for (name, before) in removed {
+            if let share = before.record.sharedAs { try remove(share) }
+            if before.membership.current != nil { try reshare(below: name, to: nil) }
         }
+    }
+
+    /// Tombstones one record, keeping the shares it was in; a share's grants go with it and its root is
+    /// no longer shared. Returns the record as it was, nil when there was none.
+    @discardableResult private func remove(_ name: String) throws -> LiveRecord? {
+        guard let before = try live(name) else { return nil }
+        let sequence = try transaction.put(name, payload: nil, size: 0, audience: before.membership.audience)
+        log.append(RecordChange(name: name, before: before.record, after: nil, sequence: sequence))
+        if let share = before.record.share {
+            try transaction.setGrants([], scope: name)
+            if let root = share.root { try detach(root: root, from: name) }
+        }
+        return before
     }
 
     /// Every (record type, field) of the schema that can hold references.
@@ -250,9 +362,16 @@ struct RecordWriter {
         schema.recordTypes.flatMap { type in type.fields.filter { $0.type == "REFERENCE" }.map { (type.name, $0.name) } }
     }
 
-    private func live(_ name: String) throws -> (record: StoredRecord, sequence: Int64)? {
+    /// A record as this transaction sees it, unless deleted.
+    struct LiveRecord {
+        var record: StoredRecord
+        var sequence: Int64
+        var membership: ShareMembership
+    }
+
+    private func live(_ name: String) throws -> LiveRecord? {
         guard let entry = try transaction.entry(name), entry.payload != nil else { return nil }
-        return (try StoredRecord(entry: entry), entry.sequence)
+        return LiveRecord(record: try StoredRecord(entry: entry), sequence: entry.sequence, membership: ShareMembership(audience: entry.audience))
     }
 
     private func wire(_ name: String, _ record: StoredRecord, _ sequence: Int64) -> RecordWire {

@@ -10,8 +10,10 @@ struct StoredRecord: Codable, Sendable {
     var created: RecordWire.Stamp
     var modified: RecordWire.Stamp
     var parent: RecordReference?
-    /// For a zone's share record: who it is shared with.
+    /// For a share record: who the zone or hierarchy is shared with.
     var share: StoredShare?
+    /// For the root of a shared hierarchy: the name of its share record.
+    var sharedAs: String?
 
     static func changeTag(_ sequence: Int64) -> String { String(sequence, radix: 36) }
 
@@ -22,7 +24,9 @@ struct StoredRecord: Codable, Sendable {
         record.created = created
         record.modified = modified
         record.parent = parent
+        record.share = sharedAs.map { RecordReference(recordName: $0, zoneID: zoneID, action: RecordReference.Action.none) }
         if let share {
+            record.forRecord = share.root.map { RecordReference(recordName: $0, zoneID: zoneID, action: RecordReference.Action.none) }
             record.publicPermission = "NONE"
             record.participants = share.participants.map(\.wire)
             record.shortGUID = share.shortGUID
@@ -49,15 +53,19 @@ struct StoredRecord: Codable, Sendable {
             json.raw(",\"share\":")
             try json.value(share)
         }
+        if let sharedAs {
+            json.raw(",\"sharedAs\":")
+            json.string(sharedAs)
+        }
         json.raw("}")
         return Data(json.bytes)
     }
 
-    /// Whether stored bytes can go out as they are: not a share record (its `share` key is internal) and
-    /// holding no asset (whose download URL is added on the way out). A string that merely contains
-    /// these words only takes the slower path.
+    /// Whether stored bytes can go out as they are: not a share record or a shared root (their `share` and
+    /// `sharedAs` keys are internal) and holding no asset (whose download URL is added on the way out).
+    /// A string that merely contains these words only takes the slower path.
     static func isSpliceable(_ payload: Data) -> Bool {
-        payload.first == UInt8(ascii: "{") && payload.range(of: Data("\"share\"".utf8)) == nil
+        payload.first == UInt8(ascii: "{") && payload.range(of: Data("\"share".utf8)) == nil
             && payload.range(of: Data("ASSETID".utf8)) == nil
     }
 
@@ -89,7 +97,7 @@ struct StoredRecord: Codable, Sendable {
     }
 }
 
-/// A zone share as its share record keeps it; acceptance lives with the zone's grants.
+/// A share as its share record keeps it; acceptance lives with the zone's grants (one scope per share).
 struct StoredShare: Codable, Sendable {
     struct Participant: Codable, Sendable {
         var userRecordName: String
@@ -105,6 +113,8 @@ struct StoredShare: Codable, Sendable {
 
     var participants: [Participant]
     var shortGUID: String
+    /// A hierarchy's root record; nil for a zone share.
+    var root: String?
 }
 
 extension ZoneGrant.Permission: Codable {}

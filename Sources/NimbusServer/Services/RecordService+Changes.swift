@@ -73,6 +73,15 @@ extension RecordService {
         let links = links(database)
         var records = [OutgoingRecord]()
         for entry in page.entries {
+            // In a shared hierarchy: records of the caller's shares, and as deleted those that left them.
+            if let shared = database.shared {
+                let membership = ShareMembership(audience: entry.audience)
+                guard shared.reaches(membership) else { continue }
+                if entry.payload != nil, shared.permission(covering: membership.current) == nil {
+                    records.append(.wire(RecordWire(recordName: entry.key, zoneID: wireZoneID).deleted()))
+                    continue
+                }
+            }
             guard entry.payload != nil else {
                 records.append(.wire(RecordWire(recordName: entry.key, zoneID: wireZoneID).deleted()))
                 continue

@@ -33,6 +33,9 @@ extension RecordService {
             _ = try database.requireCaller()
             throw NimbusError.accessDenied("you may not read \(recordType.name) records")
         }
+        if let shares = RecordAccess(database).hierarchies {
+            conditions.append(IndexCondition(field: RecordIndexer.shareField, .oneOf(shares.keys.sorted().map { .text($0) })))
+        }
         for filter in request.query.filterBy ?? [] { conditions += try planner.conditions(filter) }
         var sort = [IndexSort]()
         for key in request.query.sortBy ?? [] { sort.append(try planner.sort(key)) }

@@ -8,16 +8,14 @@ extension RecordService {
     /// The record name of a zone's share.
     static let zoneShareName = "cloudkit.zoneshare"
 
-    /// Share records a batch saves, resolved to accounts: a zone of the owner's private database is
-    /// shared with each participant, read-only or read-write, once they accept.
+    /// Share records a batch saves, resolved to accounts: a zone of the owner's private database (a share
+    /// named `cloudkit.zoneshare`), or the hierarchy under a record of it (any other share, `forRecord`
+    /// naming the root), is shared with each participant, read-only or read-write, once they accept.
     func resolveShares(_ operations: [PreparedOperation], database: RecordDatabase, zoneName: String) async throws -> [String: StoredShare] {
         var shares = [String: StoredShare]()
         for operation in operations where operation.record.recordType == Self.shareType {
             guard database.scope == .private, zoneName != RecordDatabase.defaultZoneName else {
-                throw NimbusError.badRequest("share a custom zone of your private database (the default zone cannot be shared)")
-            }
-            guard operation.name == Self.zoneShareName else {
-                throw NimbusError.badRequest("only zone shares are supported: name the share record \(Self.zoneShareName)")
+                throw NimbusError.badRequest("share a custom zone of your private database, or records in one (the default zone cannot be shared)")
             }
             guard (operation.record.publicPermission ?? "NONE") == "NONE" else {
                 throw NimbusError.badRequest("publicPermission must be NONE: shares go to named participants")
@@ -44,19 +42,26 @@ extension RecordService {
                 }
                 participants.append(.init(userRecordName: account.id, emailAddress: account.email, permission: permission))
             }
-            shares[operation.name] = StoredShare(participants: participants, shortGUID: Self.shortGUID(owner: database.owner, zone: zoneName))
+            shares[operation.name] = StoredShare(
+                participants: participants, shortGUID: Self.shortGUID(owner: database.owner, zone: zoneName, share: operation.name))
         }
         return shares
     }
 
-    /// A share's address, what a participant accepts: it names the owner and the zone.
-    static func shortGUID(owner: String, zone: String) -> String { Base64URL.encode("z1/\(owner)/\(zone)".utf8) }
+    /// A share's address, what a participant accepts: it names the owner, the zone and the share record.
+    static func shortGUID(owner: String, zone: String, share: String) -> String {
+        Base64URL.encode((share == zoneShareName ? "z1/\(owner)/\(zone)" : "h1/\(owner)/\(zone)/\(share)").utf8)
+    }
 
-    static func share(shortGUID: String) -> (owner: String, zone: String)? {
-        guard shortGUID.utf8.count <= 512, let bytes = Base64URL.decode(shortGUID) else { return nil }
-        let parts = String(decoding: bytes, as: UTF8.self).split(separator: "/", maxSplits: 2).map(String.init)
-        guard parts.count == 3, parts[0] == "z1" else { return nil }
-        return (parts[1], parts[2])
+    static func share(shortGUID: String) -> (owner: String, zone: String, share: String)? {
+        guard shortGUID.utf8.count <= 1024, let bytes = Base64URL.decode(shortGUID) else { return nil }
+        // Account ids and zone names hold no "/"; a share's record name may, so it comes last.
+        let parts = String(decoding: bytes, as: UTF8.self).split(separator: "/", maxSplits: 3, omittingEmptySubsequences: false).map(String.init)
+        switch (parts.first, parts.count) {
+        case ("z1", 3): return (parts[1], parts[2], zoneShareName)
+        case ("h1", 4): return (parts[1], parts[2], parts[3])
+        default: return nil
+        }
     }
 
     /// `records/accept` in the shared database: the caller accepts shares they were invited to; the zones
@@ -69,7 +74,8 @@ extension RecordService {
         }
         var answer = [ZoneResult]()
         for item in request.shortGUIDs {
-            guard let (owner, zoneName) = Self.share(shortGUID: item.value) else {
+            guard let (owner, zoneName, share) = Self.share(shortGUID: item.value), (try? Identifiers.validateZoneName(zoneName)) != nil
+            else {
                 answer.append(.failure(ZoneError(zoneID: .defaultZone, error: .badRequest("\(item.value) is not a share's shortGUID"))))
                 continue
             }
@@ -77,20 +83,22 @@ extension RecordService {
             let zone = ZoneKey(
                 accountID: owner, address: ZoneAddress(service: RecordDatabase.service(database.container, database.environment, .private), name: zoneName))
             do {
-                try await server.store.acceptGrant(zone, grantee: caller.userRecordName)
+                try await server.store.acceptGrant(zone, scope: share, grantee: caller.userRecordName)
                 answer.append(.zone(ZoneWire(zoneID: zoneID, syncToken: try await server.store.zoneState(zone)?.token.encoded, atomic: true)))
             } catch StoreError.missing {
-                answer.append(.failure(ZoneError(zoneID: zoneID, error: NimbusError(.zoneNotFound, "zone \(zoneName) is not shared with you"))))
+                answer.append(.failure(ZoneError(zoneID: zoneID, error: NimbusError(.zoneNotFound, "zone \(zoneName) has no such share with you"))))
             }
         }
         return ZonesResponse(zones: answer)
     }
 
-    /// The zones shared with the caller that they accepted, as their shared database lists them.
+    /// The zones shared with the caller (wholly or in part) that they accepted, once each, as their shared
+    /// database lists them.
     func sharedZones(_ database: RecordDatabase) async throws -> [GrantedZone] {
         let caller = try database.requireCaller()
+        var seen = Set<[String]>()
         return try await server.store.grantedZones(
             grantee: caller.userRecordName, service: RecordDatabase.service(database.container, database.environment, .private)
-        ).filter(\.grant.accepted)
+        ).filter { $0.grant.accepted && seen.insert([$0.owner, $0.name]).inserted }
     }
 }

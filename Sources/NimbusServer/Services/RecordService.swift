@@ -65,10 +65,10 @@ struct RecordService: Sendable {
         let zone = ZoneKey(
             accountID: owner,
             address: ZoneAddress(service: RecordDatabase.service(database.container, database.environment, .private), name: zoneID.zoneName))
-        guard let grant = try await server.store.grants(zone).first(where: { $0.grantee == caller.userRecordName && $0.accepted }) else {
+        guard let scope = SharedScope(grants: try await server.store.grants(zone).filter { $0.grantee == caller.userRecordName }) else {
             throw NimbusError(.zoneNotFound, "zone \(zoneID.zoneName) of \(owner) is not shared with you (or the share is not accepted)")
         }
-        return (database.sharedView(owner: owner, permission: grant.permission), zoneID.zoneName)
+        return (database.sharedView(owner: owner, scope: scope), zoneID.zoneName)
     }
 
     /// The zone a request names; another user's zone is refused, since a private database holds only its
@@ -171,7 +171,8 @@ struct RecordService: Sendable {
             let moved = PushMessage(type: .zoneMoved, zone: zone.address, sequence: last.sequence)
             server.push.publish(to: database.owner, moved)
             if !isDefaultZone {
-                for grant in try await server.store.grants(zone) where grant.accepted { server.push.publish(to: grant.grantee, moved) }
+                let participants = Set(try await server.store.grants(zone).filter(\.accepted).map(\.grantee))
+                for participant in participants { server.push.publish(to: participant, moved) }
             }
             // Subscriptions belong to the zone owner's private database, whoever wrote.
             await notifySubscribers(database.ownerView, zoneName: zoneName, changes: changes, schema: schema)
@@ -181,11 +182,12 @@ struct RecordService: Sendable {
         return JSONBody(bytes: try RecordsResponse(records: answer).encoded())
     }
 
-    /// Share records with each participant's acceptance as the zone's grants record it.
+    /// Share records with each participant's acceptance as the zone's grants of that share record it.
     private func withAcceptance(_ results: [RecordResult], zone: ZoneKey) async throws -> [RecordResult] {
-        let accepted = Set(try await server.store.grants(zone).filter(\.accepted).map(\.grantee))
+        let grants = try await server.store.grants(zone).filter(\.accepted)
         return results.map { result in
             guard case .record(var record) = result, let participants = record.participants else { return result }
+            let accepted = Set(grants.filter { $0.scope == record.recordName }.map(\.grantee))
             record.participants = participants.map { participant in
                 var participant = participant
                 if let name = participant.userIdentity.userRecordName, accepted.contains(name) { participant.acceptanceStatus = "ACCEPTED" }
@@ -228,7 +230,10 @@ struct RecordService: Sendable {
         let links = links(database)
         return RecordsResponse(
             records: try request.records.map { item in
-                guard let entry = found[item.recordName], entry.payload != nil else {
+                // In a shared hierarchy, records outside the caller's shares do not exist for them.
+                guard let entry = found[item.recordName], entry.payload != nil,
+                    access.shared.map({ $0.permission(covering: ShareMembership(audience: entry.audience).current) != nil }) ?? true
+                else {
                     return .failure(RecordError(recordName: item.recordName, error: .notFound("record \(item.recordName) does not exist")))
                 }
                 let record = try StoredRecord(entry: entry)

@@ -165,6 +165,27 @@ extension SQLiteStore {
                     ) WITHOUT ROWID;
                     """)
         }
+        migrator.registerMigration("2026-11-22-share-scopes-entry-audience") { db in
+            // Grants come in scopes (one per share) and entries keep an audience through their tombstones,
+            // so a share of part of a zone can tell its participants what left it.
+            try db.execute(
+                sql: """
+                    ALTER TABLE entries ADD COLUMN audience TEXT;
+                    CREATE TABLE zone_grants_scoped (
+                        zone_id INTEGER NOT NULL REFERENCES zones(id),
+                        scope TEXT NOT NULL,
+                        grantee TEXT NOT NULL REFERENCES accounts(id),
+                        permission TEXT NOT NULL,
+                        accepted INTEGER NOT NULL DEFAULT 0,
+                        PRIMARY KEY (zone_id, scope, grantee)
+                    ) WITHOUT ROWID;
+                    INSERT INTO zone_grants_scoped (zone_id, scope, grantee, permission, accepted)
+                        SELECT zone_id, 'cloudkit.zoneshare', grantee, permission, accepted FROM zone_grants;
+                    DROP TABLE zone_grants;
+                    ALTER TABLE zone_grants_scoped RENAME TO zone_grants;
+                    CREATE INDEX zone_grants_by_grantee ON zone_grants(grantee);
+                    """)
+        }
         return migrator
     }
 }

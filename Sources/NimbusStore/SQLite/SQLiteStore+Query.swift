@@ -14,7 +14,7 @@ extension SQLiteStore {
             return try Row.fetchAll(db, sql: sql.text, arguments: StatementArguments(sql.arguments)).map { row in
                 QueryMatch(
                     zone: ZoneAddress(service: .init(rawValue: row["service"]), name: row["name"]),
-                    entry: Entry(key: row["key"], payload: row["payload"], sequence: row["sequence"]))
+                    entry: Entry(key: row["key"], payload: row["payload"], sequence: row["sequence"], audience: row["audience"]))
             }
         }
     }
@@ -57,7 +57,7 @@ private struct IndexQuerySQL {
         let driver = drivers.min { Self.rank($0.element.match)! < Self.rank($1.element.match)! }
         let drivingCondition = driver?.element ?? IndexCondition(field: IndexEntry.keyField, .prefix(""))
 
-        text = "SELECT z.service, z.name, e.key, e.payload, e.sequence FROM (SELECT DISTINCT zone_id, sequence FROM entry_index d "
+        text = "SELECT z.service, z.name, e.key, e.payload, e.sequence, e.audience FROM (SELECT DISTINCT zone_id, sequence FROM entry_index d "
         arguments += zoneIDs
         text += "WHERE d.zone_id IN (\(zones)) AND d.kind = ? AND d.field = ? AND "
         arguments += [query.kind, drivingCondition.field]

@@ -84,7 +84,7 @@ extension SQLiteStore: ZoneStore {
     public func entries(_ zone: ZoneKey, keys: [String]) async throws -> [Entry] {
         try await read { db in
             guard let state = try Self.state(of: zone, db) else { return [] }
-            let statement = try db.cachedStatement(sql: "SELECT key, payload, sequence FROM entries WHERE zone_id = ? AND key = ?")
+            let statement = try db.cachedStatement(sql: "SELECT key, payload, sequence, audience FROM entries WHERE zone_id = ? AND key = ?")
             return try keys.compactMap { key in try Row.fetchOne(statement, arguments: [state.id, key]).map(Self.entry) }
         }
     }
@@ -94,7 +94,7 @@ extension SQLiteStore: ZoneStore {
             guard let state = try Self.state(of: zone, db) else { return ([], nil) }
             let entries = try Row.fetchAll(
                 try db.cachedStatement(
-                    sql: "SELECT key, payload, sequence FROM entries WHERE zone_id = ? AND payload IS NOT NULL ORDER BY key"),
+                    sql: "SELECT key, payload, sequence, audience FROM entries WHERE zone_id = ? AND payload IS NOT NULL ORDER BY key"),
                 arguments: [state.id]
             ).map(Self.entry)
             return (entries, state)
@@ -108,7 +108,7 @@ extension SQLiteStore: ZoneStore {
             }
             let rows = try Row.fetchAll(
                 try db.cachedStatement(
-                    sql: "SELECT key, payload, sequence FROM entries WHERE zone_id = ? AND sequence > ? ORDER BY sequence LIMIT ?"
+                    sql: "SELECT key, payload, sequence, audience FROM entries WHERE zone_id = ? AND sequence > ? ORDER BY sequence LIMIT ?"
                 ),
                 arguments: [state.id, sequence, limit + 1])
             let entries = rows.prefix(limit).map(Self.entry)
@@ -121,7 +121,7 @@ extension SQLiteStore: ZoneStore {
     public func grants(_ zone: ZoneKey) async throws -> [ZoneGrant] {
         try await read { db in
             guard let state = try Self.state(of: zone, db) else { return [] }
-            return try Row.fetchAll(db, sql: "SELECT * FROM zone_grants WHERE zone_id = ? ORDER BY grantee", arguments: [state.id]).map(Self.grant)
+            return try Row.fetchAll(db, sql: "SELECT * FROM zone_grants WHERE zone_id = ? ORDER BY scope, grantee", arguments: [state.id]).map(Self.grant)
         }
     }
 
@@ -131,22 +131,23 @@ extension SQLiteStore: ZoneStore {
                 db,
                 sql: """
                     SELECT g.*, z.account_id AS owner, z.name, z.id, z.sequence, z.live_entries, z.live_bytes
-                    FROM zone_grants g JOIN zones z ON z.id = g.zone_id WHERE g.grantee = ? AND z.service = ? ORDER BY z.account_id, z.name
+                    FROM zone_grants g JOIN zones z ON z.id = g.zone_id WHERE g.grantee = ? AND z.service = ? ORDER BY z.account_id, z.name, g.scope
                     """, arguments: [grantee, service.rawValue]
             ).map { GrantedZone(owner: $0["owner"], name: $0["name"], grant: Self.grant($0), state: Self.zoneState($0)) }
         }
     }
 
-    public func acceptGrant(_ zone: ZoneKey, grantee: String) async throws {
+    public func acceptGrant(_ zone: ZoneKey, scope: String, grantee: String) async throws {
         try await write { db in
             guard let state = try Self.state(of: zone, db) else { throw StoreError.missing("zone \(zone.address.name)") }
-            try db.execute(sql: "UPDATE zone_grants SET accepted = 1 WHERE zone_id = ? AND grantee = ?", arguments: [state.id, grantee])
+            try db.execute(
+                sql: "UPDATE zone_grants SET accepted = 1 WHERE zone_id = ? AND scope = ? AND grantee = ?", arguments: [state.id, scope, grantee])
             guard db.changesCount == 1 else { throw StoreError.missing("share of zone \(zone.address.name)") }
         }
     }
 
     private static func grant(_ row: Row) -> ZoneGrant {
-        ZoneGrant(grantee: row["grantee"], permission: ZoneGrant.Permission(rawValue: row["permission"]) ?? .read, accepted: row["accepted"])
+        ZoneGrant(scope: row["scope"], grantee: row["grantee"], permission: ZoneGrant.Permission(rawValue: row["permission"]) ?? .read, accepted: row["accepted"])
     }
 
     public func recordWatermark(deviceID: String, zone: ZoneKey, sequence: Int64) async throws {
@@ -213,6 +214,6 @@ extension SQLiteStore: ZoneStore {
     }
 
     static func entry(_ row: Row) -> Entry {
-        Entry(key: row["key"], payload: row["payload"], sequence: row["sequence"])
+        Entry(key: row["key"], payload: row["payload"], sequence: row["sequence"], audience: row["audience"])
     }
 }

@@ -13,12 +13,12 @@ final class SQLiteZoneTransaction: ZoneTransaction {
 
     func entry(_ key: String) throws -> Entry? {
         try Row.fetchOne(
-            try db.cachedStatement(sql: "SELECT key, payload, sequence FROM entries WHERE zone_id = ? AND key = ?"),
+            try db.cachedStatement(sql: "SELECT key, payload, sequence, audience FROM entries WHERE zone_id = ? AND key = ?"),
             arguments: [state.id, key]
         ).map(SQLiteStore.entry)
     }
 
-    func put(_ key: String, payload: Data?, size: Int) throws -> Int64 {
+    func put(_ key: String, payload: Data?, size: Int, audience: String?) throws -> Int64 {
         let previous = try Row.fetchOne(
             try db.cachedStatement(
                 sql: "SELECT payload IS NOT NULL AS live, size, sequence FROM entries WHERE zone_id = ? AND key = ?"),
@@ -39,11 +39,11 @@ final class SQLiteZoneTransaction: ZoneTransaction {
         state.sequence += 1
         try db.cachedStatement(
             sql: """
-                INSERT INTO entries (zone_id, key, payload, size, sequence) VALUES (?, ?, ?, ?, ?)
+                INSERT INTO entries (zone_id, key, payload, size, sequence, audience) VALUES (?, ?, ?, ?, ?, ?)
                 ON CONFLICT (zone_id, key) DO UPDATE
-                SET payload = excluded.payload, size = excluded.size, sequence = excluded.sequence
+                SET payload = excluded.payload, size = excluded.size, sequence = excluded.sequence, audience = excluded.audience
                 """
-        ).execute(arguments: [state.id, key, payload, payload == nil ? 0 : size, state.sequence])
+        ).execute(arguments: [state.id, key, payload, payload == nil ? 0 : size, state.sequence, audience])
         return state.sequence
     }
 
@@ -73,14 +73,17 @@ final class SQLiteZoneTransaction: ZoneTransaction {
         return others + state.liveBytes
     }
 
-    func setGrants(_ grants: [ZoneGrant]) throws {
+    func setGrants(_ grants: [ZoneGrant], scope: String) throws {
         let accepted = Set(
             try String.fetchAll(
-                try db.cachedStatement(sql: "SELECT grantee FROM zone_grants WHERE zone_id = ? AND accepted = 1"), arguments: [state.id]))
-        try db.cachedStatement(sql: "DELETE FROM zone_grants WHERE zone_id = ?").execute(arguments: [state.id])
-        let insert = try db.cachedStatement(sql: "INSERT INTO zone_grants (zone_id, grantee, permission, accepted) VALUES (?, ?, ?, ?)")
+                try db.cachedStatement(sql: "SELECT grantee FROM zone_grants WHERE zone_id = ? AND scope = ? AND accepted = 1"),
+                arguments: [state.id, scope]))
+        try db.cachedStatement(sql: "DELETE FROM zone_grants WHERE zone_id = ? AND scope = ?").execute(arguments: [state.id, scope])
+        let insert = try db.cachedStatement(
+            sql: "INSERT INTO zone_grants (zone_id, scope, grantee, permission, accepted) VALUES (?, ?, ?, ?, ?)")
         for grant in grants {
-            try insert.execute(arguments: [state.id, grant.grantee, grant.permission.rawValue, grant.accepted || accepted.contains(grant.grantee)])
+            try insert.execute(
+                arguments: [state.id, scope, grant.grantee, grant.permission.rawValue, grant.accepted || accepted.contains(grant.grantee)])
         }
     }
 

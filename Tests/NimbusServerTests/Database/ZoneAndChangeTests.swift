@@ -89,7 +89,7 @@ import Testing
         #expect(caller.users.map(\.userRecordName) == [bob.userRecordName])
     }
 
-    @Test func onlyZoneSharesOfCustomZonesAreAccepted() async throws {
+    @Test func sharesNeedACustomZoneKnownPermissionsAndForHierarchiesARoot() async throws {
         let fixture = try await DatabaseFixture.make()
         defer { Task { await fixture.stop() } }
         _ = try await fixture.server.signIn(email: "bob@example.com", device: "laptop")
@@ -99,7 +99,8 @@ import Testing
                 "records/modify",
                 #"{"operations":[{"operationType":"create","record":{"recordName":"\#(name)","recordType":"cloudkit.share","publicPermission":"\#(publicPermission)","participants":[{"userIdentity":{"lookupInfo":{"emailAddress":"bob@example.com"}},"permission":"\#(permission)"}]}}],"zoneID":{"zoneName":"\#(zone)"}}"#)
         }
-        #expect(try await share("root-share", zone: "Z").errorCode == .badRequest, "record hierarchy shares are not supported")
+        let rootless = try await share("root-share", zone: "Z").decode(RecordsResponse.self)
+        #expect(rootless.records.first?.failure?.serverErrorCode == .badRequest, "a hierarchy share names its root with forRecord")
         #expect(try await share("cloudkit.zoneshare", zone: "_defaultZone").errorCode == .badRequest)
         #expect(try await share("cloudkit.zoneshare", zone: "Z", permission: "ADMIN").errorCode == .badRequest)
         #expect(try await share("cloudkit.zoneshare", zone: "Z", publicPermission: "READ_ONLY").errorCode == .badRequest)

@@ -1,7 +1,10 @@
+import Foundation
 import NimbusCore
 
-/// A zone of the user's private database shared with other users (CloudKit's zone-wide `CKShare`).
-public struct ZoneShare: Sendable, Hashable {
+/// A share of the user's private database: a custom zone (CloudKit's zone-wide `CKShare`), or the
+/// hierarchy under a root record — the root and every record whose `parent` chain leads to it
+/// (`CKShare(rootRecord:)`).
+public struct Share: Sendable, Hashable {
     public enum Permission: String, Sendable { case readOnly = "READ_ONLY", readWrite = "READ_WRITE" }
 
     public struct Participant: Sendable, Hashable {
@@ -30,26 +33,50 @@ public struct ZoneShare: Sendable, Hashable {
         }
     }
 
-    public var zoneID: RecordZoneID
+    /// The share record.
+    public var recordID: RecordID
+    /// The root of the shared hierarchy; nil for a zone share.
+    public var rootRecordID: RecordID?
     public var participants: [Participant]
     /// What participants accept the share with (`CloudDatabase.acceptShare`).
     public var shortGUID: String
+
+    public var zoneID: RecordZoneID { recordID.zoneID }
+
+    /// The record name of a zone's share, as CloudKit names it.
+    static let zoneShareName = "cloudkit.zoneshare"
 }
 
 extension CloudDatabase {
     /// Shares a custom zone with other users, replacing its participants. They see it in their shared
     /// database once they accept; read-write participants can change its records.
-    public func shareZone(_ zoneID: RecordZoneID, with participants: [ZoneShare.Participant]) async throws -> ZoneShare {
-        var record = RecordWire(recordName: "cloudkit.zoneshare", recordType: "cloudkit.share")
+    public func shareZone(_ zoneID: RecordZoneID, with participants: [Share.Participant]) async throws -> Share {
+        try await saveShare(RecordID(recordName: Share.zoneShareName, zoneID: zoneID), root: nil, participants: participants)
+    }
+
+    /// Shares a record of a custom zone and every record under it (by `parent`) with other users,
+    /// replacing the participants if the record is already shared. Participants see that zone in their
+    /// shared database once they accept, holding only the shared records; read-write participants can
+    /// change them and add records under them, but not delete the root.
+    public func share(_ rootRecordID: RecordID, with participants: [Share.Participant]) async throws -> Share {
+        let root = try await record(for: rootRecordID, desiredKeys: [])
+        let shareID = root.share?.recordID ?? RecordID(recordName: "Share-" + UUID().uuidString, zoneID: rootRecordID.zoneID)
+        return try await saveShare(shareID, root: rootRecordID, participants: participants)
+    }
+
+    private func saveShare(_ shareID: RecordID, root: RecordID?, participants: [Share.Participant]) async throws -> Share {
+        var record = RecordWire(recordName: shareID.recordName, recordType: "cloudkit.share")
+        record.forRecord = root.map { RecordReference(recordName: $0.recordName) }
         record.participants = participants.map(\.wire)
         record.publicPermission = "NONE"
         let answer: RecordsResponse = try await container.client.send(
             .POST, path("records/modify"),
-            body: RecordsModifyRequest(operations: [RecordOperation(.forceReplace, record)], zoneID: zoneID.wire))
+            body: RecordsModifyRequest(operations: [RecordOperation(.forceReplace, record)], zoneID: shareID.zoneID.wire))
         switch answer.records.first {
         case .record(let share):
-            return ZoneShare(
-                zoneID: zoneID, participants: (share.participants ?? []).map(ZoneShare.Participant.init), shortGUID: share.shortGUID ?? "")
+            return Share(
+                recordID: shareID, rootRecordID: share.forRecord.map { RecordID(recordName: $0.recordName, zoneID: shareID.zoneID) },
+                participants: (share.participants ?? []).map(Share.Participant.init), shortGUID: share.shortGUID ?? "")
         case .failure(let failure): throw Self.error(failure)
         case nil: throw NimbusError(.internalError, "the server answered no share")
         }
@@ -57,7 +84,12 @@ extension CloudDatabase {
 
     /// Stops sharing a zone.
     public func unshareZone(_ zoneID: RecordZoneID) async throws {
-        try await deleteRecord(withID: RecordID(recordName: "cloudkit.zoneshare", zoneID: zoneID))
+        try await deleteRecord(withID: RecordID(recordName: Share.zoneShareName, zoneID: zoneID))
+    }
+
+    /// Ends a share: its participants lose access to what it shared.
+    public func unshare(_ share: Share) async throws {
+        try await deleteRecord(withID: share.recordID)
     }
 
     /// Accepts a share (in the shared database); returns the zone, as the shared database names it.

@@ -1,0 +1,83 @@
+import NimbusStore
+
+/// What a zone's owner shared with the caller: the whole zone (a zone share), or the hierarchies of some
+/// share records, each with its own permission.
+enum SharedScope: Sendable, Equatable {
+    case zone(ZoneGrant.Permission)
+    case hierarchies([String: ZoneGrant.Permission])
+
+    /// The scope the caller's accepted grants of one zone give; nil when they give nothing.
+    init?(grants: [ZoneGrant]) {
+        let accepted = grants.filter(\.accepted)
+        if let zone = accepted.first(where: { $0.scope == RecordService.zoneShareName }) {
+            self = .zone(zone.permission)
+        } else if accepted.isEmpty {
+            return nil
+        } else {
+            self = .hierarchies(Dictionary(accepted.map { ($0.scope, $0.permission) }, uniquingKeysWith: { $1 }))
+        }
+    }
+
+    /// The most the caller may do with some record of the zone.
+    var widest: ZoneGrant.Permission {
+        switch self {
+        case .zone(let permission): permission
+        case .hierarchies(let shares): shares.values.contains(.readWrite) ? .readWrite : .read
+        }
+    }
+
+    /// The caller's permission on a record the share `share` covers (nil: the record is not shared with them).
+    func permission(covering share: String?) -> ZoneGrant.Permission? {
+        switch self {
+        case .zone(let permission): permission
+        case .hierarchies(let shares): share.flatMap { shares[$0] }
+        }
+    }
+
+    /// Whether the caller may learn of a record with this membership at all, now or as a deletion.
+    func reaches(_ membership: ShareMembership) -> Bool {
+        switch self {
+        case .zone: true
+        case .hierarchies(let shares): membership.all.contains { shares[$0] != nil }
+        }
+    }
+}
+
+/// The shares a record is in, as its entry's audience keeps it (through its tombstone too): the share
+/// covering it now, if any, then the shares it has left. A participant of a share the record left sees
+/// it as deleted; anyone else never learns of it.
+struct ShareMembership: Sendable, Equatable {
+    var current: String?
+    var former: [String]
+
+    init(current: String?, former: [String] = []) {
+        self.current = current
+        self.former = former
+    }
+
+    /// Parses an audience: lines, the first the current share (empty for none). Record names hold no
+    /// control characters, so a newline cannot occur in a share's name.
+    init(audience: String?) {
+        guard let audience else {
+            self.init(current: nil)
+            return
+        }
+        let lines = audience.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        self.init(current: lines[0].isEmpty ? nil : lines[0], former: Array(lines.dropFirst()))
+    }
+
+    var audience: String? {
+        guard current != nil || !former.isEmpty else { return nil }
+        return ([current ?? ""] + former).joined(separator: "\n")
+    }
+
+    var all: [String] { (current.map { [$0] } ?? []) + former }
+
+    /// The membership once the record falls under `share`: the share it leaves joins those it left.
+    func moved(to share: String?) -> ShareMembership {
+        guard share != current else { return self }
+        var former = self.former.filter { $0 != share }
+        if let current, !former.contains(current) { former.append(current) }
+        return ShareMembership(current: share, former: former)
+    }
+}

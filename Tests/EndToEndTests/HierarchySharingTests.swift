@@ -1,0 +1,131 @@
+import Foundation
+import NimbusCore
+import NimbusKit
+import NimbusTesting
+import Testing
+
+/// Sharing a record hierarchy: a root record and everything under it by `parent` appear in participants'
+/// shared databases; the rest of the zone stays invisible to them, and records leaving the hierarchy
+/// leave their view.
+@Suite struct HierarchySharingTests {
+    static func record(_ type: String, _ name: String, zone: RecordZoneID, parent: String? = nil) -> Record {
+        var record = Record(recordType: type, recordID: RecordID(recordName: name, zoneID: zone))
+        record["name"] = name
+        record.parent = parent.map { Reference(recordID: RecordID(recordName: $0, zoneID: zone), action: .none) }
+        return record
+    }
+
+    static func names(_ records: [Record]) -> [String] { records.map(\.recordID.recordName).sorted() }
+
+    @Test func participantsSeeAndChangeOnlyTheSharedHierarchy() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        let app = try await server.seedApp()
+        let ann = try await SharingTests.container(server, app, "ann@example.com")
+        let bob = try await SharingTests.container(server, app, "bob@example.com")
+        let cat = try await SharingTests.container(server, app, "cat@example.com")
+        let eve = try await SharingTests.container(server, app, "eve@example.com")
+        let owner = ann.privateCloudDatabase
+
+        let zone = try await owner.save(RecordZone(zoneName: "Trips")).zoneID
+        for record in [
+            Self.record("Lists", "japan", zone: zone), Self.record("Items", "passport", zone: zone, parent: "japan"),
+            Self.record("Items", "yen", zone: zone, parent: "japan"), Self.record("Items", "visa", zone: zone, parent: "passport"),
+            Self.record("Lists", "secret", zone: zone), Self.record("Items", "gift", zone: zone, parent: "secret"),
+        ] {
+            _ = try await owner.save(record)
+        }
+        let share = try await owner.share(
+            RecordID(recordName: "japan", zoneID: zone),
+            with: [.init(emailAddress: "bob@example.com", permission: .readWrite), .init(emailAddress: "cat@example.com", permission: .readOnly)])
+        #expect(share.rootRecordID?.recordName == "japan" && share.participants.count == 2)
+        #expect(try await owner.record(for: RecordID(recordName: "japan", zoneID: zone)).share?.recordID.recordName == share.recordID.recordName)
+        // Sharing again replaces the participants of the same share.
+        let again = try await owner.share(
+            RecordID(recordName: "japan", zoneID: zone),
+            with: [.init(emailAddress: "bob@example.com", permission: .readWrite), .init(emailAddress: "cat@example.com", permission: .readOnly)])
+        #expect(again.recordID.recordName == share.recordID.recordName)
+
+        let shared = try await bob.sharedCloudDatabase.acceptShare(share.shortGUID)
+        _ = try await cat.sharedCloudDatabase.acceptShare(share.shortGUID)
+        await #expect(throws: NimbusError.self) { _ = try await eve.sharedCloudDatabase.acceptShare(share.shortGUID) }
+        let participant = bob.sharedCloudDatabase
+        #expect(try await participant.allRecordZones().map(\.zoneID) == [shared])
+
+        // Queries, lookups and the change feed hold the hierarchy and nothing else of the zone.
+        #expect(Self.names(try await participant.allRecords(matching: Query(recordType: "Items"), inZoneWith: shared)) == ["passport", "visa", "yen"])
+        #expect(Self.names(try await participant.allRecords(matching: Query(recordType: "Lists"), inZoneWith: shared)) == ["japan"])
+        await #expect(throws: NimbusError.self) { _ = try await participant.record(for: RecordID(recordName: "gift", zoneID: shared)) }
+        await #expect(throws: NimbusError.self) { _ = try await participant.record(for: RecordID(recordName: "secret", zoneID: shared)) }
+        let first = try await participant.recordZoneChanges(inZoneWith: shared, since: nil)
+        #expect(Self.names(first.modifications) == ["japan", "passport", share.recordID.recordName, "visa", "yen"].sorted())
+        #expect(first.deletions.isEmpty)
+
+        // A read-write participant adds under the hierarchy and changes its records, but not outside it,
+        // and does not delete the root; a read-only participant writes nothing.
+        let railPass = try await participant.save(Self.record("Items", "rail-pass", zone: shared, parent: "japan"))
+        #expect(railPass.creatorUserRecordName == (try await bob.userRecordName()))
+        #expect(try await owner.record(for: RecordID(recordName: "rail-pass", zoneID: zone))["name"] == "rail-pass")
+        var renamed = try await participant.record(for: RecordID(recordName: "japan", zoneID: shared))
+        renamed["name"] = "Japan 2027"
+        _ = try await participant.save(renamed)
+        for refused in [Self.record("Items", "loose", zone: shared), Self.record("Items", "sneak", zone: shared, parent: "secret")] {
+            await #expect(throws: NimbusError.self) { _ = try await participant.save(refused) }
+        }
+        await #expect(throws: NimbusError.self) { _ = try await participant.save(Self.record("Items", "gift", zone: shared, parent: "japan")) }
+        await #expect(throws: NimbusError.self) { _ = try await participant.deleteRecord(withID: RecordID(recordName: "japan", zoneID: shared)) }
+        _ = try await participant.deleteRecord(withID: RecordID(recordName: "yen", zoneID: shared))
+        await #expect(throws: NimbusError.self) {
+            _ = try await cat.sharedCloudDatabase.save(Self.record("Items", "cake", zone: shared, parent: "japan"))
+        }
+        #expect(try await owner.record(for: RecordID(recordName: "gift", zoneID: zone))["name"] == "gift", "the unshared record is untouched")
+        #expect(try await owner.record(for: RecordID(recordName: "japan", zoneID: zone))["name"] == "Japan 2027")
+
+        // A record in the hierarchy cannot root another share.
+        await #expect(throws: NimbusError.self) {
+            _ = try await owner.share(RecordID(recordName: "rail-pass", zoneID: zone), with: [.init(emailAddress: "cat@example.com", permission: .readOnly)])
+        }
+
+        // The owner moves visa out and deletes passport; changes elsewhere in the zone stay unseen.
+        let token = try await participant.recordZoneChanges(inZoneWith: shared, since: first.changeToken).changeToken
+        var visa = try await owner.record(for: RecordID(recordName: "visa", zoneID: zone))
+        visa.parent = Reference(recordID: RecordID(recordName: "secret", zoneID: zone), action: .none)
+        _ = try await owner.save(visa)
+        var gift = try await owner.record(for: RecordID(recordName: "gift", zoneID: zone))
+        gift["name"] = "surprise"
+        _ = try await owner.save(gift)
+        _ = try await owner.deleteRecord(withID: RecordID(recordName: "passport", zoneID: zone))
+        let later = try await participant.recordZoneChanges(inZoneWith: shared, since: token)
+        #expect(later.modifications.isEmpty)
+        #expect(later.deletions.map(\.recordName).sorted() == ["passport", "visa"])
+        #expect(Self.names(try await participant.allRecords(matching: Query(recordType: "Items"), inZoneWith: shared)) == ["rail-pass"])
+        await #expect(throws: NimbusError.self) { _ = try await participant.record(for: RecordID(recordName: "visa", zoneID: shared)) }
+
+        // Ending the share takes the zone out of participants' shared databases.
+        try await owner.unshare(share)
+        #expect(try await participant.allRecordZones().isEmpty)
+        await #expect(throws: NimbusError.self) { _ = try await participant.allRecords(matching: Query(recordType: "Items"), inZoneWith: shared) }
+        #expect(try await owner.record(for: RecordID(recordName: "japan", zoneID: zone)).share == nil)
+    }
+
+    @Test func deletingTheRootEndsTheShare() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        let app = try await server.seedApp()
+        let ann = try await SharingTests.container(server, app, "ann@example.com")
+        let bob = try await SharingTests.container(server, app, "bob@example.com")
+        let zone = try await ann.privateCloudDatabase.save(RecordZone(zoneName: "Trips")).zoneID
+        _ = try await ann.privateCloudDatabase.save(Self.record("Lists", "japan", zone: zone))
+        _ = try await ann.privateCloudDatabase.save(Self.record("Items", "passport", zone: zone, parent: "japan"))
+        let share = try await ann.privateCloudDatabase.share(
+            RecordID(recordName: "japan", zoneID: zone), with: [.init(emailAddress: "bob@example.com", permission: .readOnly)])
+        let shared = try await bob.sharedCloudDatabase.acceptShare(share.shortGUID)
+        let before = try await bob.sharedCloudDatabase.recordZoneChanges(inZoneWith: shared, since: nil)
+        #expect(before.modifications.count == 3)
+
+        _ = try await ann.privateCloudDatabase.deleteRecord(withID: RecordID(recordName: "japan", zoneID: zone))
+        await #expect(throws: NimbusError.self) { _ = try await ann.privateCloudDatabase.record(for: share.recordID) }
+        #expect(try await bob.sharedCloudDatabase.allRecordZones().isEmpty)
+        #expect(try await ann.privateCloudDatabase.record(for: RecordID(recordName: "passport", zoneID: zone))["name"] == "passport")
+    }
+}
