@@ -144,7 +144,7 @@ struct RecordWriter {
             if let zone = reference.zoneID, zone.zoneName != zoneID.zoneName {
                 throw OperationFailure(.badRequest("reference \(field) points into zone \(zone.zoneName); references stay within a zone"))
             }
-            if reference.action == .validate, reference.recordName != name, try live(reference.recordName) == nil {
+            if reference.action == .validate, reference.recordName != name, try visible(reference.recordName) == nil {
                 throw OperationFailure(
                     NimbusError(.validatingReferenceError, "field \(field) references record \(reference.recordName), which does not exist"))
             }
@@ -331,10 +331,9 @@ struct RecordWriter {
             }
         }
         if let blocker = validating.first(where: { !members.contains($0.referrer) }) {
+            let referrer = try visible(blocker.referrer) == nil ? "a record not shared with you" : "record \(blocker.referrer)"
             throw OperationFailure(
-                NimbusError(
-                    .validatingReferenceError,
-                    "record \(blocker.referrer) references \(blocker.target) with VALIDATE; delete or change it first"))
+                NimbusError(.validatingReferenceError, "\(referrer) references \(blocker.target) with VALIDATE; it must change first"))
         }
         let removed = try doomed.compactMap { name in try remove(name).map { (name, $0) } }
         // A shared root takes its share along; records left without their parent leave its share.
@@ -372,6 +371,13 @@ struct RecordWriter {
     private func live(_ name: String) throws -> LiveRecord? {
         guard let entry = try transaction.entry(name), entry.payload != nil else { return nil }
         return LiveRecord(record: try StoredRecord(entry: entry), sequence: entry.sequence, membership: ShareMembership(audience: entry.audience))
+    }
+
+    /// A live record the caller may see: in a shared hierarchy, only its shares' records exist for them.
+    private func visible(_ name: String) throws -> LiveRecord? {
+        guard let record = try live(name) else { return nil }
+        guard let shared = access.shared else { return record }
+        return shared.permission(covering: record.membership.current) == nil ? nil : record
     }
 
     private func wire(_ name: String, _ record: StoredRecord, _ sequence: Int64) -> RecordWire {

@@ -64,6 +64,10 @@ extension RecordResult {
     var failure: RecordError? { if case .failure(let failure) = self { failure } else { nil } }
 }
 
+extension ZoneResult {
+    var failure: ZoneError? { if case .failure(let failure) = self { failure } else { nil } }
+}
+
 extension Array where Element == RecordResult {
     var names: [String?] { map { $0.record?.recordName } }
     var codes: [ErrorCode?] { map { $0.failure?.serverErrorCode } }
