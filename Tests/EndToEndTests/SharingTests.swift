@@ -66,7 +66,7 @@ import Testing
 
         // Participants cannot change the share, and a read-only one does not grow the schema by trying to write.
         await #expect(throws: NimbusError.self) {
-            try await bob.sharedCloudDatabase.deleteRecord(withID: RecordID(recordName: "cloudkit.zoneshare", zoneID: sharedZone))
+            _ = try await bob.sharedCloudDatabase.shareZone(sharedZone, with: [.init(emailAddress: "eve@example.com", permission: .readWrite)])
         }
         var colored = Self.item("paint", zone: sharedZone)
         colored["color"] = "red"
@@ -74,6 +74,16 @@ import Testing
         let schema = try #require(try await server.store.schemaText(container: app.container, environment: "development"))
         #expect(!schema.contains("color"))
         #expect(try await cat.sharedCloudDatabase.allRecordZones().map(\.zoneID) == [sharedZone], "the share still stands")
+
+        // A participant deleting the share leaves it; it stands for the others.
+        try await cat.sharedCloudDatabase.deleteRecord(withID: RecordID(recordName: "cloudkit.zoneshare", zoneID: sharedZone))
+        #expect(try await cat.sharedCloudDatabase.allRecordZones().isEmpty)
+        await #expect(throws: NimbusError.self) {
+            _ = try await cat.sharedCloudDatabase.records(matching: Query(recordType: "Items"), inZoneWith: sharedZone)
+        }
+        #expect(try await bob.sharedCloudDatabase.allRecordZones().map(\.zoneID) == [sharedZone])
+        let remaining = try await ann.privateCloudDatabase.shareZone(zone, with: [.init(emailAddress: "bob@example.com", permission: .readWrite)])
+        #expect(remaining.participants.map(\.accepted) == [true], "bob's acceptance survives the owner saving the share again")
 
         // The owner sees bob's write; unsharing removes the zone from participants' shared databases.
         #expect(try await ann.privateCloudDatabase.record(for: RecordID(recordName: "bread", zoneID: zone))["name"] == "bread")

@@ -56,6 +56,10 @@ struct RecordWriter {
     func apply(_ operation: PreparedOperation) throws -> RecordWire {
         let current = try live(operation.name)
         let requested = operation.record
+        if let current, current.record.share != nil, !access.ownsDatabase, operation.type == .delete || operation.type == .forceDelete {
+            try leave(operation.name, current)
+            return RecordWire(recordName: operation.name, zoneID: zoneID).deleted()
+        }
         try authorize(operation, current: current)
         if operation.type.checksChangeTag, let current {
             guard requested.recordChangeTag == StoredRecord.changeTag(current.sequence) else {
@@ -161,11 +165,24 @@ struct RecordWriter {
         let sequence = try store(name, record, membership: membership, before: current?.record)
         if membership.current != before.current { try reshare(below: name, to: membership.current) }
         if let share {
-            try transaction.setGrants(
-                share.participants.map { ZoneGrant(scope: name, grantee: $0.userRecordName, permission: $0.permission) }, scope: name)
+            try transaction.setGrants(share.grants(scope: name), scope: name)
             if let root = share.root { try attach(root: root, to: name) }
         }
         return wire(name, record, sequence)
+    }
+
+    /// A participant deleting a share leaves it, as in CloudKit: they drop out of its participants and
+    /// lose what it granted; the share stands for everyone else.
+    private func leave(_ name: String, _ current: LiveRecord) throws {
+        var record = current.record
+        guard var share = record.share, share.participants.contains(where: { $0.userRecordName == stamp.userRecordName }) else {
+            throw OperationFailure(.accessDenied("only the zone's owner may change its shares"))
+        }
+        share.participants.removeAll { $0.userRecordName == stamp.userRecordName }
+        record.share = share
+        record.modified = stamp
+        _ = try store(name, record, membership: current.membership, before: current.record)
+        try transaction.setGrants(share.grants(scope: name), scope: name)
     }
 
     /// Writes a version of a record (payload, index rows, the shares it is in) and logs the change.

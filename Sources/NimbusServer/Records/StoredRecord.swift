@@ -115,6 +115,11 @@ struct StoredShare: Codable, Sendable {
     var shortGUID: String
     /// A hierarchy's root record; nil for a zone share.
     var root: String?
+
+    /// What the share grants its participants, as the zone's grants of the share's scope.
+    func grants(scope: String) -> [ZoneGrant] {
+        participants.map { ZoneGrant(scope: scope, grantee: $0.userRecordName, permission: $0.permission) }
+    }
 }
 
 extension ZoneGrant.Permission: Codable {}

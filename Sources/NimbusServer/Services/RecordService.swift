@@ -112,7 +112,8 @@ struct RecordService: Sendable {
         let shares = try await resolveShares(operations, database: database, zoneName: zoneName)
         // A caller who may not write here does not get to grow the schema either.
         let access = RecordAccess(database)
-        if database.scope == .shared, !access.allows(.write, nil, creator: nil) {
+        let onlyDeletes = operations.allSatisfy { $0.type == .delete || $0.type == .forceDelete }
+        if database.scope == .shared, !onlyDeletes, !access.allows(.write, nil, creator: nil) {
             throw NimbusError.accessDenied("this zone is shared with you read-only")
         }
         let current = try await schemas.schema(database)
