@@ -67,8 +67,16 @@ public struct NimbusServer: Sendable {
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "Nimbus"),
             onServerRunning: { channel in await onRunning(channel.localAddress?.port ?? 0) },
             logger: state.logger)
-        app.addServices(PushShutdown(push: push))
+        app.addServices(
+            PushShutdown(push: push),
+            AssetCollection(collector: AssetCollector(server: state), interval: configuration.assetCollectionInterval, logger: state.logger))
         return app
+    }
+
+    /// Deletes asset files no record holds and no receipt can still bring into one (the server also does
+    /// this every `assetCollectionInterval`); returns how many it deleted.
+    public func collectAssets() async throws -> Int {
+        try await AssetCollector(server: state).collect()
     }
 
     /// Creates the first administrator when there is none, returning its one-time credentials.

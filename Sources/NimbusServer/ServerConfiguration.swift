@@ -19,6 +19,8 @@ public struct ServerConfiguration: Sendable {
     public var userQuotaBytes: Int64 = 5_000_000_000
     /// The largest asset file an upload accepts (CloudKit Web Services allows 50 MB per asset field).
     public var maxAssetBytes: Int64 = 50_000_000
+    /// How often asset files that no record holds (and no receipt can still bring into one) are deleted.
+    public var assetCollectionInterval: Duration = .seconds(3600)
     /// How often the push socket pings a device; a device that does not answer is disconnected.
     public var heartbeat: Duration = .seconds(30)
     /// bcrypt work factor; 12 in production, lower only to make test suites fast.

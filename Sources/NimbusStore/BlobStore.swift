@@ -21,6 +21,9 @@ public protocol BlobStore: Sendable {
     func makeWriter(maxBytes: Int64) throws -> any BlobWriter
     /// The file holding a finished blob, or nil.
     func file(_ id: String) -> URL?
+    /// Deletes every blob not in `live` and every unfinished one, if last written before `cutoff`;
+    /// returns how many it deleted.
+    func sweep(keeping live: Set<String>, writtenBefore cutoff: Date) throws -> Int
 }
 
 public protocol BlobWriter: AnyObject {
@@ -53,9 +56,25 @@ public final class LocalBlobStore: BlobStore {
         let url = directory.appendingPathComponent(id.lowercased())
         return FileManager.default.fileExists(atPath: url.path) ? url : nil
     }
+
+    public func sweep(keeping live: Set<String>, writtenBefore cutoff: Date) throws -> Int {
+        let live = Set(live.map { $0.lowercased() })
+        var deleted = 0
+        for file in try FileManager.default.contentsOfDirectory(at: directory, includingPropertiesForKeys: [.contentModificationDateKey]) {
+            let name = file.lastPathComponent
+            let unfinished = name.hasPrefix(LocalBlobWriter.unfinishedPrefix)
+            guard unfinished || (Secrets.isAPITokenShaped(name) && !live.contains(name)),
+                let written = try file.resourceValues(forKeys: [.contentModificationDateKey]).contentModificationDate, written < cutoff
+            else { continue }
+            try FileManager.default.removeItem(at: file)
+            deleted += 1
+        }
+        return deleted
+    }
 }
 
 final class LocalBlobWriter: BlobWriter {
+    static let unfinishedPrefix = "incoming-"
     private let id: String
     private let temporary: URL
     private let final: URL
@@ -67,7 +86,7 @@ final class LocalBlobWriter: BlobWriter {
     init(directory: URL, id: String, maxBytes: Int64) throws {
         self.id = id
         self.maxBytes = maxBytes
-        temporary = directory.appendingPathComponent("incoming-" + id)
+        temporary = directory.appendingPathComponent(Self.unfinishedPrefix + id)
         final = directory.appendingPathComponent(id)
         guard FileManager.default.createFile(atPath: temporary.path, contents: nil, attributes: [.posixPermissions: 0o600]) else {
             throw CocoaError(.fileWriteUnknown)

@@ -94,6 +94,10 @@ public protocol ZoneStore: Sendable {
     func liveEntries(_ zone: ZoneKey) async throws -> (entries: [Entry], state: ZoneState?)
     /// The named entries that exist (live or tombstoned), in no particular order.
     func entries(_ zone: ZoneKey, keys: [String]) async throws -> [Entry]
+    /// What `extract` finds in every live payload containing `marker`, across the zones of services
+    /// starting with `servicePrefix`, read as of one moment.
+    func scanLivePayloads<T: Sendable>(servicePrefix: String, containing marker: Data, _ extract: @Sendable (Data) throws -> [T])
+        async throws -> [T]
     /// Live entries matching an index query, in its order.
     func query(_ query: IndexQuery) async throws -> [QueryMatch]
 
@@ -172,6 +176,10 @@ public protocol AssetStore: Sendable {
     /// Records the uploaded blob and the receipt's digest; `StoreError.duplicate` if already completed.
     func completeAssetUpload(id: String, blob: StoredBlob, receiptDigest: String) async throws
     func assetUpload(receiptDigest: String) async throws -> AssetUploadRecord?
+    /// Blobs of completed uploads whose URL expires after `date`: receipts that may still be redeemed.
+    func uploadedBlobIDs(expiringAfter date: Date) async throws -> Set<String>
+    /// Forgets uploads whose URL expired before `date`; their receipts can no longer be redeemed.
+    func deleteAssetUploads(expiredBefore date: Date) async throws
 }
 
 /// Everything Nimbus keeps besides blobs. A backend is done when it passes the conformance suite.

@@ -100,4 +100,46 @@ import Testing
         #expect(try await server.request(.POST, uploadPaths[2], body: Data(count: 10)).errorCode == .badRequest)
         #expect(try await server.request(.POST, "/assets/1/upload/../../etc/passwd", body: Data(count: 10)).status == 404)
     }
+
+    @Test func filesNoRecordHoldsAreCollected() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        let app = try await server.seedApp()
+        let session = try await server.signIn(email: "ann@example.com", device: "phone")
+        let database = CloudContainer(identifier: app.container, session: session, apiToken: app.apiToken).privateCloudDatabase
+        func blobCount() throws -> Int {
+            try FileManager.default.contentsOfDirectory(atPath: server.dataDirectory.appendingPathComponent("blobs").path).count
+        }
+        var photos = [Record]()
+        for (title, size) in [("deleted", 1000), ("replaced", 2000), ("kept", 3000)] {
+            var photo = Record(recordType: "Photos")
+            photo["title"] = title
+            photo["image"] = Asset(fileURL: try Self.file(bytes: size).0)
+            photos.append(try await database.save(photo))
+        }
+        _ = try await database.deleteRecord(withID: photos[0].recordID)
+        photos[1]["image"] = Asset(fileURL: try Self.file(bytes: 4000).0)
+        photos[1] = try await database.save(photos[1])
+        // An upload never saved into a record.
+        let base = "/database/1/\(app.container)/development/private/"
+        let token = try await server.request(
+            .POST, base + "assets/upload", session: session, apiToken: app.apiToken,
+            json: #"{"tokens":[{"recordType":"Photos","fieldName":"image"}]}"#
+        ).decode(AssetUploadResponse.self).tokens[0]
+        #expect(try await server.request(.POST, String(token.url.drop { $0 != "/" }.dropFirst(2).drop { $0 != "/" }), body: Data(count: 10)).status == 200)
+        #expect(try blobCount() == 5)
+
+        // Recent files stay (a receipt may still bring them into a record); once no receipt can, only
+        // the files records hold remain, and they still download.
+        #expect(try await server.server.collectAssets() == 0)
+        #expect(try blobCount() == 5)
+        server.clock.advance(by: 2 * 24 * 3600)
+        #expect(try await server.server.collectAssets() == 3)
+        #expect(try blobCount() == 2)
+        for photo in photos.dropFirst() {
+            let fetched = try await database.record(for: photo.recordID)
+            let asset = try #require(fetched["image"] as Asset?)
+            #expect(try await database.download(asset).count == asset.size.map(Int.init))
+        }
+    }
 }

@@ -216,4 +216,24 @@ import Testing
         #expect(Set(text?.split(separator: "\n") ?? []).count == 10)
         #expect(try await store.schemaText(container: "iCloud.com.example.Cloudy", environment: "production") == nil)
     }
+
+    @Test(arguments: StoreBackend.allCases)
+    func aScanFindsLivePayloadsWithTheMarkerInTheServicesZones(_ backend: StoreBackend) async throws {
+        let store = try backend.makeStore()
+        let zone = try await makeZone(store)
+        let other = ZoneKey(accountID: zone.accountID, address: ZoneAddress(service: .init(rawValue: "kv:store"), name: "Lists"))
+        _ = try await store.transact(zone, creating: true) { transaction in
+            try transaction.put("a", payload: Data("photo ASSETID 1".utf8), size: 1)
+            try transaction.put("b", payload: Data("plain".utf8), size: 1)
+            try transaction.put("c", payload: Data("photo ASSETID 3".utf8), size: 1)
+            try transaction.put("c", payload: nil, size: 0)
+        }
+        _ = try await store.transact(other, creating: true) { transaction in
+            try transaction.put("d", payload: Data("photo ASSETID 4".utf8), size: 1)
+        }
+        let found = try await store.scanLivePayloads(servicePrefix: "db:", containing: Data("ASSETID".utf8)) { payload in
+            [String(decoding: payload, as: UTF8.self)]
+        }
+        #expect(found == ["photo ASSETID 1"])
+    }
 }

@@ -193,7 +193,7 @@ struct RecordWriter {
                 NimbusError(.requestTooLarge, "record \(name) is \(payload.count) bytes; a record holds at most 1 MB besides its assets"))
         }
         // What the record counts against its owner's quota: its bytes and its assets' files.
-        let assetBytes = record.fields.values.flatMap(Self.assets).reduce(0) { $0 + ($1.size ?? 0) }
+        let assetBytes = record.fields.values.flatMap(StoredRecord.assets).reduce(0) { $0 + ($1.size ?? 0) }
         let sequence = try transaction.put(name, payload: payload, size: payload.count + Int(assetBytes), audience: membership.audience)
         try transaction.index(name, kind: record.recordType, rows: RecordIndexer.rows(name: name, record: record, share: membership.current))
         log.append(RecordChange(name: name, before: before, after: record, sequence: sequence))
@@ -293,7 +293,7 @@ struct RecordWriter {
     private func resolveAssets(_ fields: [String: FieldValue], current: StoredRecord?) throws -> [String: FieldValue] {
         var held = [String: AssetValue]()
         for value in current?.fields.values ?? [:].values {
-            for asset in Self.assets(value) { if let id = asset.assetID { held[id] = asset } }
+            for asset in StoredRecord.assets(value) { if let id = asset.assetID { held[id] = asset } }
         }
         func resolve(_ value: FieldValue, _ name: String) throws -> FieldValue {
             switch value {
@@ -313,14 +313,6 @@ struct RecordWriter {
         var resolved = [String: FieldValue]()
         for (name, value) in fields { resolved[name] = try resolve(value, name) }
         return resolved
-    }
-
-    private static func assets(_ value: FieldValue) -> [AssetValue] {
-        switch value {
-        case .asset(let asset): [asset]
-        case .list(let values, _): values.flatMap(assets)
-        default: []
-        }
     }
 
 

@@ -78,7 +78,23 @@ struct StoredRecord: Codable, Sendable {
     }
 
     init(entry: Entry) throws {
-        self = try JSONDecoder().decode(Self.self, from: entry.payload ?? Data())
+        try self.init(payload: entry.payload ?? Data())
+    }
+
+    init(payload: Data) throws {
+        self = try JSONDecoder().decode(Self.self, from: payload)
+    }
+
+    /// The ids of the asset files the record holds.
+    var assetIDs: [String] { fields.values.flatMap(Self.assets).compactMap(\.assetID) }
+
+    /// The assets of a field value, in lists too.
+    static func assets(_ value: FieldValue) -> [AssetValue] {
+        switch value {
+        case .asset(let asset): [asset]
+        case .list(let values, _): values.flatMap(assets)
+        default: []
+        }
     }
 
     /// Every reference the record holds, in fields (lists included) and as its parent.

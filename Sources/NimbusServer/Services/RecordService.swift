@@ -131,7 +131,7 @@ struct RecordService: Sendable {
         // The owner's quota covers their private databases of the container, in every environment.
         let quota =
             database.storageScope == .private
-            ? (servicePrefix: "db:\(database.container):", bytes: Int(server.configuration.userQuotaBytes)) : nil
+            ? (servicePrefix: "\(RecordDatabase.servicePrefix)\(database.container):", bytes: Int(server.configuration.userQuotaBytes)) : nil
         let atomic = !isDefaultZone && (request.atomic ?? true)
         let prepared = operations
         let results: [RecordResult]

@@ -29,6 +29,16 @@ extension SQLiteStore: AssetStore {
         }
     }
 
+    public func uploadedBlobIDs(expiringAfter date: Date) async throws -> Set<String> {
+        try await read { db in
+            Set(try String.fetchAll(db, sql: "SELECT blob_id FROM asset_uploads WHERE blob_id IS NOT NULL AND expires_at > ?", arguments: [date.milliseconds]))
+        }
+    }
+
+    public func deleteAssetUploads(expiredBefore date: Date) async throws {
+        try await write { db in try db.execute(sql: "DELETE FROM asset_uploads WHERE expires_at < ?", arguments: [date.milliseconds]) }
+    }
+
     private static func upload(_ row: Row) -> AssetUploadRecord {
         let blob = (row["blob_id"] as String?).map { StoredBlob(id: $0, size: row["size"], checksum: row["checksum"]) }
         return AssetUploadRecord(

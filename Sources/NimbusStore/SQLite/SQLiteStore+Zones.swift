@@ -89,6 +89,23 @@ extension SQLiteStore: ZoneStore {
         }
     }
 
+    public func scanLivePayloads<T: Sendable>(
+        servicePrefix: String, containing marker: Data, _ extract: @Sendable (Data) throws -> [T]
+    ) async throws -> [T] {
+        try await read { db in
+            let payloads = try Data.fetchCursor(
+                db,
+                sql: """
+                    SELECT e.payload FROM entries e JOIN zones z ON z.id = e.zone_id
+                    WHERE substr(z.service, 1, ?) = ? AND e.payload IS NOT NULL AND instr(e.payload, ?) > 0
+                    """,
+                arguments: [servicePrefix.utf8.count, servicePrefix, marker])
+            var found = [T]()
+            while let payload = try payloads.next() { found += try extract(payload) }
+            return found
+        }
+    }
+
     public func liveEntries(_ zone: ZoneKey) async throws -> (entries: [Entry], state: ZoneState?) {
         try await read { db in
             guard let state = try Self.state(of: zone, db) else { return ([], nil) }

@@ -1,0 +1,53 @@
+import Foundation
+import Logging
+import NimbusStore
+import ServiceLifecycle
+
+/// Deletes asset files that no record holds and no receipt can still bring into one: files of deleted
+/// records, of replaced asset values, and uploads never saved into a record.
+///
+/// It marks and sweeps rather than counting references, because a receipt may be redeemed into more
+/// than one record while it is valid. Files written within `grace` stay whatever the scan saw, so a
+/// batch that redeemed a file and committed after the scan's snapshot keeps it.
+struct AssetCollector: Sendable {
+    let server: ServerState
+
+    static let grace: TimeInterval = 60 * 60
+
+    /// Runs one collection; returns how many files it deleted.
+    func collect() async throws -> Int {
+        let now = server.configuration.now()
+        // A receipt can be redeemed until `receiptLifetime` after its upload URL expired.
+        let redeemable = now.addingTimeInterval(-RecordService.receiptLifetime - Self.grace)
+        try await server.store.deleteAssetUploads(expiredBefore: redeemable)
+        var live = try await server.store.uploadedBlobIDs(expiringAfter: redeemable)
+        live.formUnion(
+            try await server.store.scanLivePayloads(servicePrefix: RecordDatabase.servicePrefix, containing: Data("ASSETID".utf8)) {
+                try StoredRecord(payload: $0).assetIDs
+            })
+        return try server.blobs.sweep(keeping: live, writtenBefore: now.addingTimeInterval(-Self.grace))
+    }
+}
+
+/// Runs the asset collector every `interval` while the server runs.
+struct AssetCollection: Service {
+    let collector: AssetCollector
+    let interval: Duration
+    let logger: Logger
+
+    func run() async throws {
+        while !Task.isShuttingDownGracefully {
+            do {
+                try await cancelWhenGracefulShutdown { try await Task.sleep(for: interval) }
+            } catch {
+                return
+            }
+            do {
+                let deleted = try await collector.collect()
+                if deleted > 0 { logger.info("deleted asset files no record holds", metadata: ["files": "\(deleted)"]) }
+            } catch {
+                logger.error("asset collection failed; it runs again later", metadata: ["error": "\(error)"])
+            }
+        }
+    }
+}
