@@ -128,4 +128,45 @@ import Testing
         #expect(try await bob.sharedCloudDatabase.allRecordZones().isEmpty)
         #expect(try await ann.privateCloudDatabase.record(for: RecordID(recordName: "passport", zoneID: zone))["name"] == "passport")
     }
+
+    @Test func sharedDatabaseSubscriptionsHearOnlyOfSharedRecords() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        let app = try await server.seedApp()
+        let ann = try await SharingTests.container(server, app, "ann@example.com")
+        let bob = try await SharingTests.container(server, app, "bob@example.com")
+        let zone = try await ann.privateCloudDatabase.save(RecordZone(zoneName: "Trips")).zoneID
+        var secret = try await ann.privateCloudDatabase.save(Self.record("Lists", "secret", zone: zone))
+        _ = try await ann.privateCloudDatabase.save(Self.record("Lists", "japan", zone: zone))
+        let passportID = try await ann.privateCloudDatabase.save(Self.record("Items", "passport", zone: zone, parent: "japan")).recordID
+        let share = try await ann.privateCloudDatabase.share(
+            RecordID(recordName: "japan", zoneID: zone), with: [.init(emailAddress: "bob@example.com", permission: .readOnly)])
+        let shared = try await bob.sharedCloudDatabase.acceptShare(share.shortGUID)
+        // Sharing gave the hierarchy's records new versions.
+        var passport = try await ann.privateCloudDatabase.record(for: passportID)
+
+        // The shared database has database subscriptions only, as CloudKit's.
+        await #expect(throws: NimbusError.self) { try await bob.sharedCloudDatabase.save(.zone("trips", shared)) }
+        try await bob.sharedCloudDatabase.save(.database("shared-changes"))
+        #expect(try await bob.sharedCloudDatabase.allSubscriptions().map(\.subscriptionID) == ["shared-changes"])
+        #expect(try await bob.privateCloudDatabase.allSubscriptions().isEmpty, "the shared database's subscriptions are its own")
+        let bobsZone = try await bob.privateCloudDatabase.save(RecordZone(zoneName: "Mine")).zoneID
+        try await bob.privateCloudDatabase.save(.zone("mine", bobsZone))
+
+        let listener = bob.notificationListener()
+        defer { listener.stop() }
+        let heard = Recorder(listener.notifications)
+        #expect(await eventually { listener.isConnected })
+        // A change outside the share, one inside it, then one in bob's own zone: by the time the last is
+        // heard, everything before it has been.
+        secret["name"] = "still secret"
+        secret = try await ann.privateCloudDatabase.save(secret)
+        passport["name"] = "passport (renewed)"
+        passport = try await ann.privateCloudDatabase.save(passport)
+        _ = try await bob.privateCloudDatabase.save(Self.record("Items", "note", zone: bobsZone))
+        _ = await heard.first { $0.subscriptionID == "mine" }
+        let sharedChanges = heard.all.filter { $0.subscriptionID == "shared-changes" }
+        #expect(sharedChanges.count == 1)
+        #expect(sharedChanges.first?.databaseScope == "shared" && sharedChanges.first?.zoneID == ZoneID(zoneName: "Trips", ownerRecordName: shared.ownerName))
+    }
 }

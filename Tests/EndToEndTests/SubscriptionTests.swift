@@ -71,6 +71,30 @@ import Testing
         #expect(!received.all.contains { $0.recordName == "bobs" })
     }
 
+    @Test func databaseSubscriptionsHearOfCustomZonesOnly() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        let app = try await server.seedApp()
+        let phone = try await Self.device(server, app, name: "phone")
+        let laptop = try await Self.device(server, app, name: "laptop")
+        let zone = try await phone.database.save(RecordZone(zoneName: "Shopping")).zoneID
+        try await laptop.database.save(.database("every"))
+        try await laptop.database.save(.zone("marker", zone))
+        let listener = laptop.container.notificationListener()
+        defer { listener.stop() }
+        let heard = Recorder(listener.notifications)
+        #expect(await eventually { listener.isConnected })
+
+        // A write to the default zone, then one to the custom zone: once the latter is heard, the
+        // former would have been.
+        _ = try await phone.database.save(Self.item("loose", number: 1, zone: .default))
+        _ = try await phone.database.save(Self.item("milk", number: 1, zone: zone))
+        _ = await heard.first { $0.subscriptionID == "marker" }
+        let every = heard.all.filter { $0.subscriptionID == "every" }
+        #expect(!every.contains { $0.zoneID.zoneName == "_defaultZone" })
+        #expect(await eventually { heard.all.contains { $0.subscriptionID == "every" && $0.zoneID.zoneName == "Shopping" } })
+    }
+
     @Test func publicQuerySubscriptionsSeeEveryonesRecords() async throws {
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }

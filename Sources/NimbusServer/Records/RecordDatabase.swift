@@ -31,6 +31,11 @@ struct RecordDatabase: Sendable {
         return view
     }
 
+    /// The shared database of whoever the owner shares zones with, as their subscriptions see it.
+    var participantsView: RecordDatabase {
+        RecordDatabase(container: container, environment: environment, scope: .shared, caller: nil, owner: owner)
+    }
+
     /// The shared database as it shows one owner's zone to the caller.
     func sharedView(owner: String, scope: SharedScope) -> RecordDatabase {
         var view = RecordDatabase(container: container, environment: environment, scope: .shared, caller: caller, owner: owner)

@@ -28,6 +28,8 @@ struct RecordChange: Sendable {
     var after: StoredRecord?
     /// The zone's sequence after the change.
     var sequence: Int64
+    /// The shares the record is in (and has left), so pushes reach only participants who may see it.
+    var membership: ShareMembership
 }
 
 /// The changes a writer made, in order, cascaded deletions included.
@@ -196,7 +198,7 @@ struct RecordWriter {
         let assetBytes = record.fields.values.flatMap(StoredRecord.assets).reduce(0) { $0 + ($1.size ?? 0) }
         let sequence = try transaction.put(name, payload: payload, size: payload.count + Int(assetBytes), audience: membership.audience)
         try transaction.index(name, kind: record.recordType, rows: RecordIndexer.rows(name: name, record: record, share: membership.current))
-        log.append(RecordChange(name: name, before: before, after: record, sequence: sequence))
+        log.append(RecordChange(name: name, before: before, after: record, sequence: sequence, membership: membership))
         return sequence
     }
 
@@ -357,7 +359,7 @@ struct RecordWriter {
     @discardableResult private func remove(_ name: String) throws -> LiveRecord? {
         guard let before = try live(name) else { return nil }
         let sequence = try transaction.put(name, payload: nil, size: 0, audience: before.membership.audience)
-        log.append(RecordChange(name: name, before: before.record, after: nil, sequence: sequence))
+        log.append(RecordChange(name: name, before: before.record, after: nil, sequence: sequence, membership: before.membership))
         if let share = before.record.share {
             try transaction.setGrants([], scope: name)
             if let root = share.root { try detach(root: root, from: name) }

@@ -21,15 +21,20 @@ final class SubscriptionRegistry: Sendable {
 
     init(store: any Store) { self.store = store }
 
+    /// The shared database's subscriptions are its own, apart from the private database its zones live in.
+    private static func service(_ database: RecordDatabase) -> String {
+        "subscriptions:" + RecordDatabase.service(database.container, database.environment, database.scope).rawValue
+    }
+
     private func zone(_ database: RecordDatabase) -> ZoneKey {
-        ZoneKey(accountID: Self.owner, address: ZoneAddress(service: .init(rawValue: "subscriptions:" + database.service.rawValue), name: "all"))
+        ZoneKey(accountID: Self.owner, address: ZoneAddress(service: .init(rawValue: Self.service(database)), name: "all"))
     }
 
     private static func key(subscriber: String, id: String) -> String { subscriber + "/" + id }
 
     /// Every subscription of the database, whoever made it.
     func all(_ database: RecordDatabase) async throws -> [Stored] {
-        let service = database.service.rawValue
+        let service = Self.service(database)
         if let cached = cache.withLock({ $0[service] }) { return cached }
         let entries = try await store.liveEntries(zone(database)).entries
         let stored = try entries.map { try JSONDecoder().decode(Stored.self, from: $0.payload ?? Data()) }
@@ -48,6 +53,6 @@ final class SubscriptionRegistry: Sendable {
             return EntryMutation(key: Self.key(subscriber: subscriber, id: change.id), payload: payload, size: payload?.count ?? 0)
         }
         _ = try await store.commit(zone(database), mutations: mutations) { _ in }
-        cache.withLock { $0[database.service.rawValue] = nil }
+        cache.withLock { $0[Self.service(database)] = nil }
     }
 }

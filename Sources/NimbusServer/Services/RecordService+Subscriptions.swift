@@ -25,9 +25,6 @@ extension RecordService {
     /// Creates, updates and deletes the caller's subscriptions; each operation succeeds or fails alone.
     func modifySubscriptions(_ database: RecordDatabase, _ request: SubscriptionsModifyRequest) async throws -> SubscriptionsResponse {
         let caller = try database.requireCaller()
-        guard database.scope != .shared else {
-            throw NimbusError.badRequest("subscriptions in the shared database are not supported yet; zone pushes arrive over /push/1")
-        }
         guard (1...Self.maxOperations).contains(request.operations.count) else {
             throw NimbusError.badRequest("operations must hold 1 to \(Self.maxOperations) operations")
         }
@@ -69,6 +66,9 @@ extension RecordService {
     /// Checks a subscription against the database and schema: its zone exists in this kind of database,
     /// its query's type exists and is readable, its filters are ones a query could run.
     private func validate(_ subscription: inout Subscription, database: RecordDatabase, schema: Schema) throws {
+        if database.scope == .shared, subscription.subscriptionType != .database {
+            throw NimbusError.badRequest("the shared database has only database subscriptions, as CloudKit's")
+        }
         if let zoneID = subscription.zoneID { _ = try zoneName(zoneID, in: database) }
         switch subscription.subscriptionType {
         case .query:
@@ -89,8 +89,11 @@ extension RecordService {
         }
     }
 
-    /// Sends the notifications a committed batch fires, over the subscribers' push sockets.
-    func notifySubscribers(_ database: RecordDatabase, zoneName: String, changes: [RecordChange], schema: Schema) async {
+    /// Sends the notifications a committed batch fires, over the subscribers' push sockets. In the shared
+    /// database, `participants` says what each participant was shared: they hear of changes they may see.
+    func notifySubscribers(
+        _ database: RecordDatabase, zoneName: String, changes: [RecordChange], schema: Schema, participants: [String: SharedScope] = [:]
+    ) async {
         let subscriptions: [SubscriptionRegistry.Stored]
         do {
             subscriptions = try await server.subscriptions.all(database)
@@ -102,8 +105,14 @@ extension RecordService {
         let zone = database.zone(zoneName)
         var firedOnce = [String: [String]]()
         for stored in subscriptions {
-            // In a private database only its owner's subscriptions can see its changes.
-            guard database.scope == .public || stored.subscriber == database.owner else { continue }
+            switch database.scope {
+            case .public: break
+            case .private:
+                // In a private database only its owner's subscriptions can see its changes.
+                guard stored.subscriber == database.owner else { continue }
+            case .shared:
+                guard let scope = participants[stored.subscriber], changes.contains(where: { scope.reaches($0.membership) }) else { continue }
+            }
             let fired = notifications(for: stored, database: database, zoneName: zoneName, changes: changes, schema: schema)
             for notification in fired {
                 server.push.publish(
@@ -137,7 +146,8 @@ extension RecordService {
         }
         switch subscription.subscriptionType {
         case .database:
-            return [notification(.database)]
+            // As CloudKit's: changes in custom zones only.
+            return zoneName == RecordDatabase.defaultZoneName ? [] : [notification(.database)]
         case .zone:
             return (subscription.zoneID?.zoneName ?? RecordDatabase.defaultZoneName) == zoneName ? [notification(.recordZone)] : []
         case .query:

@@ -171,12 +171,21 @@ struct RecordService: Sendable {
         if let last = changes.last {
             let moved = PushMessage(type: .zoneMoved, zone: zone.address, sequence: last.sequence)
             server.push.publish(to: database.owner, moved)
-            if !isDefaultZone {
-                let participants = Set(try await server.store.grants(zone).filter(\.accepted).map(\.grantee))
-                for participant in participants { server.push.publish(to: participant, moved) }
-            }
-            // Subscriptions belong to the zone owner's private database, whoever wrote.
+            // Subscriptions of the zone owner's private database fire whoever wrote; participants' shared
+            // database subscriptions fire for what reaches their shares.
             await notifySubscribers(database.ownerView, zoneName: zoneName, changes: changes, schema: schema)
+            if !isDefaultZone {
+                let grants = try await server.store.grants(zone)
+                var participants = [String: SharedScope]()
+                for grantee in Set(grants.filter(\.accepted).map(\.grantee)) {
+                    server.push.publish(to: grantee, moved)
+                    participants[grantee] = SharedScope(grants: grants.filter { $0.grantee == grantee })
+                }
+                if !participants.isEmpty {
+                    await notifySubscribers(
+                        database.participantsView, zoneName: zoneName, changes: changes, schema: schema, participants: participants)
+                }
+            }
         }
         var answer = results.map(links(database).apply)
         if !shares.isEmpty { answer = try await withAcceptance(answer, zone: zone) }
