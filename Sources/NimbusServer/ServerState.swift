@@ -11,6 +11,7 @@ final class ServerState: Sendable {
     let push: PushHub
     let schemas: SchemaRegistry
     let subscriptions: SubscriptionRegistry
+    let roles: RoleRegistry
     let blobs: any BlobStore
     /// Signs asset download URLs.
     let urlSigningKey: [UInt8]
@@ -28,6 +29,7 @@ final class ServerState: Sendable {
         self.push = PushHub()
         self.schemas = SchemaRegistry(store: store)
         self.subscriptions = SubscriptionRegistry(store: store)
+        self.roles = RoleRegistry(store: store)
         self.blobs = try LocalBlobStore(directory: configuration.blobDirectory)
         self.urlSigningKey = try Self.loadOrCreateKey(at: configuration.urlSigningKeyPath)
         self.decoyPasswordHash = Bcrypt.hash(Secrets.password(), cost: configuration.bcryptCost)

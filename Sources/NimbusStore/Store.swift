@@ -182,5 +182,14 @@ public protocol AssetStore: Sendable {
     func deleteAssetUploads(expiredBefore date: Date) async throws
 }
 
+/// Who holds a container's custom security roles, per environment (the built-in roles need no members).
+public protocol RoleStore: Sendable {
+    /// Every membership of the container's environment.
+    func roleMembers(container: String, environment: String) async throws -> [RoleMember]
+    /// Adds an account to a role (`member`) or removes it; adding a member or removing a non-member again
+    /// changes nothing.
+    func setRoleMember(_ membership: RoleMember, container: String, environment: String, member: Bool) async throws
+}
+
 /// Everything Nimbus keeps besides blobs. A backend is done when it passes the conformance suite.
-public typealias Store = AccountStore & DeveloperStore & ZoneStore & SchemaStore & AssetStore
+public typealias Store = AccountStore & DeveloperStore & ZoneStore & SchemaStore & AssetStore & RoleStore

@@ -271,3 +271,14 @@ public struct StoredCredentials: Sendable, Hashable {
         self.app = app
     }
 }
+
+/// An account holding a custom security role.
+public struct RoleMember: Sendable, Hashable {
+    public var role: String
+    public var accountID: String
+
+    public init(role: String, accountID: String) {
+        self.role = role
+        self.accountID = accountID
+    }
+}

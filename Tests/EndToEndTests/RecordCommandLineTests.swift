@@ -85,6 +85,17 @@ import Testing
         try "DEFINE SCHEMA\n    RECORD TYPE Items (name INT64);\n".write(to: file, atomically: true, encoding: .utf8)
         let retyped = try await run(["schema", "import", file.path] + c, server)
         #expect(retyped.status == 1 && retyped.stderr.contains("Items.name"))
+
+        // Custom roles: declared in the schema, given to and taken from accounts.
+        try "DEFINE SCHEMA\n    CREATE ROLE Editors;\n    RECORD TYPE Items (name STRING QUERYABLE SORTABLE, number INT64, GRANT WRITE TO Editors);\n"
+            .write(to: file, atomically: true, encoding: .utf8)
+        #expect(try await run(["schema", "import", file.path] + c, server).status == 0)
+        let given = try await run(["schema", "roles", "--give", "Editors", "--email", "ann@example.com"] + c, server)
+        #expect(given.status == 0 && given.stdout.contains("Editors: ann@example.com"), "\(given.stderr)")
+        let taken = try await run(["schema", "roles", "--take", "Editors", "--email", "ann@example.com"] + c, server)
+        #expect(taken.status == 0 && taken.stdout.contains("Editors: (nobody)"), "\(taken.stderr)")
+        let unknown = try await run(["schema", "roles", "--give", "Owners", "--email", "ann@example.com"] + c, server)
+        #expect(unknown.status == 1 && unknown.stderr.contains("NOT_FOUND"))
     }
 }
 

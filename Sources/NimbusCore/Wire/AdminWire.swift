@@ -168,3 +168,28 @@ public struct ServerKeyInfo: Codable, Sendable, Hashable {
         self.revoked = revoked
     }
 }
+
+/// A custom security role of a container's environment and the accounts holding it.
+public struct RoleInfo: Codable, Sendable, Hashable {
+    public struct Member: Codable, Sendable, Hashable {
+        public var userRecordName: String
+        public var email: String
+        public init(userRecordName: String, email: String) {
+            self.userRecordName = userRecordName
+            self.email = email
+        }
+    }
+
+    public var role: String
+    public var members: [Member]
+    public init(role: String, members: [Member]) {
+        self.role = role
+        self.members = members
+    }
+}
+
+/// Gives a role to the account with this email address.
+public struct RoleMemberRequest: Codable, Sendable, Hashable {
+    public var email: String
+    public init(email: String) { self.email = email }
+}

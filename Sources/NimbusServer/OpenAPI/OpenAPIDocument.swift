@@ -100,6 +100,16 @@ enum OpenAPIDocument {
             summary: "Import a schema into development (additions only)", access: .administrator, request: "SchemaDocument",
             response: "SchemaDocument"),
         Operation(
+            method: "get", path: "/admin/1/containers/{container}/roles/{environment}",
+            summary: "A container environment's custom security roles and their members", access: .administrator, response: "RoleList"),
+        Operation(
+            method: "post", path: "/admin/1/containers/{container}/roles/{environment}/{role}/members",
+            summary: "Give a custom security role to the account with an email address", access: .administrator,
+            request: "RoleMemberRequest", response: "RoleList"),
+        Operation(
+            method: "delete", path: "/admin/1/containers/{container}/roles/{environment}/{role}/members/{userRecordName}",
+            summary: "Take a custom security role from an account", access: .administrator),
+        Operation(
             method: "post", path: "/admin/1/containers/{container}/schema/deploy",
             summary: "Deploy the development schema to production (additive only)", access: .administrator,
             request: "SchemaDeployRequest", response: "SchemaDeployResponse"),

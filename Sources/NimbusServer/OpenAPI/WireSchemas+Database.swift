@@ -181,6 +181,24 @@ extension WireSchemas {
         ),
         ("AcceptSharesRequest", object([("shortGUIDs", array(of: object([("value", string)], required: ["value"])))], required: ["shortGUIDs"])),
         ("SchemaDocument", object([("text", string)], required: ["text"])),
+        ("RoleMemberRequest", object([("email", string)], required: ["email"])),
+        (
+            "RoleList",
+            object(
+                [
+                    (
+                        "items",
+                        [
+                            "type": "array",
+                            "items": object(
+                                [
+                                    ("role", string),
+                                    ("members", ["type": "array", "items": object([("userRecordName", string), ("email", string)], required: [])]),
+                                ], required: ["role", "members"]),
+                        ]
+                    )
+                ], required: ["items"])
+        ),
         ("SchemaDeployRequest", object([("dryRun", boolean)], required: [])),
         (
             "SchemaDeployResponse",

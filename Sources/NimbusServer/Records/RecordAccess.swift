@@ -5,11 +5,14 @@ import NimbusStore
 /// database, what the type's grants give the roles they hold.
 ///
 /// The built-in roles are CloudKit's: `_world` (anyone, signed in or not), `_icloud` (any signed-in user)
-/// and `_creator` (the user who created the record). A type without grants gets CloudKit's defaults:
-/// everyone reads, signed-in users create, the creator writes. WRITE includes READ.
+/// and `_creator` (the user who created the record); custom roles are held by the accounts an
+/// administrator gave them. A type without grants gets CloudKit's defaults: everyone reads, signed-in
+/// users create, the creator writes. WRITE includes READ.
 struct RecordAccess: Sendable {
     let caller: String?
     let ownsDatabase: Bool
+    /// The custom roles the caller holds.
+    let roles: Set<String>
     /// In a shared zone: what its owner shared with the caller. Checks here are for the zone as a whole;
     /// in a shared hierarchy each record is checked against its share (`SharedScope.permission(covering:)`).
     let shared: SharedScope?
@@ -21,6 +24,7 @@ struct RecordAccess: Sendable {
     init(_ database: RecordDatabase) {
         caller = database.caller?.userRecordName
         ownsDatabase = database.scope == .private
+        roles = database.caller == nil ? [] : database.roles
         shared = database.scope == .shared ? database.shared : nil
     }
 
@@ -51,7 +55,7 @@ struct RecordAccess: Sendable {
         case "_world": true
         case "_icloud": caller != nil
         case "_creator": caller != nil && caller == creator
-        default: false  // custom roles have no members on this server yet
+        default: roles.contains(role)
         }
     }
 

@@ -19,6 +19,8 @@ struct RecordDatabase: Sendable {
     var baseURL = ""
     /// In the shared database, what the zone's owner shared with the caller.
     var shared: SharedScope?
+    /// In the public database, the custom security roles the caller holds.
+    var roles: Set<String> = []
 
     /// Where the data lives: a shared zone is a zone of its owner's private database.
     var storageScope: Scope { scope == .shared ? .private : scope }

@@ -5,6 +5,7 @@ import NimbusCore
 struct AdminRoutes {
     let service: AdminService
     var schemas: SchemaService { SchemaService(server: service.server) }
+    var roles: RoleService { RoleService(server: service.server) }
 
     func register(on router: Router<AppRequestContext>) {
         let admin = router.group("admin/1", context: UserRequestContext.self)
@@ -57,6 +58,19 @@ struct AdminRoutes {
         admin.post("containers/:container/schema/deploy") { request, context in
             try await schemas.deploy(
                 container: context.parameters.require("container"), try await request.decode(as: SchemaDeployRequest.self, context: context))
+        }
+        admin.get("containers/:container/roles/:environment") { _, context in
+            try await roles.list(container: context.parameters.require("container"), environment: context.parameters.require("environment"))
+        }
+        admin.post("containers/:container/roles/:environment/:role/members") { request, context in
+            try await roles.add(
+                container: context.parameters.require("container"), environment: context.parameters.require("environment"),
+                role: context.parameters.require("role"), try await request.decode(as: RoleMemberRequest.self, context: context))
+        }
+        admin.delete("containers/:container/roles/:environment/:role/members/:userRecordName") { _, context in
+            try await roles.remove(
+                container: context.parameters.require("container"), environment: context.parameters.require("environment"),
+                role: context.parameters.require("role"), userRecordName: context.parameters.require("userRecordName"))
         }
     }
 }

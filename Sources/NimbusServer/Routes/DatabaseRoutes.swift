@@ -14,16 +14,16 @@ struct DatabaseRoutes {
         post(database, "records/changes", RecordsChangesRequest.self, service.recordChanges)
         post(database, "assets/upload", AssetUploadRequest.self, service.requestUploads)
         post(database, "records/accept", AcceptSharesRequest.self, service.acceptShares)
-        database.get("zones/list") { request, context in try await service.listZones(try authorize(request, context)) }
+        database.get("zones/list") { request, context in try await service.listZones(try await authorize(request, context)) }
         post(database, "zones/lookup", ZonesLookupRequest.self, service.lookupZones)
         post(database, "zones/modify", ZonesModifyRequest.self, service.modifyZones)
         post(database, "zones/changes", DatabaseChangesRequest.self, service.databaseChanges)
         post(database, "changes/database", DatabaseChangesRequest.self, service.databaseChanges)
         post(database, "changes/zone", ZoneChangesRequest.self, service.zoneChanges)
-        database.get("subscriptions/list") { request, context in try await service.listSubscriptions(try authorize(request, context)) }
+        database.get("subscriptions/list") { request, context in try await service.listSubscriptions(try await authorize(request, context)) }
         post(database, "subscriptions/lookup", SubscriptionsLookupRequest.self, service.lookupSubscriptions)
         post(database, "subscriptions/modify", SubscriptionsModifyRequest.self, service.modifySubscriptions)
-        database.get("users/caller") { request, context in try service.caller(try authorize(request, context)) }
+        database.get("users/caller") { request, context in try service.caller(try await authorize(request, context)) }
     }
 
     /// Upload and download URLs of assets: their own credentials (an unguessable upload id, a signature).
@@ -38,8 +38,8 @@ struct DatabaseRoutes {
         }
     }
 
-    private func authorize(_ request: Request, _ context: DatabaseRequestContext) throws -> RecordDatabase {
-        var database = try service.authorize(
+    private func authorize(_ request: Request, _ context: DatabaseRequestContext) async throws -> RecordDatabase {
+        var database = try await service.authorize(
             context, container: context.parameters.require("container"), environment: context.parameters.require("environment"),
             database: context.parameters.require("database"), apiToken: request.uri.queryParameters.get("ckAPIToken"))
         if let host = request.head.authority {
@@ -54,7 +54,7 @@ struct DatabaseRoutes {
         _ handler: @escaping @Sendable (RecordDatabase, Body) async throws -> Answer
     ) {
         group.post(path) { request, context in
-            let database = try authorize(request, context)
+            let database = try await authorize(request, context)
             return try await handler(database, try await request.decode(as: Body.self, context: context))
         }
     }

@@ -102,6 +102,13 @@ extension RecordService {
             return
         }
         guard !subscriptions.isEmpty, let last = changes.last else { return }
+        let roles: [String: Set<String>]
+        do {
+            roles = database.scope == .public ? try await server.roles.holders(container: database.container, environment: database.environment) : [:]
+        } catch {
+            server.logger.error("could not read security roles", metadata: ["error": "\(error)"])
+            return
+        }
         let zone = database.zone(zoneName)
         var firedOnce = [String: [String]]()
         for stored in subscriptions {
@@ -113,7 +120,8 @@ extension RecordService {
             case .shared:
                 guard let scope = participants[stored.subscriber], changes.contains(where: { scope.reaches($0.membership) }) else { continue }
             }
-            let fired = notifications(for: stored, database: database, zoneName: zoneName, changes: changes, schema: schema)
+            let fired = notifications(
+                for: stored, database: database, zoneName: zoneName, changes: changes, schema: schema, roles: roles[stored.subscriber] ?? [])
             for notification in fired {
                 server.push.publish(
                     to: stored.subscriber,
@@ -133,7 +141,8 @@ extension RecordService {
     }
 
     private func notifications(
-        for stored: SubscriptionRegistry.Stored, database: RecordDatabase, zoneName: String, changes: [RecordChange], schema: Schema
+        for stored: SubscriptionRegistry.Stored, database: RecordDatabase, zoneName: String, changes: [RecordChange], schema: Schema,
+        roles: Set<String>
     ) -> [RecordNotification] {
         let subscription = stored.subscription
         func notification(_ kind: RecordNotification.Kind, record: String? = nil, reason: RecordNotification.Reason? = nil)
@@ -156,9 +165,11 @@ extension RecordService {
             else { return [] }
             let planner = QueryPlanner(recordType: type)
             guard let conditions = try? (query.filterBy ?? []).flatMap({ try planner.conditions($0) }) else { return [] }
-            let access = RecordAccess(
-                RecordDatabase(container: database.container, environment: database.environment, scope: database.scope,
-                    caller: .init(userRecordName: stored.subscriber, deviceID: ""), owner: database.owner))
+            var subscriber = RecordDatabase(
+                container: database.container, environment: database.environment, scope: database.scope,
+                caller: .init(userRecordName: stored.subscriber, deviceID: ""), owner: database.owner)
+            subscriber.roles = roles
+            let access = RecordAccess(subscriber)
             let events = Set(subscription.firesOn ?? Subscription.Event.allCases)
             func matches(_ record: StoredRecord?, _ name: String) -> Bool {
                 guard let record, record.recordType == type.name,

@@ -15,7 +15,7 @@ struct RecordService: Sendable {
     /// the container's, readable without signing in.
     func authorize(
         _ context: DatabaseRequestContext, container: String, environment: String, database: String, apiToken: String? = nil
-    ) throws -> RecordDatabase {
+    ) async throws -> RecordDatabase {
         let caller: RecordDatabase.Caller?
         switch context.principal {
         case .app(let credential, let session):
@@ -49,7 +49,11 @@ struct RecordService: Sendable {
         }
         switch scope {
         case .private, .shared: return answer(try answer("").requireCaller().userRecordName)
-        case .public: return answer(RecordDatabase.publicOwner)
+        case .public:
+            // Custom security roles grant only in the public database.
+            var database = answer(RecordDatabase.publicOwner)
+            if let caller { database.roles = try await server.roles.holders(container: container, environment: environment)[caller.userRecordName] ?? [] }
+            return database
         }
     }
 

@@ -186,6 +186,18 @@ extension SQLiteStore {
                     CREATE INDEX zone_grants_by_grantee ON zone_grants(grantee);
                     """)
         }
+        migrator.registerMigration("2026-11-22-role-members") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE role_members (
+                        container TEXT NOT NULL REFERENCES containers(identifier),
+                        environment TEXT NOT NULL,
+                        role TEXT NOT NULL,
+                        account_id TEXT NOT NULL REFERENCES accounts(id),
+                        PRIMARY KEY (container, environment, role, account_id)
+                    ) WITHOUT ROWID;
+                    """)
+        }
         return migrator
     }
 }

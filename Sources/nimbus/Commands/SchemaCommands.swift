@@ -7,7 +7,7 @@ struct SchemaCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "schema", abstract: "Export, import, compare and deploy a container's schema (as an administrator).",
         discussion: "Schemas use CloudKit's text format (DEFINE SCHEMA, RECORD TYPE, QUERYABLE/SORTABLE/SEARCHABLE, GRANT).",
-        subcommands: [SchemaExport.self, SchemaImport.self, SchemaDiffCommand.self, SchemaDeploy.self])
+        subcommands: [SchemaExport.self, SchemaImport.self, SchemaDiffCommand.self, SchemaDeploy.self, SchemaRoles.self])
 }
 
 /// Options of the schema commands: an administrator's device and the container.
@@ -19,12 +19,55 @@ struct SchemaOptions: ParsableArguments {
     var admin: AdminClient { AdminClient(options: client) }
 
     var path: String {
+        get throws { try containerPath + "/schema" }
+    }
+
+    var containerPath: String {
         get throws {
             let signedIn = try client.profile().container
             guard let identifier = container ?? Environment.string("NIMBUS_CONTAINER") ?? signedIn else {
                 throw CLIError("no container: pass --container, or --container to `nimbus login`, or set NIMBUS_CONTAINER")
             }
-            return "/admin/1/containers/\(identifier)/schema"
+            return "/admin/1/containers/\(identifier)"
+        }
+    }
+}
+
+struct SchemaRoles: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "roles",
+        abstract: "List the custom security roles (CREATE ROLE) and who holds them; give one (--give ROLE --email E) or take one (--take ROLE --email E).",
+        discussion: "A role's GRANTs apply in the public database to the accounts holding it.")
+    @OptionGroup var options: SchemaOptions
+    @Option(help: "development or production.") var environment: String = "development"
+    @Option(help: "Give this role to the account with --email.") var give: String?
+    @Option(help: "Take this role from the account with --email.") var take: String?
+    @Option(help: "The account's email address.") var email: String?
+
+    func run() async throws {
+        let roles = try options.containerPath + "/roles/\(environment)"
+        let list: ListResponse<RoleInfo>
+        switch (give, take, email) {
+        case (let role?, nil, let email?):
+            list = await options.admin.send(.POST, roles + "/\(role)/members", body: RoleMemberRequest(email: email))
+        case (nil, let role?, let email?):
+            let users: ListResponse<UserInfo> = await options.admin.send(.GET, "/admin/1/users")
+            guard let user = users.items.first(where: { $0.email == email.lowercased() }) else { fail(CLIError("no account has the email \(email)")) }
+            do {
+                try await NimbusClient(session: try options.client.profile().session, apiToken: nil).send(
+                    .DELETE, roles + "/\(role)/members/\(user.userRecordName)")
+            } catch {
+                fail(error)
+            }
+            list = await options.admin.send(.GET, roles)
+        case (nil, nil, nil):
+            list = await options.admin.send(.GET, roles)
+        default:
+            fail(ValidationError("use --give ROLE --email E, or --take ROLE --email E, or neither"))
+        }
+        options.admin.print(list) {
+            list.items.map { "\($0.role): \($0.members.isEmpty ? "(nobody)" : $0.members.map(\.email).joined(separator: ", "))" }
+                .joined(separator: "\n")
         }
     }
 }

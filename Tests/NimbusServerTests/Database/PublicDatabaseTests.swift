@@ -1,6 +1,7 @@
 import Foundation
 import NimbusCore
 import NimbusKit
+import NIOHTTP1
 import NimbusTesting
 import Testing
 
@@ -69,5 +70,52 @@ import Testing
         #expect(try Self.results(annsDraft).codes == [.accessDenied])
         let anonymous = try await fixture.post("records/query", #"{"query":{"recordType":"Drafts"}}"#, database: "public", anonymous: true)
         #expect(anonymous.status == 421)
+    }
+
+    @Test func customRolesGrantWhatTheSchemaSaysToTheirMembers() async throws {
+        let fixture = try await DatabaseFixture.make()
+        defer { Task { await fixture.stop() } }
+        let bob = try await fixture.server.signIn(email: "bob@example.com", device: "laptop")
+        let admin = NimbusClient(session: try await fixture.server.signInAdministrator(), apiToken: nil)
+        let roles = "/admin/1/containers/\(fixture.app.container)/roles/development"
+        let schema = SchemaDocument(
+            text: """
+                DEFINE SCHEMA
+                    CREATE ROLE Moderators;
+                    RECORD TYPE Posts (
+                        text STRING QUERYABLE,
+                        GRANT READ TO "_world",
+                        GRANT CREATE TO "_icloud",
+                        GRANT WRITE TO "_creator",
+                        GRANT WRITE TO "Moderators"
+                    );
+                """)
+        let _: SchemaDocument = try await admin.send(.PUT, "/admin/1/containers/\(fixture.app.container)/schema/development", body: schema)
+        #expect(try Self.results(try await fixture.post("records/modify", Self.create("p1"), database: "public")).codes == [nil])
+        let moderate = #"{"operations":[{"operationType":"forceUpdate","record":{"recordName":"p1","fields":{"text":{"value":"[removed]"}}}}]}"#
+        #expect(try Self.results(try await fixture.post("records/modify", moderate, database: "public", session: bob)).codes == [.accessDenied])
+
+        // Given the role, bob may change anyone's posts; without it again, not.
+        let given: ListResponse<RoleInfo> = try await admin.send(.POST, roles + "/Moderators/members", body: RoleMemberRequest(email: "bob@example.com"))
+        #expect(given.items == [RoleInfo(role: "Moderators", members: [.init(userRecordName: bob.userRecordName, email: "bob@example.com")])])
+        #expect(try Self.results(try await fixture.post("records/modify", moderate, database: "public", session: bob)).codes == [nil])
+        let listed: ListResponse<RoleInfo> = try await admin.send(.GET, roles)
+        #expect(listed.items.map(\.role) == ["Moderators"] && listed.items[0].members.count == 1)
+        let production: ListResponse<RoleInfo> = try await admin.send(.GET, "/admin/1/containers/\(fixture.app.container)/roles/production")
+        #expect(production.items.isEmpty, "roles belong to an environment's schema")
+        try await admin.send(.DELETE, roles + "/Moderators/members/\(bob.userRecordName)")
+        #expect(try Self.results(try await fixture.post("records/modify", moderate, database: "public", session: bob)).codes == [.accessDenied])
+
+        // Unknown roles, accounts, environments and non-administrators are refused.
+        func status(_ method: HTTPMethod, _ path: String, session: NimbusSession? = nil, json: String? = nil) async throws -> ErrorCode? {
+            try await fixture.server.request(method, path, session: session, json: json).error?.code
+        }
+        let adminSession = try await fixture.server.signInAdministrator()
+        #expect(try await status(.POST, roles + "/Editors/members", session: adminSession, json: #"{"email":"bob@example.com"}"#) == .notFound)
+        #expect(try await status(.POST, roles + "/Moderators/members", session: adminSession, json: #"{"email":"nobody@example.com"}"#) == .notFound)
+        #expect(try await status(.POST, roles + "/Moderators/members", session: adminSession, json: #"{"mail":1}"#) == .badRequest)
+        #expect(try await status(.GET, "/admin/1/containers/\(fixture.app.container)/roles/staging", session: adminSession) == .badRequest)
+        #expect(try await status(.GET, "/admin/1/containers/iCloud.nope/roles/development", session: adminSession) == .notFound)
+        #expect(try await status(.POST, roles + "/Moderators/members", session: bob, json: #"{"email":"bob@example.com"}"#) == .accessDenied)
     }
 }

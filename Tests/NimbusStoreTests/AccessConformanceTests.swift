@@ -3,8 +3,9 @@ import NimbusCore
 import NimbusStore
 import Testing
 
-/// Grants in scopes and entry audiences (what sharing part of a zone stands on), run per backend.
-@Suite struct ShareConformanceTests {
+/// Grants in scopes, entry audiences (what sharing part of a zone stands on) and role memberships, run per
+/// backend.
+@Suite struct AccessConformanceTests {
     let zones = IndexConformanceTests()
 
     func makeAccount(_ store: any Store) async throws -> String {
@@ -60,5 +61,28 @@ import Testing
         let granted = try await store.grantedZones(grantee: ann, service: IndexConformanceTests.service)
         #expect(granted.map(\.grant.scope) == ["party", "trip"])
         #expect(try await store.grantedZones(grantee: bob, service: IndexConformanceTests.service).isEmpty)
+    }
+
+    @Test(arguments: StoreBackend.allCases)
+    func roleMembershipsArePerContainerEnvironmentAndRole(_ backend: StoreBackend) async throws {
+        let store = try backend.makeStore()
+        try await store.createTeam(Team(teamID: "98Z3R5XU29", name: "T"))
+        try await store.createContainer(Container(identifier: "iCloud.com.x.y", teamID: "98Z3R5XU29"))
+        let (ann, bob) = (try await makeAccount(store), try await makeAccount(store))
+        let container = "iCloud.com.x.y"
+        try await store.setRoleMember(RoleMember(role: "Editors", accountID: ann), container: container, environment: "production", member: true)
+        try await store.setRoleMember(RoleMember(role: "Editors", accountID: ann), container: container, environment: "production", member: true)
+        try await store.setRoleMember(RoleMember(role: "Readers", accountID: bob), container: container, environment: "production", member: true)
+        try await store.setRoleMember(RoleMember(role: "Editors", accountID: bob), container: container, environment: "development", member: true)
+        #expect(try await store.roleMembers(container: container, environment: "production") == [
+            RoleMember(role: "Editors", accountID: ann), RoleMember(role: "Readers", accountID: bob),
+        ])
+        try await store.setRoleMember(RoleMember(role: "Editors", accountID: ann), container: container, environment: "production", member: false)
+        try await store.setRoleMember(RoleMember(role: "Editors", accountID: ann), container: container, environment: "production", member: false)
+        #expect(try await store.roleMembers(container: container, environment: "production") == [RoleMember(role: "Readers", accountID: bob)])
+        #expect(try await store.roleMembers(container: container, environment: "development") == [RoleMember(role: "Editors", accountID: bob)])
+        await #expect(throws: (any Error).self) {
+            try await store.setRoleMember(RoleMember(role: "Editors", accountID: "nobody"), container: container, environment: "production", member: true)
+        }
     }
 }
