@@ -170,10 +170,29 @@ extension FieldValue: Codable {
     private var location: Location? { if case .location(let value) = self { value } else { nil } }
     private var asset: AssetValue? { if case .asset(let value) = self { value } else { nil } }
 
+    /// An INT64 value: a number, or its digits as a string (what `numbersAsStrings` clients send).
+    private static func integer(_ container: KeyedDecodingContainer<CodingKeys>) throws -> Int64 {
+        if let integer = try? container.decode(Int64.self, forKey: .value) { return integer }
+        guard let integer = Int64(try container.decode(String.self, forKey: .value)) else {
+            throw DecodingError.dataCorruptedError(forKey: .value, in: container, debugDescription: "an INT64 value is a whole number")
+        }
+        return integer
+    }
+
+    private static func integers(_ container: KeyedDecodingContainer<CodingKeys>) throws -> [Int64] {
+        if let integers = try? container.decode([Int64].self, forKey: .value) { return integers }
+        return try container.decode([String].self, forKey: .value).map { text in
+            guard let integer = Int64(text) else {
+                throw DecodingError.dataCorruptedError(forKey: .value, in: container, debugDescription: "an INT64 value is a whole number")
+            }
+            return integer
+        }
+    }
+
     private static func decode(_ container: KeyedDecodingContainer<CodingKeys>, type: String) throws -> FieldValue {
         switch type {
         case "STRING": return .string(try container.decode(String.self, forKey: .value))
-        case "INT64": return .int64(try container.decode(Int64.self, forKey: .value))
+        case "INT64": return .int64(try integer(container))
         case "DOUBLE": return .double(try container.decode(Double.self, forKey: .value))
         case "TIMESTAMP": return .timestamp(Date(milliseconds: try container.decode(Int64.self, forKey: .value)))
         case "BYTES": return .bytes(try bytes(try container.decode(String.self, forKey: .value), container))
@@ -181,7 +200,7 @@ extension FieldValue: Codable {
         case "LOCATION": return .location(try container.decode(Location.self, forKey: .value))
         case "ASSETID", "ASSET": return .asset(try container.decode(AssetValue.self, forKey: .value))
         case "STRING_LIST": return .list(try container.decode([String].self, forKey: .value).map(FieldValue.string), elementType: "STRING")
-        case "INT64_LIST": return .list(try container.decode([Int64].self, forKey: .value).map(FieldValue.int64), elementType: "INT64")
+        case "INT64_LIST": return .list(try integers(container).map(FieldValue.int64), elementType: "INT64")
         case "DOUBLE_LIST": return .list(try container.decode([Double].self, forKey: .value).map(FieldValue.double), elementType: "DOUBLE")
         case "TIMESTAMP_LIST":
             return .list(

@@ -7,6 +7,7 @@ public struct RecordsModifyRequest: Codable, Sendable {
     public var zoneID: ZoneID?
     public var atomic: Bool?
     public var desiredKeys: [String]?
+    /// INT64 values as strings in the answer.
     public var numbersAsStrings: Bool?
 
     public init(operations: [RecordOperation], zoneID: ZoneID? = nil, atomic: Bool? = nil, desiredKeys: [String]? = nil) {
@@ -42,6 +43,8 @@ public struct RecordsLookupRequest: Codable, Sendable {
     public var records: [Item]
     public var zoneID: ZoneID?
     public var desiredKeys: [String]?
+    /// INT64 values as strings in the answer.
+    public var numbersAsStrings: Bool?
 
     public init(records: [Item], zoneID: ZoneID? = nil, desiredKeys: [String]? = nil) {
         self.records = records
@@ -86,6 +89,8 @@ public struct RecordsQueryRequest: Codable, Sendable {
     public var resultsLimit: Int?
     public var continuationMarker: String?
     public var desiredKeys: [String]?
+    /// INT64 values as strings in the answer.
+    public var numbersAsStrings: Bool?
 
     public init(
         query: RecordQuery, zoneID: ZoneID? = nil, zoneWide: Bool? = nil, resultsLimit: Int? = nil, continuationMarker: String? = nil,
@@ -242,6 +247,9 @@ public struct ZoneChangesRequest: Codable, Sendable {
     public var resultsLimit: Int?
     public var desiredKeys: [String]?
     public var desiredRecordTypes: [String]?
+    /// INT64 values as strings in the answer; CloudKit's documentation spells this key both ways.
+    public var numberAsStrings: Bool?
+    public var numbersAsStrings: Bool?
 
     public init(zones: [ZoneChangesOptions], resultsLimit: Int? = nil, desiredKeys: [String]? = nil, desiredRecordTypes: [String]? = nil) {
         self.zones = zones
@@ -285,6 +293,8 @@ public struct RecordsChangesRequest: Codable, Sendable {
     public var syncToken: String?
     public var resultsLimit: Int?
     public var desiredKeys: [String]?
+    /// INT64 values as strings in the answer.
+    public var numbersAsStrings: Bool?
 
     public init(zoneID: ZoneID, syncToken: String? = nil, resultsLimit: Int? = nil, desiredKeys: [String]? = nil) {
         self.zoneID = zoneID

@@ -5,9 +5,15 @@ import Foundation
 /// `Codable` encoding.
 public struct JSONWriter {
     public private(set) var bytes = [UInt8]()
+    /// Writes INT64 field values as strings, for clients that ask (`numbersAsStrings`; JavaScript loses
+    /// integers past 2^53).
+    public let numbersAsStrings: Bool
     private let encoder = JSONEncoder()
 
-    public init() { bytes.reserveCapacity(64 << 10) }
+    public init(numbersAsStrings: Bool = false) {
+        self.numbersAsStrings = numbersAsStrings
+        bytes.reserveCapacity(64 << 10)
+    }
 
     public mutating func raw(_ text: StaticString) {
         bytes.append(contentsOf: UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))

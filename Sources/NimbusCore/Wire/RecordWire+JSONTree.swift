@@ -78,7 +78,7 @@ extension FieldValue {
         switch type {
         case "STRING": return .string(try RecordWire.text(tree))
         case "INT64":
-            guard let integer = tree.int64 else { throw UnsupportedJSON() }
+            guard let integer = tree.int64 ?? tree.string.flatMap({ Int64($0) }) else { throw UnsupportedJSON() }
             return .int64(integer)
         case "DOUBLE":
             guard let real = tree.double else { throw UnsupportedJSON() }

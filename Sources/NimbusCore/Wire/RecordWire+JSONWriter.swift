@@ -15,7 +15,7 @@ extension FieldValue {
     private func writeValue(to json: inout JSONWriter) throws {
         switch self {
         case .string(let text): json.string(text)
-        case .int64(let integer): json.int(integer)
+        case .int64(let integer): json.numbersAsStrings ? json.string(String(integer)) : json.int(integer)
         case .double(let real): json.double(real)
         case .timestamp(let date): json.int(date.milliseconds)
         case .bytes(let data): json.string(data.base64EncodedString())
@@ -176,6 +176,10 @@ extension RecordsModifyRequest: HandDecodable {
                 request.atomic = value
             }
             guard tree["desiredKeys"] == nil || tree["desiredKeys"] == .null else { throw UnsupportedJSON() }
+            if let numbersAsStrings = tree["numbersAsStrings"], !numbersAsStrings.isNull {
+                guard let value = numbersAsStrings.bool else { throw UnsupportedJSON() }
+                request.numbersAsStrings = value
+            }
             return request
         } catch {
             return try JSONDecoder().decode(RecordsModifyRequest.self, from: data)
@@ -185,8 +189,8 @@ extension RecordsModifyRequest: HandDecodable {
 
 extension RecordsResponse {
     /// The answer as JSON, written by hand.
-    public func encoded() throws -> [UInt8] {
-        var json = JSONWriter()
+    public func encoded(numbersAsStrings: Bool = false) throws -> [UInt8] {
+        var json = JSONWriter(numbersAsStrings: numbersAsStrings)
         json.raw("{\"records\":[")
         for (index, item) in records.enumerated() {
             if index > 0 { json.raw(",") }

@@ -48,7 +48,7 @@ extension WireSchemas {
                                         ["type": "string", "enum": ["create", "update", "forceUpdate", "replace", "forceReplace", "delete", "forceDelete"]]
                                     ), ("record", ref("Record")),
                                 ], required: ["operationType", "record"]))
-                    ), ("zoneID", ref("ZoneID")), ("atomic", boolean), ("desiredKeys", strings),
+                    ), ("zoneID", ref("ZoneID")), ("atomic", boolean), ("desiredKeys", strings), ("numbersAsStrings", boolean),
                 ], required: ["operations"])
         ),
         (
@@ -60,7 +60,7 @@ extension WireSchemas {
             object(
                 [
                     ("records", array(of: object([("recordName", string), ("desiredKeys", strings)], required: ["recordName"]))),
-                    ("zoneID", ref("ZoneID")), ("desiredKeys", strings),
+                    ("zoneID", ref("ZoneID")), ("desiredKeys", strings), ("numbersAsStrings", boolean),
                 ], required: ["records"])
         ),
         (
@@ -83,13 +83,17 @@ extension WireSchemas {
                             [("recordType", string), ("filterBy", array(of: ref("QueryFilter"))), ("sortBy", array(of: ref("QuerySort")))],
                             required: ["recordType"])
                     ), ("zoneID", ref("ZoneID")), ("zoneWide", boolean), ("resultsLimit", integer), ("continuationMarker", string),
-                    ("desiredKeys", strings),
+                    ("desiredKeys", strings), ("numbersAsStrings", boolean),
                 ], required: ["query"])
         ),
         ("RecordsQueryResponse", object([("records", array(of: ref("RecordOrError"))), ("continuationMarker", string)], required: ["records"])),
         (
             "RecordsChangesRequest",
-            object([("zoneID", ref("ZoneID")), ("syncToken", string), ("resultsLimit", integer), ("desiredKeys", strings)], required: ["zoneID"])
+            object(
+                [
+                    ("zoneID", ref("ZoneID")), ("syncToken", string), ("resultsLimit", integer), ("desiredKeys", strings),
+                    ("numbersAsStrings", boolean),
+                ], required: ["zoneID"])
         ),
         ("Zone", object([("zoneID", ref("ZoneID")), ("syncToken", string), ("atomic", boolean), ("deleted", boolean)], required: ["zoneID"])),
         (
@@ -134,6 +138,7 @@ extension WireSchemas {
                                     ("desiredRecordTypes", strings),
                                 ], required: []))
                     ), ("resultsLimit", integer), ("desiredKeys", strings), ("desiredRecordTypes", strings),
+                    ("numberAsStrings", boolean), ("numbersAsStrings", boolean),
                 ], required: ["zones"])
         ),
         (

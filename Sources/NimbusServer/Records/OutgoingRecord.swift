@@ -13,10 +13,13 @@ enum OutgoingRecord: Sendable {
     case wire(RecordWire)
     case failure(RecordError)
 
-    /// The record as the feed or query answers it; spliced when nothing about it changes on the way out.
-    static func make(_ entry: Entry, zoneID: ZoneID, desiredKeys: [String]?, links: AssetLinks) throws -> OutgoingRecord {
+    /// The record as the feed or query answers it; spliced when nothing about it changes on the way out
+    /// (all keys, numbers as numbers).
+    static func make(_ entry: Entry, zoneID: ZoneID, desiredKeys: [String]?, numbersAsStrings: Bool, links: AssetLinks) throws
+        -> OutgoingRecord
+    {
         let payload = entry.payload ?? Data()
-        if desiredKeys == nil, StoredRecord.isSpliceable(payload) {
+        if desiredKeys == nil, !numbersAsStrings, StoredRecord.isSpliceable(payload) {
             return .stored(name: entry.key, sequence: entry.sequence, zoneID: zoneID, payload: payload)
         }
         return .wire(
@@ -36,7 +39,7 @@ extension JSONWriter {
             try value(zoneID)
             raw(",")
             append(json: payload.dropFirst())
-        case .wire(let wire): try value(wire)
+        case .wire(let wire): try wire.write(to: &self)
         case .failure(let failure): try value(failure)
         }
     }

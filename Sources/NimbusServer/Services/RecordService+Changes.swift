@@ -9,7 +9,8 @@ extension RecordService {
         guard (1...Self.maxResults).contains(request.zones.count) else {
             throw NimbusError.badRequest("zones must name 1 to \(Self.maxResults) zones")
         }
-        var json = JSONWriter()
+        let numbersAsStrings = (request.numberAsStrings ?? request.numbersAsStrings) == true
+        var json = JSONWriter(numbersAsStrings: numbersAsStrings)
         json.raw("{\"zones\":[")
         for (index, options) in request.zones.enumerated() {
             if index > 0 { json.raw(",") }
@@ -18,7 +19,7 @@ extension RecordService {
                 let page = try await changes(
                     database, zoneID: zoneID, syncToken: options.syncToken, resultsLimit: options.resultsLimit ?? request.resultsLimit,
                     desiredKeys: options.desiredKeys ?? request.desiredKeys,
-                    desiredRecordTypes: options.desiredRecordTypes ?? request.desiredRecordTypes)
+                    desiredRecordTypes: options.desiredRecordTypes ?? request.desiredRecordTypes, numbersAsStrings: numbersAsStrings)
                 json.raw("{\"zoneID\":")
                 try json.value(page.zoneID)
                 json.raw(",\"records\":")
@@ -41,8 +42,8 @@ extension RecordService {
         try Self.requireChangeTracking(database)
         let page = try await changes(
             database, zoneID: request.zoneID, syncToken: request.syncToken, resultsLimit: request.resultsLimit,
-            desiredKeys: request.desiredKeys, desiredRecordTypes: nil)
-        var json = JSONWriter()
+            desiredKeys: request.desiredKeys, desiredRecordTypes: nil, numbersAsStrings: request.numbersAsStrings == true)
+        var json = JSONWriter(numbersAsStrings: request.numbersAsStrings == true)
         json.raw("{\"records\":")
         try json.records(page.records)
         json.raw(",\"syncToken\":")
@@ -55,7 +56,7 @@ extension RecordService {
 
     private func changes(
         _ database: RecordDatabase, zoneID: ZoneID, syncToken: String?, resultsLimit: Int?, desiredKeys: [String]?,
-        desiredRecordTypes: [String]?
+        desiredRecordTypes: [String]?, numbersAsStrings: Bool
     ) async throws -> (zoneID: ZoneID, records: [OutgoingRecord], syncToken: String, moreComing: Bool) {
         let limit = resultsLimit ?? Self.maxResults
         guard (1...Self.maxResults).contains(limit) else {
@@ -87,7 +88,8 @@ extension RecordService {
                 continue
             }
             if let types = desiredRecordTypes, !types.contains(try StoredRecord(entry: entry).recordType) { continue }
-            records.append(try OutgoingRecord.make(entry, zoneID: wireZoneID, desiredKeys: desiredKeys, links: links))
+            records.append(
+                try OutgoingRecord.make(entry, zoneID: wireZoneID, desiredKeys: desiredKeys, numbersAsStrings: numbersAsStrings, links: links))
         }
         return (wireZoneID, records, page.token.encoded, page.moreComing)
     }

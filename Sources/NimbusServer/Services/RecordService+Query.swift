@@ -45,9 +45,11 @@ extension RecordService {
             IndexQuery(zones: zones, kind: recordType.name, conditions: conditions, sort: sort, offset: offset, limit: limit + 1))
         let links = links(database)
         let records = try matches.prefix(limit).map { match in
-            try OutgoingRecord.make(match.entry, zoneID: database.zoneID(match.zone.name), desiredKeys: request.desiredKeys, links: links)
+            try OutgoingRecord.make(
+                match.entry, zoneID: database.zoneID(match.zone.name), desiredKeys: request.desiredKeys,
+                numbersAsStrings: request.numbersAsStrings == true, links: links)
         }
-        var json = JSONWriter()
+        var json = JSONWriter(numbersAsStrings: request.numbersAsStrings == true)
         json.raw("{\"records\":")
         try json.records(records)
         if matches.count > limit {

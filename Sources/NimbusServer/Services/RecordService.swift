@@ -168,7 +168,9 @@ struct RecordService: Sendable {
                 return (results, writer.log.changes)
             }
         } catch let failure as AtomicBatchFailure {
-            return JSONBody(bytes: try RecordsResponse(records: failure.answer.map(links(database).apply)).encoded())
+            return JSONBody(
+                bytes: try RecordsResponse(records: failure.answer.map(links(database).apply)).encoded(
+                    numbersAsStrings: request.numbersAsStrings == true))
         } catch StoreError.missing {
             throw NimbusError(.zoneNotFound, "zone \(zoneName) does not exist; create it with zones/modify")
         }
@@ -193,7 +195,7 @@ struct RecordService: Sendable {
         }
         var answer = results.map(links(database).apply)
         if !shares.isEmpty { answer = try await withAcceptance(answer, zone: zone) }
-        return JSONBody(bytes: try RecordsResponse(records: answer).encoded())
+        return JSONBody(bytes: try RecordsResponse(records: answer).encoded(numbersAsStrings: request.numbersAsStrings == true))
     }
 
     /// Share records with each participant's acceptance as the zone's grants of that share record it.
@@ -227,7 +229,7 @@ struct RecordService: Sendable {
         }
     }
 
-    func lookup(_ database: RecordDatabase, _ request: RecordsLookupRequest) async throws -> RecordsResponse {
+    func lookup(_ database: RecordDatabase, _ request: RecordsLookupRequest) async throws -> JSONBody {
         guard (1...Self.maxResults).contains(request.records.count) else {
             throw NimbusError.badRequest("records must name 1 to \(Self.maxResults) records")
         }
@@ -242,7 +244,7 @@ struct RecordService: Sendable {
         let schema = try await schemas.schema(database)
         let access = RecordAccess(database)
         let links = links(database)
-        return RecordsResponse(
+        let answer = RecordsResponse(
             records: try request.records.map { item in
                 // In a shared hierarchy, records outside the caller's shares do not exist for them.
                 guard let entry = found[item.recordName], entry.payload != nil,
@@ -262,6 +264,7 @@ struct RecordService: Sendable {
                             name: entry.key, sequence: entry.sequence, zoneID: database.zoneID(zoneName),
                             desiredKeys: item.desiredKeys ?? request.desiredKeys)))
             })
+        return JSONBody(bytes: try answer.encoded(numbersAsStrings: request.numbersAsStrings == true))
     }
 
     /// Download URLs for the assets of records answered to this request.

@@ -87,6 +87,37 @@ import Testing
         #expect(error["serverErrorCode"] as? String == "BAD_REQUEST" && error["reason"] is String && error["uuid"] is String)
     }
 
+    @Test func numbersAsStringsSendsAndTakesINT64ValuesAsStrings() async throws {
+        let fixture = try await DatabaseFixture.make()
+        defer { Task { await fixture.stop() } }
+        _ = try await fixture.post("zones/modify", #"{"operations":[\#(ZoneAndChangeTests.zoneOperation("create", "Z"))]}"#)
+        // Past 2^53, where a JavaScript number would lose digits.
+        let big = "9007199254740993"
+        func int64(_ record: JSON?, _ field: String = "count") -> Any? { ((record?["fields"] as? JSON)?[field] as? JSON)?["value"] }
+        let modify = try Self.json(
+            try await fixture.post(
+                "records/modify",
+                #"{"operations":[{"operationType":"create","record":{"recordType":"Counters","recordName":"c","fields":{"count":{"value":"\#(big)","type":"INT64"},"ratio":{"value":0.5},"steps":{"value":["1","2"],"type":"INT64_LIST"}}}}],"zoneID":{"zoneName":"Z"},"numbersAsStrings":true}"#))
+        let saved = (modify["records"] as? [JSON])?.first
+        #expect(int64(saved) as? String == big)
+        #expect(int64(saved, "steps") as? [String] == ["1", "2"])
+        #expect((int64(saved, "ratio") as? NSNumber)?.doubleValue == 0.5, "only INT64 values become strings")
+        let zone = #""zoneID":{"zoneName":"Z"}"#
+        let lookup = try Self.json(try await fixture.post("records/lookup", #"{"records":[{"recordName":"c"}],\#(zone),"numbersAsStrings":true}"#))
+        #expect(int64((lookup["records"] as? [JSON])?.first) as? String == big)
+        let query = try Self.json(try await fixture.post("records/query", #"{"query":{"recordType":"Counters"},\#(zone),"numbersAsStrings":true}"#))
+        #expect(int64((query["records"] as? [JSON])?.first) as? String == big)
+        let changes = try Self.json(try await fixture.post("changes/zone", #"{"zones":[{\#(zone)}],"numberAsStrings":true}"#))
+        let changed = ((changes["zones"] as? [JSON])?.first?["records"] as? [JSON])?.first
+        #expect(int64(changed) as? String == big)
+        // Without the flag, numbers stay numbers (and the stored value is exact).
+        let plain = try Self.json(try await fixture.post("records/lookup", #"{"records":[{"recordName":"c"}],\#(zone)}"#))
+        #expect((int64((plain["records"] as? [JSON])?.first) as? NSNumber)?.int64Value == 9_007_199_254_740_993)
+        let notANumber = try await fixture.post(
+            "records/modify", #"{"operations":[{"operationType":"create","record":{"recordType":"Counters","fields":{"count":{"value":"many","type":"INT64"}}}}],\#(zone)}"#)
+        #expect(notANumber.errorCode == .badRequest)
+    }
+
     @Test func zonesAndDatabaseChangesAnswerInCloudKitsShapes() async throws {
         let fixture = try await DatabaseFixture.make()
         defer { Task { await fixture.stop() } }
