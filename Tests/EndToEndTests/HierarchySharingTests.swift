@@ -95,6 +95,8 @@ import Testing
         gift["name"] = "surprise"
         _ = try await owner.save(gift)
         _ = try await owner.deleteRecord(withID: RecordID(recordName: "passport", zoneID: zone))
+        // A record of the same name made again outside the share does not hide the deletion.
+        _ = try await owner.save(Self.record("Items", "passport", zone: zone))
         let later = try await participant.recordZoneChanges(inZoneWith: shared, since: token)
         #expect(later.modifications.isEmpty)
         #expect(later.deletions.map(\.recordName).sorted() == ["passport", "visa"])

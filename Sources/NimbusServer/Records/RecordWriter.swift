@@ -56,8 +56,10 @@ struct RecordWriter {
     static let maxRecordBytes = 1_000_000
 
     func apply(_ operation: PreparedOperation) throws -> RecordWire {
-        let current = try live(operation.name)
+        let entry = try transaction.entry(operation.name)
+        let current = try entry.flatMap(LiveRecord.init)
         let requested = operation.record
+        try hideUnshared(operation, current: current)
         if let current, current.record.share != nil, !access.ownsDatabase, operation.type == .delete || operation.type == .forceDelete {
             try leave(operation.name, current)
             return RecordWire(recordName: operation.name, zoneID: zoneID).deleted()
@@ -83,18 +85,29 @@ struct RecordWriter {
             guard current == nil else {
                 throw OperationFailure(NimbusError(.exists, "record \(operation.name) already exists; update it instead"))
             }
-            return try save(operation.name, fields: requested.fields ?? [:], over: nil, requested: requested)
+            return try save(operation.name, fields: requested.fields ?? [:], over: nil, tombstone: entry, requested: requested)
         case .update, .forceUpdate:
             let merged = (current?.record.fields ?? [:]).merging(requested.fields ?? [:]) { $1 }
             if current == nil, operation.type == .update {
                 throw OperationFailure(.notFound("record \(operation.name) does not exist; create it instead"))
             }
-            return try save(operation.name, fields: merged, over: current, requested: requested)
+            return try save(operation.name, fields: merged, over: current, tombstone: entry, requested: requested)
         case .replace, .forceReplace:
             if current == nil, operation.type == .replace {
                 throw OperationFailure(.notFound("record \(operation.name) does not exist; create it instead"))
             }
-            return try save(operation.name, fields: requested.fields ?? [:], over: current, requested: requested)
+            return try save(operation.name, fields: requested.fields ?? [:], over: current, tombstone: entry, requested: requested)
+        }
+    }
+
+    /// In a shared hierarchy, records outside the caller's shares do not exist for them: changing or
+    /// deleting one answers as for a missing record, and only creating one says that the name is taken.
+    private func hideUnshared(_ operation: PreparedOperation, current: LiveRecord?) throws {
+        guard let current, let shared = access.shared, shared.permission(covering: current.membership.current) == nil else { return }
+        switch operation.type {
+        case .update, .replace, .delete, .forceDelete: throw OperationFailure(.notFound("record \(operation.name) does not exist"))
+        case .create, .forceUpdate, .forceReplace:
+            throw OperationFailure(NimbusError(.exists, "record \(operation.name) already exists; update it instead"))
         }
     }
 
@@ -127,8 +140,10 @@ struct RecordWriter {
         }
     }
 
-    private func save(_ name: String, fields: [String: FieldValue], over current: LiveRecord?, requested: RecordWire) throws
-        -> RecordWire
+    /// Saves a record over its current version, or over nothing (`tombstone` then holds what a deleted
+    /// record left: the shares it was in, whose participants must still learn of its fate).
+    private func save(_ name: String, fields: [String: FieldValue], over current: LiveRecord?, tombstone: Entry?, requested: RecordWire)
+        throws -> RecordWire
     {
         guard let recordType = current?.record.recordType ?? requested.recordType else {
             throw OperationFailure(.badRequest("record \(name) does not exist, so the operation must name its recordType"))
@@ -155,7 +170,14 @@ struct RecordWriter {
                     NimbusError(.validatingReferenceError, "field \(field) references record \(reference.recordName), which does not exist"))
             }
         }
-        let before = current?.membership ?? ShareMembership(current: nil)
+        let moved = record.parent?.recordName != current?.record.parent?.recordName
+        if access.shared != nil, moved, current?.record.sharedAs != nil {
+            throw OperationFailure(.accessDenied("only the owner moves the root of a shared hierarchy"))
+        }
+        if moved, let parent = record.parent?.recordName, try isAncestor(name, of: parent) {
+            throw OperationFailure(.badRequest("record \(name) cannot have \(parent) as its parent: \(parent) hangs under it"))
+        }
+        let before = current?.membership ?? ShareMembership(audience: tombstone?.audience)
         let membership = before.moved(to: try coveringShare(name, record))
         if let shared = access.shared, shared.permission(covering: membership.current) != .readWrite {
             throw OperationFailure(
@@ -231,6 +253,17 @@ struct RecordWriter {
         return try live(parent)?.membership.current
     }
 
+    /// Whether `ancestor` is `name` or lies on its chain of parents.
+    private func isAncestor(_ ancestor: String, of name: String) throws -> Bool {
+        var next: String? = name
+        var seen = Set<String>()
+        while let current = next, seen.insert(current).inserted {
+            if current == ancestor { return true }
+            next = try live(current)?.record.parent?.recordName
+        }
+        return false
+    }
+
     /// Makes a record the root of a share, and its hierarchy the share's.
     private func attach(root name: String, to share: String) throws {
         guard let root = try live(name), root.record.sharedAs != share else { return }
@@ -245,7 +278,8 @@ struct RecordWriter {
         guard let root = try live(name), root.record.sharedAs == share else { return }
         var record = root.record
         record.sharedAs = nil
-        let covering = try coveringShare(name, record)
+        // A parent chain that leads back into the hierarchy (saved before cycles were refused) must not keep it in the share.
+        let covering = try coveringShare(name, record).flatMap { $0 == share ? nil : $0 }
         _ = try store(name, record, membership: root.membership.moved(to: covering), before: root.record)
         try reshare(below: name, to: covering)
     }
@@ -341,6 +375,17 @@ struct RecordWriter {
                 }
             }
         }
+        if let shared = access.shared {
+            for name in doomed.dropFirst() {
+                guard let record = try live(name) else { continue }
+                guard shared.permission(covering: record.membership.current) == .readWrite, record.record.sharedAs == nil,
+                    record.record.share == nil
+                else {
+                    throw OperationFailure(
+                        .accessDenied("deleting \(root) would delete records you may not delete (they reference it with DELETE_SELF)"))
+                }
+            }
+        }
         if let blocker = validating.first(where: { !members.contains($0.referrer) }) {
             let referrer = try visible(blocker.referrer) == nil ? "a record not shared with you" : "record \(blocker.referrer)"
             throw OperationFailure(
@@ -377,11 +422,18 @@ struct RecordWriter {
         var record: StoredRecord
         var sequence: Int64
         var membership: ShareMembership
+
+        /// The entry's record; nil for a tombstone.
+        init?(_ entry: Entry) throws {
+            guard entry.payload != nil else { return nil }
+            record = try StoredRecord(entry: entry)
+            sequence = entry.sequence
+            membership = ShareMembership(audience: entry.audience)
+        }
     }
 
     private func live(_ name: String) throws -> LiveRecord? {
-        guard let entry = try transaction.entry(name), entry.payload != nil else { return nil }
-        return LiveRecord(record: try StoredRecord(entry: entry), sequence: entry.sequence, membership: ShareMembership(audience: entry.audience))
+        try transaction.entry(name).flatMap(LiveRecord.init)
     }
 
     /// A live record the caller may see: in a shared hierarchy, only its shares' records exist for them.

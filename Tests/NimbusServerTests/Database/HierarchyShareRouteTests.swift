@@ -71,5 +71,29 @@ import Testing
             database: "shared", session: bob
         ).decode(RecordsResponse.self)
         #expect(probe.records.codes == [.validatingReferenceError])
+
+        // Records outside the share answer as missing (only a create learns that the name is taken).
+        func bobs(_ operations: String) async throws -> [ErrorCode?] {
+            try await fixture.post("records/modify", #"{"operations":[\#(operations)],\#(zoneOfAnn)}"#, database: "shared", session: bob)
+                .decode(RecordsResponse.self).records.codes
+        }
+        let hidden = ["gift", "nothing-here"].map { name in
+            #"{"operationType":"forceDelete","record":{"recordName":"\#(name)"}}"#
+        }
+        for operation in hidden { #expect(try await bobs(operation) == [.notFound]) }
+        #expect(try await bobs(#"{"operationType":"update","record":{"recordName":"gift","recordChangeTag":"1","fields":{}}}"#) == [.notFound])
+        #expect(try await bobs(#"{"operationType":"forceUpdate","record":{"recordName":"gift","recordType":"Items","parent":{"recordName":"japan"},"fields":{}}}"#) == [.exists])
+        #expect(try await bobs(#"{"operationType":"forceDelete","record":{"recordName":"other"}}"#) == [.notFound], "another share is hidden too")
+
+        // A participant may not move the root, nor delete it (or anything beyond their reach) through a
+        // DELETE_SELF cascade; the owner may not make parents go round in a circle.
+        #expect(try await bobs(#"{"operationType":"forceUpdate","record":{"recordName":"japan","parent":{"recordName":"passport"}}}"#) == [.accessDenied])
+        #expect(try await bobs(#"{"operationType":"forceUpdate","record":{"recordName":"japan","fields":{"pin":{"value":{"recordName":"passport","action":"DELETE_SELF"},"type":"REFERENCE"}}}}"#) == [nil])
+        #expect(try await bobs(#"{"operationType":"forceDelete","record":{"recordName":"passport"}}"#) == [.accessDenied])
+        let owner = try await fixture.post("records/lookup", #"{"records":[{"recordName":"japan"},{"recordName":"trip-share"},{"recordName":"passport"}],\#(Self.zone)}"#)
+        #expect(try owner.decode(RecordsResponse.self).records.codes == [nil, nil, nil])
+        let cycle = try await fixture.modify(
+            #"{"operations":[{"operationType":"forceUpdate","record":{"recordName":"japan","parent":{"recordName":"passport"}}}],\#(Self.zone)}"#)
+        #expect(cycle.codes == [.badRequest])
     }
 }
