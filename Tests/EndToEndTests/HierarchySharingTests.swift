@@ -171,4 +171,44 @@ import Testing
         #expect(sharedChanges.count == 1)
         #expect(sharedChanges.first?.databaseScope == "shared" && sharedChanges.first?.zoneID == ZoneID(zoneName: "Trips", ownerRecordName: shared.ownerName))
     }
+
+    @Test func aParticipantsTokensExpireWhenWhatIsSharedWithThemChanges() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        let app = try await server.seedApp()
+        let ann = try await SharingTests.container(server, app, "ann@example.com")
+        let bob = try await SharingTests.container(server, app, "bob@example.com")
+        let owner = ann.privateCloudDatabase
+        let zone = try await owner.save(RecordZone(zoneName: "Trips")).zoneID
+        for record in [
+            Self.record("Lists", "japan", zone: zone), Self.record("Items", "passport", zone: zone, parent: "japan"),
+            Self.record("Lists", "peru", zone: zone), Self.record("Items", "boots", zone: zone, parent: "peru"),
+        ] {
+            _ = try await owner.save(record)
+        }
+        let bobsShare = [Share.Participant(emailAddress: "bob@example.com", permission: .readOnly)]
+        let japan = try await owner.share(RecordID(recordName: "japan", zoneID: zone), with: bobsShare)
+        let shared = try await bob.sharedCloudDatabase.acceptShare(japan.shortGUID)
+        let first = try await bob.sharedCloudDatabase.recordZoneChanges(inZoneWith: shared, since: nil)
+        #expect(Self.names(first.modifications) == ["japan", japan.recordID.recordName, "passport"].sorted())
+
+        // A second share of the same zone: records older than bob's token join his view, so the token expires.
+        let peru = try await owner.share(RecordID(recordName: "peru", zoneID: zone), with: bobsShare)
+        _ = try await bob.sharedCloudDatabase.acceptShare(peru.shortGUID)
+        await #expect(throws: NimbusError.self) { _ = try await bob.sharedCloudDatabase.recordZoneChanges(inZoneWith: shared, since: first.changeToken) }
+        let again = try await bob.sharedCloudDatabase.recordZoneChanges(inZoneWith: shared, since: nil)
+        #expect(Self.names(again.modifications).contains("boots"))
+
+        // Losing one share while keeping the other expires it too: the fresh fetch no longer holds japan.
+        try await owner.unshare(japan)
+        do {
+            _ = try await bob.sharedCloudDatabase.recordZoneChanges(inZoneWith: shared, since: again.changeToken)
+            Issue.record("the token should have expired")
+        } catch let error as NimbusError {
+            #expect(error.code == .changeTokenExpired)
+        }
+        let last = try await bob.sharedCloudDatabase.recordZoneChanges(inZoneWith: shared, since: nil)
+        #expect(!Self.names(last.modifications).contains("japan") && Self.names(last.modifications).contains("peru"))
+        #expect(try await bob.sharedCloudDatabase.allRecordZones().map(\.zoneID) == [shared])
+    }
 }

@@ -33,6 +33,15 @@ struct RecordDatabase: Sendable {
         return view
     }
 
+    /// A zone's change token as this database answers it: in the shared database it also names what is
+    /// shared with the caller (`SharedScope.token`).
+    func syncToken(_ token: ChangeToken) -> String { shared?.token(token) ?? token.encoded }
+
+    func changeToken(_ text: String) throws(NimbusError) -> ChangeToken {
+        guard let shared else { return try ChangeToken(encoded: text) }
+        return try shared.changeToken(text)
+    }
+
     /// The shared database of whoever the owner shares zones with, as their subscriptions see it.
     var participantsView: RecordDatabase {
         RecordDatabase(container: container, environment: environment, scope: .shared, caller: nil, owner: owner)

@@ -1,3 +1,4 @@
+import NimbusCore
 import NimbusStore
 
 /// What a zone's owner shared with the caller: the whole zone (a zone share), or the hierarchies of some
@@ -79,5 +80,29 @@ struct ShareMembership: Sendable, Equatable {
         var former = self.former.filter { $0 != share }
         if let current, !former.contains(current) { former.append(current) }
         return ShareMembership(current: share, former: former)
+    }
+}
+
+extension SharedScope {
+    /// What the caller's view of the zone is made of; change tokens carry its digest.
+    private var digest: String {
+        switch self {
+        case .zone: String(Secrets.digest("zone").prefix(16))
+        case .hierarchies(let shares): String(Secrets.digest("shares\n" + shares.keys.sorted().joined(separator: "\n")).prefix(16))
+        }
+    }
+
+    /// A change token of the zone as this caller sees it: the zone's token and the digest of what was
+    /// shared with them. Once a share is added, removed or left, their view holds other records than
+    /// their feed delivered, so their old tokens expire and they fetch the zone again.
+    func token(_ token: ChangeToken) -> String { "p1." + digest + "." + token.encoded }
+
+    func changeToken(_ text: String) throws(NimbusError) -> ChangeToken {
+        let parts = text.split(separator: ".", maxSplits: 2)
+        guard parts.count == 3, parts[0] == "p1" else { throw .badRequest("syncToken is not a token this server issued") }
+        guard parts[1] == digest else {
+            throw NimbusError(.changeTokenExpired, "what is shared with you in this zone changed since this syncToken; fetch again without a token")
+        }
+        return try ChangeToken(encoded: String(parts[2]))
     }
 }

@@ -15,7 +15,9 @@ final class SubscriptionRegistry: Sendable {
     }
 
     private let store: any Store
-    private let cache = Mutex<[String: [Stored]]>([:])
+    /// By database. A change bumps the generation, so a read that began before it cannot put what it
+    /// read back into the cache.
+    private let cache = Mutex<(generation: Int, subscriptions: [String: [Stored]])>((0, [:]))
     /// The owner of the zones holding subscriptions: not an account.
     static let owner = "_subscriptions"
 
@@ -35,10 +37,11 @@ final class SubscriptionRegistry: Sendable {
     /// Every subscription of the database, whoever made it.
     func all(_ database: RecordDatabase) async throws -> [Stored] {
         let service = Self.service(database)
-        if let cached = cache.withLock({ $0[service] }) { return cached }
+        let (cached, generation) = cache.withLock { ($0.subscriptions[service], $0.generation) }
+        if let cached { return cached }
         let entries = try await store.liveEntries(zone(database)).entries
         let stored = try entries.map { try JSONDecoder().decode(Stored.self, from: $0.payload ?? Data()) }
-        cache.withLock { $0[service] = stored }
+        cache.withLock { if $0.generation == generation { $0.subscriptions[service] = stored } }
         return stored
     }
 
@@ -53,6 +56,9 @@ final class SubscriptionRegistry: Sendable {
             return EntryMutation(key: Self.key(subscriber: subscriber, id: change.id), payload: payload, size: payload?.count ?? 0)
         }
         _ = try await store.commit(zone(database), mutations: mutations) { _ in }
-        cache.withLock { $0[Self.service(database)] = nil }
+        cache.withLock {
+            $0.generation += 1
+            $0.subscriptions[Self.service(database)] = nil
+        }
     }
 }

@@ -68,7 +68,7 @@ extension RecordService {
         if state == nil, name != RecordDatabase.defaultZoneName {
             throw NimbusError(.zoneNotFound, "zone \(name) does not exist")
         }
-        let since = try syncToken.map { try ChangeToken(encoded: $0).validated(against: state).sequence } ?? 0
+        let since = try syncToken.map { try database.changeToken($0).validated(against: state).sequence } ?? 0
         let page = try await server.store.changes(zone, after: since, limit: limit)
         let wireZoneID = database.zoneID(name)
         let links = links(database)
@@ -91,6 +91,6 @@ extension RecordService {
             records.append(
                 try OutgoingRecord.make(entry, zoneID: wireZoneID, desiredKeys: desiredKeys, numbersAsStrings: numbersAsStrings, links: links))
         }
-        return (wireZoneID, records, page.token.encoded, page.moreComing)
+        return (wireZoneID, records, database.syncToken(page.token), page.moreComing)
     }
 }

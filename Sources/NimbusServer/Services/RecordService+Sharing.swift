@@ -84,7 +84,9 @@ extension RecordService {
                 accountID: owner, address: ZoneAddress(service: RecordDatabase.service(database.container, database.environment, .private), name: zoneName))
             do {
                 try await server.store.acceptGrant(zone, scope: share, grantee: caller.userRecordName)
-                answer.append(.zone(ZoneWire(zoneID: zoneID, syncToken: try await server.store.zoneState(zone)?.token.encoded, atomic: true)))
+                let scope = SharedScope(grants: try await server.store.grants(zone).filter { $0.grantee == caller.userRecordName })
+                let state = try await server.store.zoneState(zone)
+                answer.append(.zone(ZoneWire(zoneID: zoneID, syncToken: state.flatMap { scope?.token($0.token) }, atomic: true)))
             } catch StoreError.missing {
                 answer.append(.failure(ZoneError(zoneID: zoneID, error: NimbusError(.zoneNotFound, "zone \(zoneName) has no such share with you"))))
             }
@@ -93,12 +95,21 @@ extension RecordService {
     }
 
     /// The zones shared with the caller (wholly or in part) that they accepted, once each, as their shared
-    /// database lists them.
-    func sharedZones(_ database: RecordDatabase) async throws -> [GrantedZone] {
+    /// database lists them, with what each shares with them.
+    func sharedZones(_ database: RecordDatabase) async throws -> [(zone: GrantedZone, scope: SharedScope)] {
         let caller = try database.requireCaller()
-        var seen = Set<[String]>()
-        return try await server.store.grantedZones(
+        let granted = try await server.store.grantedZones(
             grantee: caller.userRecordName, service: RecordDatabase.service(database.container, database.environment, .private)
-        ).filter { $0.grant.accepted && seen.insert([$0.owner, $0.name]).inserted }
+        ).filter(\.grant.accepted)
+        // The store lists a zone's grants together, one row per share.
+        var zones = [(zone: GrantedZone, grants: [ZoneGrant])]()
+        for row in granted {
+            if let last = zones.last, last.zone.owner == row.owner, last.zone.name == row.name {
+                zones[zones.count - 1].grants.append(row.grant)
+            } else {
+                zones.append((row, [row.grant]))
+            }
+        }
+        return zones.compactMap { zone, grants in SharedScope(grants: grants).map { (zone, $0) } }
     }
 }

@@ -6,8 +6,10 @@ extension RecordService {
     func listZones(_ database: RecordDatabase) async throws -> ZonesResponse {
         if database.scope == .shared {
             return ZonesResponse(
-                zones: try await sharedZones(database).map {
-                    .zone(ZoneWire(zoneID: ZoneID(zoneName: $0.name, ownerRecordName: $0.owner), syncToken: $0.state.token.encoded, atomic: true))
+                zones: try await sharedZones(database).map { zone, scope in
+                    .zone(
+                        ZoneWire(
+                            zoneID: ZoneID(zoneName: zone.name, ownerRecordName: zone.owner), syncToken: scope.token(zone.state.token), atomic: true))
                 })
         }
         let zones = try await server.store.zones(accountID: database.owner, service: database.service)
@@ -95,7 +97,9 @@ extension RecordService {
             // zone that did not change costs it one empty zone fetch.
             let zones = try await sharedZones(database)
             return DatabaseChangesResponse(
-                zones: zones.map { ZoneWire(zoneID: ZoneID(zoneName: $0.name, ownerRecordName: $0.owner), syncToken: $0.state.token.encoded) },
+                zones: zones.map { zone, scope in
+                    ZoneWire(zoneID: ZoneID(zoneName: zone.name, ownerRecordName: zone.owner), syncToken: scope.token(zone.state.token))
+                },
                 syncToken: DatabaseChangeToken(sequence: 0).encoded, moreComing: false)
         }
         let limit = request.resultsLimit ?? Self.maxResults
@@ -120,6 +124,6 @@ extension RecordService {
     }
 
     private func wire(_ name: String, _ state: ZoneState, _ database: RecordDatabase) -> ZoneWire {
-        ZoneWire(zoneID: database.zoneID(name), syncToken: state.token.encoded, atomic: name != RecordDatabase.defaultZoneName)
+        ZoneWire(zoneID: database.zoneID(name), syncToken: database.syncToken(state.token), atomic: name != RecordDatabase.defaultZoneName)
     }
 }

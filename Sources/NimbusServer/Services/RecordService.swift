@@ -184,8 +184,12 @@ struct RecordService: Sendable {
                 let grants = try await server.store.grants(zone)
                 var participants = [String: SharedScope]()
                 for grantee in Set(grants.filter(\.accepted).map(\.grantee)) {
+                    // A participant hears of the zone moving only when what moved is theirs to see.
+                    guard let scope = SharedScope(grants: grants.filter { $0.grantee == grantee }),
+                        changes.contains(where: { scope.reaches($0.membership) })
+                    else { continue }
                     server.push.publish(to: grantee, moved)
-                    participants[grantee] = SharedScope(grants: grants.filter { $0.grantee == grantee })
+                    participants[grantee] = scope
                 }
                 if !participants.isEmpty {
                     await notifySubscribers(
