@@ -104,8 +104,10 @@ struct RecordWriter {
     /// deleting one answers as for a missing record, and only creating one says that the name is taken.
     private func hideUnshared(_ operation: PreparedOperation, current: LiveRecord?) throws {
         guard let current, let shared = access.shared, shared.permission(covering: current.membership.current) == nil else { return }
+        // The same answers, word for word, as for a record that does not exist.
         switch operation.type {
-        case .update, .replace, .delete, .forceDelete: throw OperationFailure(.notFound("record \(operation.name) does not exist"))
+        case .delete, .forceDelete: throw OperationFailure(.notFound("record \(operation.name) does not exist"))
+        case .update, .replace: throw OperationFailure(.notFound("record \(operation.name) does not exist; create it instead"))
         case .create, .forceUpdate, .forceReplace:
             throw OperationFailure(NimbusError(.exists, "record \(operation.name) already exists; update it instead"))
         }

@@ -52,7 +52,9 @@ struct RecordService: Sendable {
         case .public:
             // Custom security roles grant only in the public database.
             var database = answer(RecordDatabase.publicOwner)
-            if let caller { database.roles = try await server.roles.holders(container: container, environment: environment)[caller.userRecordName] ?? [] }
+            if let caller {
+                database.roles = try await server.roles.holders(container: container, environment: environment)[caller.userRecordName] ?? []
+            }
             return database
         }
     }
@@ -174,32 +176,34 @@ struct RecordService: Sendable {
         } catch StoreError.missing {
             throw NimbusError(.zoneNotFound, "zone \(zoneName) does not exist; create it with zones/modify")
         }
-        if let last = changes.last {
-            let moved = PushMessage(type: .zoneMoved, zone: zone.address, sequence: last.sequence)
-            server.push.publish(to: database.owner, moved)
-            // Subscriptions of the zone owner's private database fire whoever wrote; participants' shared
-            // database subscriptions fire for what reaches their shares.
-            await notifySubscribers(database.ownerView, zoneName: zoneName, changes: changes, schema: schema)
-            if !isDefaultZone {
-                let grants = try await server.store.grants(zone)
-                var participants = [String: SharedScope]()
-                for grantee in Set(grants.filter(\.accepted).map(\.grantee)) {
-                    // A participant hears of the zone moving only when what moved is theirs to see.
-                    guard let scope = SharedScope(grants: grants.filter { $0.grantee == grantee }),
-                        changes.contains(where: { scope.reaches($0.membership) })
-                    else { continue }
-                    server.push.publish(to: grantee, moved)
-                    participants[grantee] = scope
-                }
-                if !participants.isEmpty {
-                    await notifySubscribers(
-                        database.participantsView, zoneName: zoneName, changes: changes, schema: schema, participants: participants)
-                }
-            }
-        }
+        try await announce(changes, in: database, zoneName: zoneName, schema: schema)
         var answer = results.map(links(database).apply)
         if !shares.isEmpty { answer = try await withAcceptance(answer, zone: zone) }
         return JSONBody(bytes: try RecordsResponse(records: answer).encoded(numbersAsStrings: request.numbersAsStrings == true))
+    }
+
+    /// Tells the devices that may see a commit's changes: the zone's owner and the participants whose
+    /// shares the changes reach get a push, and the subscriptions they fire (the owner's private
+    /// database's, whoever wrote; participants' shared database's) their notifications.
+    private func announce(_ changes: [RecordChange], in database: RecordDatabase, zoneName: String, schema: Schema) async throws {
+        guard let last = changes.last else { return }
+        let zone = database.zone(zoneName)
+        let moved = PushMessage(type: .zoneMoved, zone: zone.address, sequence: last.sequence)
+        server.push.publish(to: database.owner, moved)
+        await notifySubscribers(database.ownerView, zoneName: zoneName, changes: changes, schema: schema)
+        guard zoneName != RecordDatabase.defaultZoneName else { return }
+        let grants = try await server.store.grants(zone)
+        var participants = [String: SharedScope]()
+        for grantee in Set(grants.filter(\.accepted).map(\.grantee)) {
+            guard let scope = SharedScope(grants: grants.filter { $0.grantee == grantee }),
+                changes.contains(where: { scope.reaches($0.membership) })
+            else { continue }
+            server.push.publish(to: grantee, moved)
+            participants[grantee] = scope
+        }
+        if !participants.isEmpty {
+            await notifySubscribers(database.participantsView, zoneName: zoneName, changes: changes, schema: schema, participants: participants)
+        }
     }
 
     /// Share records with each participant's acceptance as the zone's grants of that share record it.
