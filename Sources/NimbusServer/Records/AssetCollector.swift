@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import NIOPosix
 import NimbusStore
 import ServiceLifecycle
 
@@ -25,7 +26,9 @@ struct AssetCollector: Sendable {
             try await server.store.scanLivePayloads(servicePrefix: RecordDatabase.servicePrefix, containing: Data("ASSETID".utf8)) {
                 try StoredRecord(payload: $0).assetIDs
             })
-        return try server.blobs.sweep(keeping: live, writtenBefore: now.addingTimeInterval(-Self.grace))
+        // Listing and deleting files blocks: off the server's threads.
+        let (blobs, cutoff, kept) = (server.blobs, now.addingTimeInterval(-Self.grace), live)
+        return try await NIOThreadPool.singleton.runIfActive { try blobs.sweep(keeping: kept, writtenBefore: cutoff) }
     }
 }
 
