@@ -116,6 +116,33 @@ extension RecordWire {
     }
 }
 
+extension RecordError {
+    /// The error as `Codable` writes it, its server record written by hand (numbers as the writer says).
+    public func write(to json: inout JSONWriter) throws {
+        json.raw("{")
+        if let recordName {
+            json.raw("\"recordName\":")
+            json.string(recordName)
+            json.raw(",")
+        }
+        json.raw("\"reason\":")
+        json.string(reason)
+        json.raw(",\"serverErrorCode\":")
+        json.string(serverErrorCode.rawValue)
+        json.raw(",\"uuid\":")
+        json.string(uuid)
+        if let retryAfter {
+            json.raw(",\"retryAfter\":")
+            json.int(Int64(retryAfter))
+        }
+        if let serverRecord {
+            json.raw(",\"serverRecord\":")
+            try serverRecord.write(to: &json)
+        }
+        json.raw("}")
+    }
+}
+
 /// A wire type that decodes itself faster than `Codable` (and falls back to it for what it does not handle).
 public protocol HandDecodable {
     static func decode(_ data: Data) throws -> Self
@@ -196,7 +223,7 @@ extension RecordsResponse {
             if index > 0 { json.raw(",") }
             switch item {
             case .record(let record): try record.write(to: &json)
-            case .failure(let failure): try json.value(failure)
+            case .failure(let failure): try failure.write(to: &json)
             }
         }
         json.raw("]")

@@ -40,7 +40,7 @@ extension JSONWriter {
             raw(",")
             append(json: payload.dropFirst())
         case .wire(let wire): try wire.write(to: &self)
-        case .failure(let failure): try value(failure)
+        case .failure(let failure): try failure.write(to: &self)
         }
     }
 

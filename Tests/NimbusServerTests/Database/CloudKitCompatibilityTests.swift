@@ -113,6 +113,14 @@ import Testing
         // Without the flag, numbers stay numbers (and the stored value is exact).
         let plain = try Self.json(try await fixture.post("records/lookup", #"{"records":[{"recordName":"c"}],\#(zone)}"#))
         #expect((int64((plain["records"] as? [JSON])?.first) as? NSNumber)?.int64Value == 9_007_199_254_740_993)
+        // A conflict's server record too.
+        let conflict = try Self.json(
+            try await fixture.post(
+                "records/modify",
+                #"{"operations":[{"operationType":"update","record":{"recordName":"c","recordChangeTag":"stale","fields":{}}}],\#(zone),"numbersAsStrings":true}"#))
+        let failure = (conflict["records"] as? [JSON])?.first
+        #expect(failure?["serverErrorCode"] as? String == "CONFLICT" && failure?["uuid"] is String && failure?["recordName"] as? String == "c")
+        #expect(int64(failure?["serverRecord"] as? JSON) as? String == big)
         let notANumber = try await fixture.post(
             "records/modify", #"{"operations":[{"operationType":"create","record":{"recordType":"Counters","fields":{"count":{"value":"many","type":"INT64"}}}}],\#(zone)}"#)
         #expect(notANumber.errorCode == .badRequest)
