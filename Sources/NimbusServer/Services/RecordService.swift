@@ -149,13 +149,19 @@ struct RecordService: Sendable {
                     desiredKeys: writer.desiredKeys, access: writer.access, redeemedAssets: writer.redeemed,
                     shares: writer.shares)
                 let usedBefore = try quota.map { try transaction.ownerBytes(servicePrefix: $0.servicePrefix) } ?? 0
-                var results = [RecordResult]()
-                for operation in prepared {
+                // Share records go last, so a batch may save a hierarchy's root after the share naming it
+                // (as CloudKit clients send `[share, root]`); answers stay in request order.
+                var results = [RecordResult?](repeating: nil, count: prepared.count)
+                let order = prepared.indices.filter { prepared[$0].record.recordType != Self.shareType }
+                    + prepared.indices.filter { prepared[$0].record.recordType == Self.shareType }
+                for index in order {
+                    let operation = prepared[index]
                     do {
-                        results.append(.record(try writer.apply(operation)))
+                        results[index] = .record(try writer.apply(operation))
                     } catch let failure as OperationFailure {
-                        results.append(.failure(RecordError(recordName: operation.name, error: failure.error, serverRecord: failure.serverRecord)))
-                        if atomic { throw AtomicBatchFailure(results: results, operations: prepared) }
+                        let error = RecordError(recordName: operation.name, error: failure.error, serverRecord: failure.serverRecord)
+                        if atomic { throw AtomicBatchFailure(failed: index, error, operations: prepared) }
+                        results[index] = .failure(error)
                     }
                 }
                 if let quota, !writer.log.changes.isEmpty {
@@ -167,7 +173,7 @@ struct RecordService: Sendable {
                             "the owner's storage is full: this batch would hold \(used) bytes of \(quota.bytes); delete records or assets")
                     }
                 }
-                return (results, writer.log.changes)
+                return (results.compactMap { $0 }, writer.log.changes)
             }
         } catch let failure as AtomicBatchFailure {
             return JSONBody(
@@ -289,9 +295,9 @@ struct RecordService: Sendable {
 private struct AtomicBatchFailure: Error {
     var answer: [RecordResult]
 
-    init(results: [RecordResult], operations: [PreparedOperation]) {
+    init(failed: Int, _ error: RecordError, operations: [PreparedOperation]) {
         answer = operations.enumerated().map { index, operation in
-            if index < results.count, case .failure = results[index] { return results[index] }
+            if index == failed { return .failure(error) }
             return .failure(
                 RecordError(
                     recordName: operation.name,

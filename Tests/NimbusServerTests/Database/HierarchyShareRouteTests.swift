@@ -96,4 +96,25 @@ import Testing
             #"{"operations":[{"operationType":"forceUpdate","record":{"recordName":"japan","parent":{"recordName":"passport"}}}],\#(Self.zone)}"#)
         #expect(cycle.codes == [.badRequest])
     }
+
+    @Test func aShareAndItsRootSaveInOneBatchInEitherOrder() async throws {
+        let fixture = try await DatabaseFixture.make()
+        defer { Task { await fixture.stop() } }
+        _ = try await fixture.server.signIn(email: "bob@example.com", device: "laptop")
+        _ = try await fixture.post("zones/modify", #"{"operations":[\#(ZoneAndChangeTests.zoneOperation("create", "Trips"))]}"#)
+        let saved = try await fixture.modify(
+            #"{"operations":[\#(Self.share("peru-share", root: "peru")),\#(Self.save("peru", type: "Lists")),\#(Self.save("boots", parent: "peru"))],\#(Self.zone)}"#)
+        #expect(saved.codes == [nil, nil, nil])
+        #expect(saved.names == ["peru-share", "peru", "boots"], "answers keep the request's order")
+        #expect(saved[0].record?.forRecord?.recordName == "peru")
+        let root = try await fixture.post("records/lookup", #"{"records":[{"recordName":"peru"}],\#(Self.zone)}"#)
+        #expect(try root.decode(RecordsResponse.self).records.first?.record?.share?.recordName == "peru-share")
+
+        // In an atomic batch that fails, every other operation says ATOMIC_ERROR, whatever the order applied.
+        let failed = try await fixture.modify(
+            #"{"operations":[\#(Self.share("inca-share", root: "inca")),\#(Self.save("inca", type: "Lists")),\#(Self.save("boots"))],\#(Self.zone)}"#)
+        #expect(failed.codes == [.atomicError, .atomicError, .exists])
+        let nothing = try await fixture.post("records/lookup", #"{"records":[{"recordName":"inca"},{"recordName":"inca-share"}],\#(Self.zone)}"#)
+        #expect(try nothing.decode(RecordsResponse.self).records.codes == [.notFound, .notFound])
+    }
 }
