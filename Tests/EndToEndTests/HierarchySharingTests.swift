@@ -17,24 +17,36 @@ import Testing
 
     static func names(_ records: [Record]) -> [String] { records.map(\.recordID.recordName).sorted() }
 
-    @Test func participantsSeeAndChangeOnlyTheSharedHierarchy() async throws {
-        let server = try await TestServer.start()
-        defer { Task { await server.stop() } }
-        let app = try await server.seedApp()
-        let ann = try await SharingTests.container(server, app, "ann@example.com")
-        let bob = try await SharingTests.container(server, app, "bob@example.com")
-        let cat = try await SharingTests.container(server, app, "cat@example.com")
-        let eve = try await SharingTests.container(server, app, "eve@example.com")
-        let owner = ann.privateCloudDatabase
+    /// A server; ann's zone "Trips" holding `records` as (type, name, parent), saved in order; and the
+    /// containers of ann and the other users named.
+    struct Trips {
+        let server: TestServer
+        let users: [CloudContainer]
+        let zone: RecordZoneID
+        var owner: CloudDatabase { users[0].privateCloudDatabase }
+    }
 
-        let zone = try await owner.save(RecordZone(zoneName: "Trips")).zoneID
-        for record in [
-            Self.record("Lists", "japan", zone: zone), Self.record("Items", "passport", zone: zone, parent: "japan"),
-            Self.record("Items", "yen", zone: zone, parent: "japan"), Self.record("Items", "visa", zone: zone, parent: "passport"),
-            Self.record("Lists", "secret", zone: zone), Self.record("Items", "gift", zone: zone, parent: "secret"),
-        ] {
-            _ = try await owner.save(record)
+    static func trips(users: [String], records: [(String, String, String?)]) async throws -> Trips {
+        let server = try await TestServer.start()
+        let app = try await server.seedApp()
+        var containers = [CloudContainer]()
+        for user in ["ann"] + users { containers.append(try await SharingTests.container(server, app, "\(user)@example.com")) }
+        let zone = try await containers[0].privateCloudDatabase.save(RecordZone(zoneName: "Trips")).zoneID
+        for (type, name, parent) in records {
+            _ = try await containers[0].privateCloudDatabase.save(Self.record(type, name, zone: zone, parent: parent))
         }
+        return Trips(server: server, users: containers, zone: zone)
+    }
+
+    @Test func participantsSeeAndChangeOnlyTheSharedHierarchy() async throws {
+        let trips = try await Self.trips(
+            users: ["bob", "cat", "eve"],
+            records: [
+                ("Lists", "japan", nil), ("Items", "passport", "japan"), ("Items", "yen", "japan"), ("Items", "visa", "passport"),
+                ("Lists", "secret", nil), ("Items", "gift", "secret"),
+            ])
+        defer { Task { await trips.server.stop() } }
+        let (bob, cat, eve, owner, zone) = (trips.users[1], trips.users[2], trips.users[3], trips.owner, trips.zone)
         let share = try await owner.share(
             RecordID(recordName: "japan", zoneID: zone),
             with: [.init(emailAddress: "bob@example.com", permission: .readWrite), .init(emailAddress: "cat@example.com", permission: .readOnly)])
@@ -111,14 +123,9 @@ import Testing
     }
 
     @Test func deletingTheRootEndsTheShare() async throws {
-        let server = try await TestServer.start()
-        defer { Task { await server.stop() } }
-        let app = try await server.seedApp()
-        let ann = try await SharingTests.container(server, app, "ann@example.com")
-        let bob = try await SharingTests.container(server, app, "bob@example.com")
-        let zone = try await ann.privateCloudDatabase.save(RecordZone(zoneName: "Trips")).zoneID
-        _ = try await ann.privateCloudDatabase.save(Self.record("Lists", "japan", zone: zone))
-        _ = try await ann.privateCloudDatabase.save(Self.record("Items", "passport", zone: zone, parent: "japan"))
+        let trips = try await Self.trips(users: ["bob"], records: [("Lists", "japan", nil), ("Items", "passport", "japan")])
+        defer { Task { await trips.server.stop() } }
+        let (ann, bob, zone) = (trips.users[0], trips.users[1], trips.zone)
         let share = try await ann.privateCloudDatabase.share(
             RecordID(recordName: "japan", zoneID: zone), with: [.init(emailAddress: "bob@example.com", permission: .readOnly)])
         let shared = try await bob.sharedCloudDatabase.acceptShare(share.shortGUID)
@@ -132,15 +139,11 @@ import Testing
     }
 
     @Test func sharedDatabaseSubscriptionsHearOnlyOfSharedRecords() async throws {
-        let server = try await TestServer.start()
-        defer { Task { await server.stop() } }
-        let app = try await server.seedApp()
-        let ann = try await SharingTests.container(server, app, "ann@example.com")
-        let bob = try await SharingTests.container(server, app, "bob@example.com")
-        let zone = try await ann.privateCloudDatabase.save(RecordZone(zoneName: "Trips")).zoneID
-        var secret = try await ann.privateCloudDatabase.save(Self.record("Lists", "secret", zone: zone))
-        _ = try await ann.privateCloudDatabase.save(Self.record("Lists", "japan", zone: zone))
-        let passportID = try await ann.privateCloudDatabase.save(Self.record("Items", "passport", zone: zone, parent: "japan")).recordID
+        let trips = try await Self.trips(users: ["bob"], records: [("Lists", "secret", nil), ("Lists", "japan", nil), ("Items", "passport", "japan")])
+        defer { Task { await trips.server.stop() } }
+        let (ann, bob, zone) = (trips.users[0], trips.users[1], trips.zone)
+        var secret = try await ann.privateCloudDatabase.record(for: RecordID(recordName: "secret", zoneID: zone))
+        let passportID = RecordID(recordName: "passport", zoneID: zone)
         let share = try await ann.privateCloudDatabase.share(
             RecordID(recordName: "japan", zoneID: zone), with: [.init(emailAddress: "bob@example.com", permission: .readOnly)])
         let shared = try await bob.sharedCloudDatabase.acceptShare(share.shortGUID)
@@ -173,19 +176,10 @@ import Testing
     }
 
     @Test func aParticipantsTokensExpireWhenWhatIsSharedWithThemChanges() async throws {
-        let server = try await TestServer.start()
-        defer { Task { await server.stop() } }
-        let app = try await server.seedApp()
-        let ann = try await SharingTests.container(server, app, "ann@example.com")
-        let bob = try await SharingTests.container(server, app, "bob@example.com")
-        let owner = ann.privateCloudDatabase
-        let zone = try await owner.save(RecordZone(zoneName: "Trips")).zoneID
-        for record in [
-            Self.record("Lists", "japan", zone: zone), Self.record("Items", "passport", zone: zone, parent: "japan"),
-            Self.record("Lists", "peru", zone: zone), Self.record("Items", "boots", zone: zone, parent: "peru"),
-        ] {
-            _ = try await owner.save(record)
-        }
+        let trips = try await Self.trips(
+            users: ["bob"], records: [("Lists", "japan", nil), ("Items", "passport", "japan"), ("Lists", "peru", nil), ("Items", "boots", "peru")])
+        defer { Task { await trips.server.stop() } }
+        let (bob, owner, zone) = (trips.users[1], trips.owner, trips.zone)
         let bobsShare = [Share.Participant(emailAddress: "bob@example.com", permission: .readOnly)]
         let japan = try await owner.share(RecordID(recordName: "japan", zoneID: zone), with: bobsShare)
         let shared = try await bob.sharedCloudDatabase.acceptShare(japan.shortGUID)
