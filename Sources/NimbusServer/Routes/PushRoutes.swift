@@ -29,15 +29,9 @@ struct PushRoutes {
         try? await server.store.markDeviceSeen(id: session.deviceID, at: server.configuration.now())
         server.logger.debug("push connected", metadata: ["device": "\(session.deviceID)"])
         try await withThrowingTaskGroup(of: Void.self) { group in
+            // The device's side in a child task; when the device goes, its stream of messages ends too.
             group.addTask {
-                for await message in messages {
-                    // An encoder per message rather than one per socket: idle sockets then hold none.
-                    try await outbound.write(.text(String(decoding: try JSONEncoder().encode(message), as: UTF8.self)))
-                }
-                // The hub ended the stream: the server is shutting down.
-                try await outbound.close(.goingAway, reason: "server shutting down")
-            }
-            group.addTask {
+                defer { server.push.disconnect(accountID: session.accountID, id: id) }
                 for try await message in inbound.messages(maxSize: 4096) {
                     guard case .text(let text) = message,
                         let ack = try? JSONDecoder().decode(PushMessage.self, from: Data(text.utf8)), ack.type == .applied,
@@ -54,9 +48,14 @@ struct PushRoutes {
                     try? await server.store.recordWatermark(deviceID: session.deviceID, zone: zone, sequence: ack.sequence)
                 }
             }
-            // Whichever side ends first (device closed, server shutting down) ends the connection.
-            try await group.next()
+            // The server's side in this task, which spares a task per socket.
+            for await message in messages {
+                // An encoder per message rather than one per socket: idle sockets then hold none.
+                try await outbound.write(.text(String(decoding: try JSONEncoder().encode(message), as: UTF8.self)))
+            }
+            // The stream ended: the device went, or the server is shutting down (then this says so).
             group.cancelAll()
+            try? await outbound.close(.goingAway, reason: "server shutting down")
         }
     }
 }
