@@ -11,6 +11,8 @@ import NimbusStore
 struct RecordAccess: Sendable {
     let caller: String?
     let ownsDatabase: Bool
+    /// The public database, where records of every user meet.
+    let isPublic: Bool
     /// The custom roles the caller holds.
     let roles: Set<String>
     /// In a shared zone: what its owner shared with the caller. Checks here are for the zone as a whole;
@@ -24,6 +26,7 @@ struct RecordAccess: Sendable {
     init(_ database: RecordDatabase) {
         caller = database.caller?.userRecordName
         ownsDatabase = database.scope == .private
+        isPublic = database.scope == .public
         roles = database.caller == nil ? [] : database.roles
         shared = database.scope == .shared ? database.shared : nil
     }

@@ -167,9 +167,20 @@ struct RecordWriter {
             if let zone = reference.zoneID, zone.zoneName != zoneID.zoneName {
                 throw OperationFailure(.badRequest("reference \(field) points into zone \(zone.zoneName); references stay within a zone"))
             }
-            if reference.action == .validate, reference.recordName != name, try visible(reference.recordName) == nil {
-                throw OperationFailure(
-                    NimbusError(.validatingReferenceError, "field \(field) references record \(reference.recordName), which does not exist"))
+            if reference.action == .validate, reference.recordName != name {
+                guard let target = try visible(reference.recordName) else {
+                    throw OperationFailure(
+                        NimbusError(.validatingReferenceError, "field \(field) references record \(reference.recordName), which does not exist"))
+                }
+                // A VALIDATE reference keeps its target from being deleted: in the public database, where
+                // records of many users meet, it may only point at a record the caller may change.
+                let targetType = schema.recordTypes.first { $0.name == target.record.recordType }
+                if access.isPublic, !access.allows(.write, targetType, creator: target.record.created.userRecordName) {
+                    throw OperationFailure(
+                        .accessDenied(
+                            "field \(field) may not VALIDATE record \(reference.recordName): you may not change it, so you may not keep it from being deleted; use NONE"
+                        ))
+                }
             }
         }
         let moved = record.parent?.recordName != current?.record.parent?.recordName

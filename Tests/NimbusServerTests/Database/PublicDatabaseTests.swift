@@ -38,6 +38,16 @@ import Testing
         let annsEdit = #"{"operations":[{"operationType":"forceUpdate","record":{"recordName":"p1","fields":{"text":{"value":"edited"}}}}]}"#
         #expect(try Self.results(try await fixture.post("records/modify", annsEdit, database: "public")).codes == [nil])
 
+        // A VALIDATE reference would keep its target from being deleted: only to records one may change.
+        func reference(_ name: String, to target: String, _ action: String) -> String {
+            #"{"operations":[{"operationType":"create","record":{"recordName":"\#(name)","recordType":"Replies","fields":{"post":{"value":{"recordName":"\#(target)","action":"\#(action)"},"type":"REFERENCE"}}}}]}"#
+        }
+        #expect(try Self.results(try await fixture.post("records/modify", reference("r1", to: "p1", "VALIDATE"), database: "public", session: bob)).codes == [.accessDenied])
+        #expect(try Self.results(try await fixture.post("records/modify", reference("r1", to: "p1", "NONE"), database: "public", session: bob)).codes == [nil])
+        #expect(try Self.results(try await fixture.post("records/modify", reference("r2", to: "b1", "VALIDATE"), database: "public", session: bob)).codes == [nil])
+        let bobsOwn = #"{"operations":[{"operationType":"forceDelete","record":{"recordName":"b1"}}]}"#
+        #expect(try Self.results(try await fixture.post("records/modify", bobsOwn, database: "public", session: bob)).codes == [.validatingReferenceError])
+
         // The public and private databases are separate: ann's private records are not public.
         _ = try await fixture.modify(Self.create("secret"))
         #expect(try Self.results(try await fixture.post("records/lookup", #"{"records":[{"recordName":"secret"}]}"#, database: "public")).codes == [.notFound])
