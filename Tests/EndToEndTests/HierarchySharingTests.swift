@@ -63,6 +63,12 @@ import Testing
         await #expect(throws: NimbusError.self) { _ = try await eve.sharedCloudDatabase.acceptShare(share.shortGUID) }
         let participant = bob.sharedCloudDatabase
         #expect(try await participant.allRecordZones().map(\.zoneID) == [shared])
+        // The share as it stands, for its owner and for a participant: both accepted.
+        let standing = try await owner.fetchShare(share.recordID)
+        #expect(standing.rootRecordID?.recordName == "japan" && standing.participants.map(\.accepted) == [true, true])
+        let seenByBob = try await participant.fetchShare(RecordID(recordName: share.recordID.recordName, zoneID: shared))
+        #expect(seenByBob.participants.map(\.emailAddress) == ["bob@example.com", "cat@example.com"])
+        await #expect(throws: NimbusError.self) { _ = try await owner.fetchShare(RecordID(recordName: "japan", zoneID: zone)) }
 
         // Queries, lookups and the change feed hold the hierarchy and nothing else of the zone.
         #expect(Self.names(try await participant.allRecords(matching: Query(recordType: "Items"), inZoneWith: shared)) == ["passport", "visa", "yen"])

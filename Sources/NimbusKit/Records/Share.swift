@@ -45,6 +45,13 @@ public struct Share: Sendable, Hashable {
 
     /// The record name of a zone's share, as CloudKit names it.
     static let zoneShareName = "cloudkit.zoneshare"
+
+    init(_ wire: RecordWire, recordID: RecordID) {
+        self.recordID = recordID
+        rootRecordID = wire.forRecord.map { RecordID(recordName: $0.recordName, zoneID: recordID.zoneID) }
+        participants = (wire.participants ?? []).map(Participant.init)
+        shortGUID = wire.shortGUID ?? ""
+    }
 }
 
 extension CloudDatabase {
@@ -72,11 +79,22 @@ extension CloudDatabase {
         let answer: RecordsResponse = try await container.client.send(
             .POST, path("records/modify"),
             body: RecordsModifyRequest(operations: [RecordOperation(.forceReplace, record)], zoneID: shareID.zoneID.wire))
-        switch answer.records.first {
-        case .record(let share):
-            return Share(
-                recordID: shareID, rootRecordID: share.forRecord.map { RecordID(recordName: $0.recordName, zoneID: shareID.zoneID) },
-                participants: (share.participants ?? []).map(Share.Participant.init), shortGUID: share.shortGUID ?? "")
+        return try Self.share(answer.records.first, id: shareID)
+    }
+
+    /// A share as it stands: its participants and whether each has accepted. Participants can fetch the
+    /// shares they are in (from the shared database).
+    public func fetchShare(_ shareID: RecordID) async throws -> Share {
+        let answer: RecordsResponse = try await container.client.send(
+            .POST, path("records/lookup"),
+            body: RecordsLookupRequest(records: [.init(recordName: shareID.recordName)], zoneID: shareID.zoneID.wire))
+        return try Self.share(answer.records.first, id: shareID)
+    }
+
+    private static func share(_ item: RecordResult?, id: RecordID) throws -> Share {
+        switch item {
+        case .record(let share) where share.participants != nil: return Share(share, recordID: id)
+        case .record: throw NimbusError.badRequest("record \(id.recordName) is not a share")
         case .failure(let failure): throw Self.error(failure)
         case nil: throw NimbusError(.internalError, "the server answered no share")
         }

@@ -91,6 +91,6 @@ extension RecordService {
             records.append(
                 try OutgoingRecord.make(entry, zoneID: wireZoneID, desiredKeys: desiredKeys, numbersAsStrings: numbersAsStrings, links: links))
         }
-        return (wireZoneID, records, database.syncToken(page.token), page.moreComing)
+        return (wireZoneID, try await withAcceptance(records, zone: zone), database.syncToken(page.token), page.moreComing)
     }
 }

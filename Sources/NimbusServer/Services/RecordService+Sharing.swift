@@ -48,6 +48,29 @@ extension RecordService {
         return shares
     }
 
+    /// Share records with each participant's acceptance, which the zone's grants of that share keep (the
+    /// stored share says only who was invited). Reads the grants only when there is a share record.
+    func withAcceptance(_ results: [RecordResult], zone: ZoneKey) async throws -> [RecordResult] {
+        guard results.contains(where: { $0.record?.participants != nil }) else { return results }
+        let grants = try await server.store.grants(zone).filter(\.accepted)
+        return results.map { result in
+            guard case .record(var record) = result else { return result }
+            record.markAcceptance(grants)
+            return .record(record)
+        }
+    }
+
+    /// The same for the records of a change feed.
+    func withAcceptance(_ records: [OutgoingRecord], zone: ZoneKey) async throws -> [OutgoingRecord] {
+        guard records.contains(where: { if case .wire(let record) = $0 { record.participants != nil } else { false } }) else { return records }
+        let grants = try await server.store.grants(zone).filter(\.accepted)
+        return records.map { item in
+            guard case .wire(var record) = item else { return item }
+            record.markAcceptance(grants)
+            return .wire(record)
+        }
+    }
+
     /// A share's address, what a participant accepts: it names the owner, the zone and the share record.
     static func shortGUID(owner: String, zone: String, share: String) -> String {
         Base64URL.encode((share == zoneShareName ? "z1/\(owner)/\(zone)" : "h1/\(owner)/\(zone)/\(share)").utf8)
@@ -112,4 +135,21 @@ extension RecordService {
         }
         return zones.compactMap { zone, grants in SharedScope(grants: grants).map { (zone, $0) } }
     }
+}
+
+extension RecordWire {
+    /// For a share record: marks the participants whose grant of this share is accepted.
+    fileprivate mutating func markAcceptance(_ acceptedGrants: [ZoneGrant]) {
+        guard let participants else { return }
+        let accepted = Set(acceptedGrants.filter { $0.scope == recordName }.map(\.grantee))
+        self.participants = participants.map { participant in
+            var participant = participant
+            if let name = participant.userIdentity.userRecordName, accepted.contains(name) { participant.acceptanceStatus = "ACCEPTED" }
+            return participant
+        }
+    }
+}
+
+extension RecordResult {
+    fileprivate var record: RecordWire? { if case .record(let record) = self { record } else { nil } }
 }

@@ -212,21 +212,6 @@ struct RecordService: Sendable {
         }
     }
 
-    /// Share records with each participant's acceptance as the zone's grants of that share record it.
-    private func withAcceptance(_ results: [RecordResult], zone: ZoneKey) async throws -> [RecordResult] {
-        let grants = try await server.store.grants(zone).filter(\.accepted)
-        return results.map { result in
-            guard case .record(var record) = result, let participants = record.participants else { return result }
-            let accepted = Set(grants.filter { $0.scope == record.recordName }.map(\.grantee))
-            record.participants = participants.map { participant in
-                var participant = participant
-                if let name = participant.userIdentity.userRecordName, accepted.contains(name) { participant.acceptanceStatus = "ACCEPTED" }
-                return participant
-            }
-            return .record(record)
-        }
-    }
-
     /// The (type, fields) each operation saves, for extending a development schema before the write.
     /// Updates that do not name their type take it from the stored record.
     private func typedFields(_ operations: [PreparedOperation], zone: ZoneKey) async throws -> [(type: String, fields: [String: FieldValue])] {
@@ -258,7 +243,7 @@ struct RecordService: Sendable {
         let schema = try await schemas.schema(database)
         let access = RecordAccess(database)
         let links = links(database)
-        let answer = RecordsResponse(
+        var answer = RecordsResponse(
             records: try request.records.map { item in
                 // In a shared hierarchy, records outside the caller's shares do not exist for them.
                 guard let entry = found[item.recordName], entry.payload != nil,
@@ -278,6 +263,7 @@ struct RecordService: Sendable {
                             name: entry.key, sequence: entry.sequence, zoneID: database.zoneID(zoneName),
                             desiredKeys: item.desiredKeys ?? request.desiredKeys)))
             })
+        answer.records = try await withAcceptance(answer.records, zone: zone)
         return JSONBody(bytes: try answer.encoded(numbersAsStrings: request.numbersAsStrings == true))
     }
 

@@ -52,6 +52,12 @@ import Testing
             session: bob
         ).decode(ZonesResponse.self)
         #expect(accepted.zones.map { $0.failure?.serverErrorCode } == [nil, .zoneNotFound, .badRequest])
+        // The share record says so wherever it is answered: lookups and change feeds.
+        let looked = try await fixture.post("records/lookup", #"{"records":[{"recordName":"trip-share"}],\#(Self.zone)}"#)
+        #expect(try looked.decode(RecordsResponse.self).records.first?.record?.participants?.first?.acceptanceStatus == "ACCEPTED")
+        let feed = try await fixture.post("changes/zone", #"{"zones":[{\#(Self.zone)}]}"#).decode(ZoneChangesResponse.self)
+        let fed = feed.zones.first?.records?.first { $0.recordName == "trip-share" }
+        #expect(fed?.participants?.first?.acceptanceStatus == "ACCEPTED")
 
         // Outside the hierarchy: not found, no matter how it is asked for, and VALIDATE cannot probe for it.
         let zoneOfAnn = #""zoneID":{"zoneName":"Trips","ownerRecordName":"\#(fixture.ann.userRecordName)"}"#
