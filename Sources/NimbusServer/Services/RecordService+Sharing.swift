@@ -7,6 +7,7 @@ extension RecordService {
     static let shareType = "cloudkit.share"
     /// The record name of a zone's share.
     static let zoneShareName = "cloudkit.zoneshare"
+    static let maxParticipants = 100
 
     /// Share records a batch saves, resolved to accounts: a zone of the owner's private database (a share
     /// named `cloudkit.zoneshare`), or the hierarchy under a record of it (any other share, `forRecord`
@@ -21,6 +22,9 @@ extension RecordService {
                 throw NimbusError.badRequest("publicPermission must be NONE: shares go to named participants")
             }
             var participants = [StoredShare.Participant]()
+            guard (operation.record.participants ?? []).count <= Self.maxParticipants else {
+                throw NimbusError.badRequest("a share has at most \(Self.maxParticipants) participants, as CloudKit's")
+            }
             for participant in operation.record.participants ?? [] where participant.type != "OWNER" {
                 let account: AccountRecord?
                 if let name = participant.userIdentity.userRecordName {

@@ -104,6 +104,11 @@ import Testing
         #expect(try await share("cloudkit.zoneshare", zone: "_defaultZone").errorCode == .badRequest)
         #expect(try await share("cloudkit.zoneshare", zone: "Z", permission: "ADMIN").errorCode == .badRequest)
         #expect(try await share("cloudkit.zoneshare", zone: "Z", publicPermission: "READ_ONLY").errorCode == .badRequest)
+        let crowd = (0...100).map { #"{"userIdentity":{"lookupInfo":{"emailAddress":"p\#($0)@example.com"}},"permission":"READ_ONLY"}"# }
+        let tooMany = try await fixture.post(
+            "records/modify",
+            #"{"operations":[{"operationType":"create","record":{"recordName":"cloudkit.zoneshare","recordType":"cloudkit.share","participants":[\#(crowd.joined(separator: ","))]}}],"zoneID":{"zoneName":"Z"}}"#)
+        #expect(tooMany.errorCode == .badRequest && tooMany.error?.reason.contains("100") == true)
         let created = try await share("cloudkit.zoneshare", zone: "Z")
         let record = try #require(try created.decode(RecordsResponse.self).records.first?.record)
         #expect(record.participants?.first?.acceptanceStatus == "INVITED" && record.shortGUID != nil)
