@@ -35,6 +35,9 @@ enum SharedScope: Sendable, Equatable {
         }
     }
 
+    /// Whether the caller sees the record an entry holds now.
+    func sees(_ entry: Entry) -> Bool { permission(covering: ShareMembership(audience: entry.audience).current) != nil }
+
     /// Whether the caller may learn of a record with this membership at all, now or as a deletion.
     func reaches(_ membership: ShareMembership) -> Bool {
         switch self {

@@ -123,7 +123,7 @@ struct RecordService: Sendable {
             throw NimbusError.accessDenied("this zone is shared with you read-only")
         }
         let current = try await schemas.schema(database)
-        let growing = try await typedFields(operations, zone: zone).filter { type, _ in
+        let growing = try await typedFields(operations, zone: zone, shared: database.shared).filter { type, _ in
             let existing = current.recordTypes.first { $0.name == type }
             return access.allows(.create, existing, creator: nil) || access.allows(.write, existing, creator: caller.userRecordName)
         }
@@ -214,10 +214,14 @@ struct RecordService: Sendable {
 
     /// The (type, fields) each operation saves, for extending a development schema before the write.
     /// Updates that do not name their type take it from the stored record.
-    private func typedFields(_ operations: [PreparedOperation], zone: ZoneKey) async throws -> [(type: String, fields: [String: FieldValue])] {
+    /// In a shared hierarchy, only records the caller can see lend their types.
+    private func typedFields(_ operations: [PreparedOperation], zone: ZoneKey, shared: SharedScope?) async throws
+        -> [(type: String, fields: [String: FieldValue])]
+    {
         let untyped = operations.filter { $0.record.recordType == nil && !($0.record.fields ?? [:]).isEmpty }.map(\.name)
         var storedTypes = [String: String]()
-        for entry in try await server.store.entries(zone, keys: untyped) where entry.payload != nil {
+        for entry in try await server.store.entries(zone, keys: untyped)
+        where entry.payload != nil && shared?.sees(entry) ?? true {
             storedTypes[entry.key] = try StoredRecord(entry: entry).recordType
         }
         return operations.compactMap { operation in
@@ -246,9 +250,7 @@ struct RecordService: Sendable {
         var answer = RecordsResponse(
             records: try request.records.map { item in
                 // In a shared hierarchy, records outside the caller's shares do not exist for them.
-                guard let entry = found[item.recordName], entry.payload != nil,
-                    access.shared.map({ $0.permission(covering: ShareMembership(audience: entry.audience).current) != nil }) ?? true
-                else {
+                guard let entry = found[item.recordName], entry.payload != nil, access.shared?.sees(entry) ?? true else {
                     return .failure(RecordError(recordName: item.recordName, error: .notFound("record \(item.recordName) does not exist")))
                 }
                 let record = try StoredRecord(entry: entry)
