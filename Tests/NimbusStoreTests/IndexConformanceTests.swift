@@ -236,4 +236,23 @@ import Testing
         }
         #expect(found == ["photo ASSETID 1"])
     }
+
+    @Test(arguments: StoreBackend.allCases)
+    func anEntryIsIndexedAsItsCurrentVersionWhateverWasPutSince(_ backend: StoreBackend) async throws {
+        let store = try backend.makeStore()
+        let zone = try await makeZone(store)
+        _ = try await store.transact(zone, creating: true) { transaction in
+            try transaction.put("a", payload: Data("a".utf8), size: 1)
+            try transaction.put("b", payload: Data("b".utf8), size: 1)
+            try transaction.index("a", kind: "Items", rows: [IndexEntry(field: "name", value: .text("first"))])
+            try transaction.index("b", kind: "Items", rows: [IndexEntry(field: "name", value: .text("second"))])
+            try transaction.put("c", payload: Data("c".utf8), size: 1)
+            try transaction.put("c", payload: nil, size: 0)
+            #expect(throws: StoreError.self) { try transaction.index("c", kind: "Items", rows: []) }
+        }
+        for (name, key) in [("first", "a"), ("second", "b")] {
+            let query = IndexQuery(zones: [zone], kind: "Items", conditions: [IndexCondition(field: "name", .equal(.text(name)))], limit: 10)
+            #expect(try await keys(store, query) == [key])
+        }
+    }
 }

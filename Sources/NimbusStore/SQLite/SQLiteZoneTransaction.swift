@@ -5,6 +5,8 @@ import GRDB
 final class SQLiteZoneTransaction: ZoneTransaction {
     private let db: Database
     private(set) var state: ZoneState
+    /// The entry the last `put` wrote live, so indexing it right after needs no lookup.
+    private var lastLive: (key: String, sequence: Int64)?
 
     init(_ db: Database, state: ZoneState) {
         self.db = db
@@ -44,15 +46,22 @@ final class SQLiteZoneTransaction: ZoneTransaction {
                 SET payload = excluded.payload, size = excluded.size, sequence = excluded.sequence, audience = excluded.audience
                 """
         ).execute(arguments: [state.id, key, payload, payload == nil ? 0 : size, state.sequence, audience])
+        lastLive = payload == nil ? nil : (key, state.sequence)
         return state.sequence
     }
 
     func index(_ key: String, kind: String, rows: [IndexEntry]) throws {
-        guard
-            let sequence = try Int64.fetchOne(
-                try db.cachedStatement(sql: "SELECT sequence FROM entries WHERE zone_id = ? AND key = ? AND payload IS NOT NULL"),
-                arguments: [state.id, key])
-        else { throw StoreError.missing("entry \(key)") }
+        let sequence: Int64
+        if let lastLive, lastLive.key == key {
+            sequence = lastLive.sequence
+        } else {
+            guard
+                let found = try Int64.fetchOne(
+                    try db.cachedStatement(sql: "SELECT sequence FROM entries WHERE zone_id = ? AND key = ? AND payload IS NOT NULL"),
+                    arguments: [state.id, key])
+            else { throw StoreError.missing("entry \(key)") }
+            sequence = found
+        }
         let insert = try db.cachedStatement(
             sql: "INSERT INTO entry_index (zone_id, sequence, field, position, kind, value, longitude) VALUES (?, ?, ?, ?, ?, ?, ?)")
         try insert.execute(arguments: [state.id, sequence, IndexEntry.keyField, 0, kind, key, nil])
