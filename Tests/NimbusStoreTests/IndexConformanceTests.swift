@@ -245,7 +245,12 @@ import Testing
             try transaction.put("a", payload: Data("a".utf8), size: 1)
             try transaction.put("b", payload: Data("b".utf8), size: 1)
             try transaction.index("a", kind: "Items", rows: [IndexEntry(field: "name", value: .text("first"))])
-            try transaction.index("b", kind: "Items", rows: [IndexEntry(field: "name", value: .text("second"))])
+            try transaction.index(
+                "b", kind: "Items",
+                rows: [
+                    IndexEntry(field: "name", value: .text("second")), IndexEntry(field: "code", value: .text("naïve ☕️")),
+                    IndexEntry(field: "ratio", value: .real(0.25)), IndexEntry(field: "at", value: .point(latitude: 1.5, longitude: -2)),
+                ])
             try transaction.put("c", payload: Data("c".utf8), size: 1)
             try transaction.put("c", payload: nil, size: 0)
             #expect(throws: StoreError.self) { try transaction.index("c", kind: "Items", rows: []) }
@@ -254,5 +259,14 @@ import Testing
             let query = IndexQuery(zones: [zone], kind: "Items", conditions: [IndexCondition(field: "name", .equal(.text(name)))], limit: 10)
             #expect(try await keys(store, query) == [key])
         }
+        // Every kind of value is stored whole: text beyond ASCII, reals, points.
+        for condition in [
+            IndexCondition(field: "code", .equal(.text("naïve ☕️"))), IndexCondition(field: "ratio", .equal(.real(0.25))),
+            IndexCondition(field: "at", .within(meters: 10, latitude: 1.5, longitude: -2)),
+        ] {
+            #expect(try await keys(store, IndexQuery(zones: [zone], kind: "Items", conditions: [condition], limit: 10)) == ["b"])
+        }
+        let prefix = IndexQuery(zones: [zone], kind: "Items", conditions: [IndexCondition(field: "code", .equal(.text("naïve")))], limit: 10)
+        #expect(try await keys(store, prefix).isEmpty, "equality is on the whole text")
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import GRDBSQLite
 
 /// A zone transaction on SQLite: statements run on the writer connection inside GRDB's transaction.
 final class SQLiteZoneTransaction: ZoneTransaction {
@@ -64,11 +65,45 @@ final class SQLiteZoneTransaction: ZoneTransaction {
         }
         let insert = try db.cachedStatement(
             sql: "INSERT INTO entry_index (zone_id, sequence, field, position, kind, value, longitude) VALUES (?, ?, ?, ?, ?, ?, ?)")
-        try insert.execute(arguments: [state.id, sequence, IndexEntry.keyField, 0, kind, key, nil])
+        // Rows are bound straight through SQLite's API: a record has about ten, and GRDB's argument
+        // arrays cost more than the inserts themselves.
+        let rows = [IndexEntry(field: IndexEntry.keyField, value: .text(key))] + rows
         for row in rows {
-            let (value, longitude) = SQLiteStore.columns(row.value)
-            try insert.execute(arguments: [state.id, sequence, row.field, row.position, kind, value, longitude])
+            let handle = insert.sqliteStatement
+            sqlite3_reset(handle)
+            sqlite3_bind_int64(handle, 1, state.id)
+            sqlite3_bind_int64(handle, 2, sequence)
+            Self.bind(row.field, at: 3, handle)
+            sqlite3_bind_int64(handle, 4, Int64(row.position))
+            Self.bind(kind, at: 5, handle)
+            switch row.value {
+            case .integer(let integer):
+                sqlite3_bind_int64(handle, 6, integer)
+                sqlite3_bind_null(handle, 7)
+            case .real(let real):
+                sqlite3_bind_double(handle, 6, real)
+                sqlite3_bind_null(handle, 7)
+            case .text(let text):
+                Self.bind(text, at: 6, handle)
+                sqlite3_bind_null(handle, 7)
+            case .point(let latitude, let longitude):
+                sqlite3_bind_double(handle, 6, latitude)
+                sqlite3_bind_double(handle, 7, longitude)
+            }
+            let code = sqlite3_step(handle)
+            sqlite3_reset(handle)
+            guard code == SQLITE_DONE else {
+                throw DatabaseError(
+                    resultCode: ResultCode(rawValue: code), message: String(cString: sqlite3_errmsg(db.sqliteConnection)), sql: insert.sql)
+            }
         }
+    }
+
+    /// Binds text, which SQLite copies (the Swift string's bytes live only for the call). Like GRDB, which
+    /// binds the values queries compare with, it lets SQLite measure the text (up to a NUL).
+    private static func bind(_ text: String, at index: Int32, _ handle: OpaquePointer) {
+        let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
+        _ = text.withCString { sqlite3_bind_text(handle, index, $0, -1, transient) }
     }
 
     func ownerBytes(servicePrefix: String) throws -> Int {
