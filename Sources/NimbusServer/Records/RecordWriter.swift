@@ -218,11 +218,12 @@ struct RecordWriter {
         share.participants.removeAll { $0.userRecordName == stamp.userRecordName }
         record.share = share
         record.modified = stamp
-        _ = try store(name, record, membership: current.membership, before: current.record)
+        try store(name, record, membership: current.membership, before: current.record)
         try transaction.setGrants(share.grants(scope: name), scope: name)
     }
 
     /// Writes a version of a record (payload, index rows, the shares it is in) and logs the change.
+    @discardableResult
     private func store(_ name: String, _ record: StoredRecord, membership: ShareMembership, before: StoredRecord?) throws -> Int64 {
         let payload = try record.encoded()
         guard payload.count <= Self.maxRecordBytes else {
@@ -282,7 +283,7 @@ struct RecordWriter {
         guard let root = try live(name), root.record.sharedAs != share else { return }
         var record = root.record
         record.sharedAs = share
-        _ = try store(name, record, membership: root.membership.moved(to: share), before: root.record)
+        try store(name, record, membership: root.membership.moved(to: share), before: root.record)
         try reshare(below: name, to: share)
     }
 
@@ -293,7 +294,7 @@ struct RecordWriter {
         record.sharedAs = nil
         // A parent chain that leads back into the hierarchy (saved before cycles were refused) must not keep it in the share.
         let covering = try coveringShare(name, record).flatMap { $0 == share ? nil : $0 }
-        _ = try store(name, record, membership: root.membership.moved(to: covering), before: root.record)
+        try store(name, record, membership: root.membership.moved(to: covering), before: root.record)
         try reshare(below: name, to: covering)
     }
 
@@ -308,7 +309,7 @@ struct RecordWriter {
                 for child in try transaction.keys(kind: type.name, field: RecordIndexer.parentField, value: .text(parent))
                 where visited.insert(child).inserted {
                     guard let live = try live(child), live.record.sharedAs == nil, live.membership.current != share else { continue }
-                    _ = try store(child, live.record, membership: live.membership.moved(to: share), before: live.record)
+                    try store(child, live.record, membership: live.membership.moved(to: share), before: live.record)
                     pending.append(child)
                 }
             }

@@ -21,13 +21,9 @@ extension RecordService {
                     desiredKeys: options.desiredKeys ?? request.desiredKeys,
                     desiredRecordTypes: options.desiredRecordTypes ?? request.desiredRecordTypes, numbersAsStrings: numbersAsStrings)
                 json.raw("{\"zoneID\":")
-                try json.value(page.zoneID)
-                json.raw(",\"records\":")
-                try json.records(page.records)
-                json.raw(",\"syncToken\":")
-                json.string(page.syncToken)
-                json.raw(",\"moreComing\":")
-                json.bool(page.moreComing)
+                page.zoneID.write(to: &json)
+                json.raw(",")
+                try json.feed(page)
                 json.raw("}")
             } catch let error as NimbusError where error.code != .accessDenied {
                 try json.value(ZoneChanges(zoneID: zoneID, error: error))
@@ -44,12 +40,8 @@ extension RecordService {
             database, zoneID: request.zoneID, syncToken: request.syncToken, resultsLimit: request.resultsLimit,
             desiredKeys: request.desiredKeys, desiredRecordTypes: nil, numbersAsStrings: request.numbersAsStrings == true)
         var json = JSONWriter(numbersAsStrings: request.numbersAsStrings == true)
-        json.raw("{\"records\":")
-        try json.records(page.records)
-        json.raw(",\"syncToken\":")
-        json.string(page.syncToken)
-        json.raw(",\"moreComing\":")
-        json.bool(page.moreComing)
+        json.raw("{")
+        try json.feed(page)
         json.raw("}")
         return json.body
     }
@@ -57,7 +49,7 @@ extension RecordService {
     private func changes(
         _ database: RecordDatabase, zoneID: ZoneID, syncToken: String?, resultsLimit: Int?, desiredKeys: [String]?,
         desiredRecordTypes: [String]?, numbersAsStrings: Bool
-    ) async throws -> (zoneID: ZoneID, records: [OutgoingRecord], syncToken: String, moreComing: Bool) {
+    ) async throws -> ChangesPage {
         let limit = resultsLimit ?? Self.maxResults
         guard (1...Self.maxResults).contains(limit) else {
             throw NimbusError.badRequest("resultsLimit must be between 1 and \(Self.maxResults)")
@@ -91,6 +83,28 @@ extension RecordService {
             records.append(
                 try OutgoingRecord.make(entry, zoneID: wireZoneID, desiredKeys: desiredKeys, numbersAsStrings: numbersAsStrings, links: links))
         }
-        return (wireZoneID, try await withAcceptance(records, zone: zone), database.syncToken(page.token), page.moreComing)
+        return ChangesPage(
+            zoneID: wireZoneID, records: try await withAcceptance(records, zone: zone), syncToken: database.syncToken(page.token),
+            moreComing: page.moreComing)
+    }
+}
+
+/// One page of a zone's changes as `changes/zone` and `records/changes` answer it.
+struct ChangesPage {
+    var zoneID: ZoneID
+    var records: [OutgoingRecord]
+    var syncToken: String
+    var moreComing: Bool
+}
+
+extension JSONWriter {
+    /// `"records":[…],"syncToken":…,"moreComing":…`, the keys both change feeds answer with.
+    fileprivate mutating func feed(_ page: ChangesPage) throws {
+        raw("\"records\":")
+        try records(page.records)
+        raw(",\"syncToken\":")
+        string(page.syncToken)
+        raw(",\"moreComing\":")
+        bool(page.moreComing)
     }
 }

@@ -51,11 +51,13 @@ struct SchemaRoles: AsyncParsableCommand {
         case (let role?, nil, let email?):
             list = await options.admin.send(.POST, roles + "/\(role)/members", body: RoleMemberRequest(email: email))
         case (nil, let role?, let email?):
-            let users: ListResponse<UserInfo> = await options.admin.send(.GET, "/admin/1/users")
-            guard let user = users.items.first(where: { $0.email == email.lowercased() }) else { fail(CLIError("no account has the email \(email)")) }
+            let current: ListResponse<RoleInfo> = await options.admin.send(.GET, roles)
+            guard let holder = current.items.first(where: { $0.role == role })?.members.first(where: { $0.email == email.lowercased() }) else {
+                fail(CLIError("\(email) does not hold role \(role) in \(environment)"))
+            }
             do {
                 try await NimbusClient(session: try options.client.profile().session, apiToken: nil).send(
-                    .DELETE, roles + "/\(role)/members/\(user.userRecordName)")
+                    .DELETE, roles + "/\(role)/members/\(holder.userRecordName)")
             } catch {
                 fail(error)
             }
