@@ -1,6 +1,6 @@
 import Foundation
 import NimbusCore
-import NimbusStore
+@testable import NimbusStore
 import Testing
 
 /// The contract every Store backend keeps, written once and run per backend.
@@ -232,6 +232,16 @@ import Testing
         let store = try SQLiteStore(path: path)
         try await store.createTeam(Team(teamID: "98Z3R5XU29", name: "T"))
         #expect(FileManager.default.fileExists(atPath: path + "-wal"))
+    }
+
+    /// A commit is acknowledged only once the write-ahead log is synced (GRDB turns the writer to
+    /// NORMAL, which syncs only at checkpoints, so a power cut could lose acknowledged writes).
+    @Test func everyCommitIsSyncedToDisk() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("nimbus-store-\(UUIDString.random())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let store = try SQLiteStore(path: directory.appendingPathComponent("nimbus.sqlite").path)
+        let full = 2
+        #expect(try store.pool.writeWithoutTransaction { try Int.fetchOne($0, sql: "PRAGMA synchronous") } == full)
     }
 
     @Test func reopeningKeepsData() async throws {

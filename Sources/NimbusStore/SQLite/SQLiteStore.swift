@@ -17,7 +17,6 @@ public final class SQLiteStore: Sendable {
         var configuration = Configuration()
         configuration.busyMode = .timeout(10)
         configuration.prepareDatabase { db in
-            try db.execute(sql: "PRAGMA synchronous = FULL")
             try db.execute(sql: "PRAGMA foreign_keys = ON")
             // Index pages are read far more than written: a larger page cache (allocated only as it
             // fills) and memory-mapped reads keep them out of read system calls. Checkpointing every
@@ -30,6 +29,9 @@ public final class SQLiteStore: Sendable {
             db.add(function: SQLiteStore.distanceFunction)
         }
         pool = try DatabasePool(path: path, configuration: configuration)
+        // Only the writer commits, and GRDB sets its `synchronous` to NORMAL (no sync per commit in WAL
+        // mode) after `prepareDatabase` has run, so it is set here, once the pool is open.
+        try pool.writeWithoutTransaction { try $0.execute(sql: "PRAGMA synchronous = FULL") }
         let migrator = Self.migrator
         let unknown = try pool.read { db in
             try migrator.hasBeenSuperseded(db)
