@@ -51,6 +51,18 @@ import Testing
         #expect(Secrets.digest("a") != "a" && Secrets.digest("a").count == 64)
     }
 
+    @Test func generatedRecordNamesAreVersion7UUIDsInCreationOrder() throws {
+        let start = Date(timeIntervalSince1970: 1_795_000_000)
+        let names = (0..<1000).map { UUIDString.timeOrdered(at: start.addingTimeInterval(Double($0) / 100)).uuidString }
+        #expect(names == names.sorted())
+        #expect(Set(names).count == names.count)
+        let first = try #require(UUID(uuidString: names[0]))
+        #expect(first.uuid.6 >> 4 == 7)
+        #expect(first.uuid.8 >> 6 == 0b10)
+        // The first 48 bits are the creation time in milliseconds.
+        #expect(names[0].hasPrefix(String(format: "%08X-%04X", 1_795_000_000_000 >> 16, 1_795_000_000_000 & 0xFFFF)))
+    }
+
     @Test func errorsCarryHTTPStatusesOfTheCloudKitTable() {
         #expect(ErrorCode.authenticationRequired.httpStatus == 421)
         #expect(ErrorCode.throttled.httpStatus == 429)

@@ -31,14 +31,14 @@ public struct Record: Sendable, Hashable {
     /// Local files set as assets, uploaded when the record is saved.
     var pendingUploads: [String: URL] = [:]
 
-    public init(recordType: String, recordID: RecordID = RecordID(recordName: UUID().uuidString)) {
+    public init(recordType: String, recordID: RecordID = RecordID(recordName: UUIDString.timeOrdered().uuidString)) {
         self.recordType = recordType
         self.recordID = recordID
         self.fields = [:]
     }
 
     public init(recordType: String, zoneID: RecordZoneID) {
-        self.init(recordType: recordType, recordID: RecordID(recordName: UUID().uuidString, zoneID: zoneID))
+        self.init(recordType: recordType, recordID: RecordID(recordName: UUIDString.timeOrdered().uuidString, zoneID: zoneID))
     }
 
     public subscript<Value: RecordValue>(key: String) -> Value? {
