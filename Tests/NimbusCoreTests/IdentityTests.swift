@@ -51,6 +51,20 @@ import Testing
         #expect(Secrets.digest("a") != "a" && Secrets.digest("a").count == 64)
     }
 
+    @Test func recordNamesRefuseExactlyTheControlCharacters() throws {
+        for value in 0...0x2FFF {
+            guard let scalar = Unicode.Scalar(value) else { continue }
+            let name = "item\(Character(scalar))1"
+            if scalar.properties.generalCategory == .control {
+                #expect(throws: NimbusError.self) { try Identifiers.validateRecordName(name) }
+            } else {
+                try Identifiers.validateRecordName(name)
+            }
+        }
+        #expect(throws: NimbusError.self) { try Identifiers.validateRecordName("") }
+        #expect(throws: NimbusError.self) { try Identifiers.validateRecordName(String(repeating: "é", count: 128)) }
+    }
+
     @Test func generatedRecordNamesAreVersion7UUIDsInCreationOrder() throws {
         let start = Date(timeIntervalSince1970: 1_795_000_000)
         let names = (0..<1000).map { UUIDString.timeOrdered(at: start.addingTimeInterval(Double($0) / 100)).uuidString }

@@ -60,10 +60,20 @@ public enum Identifiers {
 
     /// A record name: 1 to 255 bytes without control characters.
     public static func validateRecordName(_ name: String) throws(NimbusError) {
-        guard (1...255).contains(name.utf8.count), !name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
-        else {
+        guard (1...255).contains(name.utf8.count), !containsControlCharacter(name) else {
             throw .badRequest("recordName must be 1 to 255 bytes without control characters")
         }
+    }
+
+    /// Whether the text holds a control character (Unicode's Cc: U+0000–U+001F and U+007F–U+009F),
+    /// read from its UTF-8 bytes: every saved record's name passes here.
+    static func containsControlCharacter(_ text: String) -> Bool {
+        var afterC2 = false
+        for byte in text.utf8 {
+            if byte < 0x20 || byte == 0x7F || (afterC2 && (0x80...0x9F).contains(byte)) { return true }
+            afterC2 = byte == 0xC2
+        }
+        return false
     }
 
     /// A zone name: a letter or digit, then letters, digits, `_`, `-` and `.`, at most 255 bytes.

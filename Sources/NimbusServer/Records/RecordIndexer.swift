@@ -71,6 +71,17 @@ enum RecordIndexer {
 
     static func words(_ text: String) -> [String] {
         var seen = Set<String>()
-        return text.lowercased().split { !$0.isLetter && !$0.isNumber }.map(String.init).filter { seen.insert($0).inserted }
+        guard text.utf8.allSatisfy({ $0 < 0x80 }) else {
+            return text.lowercased().split { !$0.isLetter && !$0.isNumber }.map(String.init).filter { seen.insert($0).inserted }
+        }
+        // ASCII text, most of it, is split on its bytes: the letters and digits are the same, without
+        // looking up Unicode properties character by character.
+        return text.utf8.split { !isASCIILetterOrDigit($0) }
+            .map { String(decoding: $0.map { (65...90).contains($0) ? $0 + 32 : $0 }, as: UTF8.self) }
+            .filter { seen.insert($0).inserted }
+    }
+
+    private static func isASCIILetterOrDigit(_ byte: UInt8) -> Bool {
+        (48...57).contains(byte) || (65...90).contains(byte) || (97...122).contains(byte)
     }
 }

@@ -8,6 +8,9 @@ final class SQLiteZoneTransaction: ZoneTransaction {
     private(set) var state: ZoneState
     /// The entry the last `put` wrote live, so indexing it right after needs no lookup.
     private var lastLive: (key: String, sequence: Int64)?
+    /// The version the last `entry` read (nil: none stored), so putting that entry right after needs no
+    /// second lookup; any write forgets it.
+    private var lastRead: (key: String, version: Version?)?
 
     init(_ db: Database, state: ZoneState) {
         self.db = db
@@ -15,25 +18,37 @@ final class SQLiteZoneTransaction: ZoneTransaction {
     }
 
     func entry(_ key: String) throws -> Entry? {
-        try Row.fetchOne(
-            try db.cachedStatement(sql: "SELECT key, payload, sequence, audience FROM entries WHERE zone_id = ? AND key = ?"),
+        let row = try Row.fetchOne(
+            try db.cachedStatement(sql: "SELECT key, payload, size, sequence, audience FROM entries WHERE zone_id = ? AND key = ?"),
+            arguments: [state.id, key])
+        lastRead = (key, row.map { Version(live: $0["payload"] != nil, size: $0["size"], sequence: $0["sequence"]) })
+        return row.map(SQLiteStore.entry)
+    }
+
+    /// The stored version of an entry: what replacing it takes away.
+    private struct Version {
+        var live: Bool
+        var size: Int
+        var sequence: Int64
+    }
+
+    private func version(_ key: String) throws -> Version? {
+        if let lastRead, lastRead.key == key { return lastRead.version }
+        return try Row.fetchOne(
+            try db.cachedStatement(sql: "SELECT payload IS NOT NULL AS live, size, sequence FROM entries WHERE zone_id = ? AND key = ?"),
             arguments: [state.id, key]
-        ).map(SQLiteStore.entry)
+        ).map { Version(live: $0["live"], size: $0["size"], sequence: $0["sequence"]) }
     }
 
     func put(_ key: String, payload: Data?, size: Int, audience: String?) throws -> Int64 {
-        let previous = try Row.fetchOne(
-            try db.cachedStatement(
-                sql: "SELECT payload IS NOT NULL AS live, size, sequence FROM entries WHERE zone_id = ? AND key = ?"),
-            arguments: [state.id, key])
-        if let previous {
-            if previous["live"] as Bool {
+        if let previous = try version(key) {
+            if previous.live {
                 state.liveEntries -= 1
-                state.liveBytes -= previous["size"] as Int
+                state.liveBytes -= previous.size
             }
             // The previous version's index rows go with it; the caller indexes the new version.
             try db.cachedStatement(sql: "DELETE FROM entry_index WHERE zone_id = ? AND sequence = ?").execute(
-                arguments: [state.id, previous["sequence"] as Int64])
+                arguments: [state.id, previous.sequence])
         }
         if payload != nil {
             state.liveEntries += 1
@@ -48,6 +63,7 @@ final class SQLiteZoneTransaction: ZoneTransaction {
                 """
         ).execute(arguments: [state.id, key, payload, payload == nil ? 0 : size, state.sequence, audience])
         lastLive = payload == nil ? nil : (key, state.sequence)
+        lastRead = nil
         return state.sequence
     }
 
