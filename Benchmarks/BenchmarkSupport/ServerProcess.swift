@@ -87,6 +87,48 @@ public final class ServerProcess: @unchecked Sendable {
         return ticks / Double(sysconf(Int32(_SC_CLK_TCK)))
     }
 
+    /// Sequential round trips of the cheapest route per second: the HTTP floor under every other figure.
+    public func healthThroughput(requests: Int) async throws -> Double {
+        let client = NimbusClient(server: url)
+        let start = ContinuousClock.now
+        for _ in 0..<requests { _ = try await client.sendRaw(.GET, "/health", body: nil) }
+        return Double(requests) / ((ContinuousClock.now - start).milliseconds / 1000)
+    }
+
+    /// Mean time, in microseconds, to overwrite 4 KiB of a file in the server's data directory and
+    /// `fdatasync` it: the disk's floor under every acknowledged commit, which waits for such a sync.
+    public func syncedWriteMicroseconds(count: Int) throws -> Double {
+        let path = dataDirectory.appendingPathComponent("sync-probe").path
+        let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        guard descriptor >= 0 else { throw NimbusError(.internalError, "cannot create \(path)") }
+        defer {
+            close(descriptor)
+            unlink(path)
+        }
+        let page = [UInt8](repeating: 0x5A, count: 4096)
+        let start = ContinuousClock.now
+        for _ in 0..<count {
+            guard pwrite(descriptor, page, page.count, 0) == page.count, fdatasync(descriptor) == 0 else {
+                throw NimbusError(.internalError, "cannot write and sync \(path)")
+            }
+        }
+        return (ContinuousClock.now - start).milliseconds * 1000 / Double(count)
+    }
+
+    /// Rows that show what the machine allows: sequential writes can be no faster than one HTTP round
+    /// trip plus one synced disk write each.
+    @MainActor
+    public func floorRows(into table: inout ResultTable) async throws {
+        let health = try await median(runs: 3) { try await healthThroughput(requests: 3000) }
+        let sync = try syncedWriteMicroseconds(count: 1000)
+        let ceiling = 1_000_000 / (1_000_000 / health.median + sync)
+        table.add("Baseline: sequential GET /health/s", health.text, target: "(reference)", met: true)
+        table.add("Baseline: 4 KiB write + fdatasync in the data directory", String(format: "%.0f µs", sync), target: "(reference)", met: true)
+        table.add(
+            "Ceiling for sequential acknowledged writes (1 / (GET + sync))", String(format: "%.0f/s", ceiling), target: "(reference)",
+            met: true)
+    }
+
     public func stop() {
         process.interrupt()
         process.waitUntilExit()

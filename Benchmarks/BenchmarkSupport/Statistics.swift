@@ -39,7 +39,7 @@ public struct ResultTable {
     }
 }
 
-public struct Summary {
+public struct Summary: Sendable {
     public var median: Double
     public var low: Double
     public var high: Double

@@ -52,8 +52,7 @@ enum KeyValueBenchmarks {
         if wanted("throughput") {
             // Loopback figures on a shared 2-core machine vary by ±10% from run to run: each is the
             // median of several runs, with the range shown.
-            let baseline = try await median(runs: 3) { try await healthThroughput(server, requests: 3000) }
-            table.add("Baseline: sequential GET /health/s", baseline.text, target: "(reference)", met: true)
+            try await server.floorRows(into: &table)
             var cpuPerBatch = [Double]()
             let sequential = try await median(runs: 5) {
                 let run = try await writeThroughput(server, clients: 1, batchesPerClient: 3000)
@@ -151,15 +150,6 @@ enum KeyValueBenchmarks {
         return (batches / seconds, (try server.cpuSeconds() - cpuStart) / batches * 1_000_000)
     }
 
-    /// Sequential round trips of the cheapest route: the HTTP floor under every other figure.
-    static func healthThroughput(_ server: ServerProcess, requests: Int) async throws -> Double {
-        let client = NimbusClient(server: server.url)
-        let start = ContinuousClock.now
-        for _ in 0..<requests { _ = try await client.sendRaw(.GET, "/health", body: nil) }
-        return Double(requests) / ((ContinuousClock.now - start).milliseconds / 1000)
-    }
-
-    /// Resident memory the server adds per open push socket.
     static func pushConnectionMemory(_ server: ServerProcess, connections: Int) async throws -> Int {
         let session = try await server.signIn("push@bench.local", device: "many sockets")
         try await Task.sleep(for: .seconds(1))
