@@ -69,6 +69,7 @@ public struct NimbusServer: Sendable {
             logger: state.logger)
         app.addServices(
             PushShutdown(push: push),
+            WatermarkShutdown(recorder: state.watermarks),
             AssetCollection(collector: AssetCollector(server: state), interval: configuration.assetCollectionInterval, logger: state.logger))
         return app
     }

@@ -21,6 +21,9 @@ public struct ServerConfiguration: Sendable {
     public var maxAssetBytes: Int64 = 50_000_000
     /// How often asset files that no record holds (and no receipt can still bring into one) are deleted.
     public var assetCollectionInterval: Duration = .seconds(3600)
+    /// How long devices' acknowledgements ("applied change N") are gathered before they are written
+    /// together (listing devices writes them at once).
+    public var acknowledgementDelay: Duration = .seconds(1)
     /// How often the push socket pings a device; a device that does not answer is disconnected.
     public var heartbeat: Duration = .seconds(30)
     /// bcrypt work factor; 12 in production, lower only to make test suites fast.

@@ -9,6 +9,7 @@ final class ServerState: Sendable {
     let configuration: ServerConfiguration
     let store: any Store
     let push: PushHub
+    let watermarks: WatermarkRecorder
     let schemas: SchemaRegistry
     let subscriptions: SubscriptionRegistry
     let roles: RoleRegistry
@@ -27,6 +28,7 @@ final class ServerState: Sendable {
         self.store = store
         self.logger = logger
         self.push = PushHub()
+        self.watermarks = WatermarkRecorder(store: store, delay: configuration.acknowledgementDelay, logger: logger)
         self.schemas = SchemaRegistry(store: store)
         self.subscriptions = SubscriptionRegistry(store: store)
         self.roles = RoleRegistry(store: store)

@@ -111,8 +111,9 @@ public protocol ZoneStore: Sendable {
     /// Marks a grant accepted; `StoreError.missing` when the zone grants the account nothing in that scope.
     func acceptGrant(_ zone: ZoneKey, scope: String, grantee: String) async throws
 
-    /// Records that a device has applied a zone up to `sequence` (never moves backwards).
-    func recordWatermark(deviceID: String, zone: ZoneKey, sequence: Int64) async throws
+    /// Records, in one transaction, that devices have applied zones up to the given sequences (a
+    /// watermark never moves backwards; marks of zones that no longer exist are skipped).
+    func recordWatermarks(_ marks: [DeviceWatermark]) async throws
     /// Each zone a device has acknowledged, with its watermark and the zone's current sequence.
     func watermarks(deviceID: String) async throws -> [(zone: ZoneAddress, applied: Int64, current: Int64)]
 }

@@ -149,6 +149,19 @@ public struct GrantedZone: Sendable, Hashable {
 }
 
 /// A zone of one owner: the unit of atomic commits and change tracking.
+/// A device's acknowledgement: it has applied the zone's changes up to `sequence`.
+public struct DeviceWatermark: Sendable, Hashable {
+    public var deviceID: String
+    public var zone: ZoneKey
+    public var sequence: Int64
+
+    public init(deviceID: String, zone: ZoneKey, sequence: Int64) {
+        self.deviceID = deviceID
+        self.zone = zone
+        self.sequence = sequence
+    }
+}
+
 public struct ZoneKey: Sendable, Hashable {
     /// The owning account's id, or a principal that is not an account (a container's public database).
     public var accountID: String

@@ -7,6 +7,8 @@ import Synchronization
 import Testing
 import WSClient
 
+@testable import NimbusServer
+
 /// The push socket over a real WebSocket client.
 @Suite struct PushTests {
     /// What a connected test device has seen, shared with its connection task.
@@ -92,6 +94,44 @@ import WSClient
             return list?.devices.first?.watermarks == [DeviceStatus.Watermark(zone: zone, appliedSequence: 2, currentSequence: 3)]
         }
         #expect(recorded)
+    }
+
+    @Test func acknowledgementsAreWrittenTogetherAfterTheDelay() async throws {
+        let server = try await TestServer.start { $0.acknowledgementDelay = .milliseconds(50) }
+        defer { Task { await server.stop() } }
+        let app = try await server.seedApp()
+        let phone = try await server.signIn(email: "ann@example.com", device: "phone")
+        let device = Device(server: server, session: phone)
+        #expect(await eventually { device.isConnected })
+        for key in ["a", "b", "c"] {
+            _ = try await server.request(
+                .POST, "/kv/1/\(app.storeIdentifier)/modify", session: phone, apiToken: app.apiToken,
+                json: #"{"operations":[{"operationType":"set","key":"\#(key)","value":{"type":"BOOLEAN","value":true}}]}"#)
+        }
+        let zone = ZoneAddress(service: .keyValue, name: app.storeIdentifier)
+        for sequence: Int64 in [1, 3, 2] { try await device.send(PushMessage(type: .applied, zone: zone, sequence: sequence)) }
+        // Read from the store itself: nothing lists the devices (which would write them at once).
+        let recorded = await eventually {
+            (try? await server.store.watermarks(deviceID: phone.deviceID).first?.applied) == 3
+        }
+        #expect(recorded)
+    }
+
+    @Test func acknowledgementsStillGatheredAreWrittenAtShutdown() async throws {
+        let server = try await TestServer.start { $0.acknowledgementDelay = .seconds(3600) }
+        let app = try await server.seedApp()
+        let phone = try await server.signIn(email: "ann@example.com", device: "phone")
+        let device = Device(server: server, session: phone)
+        #expect(await eventually { device.isConnected })
+        _ = try await server.request(
+            .POST, "/kv/1/\(app.storeIdentifier)/modify", session: phone, apiToken: app.apiToken,
+            json: #"{"operations":[{"operationType":"set","key":"a","value":{"type":"BOOLEAN","value":true}}]}"#)
+        let zone = ZoneAddress(service: .keyValue, name: app.storeIdentifier)
+        try await device.send(PushMessage(type: .applied, zone: zone, sequence: 1))
+        #expect(await eventually { server.server.state.watermarks.pendingCount == 1 })
+        #expect(try await server.store.watermarks(deviceID: phone.deviceID).isEmpty)
+        await server.stop()
+        #expect(try await server.store.watermarks(deviceID: phone.deviceID).first?.applied == 1)
     }
 
     @Test func unauthenticatedUpgradesAreRefused() async throws {

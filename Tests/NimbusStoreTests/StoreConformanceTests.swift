@@ -202,11 +202,17 @@ import Testing
         try await store.saveDevice(DeviceRecord(id: "d1", accountID: account, name: "phone", lastSeenAt: Date()))
         let zone = ZoneKey(accountID: account, address: Self.zoneAddress)
         _ = try await store.commit(zone, mutations: (0..<5).map { mutation("k\($0)", "v") }) { _ in }
-        try await store.recordWatermark(deviceID: "d1", zone: zone, sequence: -7)
+        func mark(_ sequence: Int64, in zone: ZoneKey = zone) -> DeviceWatermark {
+            DeviceWatermark(deviceID: "d1", zone: zone, sequence: sequence)
+        }
+        try await store.recordWatermarks([mark(-7)])
         #expect(try await store.watermarks(deviceID: "d1").first?.applied == 0)
-        try await store.recordWatermark(deviceID: "d1", zone: zone, sequence: 4)
-        try await store.recordWatermark(deviceID: "d1", zone: zone, sequence: 2)
-        try await store.recordWatermark(deviceID: "d1", zone: zone, sequence: 99)
+        try await store.recordWatermarks([mark(4)])
+        try await store.recordWatermarks([mark(2)])
+        #expect(try await store.watermarks(deviceID: "d1").first?.applied == 4)
+        // A zone that does not exist does not keep the batch's other marks from being recorded.
+        let missing = ZoneKey(accountID: account, address: ZoneAddress(service: .keyValue, name: "98Z3R5XU29.com.example.Gone"))
+        try await store.recordWatermarks([mark(3, in: missing), mark(99)])
         let marks = try await store.watermarks(deviceID: "d1")
         #expect(marks.count == 1)
         #expect(marks.first?.applied == 5)

@@ -45,7 +45,7 @@ struct PushRoutes {
                             "session:\(session.tokenDigest)", limit: server.configuration.sessionRateLimit, now: now)) != nil
                     else { continue }
                     let zone = ZoneKey(accountID: session.accountID, address: zoneAddress)
-                    try? await server.store.recordWatermark(deviceID: session.deviceID, zone: zone, sequence: ack.sequence)
+                    server.watermarks.note(DeviceWatermark(deviceID: session.deviceID, zone: zone, sequence: ack.sequence))
                 }
             }
             // The server's side in this task, which spares a task per socket.

@@ -71,6 +71,7 @@ struct AuthService: Sendable {
 
     func devices(_ session: AuthenticatedSession) async throws -> DeviceList {
         var devices = [DeviceStatus]()
+        await server.watermarks.flush()
         for device in try await server.store.devices(accountID: session.accountID) {
             let watermarks = try await server.store.watermarks(deviceID: device.id).map {
                 DeviceStatus.Watermark(zone: $0.zone, appliedSequence: $0.applied, currentSequence: $0.current)

@@ -167,15 +167,18 @@ extension SQLiteStore: ZoneStore {
         ZoneGrant(scope: row["scope"], grantee: row["grantee"], permission: ZoneGrant.Permission(rawValue: row["permission"]) ?? .read, accepted: row["accepted"])
     }
 
-    public func recordWatermark(deviceID: String, zone: ZoneKey, sequence: Int64) async throws {
+    public func recordWatermarks(_ marks: [DeviceWatermark]) async throws {
+        guard !marks.isEmpty else { return }
         try await write { db in
-            guard let state = try Self.state(of: zone, db) else { throw StoreError.missing("zone \(zone.address)") }
-            try db.cachedStatement(
+            let upsert = try db.cachedStatement(
                 sql: """
                     INSERT INTO device_watermarks (device_id, zone_id, sequence) VALUES (?, ?, ?)
                     ON CONFLICT (device_id, zone_id) DO UPDATE SET sequence = max(sequence, excluded.sequence)
-                    """
-            ).execute(arguments: [deviceID, state.id, max(0, min(sequence, state.sequence))])
+                    """)
+            for mark in marks {
+                guard let state = try Self.state(of: mark.zone, db) else { continue }
+                try upsert.execute(arguments: [mark.deviceID, state.id, max(0, min(mark.sequence, state.sequence))])
+            }
         }
     }
 
