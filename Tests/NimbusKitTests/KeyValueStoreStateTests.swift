@@ -23,9 +23,43 @@ import Testing
         try state.write(.string("first"), forKey: "k", limits: limits)
         let batch = try #require(state.uploadBatch(maxOperations: 100))
         try state.write(.string("second"), forKey: "k", limits: limits)
-        state.uploaded(upTo: batch.upTo)
+        state.uploaded(batch, answer: answer(zone: 1, sequence: 1))
         #expect(state.pending["k"]?.value == .string("second"))
         #expect(state.value(forKey: "k") == .string("second"))
+        #expect(state.serverValues["k"] == .string("first"), "the server holds the uploaded value under the pending one")
+    }
+
+    func token(zone: Int64, sequence: Int64) -> String { ChangeToken(zoneID: zone, sequence: sequence).encoded }
+    func answer(zone: Int64, sequence: Int64) -> KeyValueModifyResponse {
+        KeyValueModifyResponse(syncToken: token(zone: zone, sequence: sequence), sequence: sequence)
+    }
+
+    @Test func anUploadRightAfterTheDevicesTokenMovesTheToken() throws {
+        var state = KeyValueStoreState(accountID: "_a")
+        _ = state.apply([KeyValueChange(key: "k", value: .int64(1), sequence: 4)], syncToken: token(zone: 7, sequence: 4))
+        try state.write(.int64(2), forKey: "k", limits: limits)
+        try state.write(.int64(3), forKey: "j", limits: limits)
+        let batch = try #require(state.uploadBatch(maxOperations: 100))
+        state.uploaded(batch, answer: answer(zone: 7, sequence: 6))
+        #expect(state.appliedSequence == 6)
+        #expect(state.syncToken == token(zone: 7, sequence: 6))
+    }
+
+    @Test func anUploadAfterOthersChangesLeavesTheTokenToTheDownload() throws {
+        var state = KeyValueStoreState(accountID: "_a")
+        _ = state.apply([], syncToken: token(zone: 7, sequence: 4))
+        try state.write(.int64(2), forKey: "k", limits: limits)
+        let batch = try #require(state.uploadBatch(maxOperations: 100))
+        // Another device's change landed first (5), then this batch (6): change 5 is still to download.
+        state.uploaded(batch, answer: answer(zone: 7, sequence: 6))
+        #expect(state.appliedSequence == 4)
+        // Nor is a token of another zone taken, nor one before any download.
+        state.uploaded(batch, answer: answer(zone: 8, sequence: 5))
+        #expect(state.syncToken == token(zone: 7, sequence: 4))
+        var fresh = KeyValueStoreState(accountID: "_a")
+        try fresh.write(.int64(2), forKey: "k", limits: limits)
+        fresh.uploaded(try #require(fresh.uploadBatch(maxOperations: 100)), answer: answer(zone: 7, sequence: 1))
+        #expect(fresh.syncToken == nil)
     }
 
     @Test func rejectedBatchesRevertToServerValues() throws {

@@ -58,11 +58,18 @@ struct KeyValueStoreState: Codable, Sendable, Equatable {
     }
 
     /// The server stored the batch: its writes become server values (later local writes stay pending).
-    mutating func uploaded(upTo generation: Int64) {
-        for (key, write) in pending where write.generation <= generation {
-            serverValues[key] = write.value
-            pending[key] = nil
-        }
+    /// When the answer shows the zone moved by exactly the batch's changes since this device's token, the
+    /// device holds everything the server does up to the answer's token and takes it, so the change
+    /// coming back over the push socket is not downloaded again.
+    mutating func uploaded(_ batch: (operations: [KeyValueOperation], upTo: Int64), answer: KeyValueModifyResponse) {
+        // The server holds what the batch carried, even for a key written again locally since.
+        for operation in batch.operations { serverValues[operation.key] = operation.value }
+        for (key, write) in pending where write.generation <= batch.upTo { pending[key] = nil }
+        guard let token = syncToken, let before = try? ChangeToken(encoded: token),
+            let after = try? ChangeToken(encoded: answer.syncToken),
+            after.zoneID == before.zoneID, after.sequence == before.sequence + Int64(batch.operations.count)
+        else { return }
+        syncToken = answer.syncToken
     }
 
     /// The server refused the batch (a limit): its writes are dropped and the server's values show again.

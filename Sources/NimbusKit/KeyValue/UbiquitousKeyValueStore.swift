@@ -310,12 +310,14 @@ public final class UbiquitousKeyValueStore: Sendable {
     private func uploadNextBatch() async throws -> Bool {
         guard let batch = state.withLock({ $0.uploadBatch(maxOperations: 1024) }) else { return false }
         do {
-            _ = try await client.modify(batch.operations)
-            let snapshot = state.withLock { state in
-                state.uploaded(upTo: batch.upTo)
-                return state
+            let answer = try await client.modify(batch.operations)
+            let (snapshot, caughtUp) = state.withLock { state in
+                let before = state.appliedSequence
+                state.uploaded(batch, answer: answer)
+                return (state, state.appliedSequence != before)
             }
             try persistFromSync(snapshot)
+            if caughtUp { await pushConnection?.send(PushMessage(type: .applied, zone: zone, sequence: snapshot.appliedSequence)) }
         } catch let error as NimbusError where error.code == .kvLimitExceeded {
             // Refused as a whole: nothing changed on the server; show its values again and say so.
             let (changed, snapshot) = state.withLock { state in (state.rejected(upTo: batch.upTo), state) }
