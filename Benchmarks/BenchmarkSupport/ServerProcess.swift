@@ -123,7 +123,9 @@ public final class ServerProcess: @unchecked Sendable {
         let sync = try syncedWriteMicroseconds(count: 1000)
         let ceiling = 1_000_000 / (1_000_000 / health.median + sync)
         table.add("Baseline: sequential GET /health/s", health.text, target: "(reference)", met: true)
-        table.add("Baseline: 4 KiB write + fdatasync in the data directory", String(format: "%.0f µs", sync), target: "(reference)", met: true)
+        table.add(
+            "Baseline: 4 KiB write + fdatasync in the data directory", String(format: "%.0f µs", sync), target: "(reference)",
+            met: true)
         table.add(
             "Ceiling for sequential acknowledged writes (1 / (GET + sync))", String(format: "%.0f/s", ceiling), target: "(reference)",
             met: true)

@@ -317,7 +317,9 @@ public final class UbiquitousKeyValueStore: Sendable {
                 return (state, state.appliedSequence != before)
             }
             try persistFromSync(snapshot)
-            if caughtUp { await pushConnection?.send(PushMessage(type: .applied, zone: zone, sequence: snapshot.appliedSequence)) }
+            if caughtUp {
+                await pushConnection?.send(PushMessage(type: .applied, zone: zone, sequence: snapshot.appliedSequence))
+            }
         } catch let error as NimbusError where error.code == .kvLimitExceeded {
             // Refused as a whole: nothing changed on the server; show its values again and say so.
             let (changed, snapshot) = state.withLock { state in (state.rejected(upTo: batch.upTo), state) }

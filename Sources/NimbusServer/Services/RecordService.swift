@@ -101,7 +101,9 @@ struct RecordService: Sendable {
         var operations = [PreparedOperation]()
         var names = Set<String>()
         for operation in request.operations {
-            let name = operation.record.recordName ?? (operation.operationType == .create ? UUIDString.timeOrdered().uuidString.lowercased() : "")
+            let name =
+                operation.record.recordName
+                ?? (operation.operationType == .create ? UUIDString.timeOrdered().uuidString.lowercased() : "")
             guard !name.isEmpty else {
                 throw NimbusError.badRequest("\(operation.operationType.rawValue) needs the record's recordName")
             }
