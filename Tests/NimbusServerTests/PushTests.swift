@@ -75,19 +75,26 @@ import WSClient
         #expect(devices[2].received.isEmpty, "another account's device must hear nothing")
     }
 
-    @Test func anAcknowledgementRecordsTheDevicesWatermark() async throws {
-        let server = try await TestServer.start()
-        defer { Task { await server.stop() } }
+    /// A connected device of a user who has set `keys` (one change each) in the app's key-value store.
+    func connectedDevice(_ server: TestServer, afterSetting keys: [String]) async throws
+        -> (device: Device, session: NimbusSession, zone: ZoneAddress)
+    {
         let app = try await server.seedApp()
         let phone = try await server.signIn(email: "ann@example.com", device: "phone")
         let device = Device(server: server, session: phone)
         #expect(await eventually { device.isConnected })
-        for key in ["a", "b", "c"] {
+        for key in keys {
             _ = try await server.request(
                 .POST, "/kv/1/\(app.storeIdentifier)/modify", session: phone, apiToken: app.apiToken,
                 json: #"{"operations":[{"operationType":"set","key":"\#(key)","value":{"type":"BOOLEAN","value":true}}]}"#)
         }
-        let zone = ZoneAddress(service: .keyValue, name: app.storeIdentifier)
+        return (device, phone, ZoneAddress(service: .keyValue, name: app.storeIdentifier))
+    }
+
+    @Test func anAcknowledgementRecordsTheDevicesWatermark() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        let (device, phone, zone) = try await connectedDevice(server, afterSetting: ["a", "b", "c"])
         try await device.send(PushMessage(type: .applied, zone: zone, sequence: 2))
         let recorded = await eventually {
             let list = try? await server.request(.GET, "/auth/1/devices", session: phone).decode(DeviceList.self)
@@ -99,16 +106,7 @@ import WSClient
     @Test func acknowledgementsAreWrittenTogetherAfterTheDelay() async throws {
         let server = try await TestServer.start { $0.acknowledgementDelay = .milliseconds(50) }
         defer { Task { await server.stop() } }
-        let app = try await server.seedApp()
-        let phone = try await server.signIn(email: "ann@example.com", device: "phone")
-        let device = Device(server: server, session: phone)
-        #expect(await eventually { device.isConnected })
-        for key in ["a", "b", "c"] {
-            _ = try await server.request(
-                .POST, "/kv/1/\(app.storeIdentifier)/modify", session: phone, apiToken: app.apiToken,
-                json: #"{"operations":[{"operationType":"set","key":"\#(key)","value":{"type":"BOOLEAN","value":true}}]}"#)
-        }
-        let zone = ZoneAddress(service: .keyValue, name: app.storeIdentifier)
+        let (device, phone, zone) = try await connectedDevice(server, afterSetting: ["a", "b", "c"])
         for sequence: Int64 in [1, 3, 2] { try await device.send(PushMessage(type: .applied, zone: zone, sequence: sequence)) }
         // Read from the store itself: nothing lists the devices (which would write them at once).
         let recorded = await eventually {
@@ -119,14 +117,7 @@ import WSClient
 
     @Test func acknowledgementsStillGatheredAreWrittenAtShutdown() async throws {
         let server = try await TestServer.start { $0.acknowledgementDelay = .seconds(3600) }
-        let app = try await server.seedApp()
-        let phone = try await server.signIn(email: "ann@example.com", device: "phone")
-        let device = Device(server: server, session: phone)
-        #expect(await eventually { device.isConnected })
-        _ = try await server.request(
-            .POST, "/kv/1/\(app.storeIdentifier)/modify", session: phone, apiToken: app.apiToken,
-            json: #"{"operations":[{"operationType":"set","key":"a","value":{"type":"BOOLEAN","value":true}}]}"#)
-        let zone = ZoneAddress(service: .keyValue, name: app.storeIdentifier)
+        let (device, phone, zone) = try await connectedDevice(server, afterSetting: ["a"])
         try await device.send(PushMessage(type: .applied, zone: zone, sequence: 1))
         #expect(await eventually { server.server.state.watermarks.pendingCount == 1 })
         #expect(try await server.store.watermarks(deviceID: phone.deviceID).isEmpty)
