@@ -150,6 +150,7 @@ enum KeyValueBenchmarks {
         return (batches / seconds, (try server.cpuSeconds() - cpuStart) / batches * 1_000_000)
     }
 
+    /// Resident memory the server adds per open push socket.
     static func pushConnectionMemory(_ server: ServerProcess, connections: Int) async throws -> Int {
         let session = try await server.signIn("push@bench.local", device: "many sockets")
         try await Task.sleep(for: .seconds(1))
