@@ -103,7 +103,7 @@ import WSClient
         #expect(recorded)
     }
 
-    @Test func acknowledgementsAreWrittenTogetherAfterTheDelay() async throws {
+    @Test func acknowledgementsAreWrittenAfterTheDelayWithoutAReader() async throws {
         let server = try await TestServer.start { $0.acknowledgementDelay = .milliseconds(50) }
         defer { Task { await server.stop() } }
         let (device, phone, zone) = try await connectedDevice(server, afterSetting: ["a", "b", "c"])
