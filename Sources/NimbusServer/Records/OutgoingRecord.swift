@@ -36,7 +36,7 @@ extension JSONWriter {
             raw(",\"recordChangeTag\":")
             string(StoredRecord.changeTag(sequence))
             raw(",\"zoneID\":")
-            try value(zoneID)
+            zoneID.write(to: &self)
             raw(",")
             append(json: payload.dropFirst())
         case .wire(let wire): try wire.write(to: &self)

@@ -44,4 +44,33 @@ import Testing
         withAsset.fields["photo"] = .asset(AssetValue(fileChecksum: "c", size: 1, assetID: String(repeating: "a", count: 64)))
         #expect(!StoredRecord.isSpliceable(try withAsset.encoded()))
     }
+
+    /// The byte search that decides splicing finds a word wherever Foundation's search does: at the start,
+    /// at the end, after a partial match, and nowhere in texts too short to hold it.
+    @Test func theSpliceCheckFindsWordsWhereFoundationDoes() {
+        // Texts made of pieces of the words (and the words whole), so partial and overlapping matches abound.
+        let pieces = ["\"sha", "re", "\"share", "\"", "ASSE", "TID", "ASSETID", "AS", "x", "s"].map { Array($0.utf8) }
+        var state: UInt64 = 0x9E37_79B9_7F4A_7C15
+        func nextPiece() -> [UInt8] {
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            return pieces[Int(state >> 33) % pieces.count]
+        }
+        var found = 0
+        for count in 0...8 {
+            for _ in 0..<300 {
+                let text = Data((0..<count).flatMap { _ in nextPiece() })
+                for word in ["\"share", "ASSETID"] {
+                    let expected = text.range(of: Data(word.utf8)) != nil
+                    let actual = word == "ASSETID" ? StoredRecord.contains(text, "ASSETID") : StoredRecord.contains(text, "\"share")
+                    #expect(actual == expected, "\(String(decoding: text, as: UTF8.self)) / \(word)")
+                    if expected { found += 1 }
+                }
+            }
+        }
+        #expect(found > 500)
+        #expect(StoredRecord.contains(Data("ASSETID".utf8), "ASSETID"))
+        #expect(StoredRecord.contains(Data("xxASSETID".utf8), "ASSETID"))
+        #expect(!StoredRecord.contains(Data("ASSETI".utf8), "ASSETID"))
+        #expect(!StoredRecord.contains(Data("AASSETIDD".utf8).dropFirst(2).dropLast(2), "ASSETID"))
+    }
 }
