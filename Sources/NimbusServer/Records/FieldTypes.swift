@@ -8,7 +8,12 @@ enum FieldTypes {
     /// an empty list takes the field's list type.
     static func conform(_ value: FieldValue, to schemaType: String) -> FieldValue? {
         // Schemas call asset fields ASSET, the wire calls their values ASSETID.
-        let wireType = schemaType.replacingOccurrences(of: "ASSET", with: "ASSETID")
+        let wireType =
+            switch schemaType {
+            case "ASSET": "ASSETID"
+            case "ASSET_LIST": "ASSETID_LIST"
+            default: schemaType
+            }
         if value.typeName == wireType { return value }
         switch (value, wireType) {
         case (.int64(let integer), "DOUBLE"): return .double(Double(integer))

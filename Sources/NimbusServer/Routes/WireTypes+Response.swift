@@ -8,7 +8,6 @@ extension CallerResponse: ResponseEncodable {}
 extension DeviceList: ResponseEncodable {}
 extension KeyValueSnapshot: ResponseEncodable {}
 extension KeyValueChangesResponse: ResponseEncodable {}
-extension KeyValueModifyResponse: ResponseEncodable {}
 extension Team: ResponseEncodable {}
 extension App: ResponseEncodable {}
 extension Container: ResponseEncodable {}
@@ -27,3 +26,10 @@ extension SubscriptionsResponse: ResponseEncodable {}
 extension ServerKeyInfo: ResponseEncodable {}
 extension AssetUploadResponse: ResponseEncodable {}
 extension AssetUploadResult: ResponseEncodable {}
+
+/// The answer to every key-value write, so it is written by hand.
+extension KeyValueModifyResponse: ResponseGenerator {
+    public func response(from request: Request, context: some RequestContext) throws -> Response {
+        try JSONBody(bytes: encoded()).response(from: request, context: context)
+    }
+}

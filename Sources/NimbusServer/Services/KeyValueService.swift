@@ -81,6 +81,6 @@ struct KeyValueService: Sendable {
         return KeyValueModifyResponse(syncToken: state.token.encoded, sequence: state.sequence)
     }
 
-    static func encode(_ value: KeyValue) throws -> Data { try JSONEncoder().encode(value) }
-    static func decode(_ payload: Data) throws -> KeyValue { try JSONDecoder().decode(KeyValue.self, from: payload) }
+    static func encode(_ value: KeyValue) throws -> Data { value.encoded() }
+    static func decode(_ payload: Data) throws -> KeyValue { try KeyValue.decode(payload) }
 }
