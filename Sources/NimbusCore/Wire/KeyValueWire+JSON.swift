@@ -78,11 +78,7 @@ extension KeyValue {
 
     /// Decodes by hand when it can, with `JSONDecoder` otherwise.
     public static func decode(_ data: Data) throws -> KeyValue {
-        do {
-            return try KeyValue(tree: try JSONTree(parsing: data))
-        } catch {
-            return try JSONDecoder().decode(KeyValue.self, from: data)
-        }
+        try JSONTree.decode(data, byHand: KeyValue.init(tree:))
     }
 }
 
@@ -124,13 +120,10 @@ extension KeyValueModifyRequest: HandDecodable {
 
     /// Decodes by hand when it can, with `JSONDecoder` otherwise.
     public static func decode(_ data: Data) throws -> KeyValueModifyRequest {
-        do {
-            let tree = try JSONTree(parsing: data)
+        try JSONTree.decode(data) { tree in
             guard case .object(let members) = tree, members.count == 1, let operations = tree["operations"]?.array
             else { throw UnsupportedJSON() }
             return KeyValueModifyRequest(operations: try operations.map(KeyValueOperation.init(tree:)))
-        } catch {
-            return try JSONDecoder().decode(KeyValueModifyRequest.self, from: data)
         }
     }
 }
@@ -149,12 +142,9 @@ extension KeyValueModifyResponse {
 
     /// Decodes by hand when it can, with `JSONDecoder` otherwise.
     public static func decode(_ data: Data) throws -> KeyValueModifyResponse {
-        do {
-            let tree = try JSONTree(parsing: data)
+        try JSONTree.decode(data) { tree in
             guard let token = tree["syncToken"]?.string, let sequence = tree["sequence"]?.int64 else { throw UnsupportedJSON() }
             return KeyValueModifyResponse(syncToken: token, sequence: sequence)
-        } catch {
-            return try JSONDecoder().decode(KeyValueModifyResponse.self, from: data)
         }
     }
 }

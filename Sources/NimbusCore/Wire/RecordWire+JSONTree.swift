@@ -4,6 +4,18 @@ import Foundation
 /// these do not handle throws `Unsupported`, and the caller decodes with `JSONDecoder` instead.
 public struct UnsupportedJSON: Error, Sendable {}
 
+extension JSONTree {
+    /// `data` decoded by hand when `byHand` can, with `JSONDecoder` otherwise: for what `byHand` does not
+    /// handle (it throws `UnsupportedJSON`), and for bad input, whose errors `JSONDecoder` words.
+    public static func decode<T: Decodable>(_ data: Data, byHand: (JSONTree) throws -> T) throws -> T {
+        do {
+            return try byHand(try JSONTree(parsing: data))
+        } catch {
+            return try JSONDecoder().decode(T.self, from: data)
+        }
+    }
+}
+
 extension RecordWire {
     public init(tree: JSONTree) throws {
         guard case .object(let members) = tree else { throw UnsupportedJSON() }
@@ -108,8 +120,7 @@ extension FieldValue {
 extension ZoneChangesResponse {
     /// Decodes by hand when it can, with `JSONDecoder` otherwise.
     public static func decode(_ data: Data) throws -> ZoneChangesResponse {
-        do {
-            let tree = try JSONTree(parsing: data)
+        try JSONTree.decode(data) { tree in
             guard let zones = tree["zones"]?.array else { throw UnsupportedJSON() }
             return ZoneChangesResponse(
                 zones: try zones.map { zone in
@@ -121,8 +132,6 @@ extension ZoneChangesResponse {
                     else { throw UnsupportedJSON() }
                     return ZoneChanges(zoneID: zoneID, records: try records.map(RecordWire.init(tree:)), syncToken: token, moreComing: more)
                 })
-        } catch {
-            return try JSONDecoder().decode(ZoneChangesResponse.self, from: data)
         }
     }
 }
@@ -130,13 +139,10 @@ extension ZoneChangesResponse {
 extension RecordsQueryResponse {
     /// Decodes by hand when it can, with `JSONDecoder` otherwise.
     public static func decode(_ data: Data) throws -> RecordsQueryResponse {
-        do {
-            let tree = try JSONTree(parsing: data)
+        try JSONTree.decode(data) { tree in
             guard let records = tree["records"]?.array, records.allSatisfy({ $0["serverErrorCode"] == nil }) else { throw UnsupportedJSON() }
             return RecordsQueryResponse(
                 records: try records.map { .record(try RecordWire(tree: $0)) }, continuationMarker: tree["continuationMarker"]?.string)
-        } catch {
-            return try JSONDecoder().decode(RecordsQueryResponse.self, from: data)
         }
     }
 }

@@ -184,8 +184,7 @@ extension RecordsModifyRequest: HandDecodable {
 
     /// Decodes by hand when it can, with `JSONDecoder` otherwise (which also words the errors of bad input).
     public static func decode(_ data: Data) throws -> RecordsModifyRequest {
-        do {
-            let tree = try JSONTree(parsing: data)
+        try JSONTree.decode(data) { tree in
             guard case .object(let members) = tree, let operations = tree["operations"]?.array,
                 members.allSatisfy({ ["operations", "zoneID", "atomic", "desiredKeys", "numbersAsStrings"].contains($0.key) })
             else { throw UnsupportedJSON() }
@@ -208,8 +207,6 @@ extension RecordsModifyRequest: HandDecodable {
                 request.numbersAsStrings = value
             }
             return request
-        } catch {
-            return try JSONDecoder().decode(RecordsModifyRequest.self, from: data)
         }
     }
 }
@@ -241,14 +238,11 @@ extension RecordsResponse {
 
     /// Decodes by hand when it can, with `JSONDecoder` otherwise.
     public static func decode(_ data: Data) throws -> RecordsResponse {
-        do {
-            let tree = try JSONTree(parsing: data)
+        try JSONTree.decode(data) { tree in
             guard let records = tree["records"]?.array, records.allSatisfy({ $0["serverErrorCode"] == nil }) else { throw UnsupportedJSON() }
             return RecordsResponse(
                 records: try records.map { .record(try RecordWire(tree: $0)) }, syncToken: tree["syncToken"]?.string,
                 moreComing: tree["moreComing"]?.bool)
-        } catch {
-            return try JSONDecoder().decode(RecordsResponse.self, from: data)
         }
     }
 }
