@@ -148,7 +148,6 @@ public struct GrantedZone: Sendable, Hashable {
     }
 }
 
-/// A zone of one owner: the unit of atomic commits and change tracking.
 /// A device's acknowledgement: it has applied the zone's changes up to `sequence`.
 public struct DeviceWatermark: Sendable, Hashable {
     public var deviceID: String
@@ -162,6 +161,7 @@ public struct DeviceWatermark: Sendable, Hashable {
     }
 }
 
+/// A zone of one owner: the unit of atomic commits and change tracking.
 public struct ZoneKey: Sendable, Hashable {
     /// The owning account's id, or a principal that is not an account (a container's public database).
     public var accountID: String

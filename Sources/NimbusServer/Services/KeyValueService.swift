@@ -29,7 +29,7 @@ struct KeyValueService: Sendable {
         let (entries, state) = try await server.store.liveEntries(zone)
         var values = [String: KeyValue]()
         for entry in entries {
-            values[entry.key] = try entry.payload.map(Self.decode)
+            values[entry.key] = try entry.payload.map(KeyValue.decode)
         }
         return KeyValueSnapshot(values: values, syncToken: (state?.token ?? ChangeToken(zoneID: 0, sequence: 0)).encoded)
     }
@@ -45,7 +45,7 @@ struct KeyValueService: Sendable {
         }
         let page = try await server.store.changes(zone, after: since, limit: limit)
         let changes = try page.entries.map { entry in
-            KeyValueChange(key: entry.key, value: try entry.payload.map(Self.decode), sequence: entry.sequence)
+            KeyValueChange(key: entry.key, value: try entry.payload.map(KeyValue.decode), sequence: entry.sequence)
         }
         // The token comes from the same read as the page, so a zone created in between (a first write
         // racing a first fetch) still yields a token of that zone.
@@ -66,7 +66,7 @@ struct KeyValueService: Sendable {
         var positions = [String: Int]()
         for operation in request.operations {
             let mutation = EntryMutation(
-                key: operation.key, payload: try operation.value.map(Self.encode), size: operation.value?.byteSize ?? 0)
+                key: operation.key, payload: operation.value?.encoded(), size: operation.value?.byteSize ?? 0)
             if let position = positions[operation.key] {
                 mutations[position] = mutation  // later operations on a key win within a batch
             } else {
@@ -80,7 +80,4 @@ struct KeyValueService: Sendable {
         server.push.publish(to: zone.accountID, PushMessage(type: .zoneMoved, zone: zone.address, sequence: state.sequence))
         return KeyValueModifyResponse(syncToken: state.token.encoded, sequence: state.sequence)
     }
-
-    static func encode(_ value: KeyValue) throws -> Data { value.encoded() }
-    static func decode(_ payload: Data) throws -> KeyValue { try KeyValue.decode(payload) }
 }

@@ -222,7 +222,7 @@ struct RecordService: Sendable {
     {
         let untyped = operations.filter { $0.record.recordType == nil && !($0.record.fields ?? [:]).isEmpty }.map(\.name)
         var storedTypes = [String: String]()
-        for entry in untyped.isEmpty ? [] : try await server.store.entries(zone, keys: untyped)
+        for entry in try await server.store.entries(zone, keys: untyped)
         where entry.payload != nil && shared?.sees(entry) ?? true {
             storedTypes[entry.key] = try StoredRecord(entry: entry).recordType
         }

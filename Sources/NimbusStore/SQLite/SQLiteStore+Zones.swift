@@ -82,7 +82,8 @@ extension SQLiteStore: ZoneStore {
     }
 
     public func entries(_ zone: ZoneKey, keys: [String]) async throws -> [Entry] {
-        try await read { db in
+        guard !keys.isEmpty else { return [] }
+        return try await read { db in
             guard let state = try Self.state(of: zone, db) else { return [] }
             let statement = try db.cachedStatement(sql: "SELECT key, payload, sequence, audience FROM entries WHERE zone_id = ? AND key = ?")
             return try keys.compactMap { key in try Row.fetchOne(statement, arguments: [state.id, key]).map(Self.entry) }
