@@ -46,6 +46,7 @@ let package = Package(
             dependencies: [
                 "NimbusCore",
                 "NimbusStore",
+                "CProcessTuning",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
                 .product(name: "HummingbirdBcrypt", package: "hummingbird-auth"),
@@ -70,6 +71,7 @@ let package = Package(
             ]
         ),
         .target(name: "NimbusDevice", dependencies: ["NimbusKit"]),
+        .target(name: "CProcessTuning"),
         .target(
             name: "NimbusTesting",
             dependencies: [
@@ -103,11 +105,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "RecordBenchmarks",
-            dependencies: [
-                "BenchmarkSupport", "NimbusKit", "NimbusCore",
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-            ],
+            dependencies: ["BenchmarkSupport", "NimbusKit", "NimbusCore"],
             path: "Benchmarks/RecordBenchmarks"
         ),
         .executableTarget(
@@ -117,8 +115,6 @@ let package = Package(
                 .product(name: "WSClient", package: "swift-websocket"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
             ],
             path: "Benchmarks/KeyValueBenchmarks"
         ),

@@ -1,8 +1,6 @@
 import Foundation
 import HTTPTypes
 import Logging
-import NIOCore
-import NIOPosix
 import NimbusCore
 import NimbusKit
 import BenchmarkSupport
@@ -15,9 +13,6 @@ import WSClient
 @main
 enum KeyValueBenchmarks {
     static func main() async throws {
-        // Like the server, the load generator runs its tasks on NIO's event loops, so that the
-        // figures measure Nimbus rather than thread switches inside the measuring process.
-        _ = NIOSingletons.unsafeTryInstallSingletonPosixEventLoopGroupAsConcurrencyGlobalExecutor()
         let nimbus = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("nimbus")
         guard FileManager.default.isExecutableFile(atPath: nimbus.path) else {
             print("build the nimbus executable first: swift build -c release")

@@ -1,7 +1,5 @@
 import BenchmarkSupport
 import Foundation
-import NIOCore
-import NIOPosix
 import NimbusCore
 import NimbusKit
 
@@ -11,7 +9,6 @@ import NimbusKit
 @main
 enum RecordBenchmarks {
     static func main() async throws {
-        _ = NIOSingletons.unsafeTryInstallSingletonPosixEventLoopGroupAsConcurrencyGlobalExecutor()
         let nimbus = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("nimbus")
         let server = try await ServerProcess(
             nimbus: nimbus, port: Int.random(in: 20000...40000),

@@ -1,7 +1,5 @@
 import ArgumentParser
 import Logging
-import NIOCore
-import NIOPosix
 import NimbusServer
 
 @main
@@ -26,9 +24,7 @@ struct Nimbus: AsyncParsableCommand {
                 LoggingSystem.bootstrap(StreamLogHandler.standardError)
             }
             if command is Serve {
-                // The server's tasks then run on NIO's event loops, sparing a thread switch between
-                // Swift's pool and the socket's loop on every request.
-                _ = NIOSingletons.unsafeTryInstallSingletonPosixEventLoopGroupAsConcurrencyGlobalExecutor()
+                MemoryAllocator.keepFreedMemory()
             }
             if var command = command as? AsyncParsableCommand {
                 try await command.run()
