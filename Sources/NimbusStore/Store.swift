@@ -152,6 +152,10 @@ public protocol ZoneTransaction: AnyObject {
     func setGrants(_ grants: [ZoneGrant], scope: String) throws
     /// Keys of the zone's live entries of `kind` that have a row `field == value`.
     func keys(kind: String, field: String, value: IndexValue) throws -> [String]
+    /// A container environment's schema as this transaction sees it.
+    func schemaText(container: String, environment: String) throws -> String?
+    /// Replaces a container environment's schema, which then changes if and only if the zone's writes commit.
+    func setSchemaText(_ text: String, container: String, environment: String) throws
 }
 
 extension ZoneTransaction {

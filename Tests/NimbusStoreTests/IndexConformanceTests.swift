@@ -218,6 +218,32 @@ import Testing
     }
 
     @Test(arguments: StoreBackend.allCases)
+    func aSchemaChangedInAZoneTransactionCommitsWithIt(_ backend: StoreBackend) async throws {
+        let store = try backend.makeStore()
+        let zone = try await makeZone(store)
+        let (container, environment) = ("iCloud.com.example.Cloudy", "development")
+        try await store.createTeam(Team(teamID: "98Z3R5XU29", name: "Example"))
+        try await store.createContainer(Container(identifier: container, teamID: "98Z3R5XU29"))
+        struct Refused: Error {}
+        await #expect(throws: Refused.self) {
+            _ = try await store.transact(zone, creating: true) { transaction in
+                try transaction.put("a", payload: Data("x".utf8), size: 1)
+                try transaction.setSchemaText("RECORD TYPE Lost", container: container, environment: environment)
+                #expect(try transaction.schemaText(container: container, environment: environment) == "RECORD TYPE Lost")
+                throw Refused()
+            }
+        }
+        #expect(try await store.schemaText(container: container, environment: environment) == nil)
+        _ = try await store.transact(zone, creating: true) { transaction in
+            #expect(try transaction.schemaText(container: container, environment: environment) == nil)
+            try transaction.put("a", payload: Data("x".utf8), size: 1)
+            try transaction.setSchemaText("RECORD TYPE Kept", container: container, environment: environment)
+        }
+        #expect(try await store.schemaText(container: container, environment: environment) == "RECORD TYPE Kept")
+        #expect(try await store.schemaText(container: container, environment: "production") == nil)
+    }
+
+    @Test(arguments: StoreBackend.allCases)
     func aScanFindsLivePayloadsWithTheMarkerInTheServicesZones(_ backend: StoreBackend) async throws {
         let store = try backend.makeStore()
         let zone = try await makeZone(store)

@@ -6,7 +6,14 @@ import Synchronization
 /// schema text. In development, saving records of a new type or with new fields extends the schema.
 final class SchemaRegistry: Sendable {
     private let store: any Store
-    private let cache = Mutex<[String: Schema]>([:])
+    private let cache = Mutex<Cache>(Cache())
+
+    /// Schemas by "container/environment". A load that started before the schema last changed does not
+    /// store what it read, so the cache never goes back to an older schema.
+    private struct Cache {
+        var schemas = [String: Schema]()
+        var generations = [String: Int]()
+    }
 
     init(store: any Store) { self.store = store }
 
@@ -15,11 +22,12 @@ final class SchemaRegistry: Sendable {
     }
 
     func schema(container: String, environment: RecordDatabase.Environment) async throws -> Schema {
-        let key = "\(container)/\(environment.rawValue)"
-        if let cached = cache.withLock({ $0[key] }) { return cached }
+        let key = Self.key(container, environment)
+        let (cached, generation) = cache.withLock { ($0.schemas[key], $0.generations[key, default: 0]) }
+        if let cached { return cached }
         let text = try await store.schemaText(container: container, environment: environment.rawValue)
         let schema = try text.map { try Schema(parsing: $0) } ?? Schema()
-        cache.withLock { $0[key] = schema }
+        cache.withLock { if $0.generations[key, default: 0] == generation { $0.schemas[key] = schema } }
         return schema
     }
 
@@ -32,29 +40,42 @@ final class SchemaRegistry: Sendable {
             try update(try text.map { try Schema(parsing: $0) } ?? Schema()).text
         }
         let schema = try Schema(parsing: text)
-        cache.withLock { $0["\(container)/\(environment.rawValue)"] = schema }
+        forget(container: container, environment: environment)
         return schema
     }
 
-    /// In development, adds the record types and fields these records use that the schema lacks; the
-    /// first value of a field fixes its type. New fields are QUERYABLE and SORTABLE (and STRINGs
-    /// SEARCHABLE), so queries work on them at once. Production schemas are never changed here.
-    func evolve(_ database: RecordDatabase, for records: [(type: String, fields: [String: FieldValue])]) async throws -> Schema {
-        let schema = try await schema(database)
-        guard database.environment == .development, !Self.additions(schema, records).isEmpty else { return schema }
-        return try await update(container: database.container, environment: .development) { current in
-            var schema = current
-            for (type, fields) in Self.additions(current, records) {
-                var recordType = schema.recordTypes.first { $0.name == type } ?? Schema.RecordType(name: type)
-                recordType.fields += fields
-                if let index = schema.recordTypes.firstIndex(where: { $0.name == type }) {
-                    schema.recordTypes[index] = recordType
-                } else {
-                    schema.recordTypes.append(recordType)
-                }
-            }
-            return schema
+    /// Drops the cached schema, after a change made elsewhere (inside a zone transaction) has committed.
+    func forget(container: String, environment: RecordDatabase.Environment) {
+        let key = Self.key(container, environment)
+        cache.withLock {
+            $0.schemas[key] = nil
+            $0.generations[key, default: 0] += 1
         }
+    }
+
+    private static func key(_ container: String, _ environment: RecordDatabase.Environment) -> String {
+        "\(container)/\(environment.rawValue)"
+    }
+
+    /// `schema` with the record types and fields these records use that it lacks; the first value of a
+    /// field fixes its type. New fields are QUERYABLE and SORTABLE (and STRINGs SEARCHABLE), so queries
+    /// work on them at once.
+    static func extended(_ schema: Schema, with records: [(type: String, fields: [String: FieldValue])]) -> Schema {
+        var schema = schema
+        for (type, fields) in additions(schema, records) {
+            var recordType = schema.recordTypes.first { $0.name == type } ?? Schema.RecordType(name: type)
+            recordType.fields += fields
+            if let index = schema.recordTypes.firstIndex(where: { $0.name == type }) {
+                schema.recordTypes[index] = recordType
+            } else {
+                schema.recordTypes.append(recordType)
+            }
+        }
+        return schema
+    }
+
+    static func lacks(_ schema: Schema, _ records: [(type: String, fields: [String: FieldValue])]) -> Bool {
+        !additions(schema, records).isEmpty
     }
 
     /// Types and fields the records use that `schema` does not have, in the order they first appear.

@@ -125,15 +125,14 @@ struct RecordService: Sendable {
             throw NimbusError.accessDenied("this zone is shared with you read-only")
         }
         let current = try await schemas.schema(database)
-        let growing = try await typedFields(operations, zone: zone, shared: database.shared).filter { type, _ in
+        let growing = try await typedFields(operations, zone: zone, shared: database.shared).filter { _, type, _ in
             let existing = current.recordTypes.first { $0.name == type }
             return access.allows(.create, existing, creator: nil) || access.allows(.write, existing, creator: caller.userRecordName)
         }
-        let schema = try await schemas.evolve(database, for: growing)
         let stamp = RecordWire.Stamp(
             timestamp: server.configuration.now().milliseconds, userRecordName: caller.userRecordName, deviceID: caller.deviceID)
         let writer = (
-            schema: schema, stamp: stamp, zoneID: database.zoneID(zoneName), desiredKeys: request.desiredKeys, access: access,
+            schema: current, growing: growing, stamp: stamp, zoneID: database.zoneID(zoneName), desiredKeys: request.desiredKeys, access: access,
             redeemed: redeemed, shares: shares
         )
         // The owner's quota covers their private databases of the container, in every environment.
@@ -144,10 +143,12 @@ struct RecordService: Sendable {
         let prepared = operations
         let results: [RecordResult]
         let changes: [RecordChange]
+        let evolved: Schema?
         do {
-            ((results, changes), _) = try await server.store.transact(zone, creating: isDefaultZone) { transaction in
+            ((results, changes, evolved), _) = try await server.store.transact(zone, creating: isDefaultZone) { transaction in
+                let growth = try SchemaGrowth(database, cached: writer.schema, records: writer.growing, in: transaction)
                 let writer = RecordWriter(
-                    transaction: transaction, schema: writer.schema, stamp: writer.stamp, zoneID: writer.zoneID,
+                    transaction: transaction, schema: growth.schema, stamp: writer.stamp, zoneID: writer.zoneID,
                     desiredKeys: writer.desiredKeys, access: writer.access, redeemedAssets: writer.redeemed,
                     shares: writer.shares)
                 let usedBefore = try quota.map { try transaction.ownerBytes(servicePrefix: $0.servicePrefix) } ?? 0
@@ -175,7 +176,8 @@ struct RecordService: Sendable {
                             "the owner's storage is full: this batch would hold \(used) bytes of \(quota.bytes); delete records or assets")
                     }
                 }
-                return (results.compactMap { $0 }, writer.log.changes)
+                let saved = Set(prepared.indices.filter { if case .record = results[$0] { true } else { false } }.map { prepared[$0].name })
+                return (results.compactMap { $0 }, writer.log.changes, try growth.commit(saved: saved, database, in: transaction))
             }
         } catch let failure as AtomicBatchFailure {
             return JSONBody(
@@ -184,7 +186,8 @@ struct RecordService: Sendable {
         } catch StoreError.missing {
             throw NimbusError(.zoneNotFound, "zone \(zoneName) does not exist; create it with zones/modify")
         }
-        try await announce(changes, in: database, zoneName: zoneName, schema: schema)
+        if evolved != nil { schemas.forget(container: database.container, environment: database.environment) }
+        try await announce(changes, in: database, zoneName: zoneName, schema: evolved ?? current)
         var answer = results.map(links(database).apply)
         if !shares.isEmpty { answer = try await withAcceptance(answer, zone: zone) }
         return JSONBody(bytes: try RecordsResponse(records: answer).encoded(numbersAsStrings: request.numbersAsStrings == true))
@@ -218,7 +221,7 @@ struct RecordService: Sendable {
     /// Updates that do not name their type take it from the stored record.
     /// In a shared hierarchy, only records the caller can see lend their types.
     private func typedFields(_ operations: [PreparedOperation], zone: ZoneKey, shared: SharedScope?) async throws
-        -> [(type: String, fields: [String: FieldValue])]
+        -> [SchemaGrowth.Record]
     {
         let untyped = operations.filter { $0.record.recordType == nil && !($0.record.fields ?? [:]).isEmpty }.map(\.name)
         var storedTypes = [String: String]()
@@ -230,7 +233,7 @@ struct RecordService: Sendable {
             guard operation.type != .delete, operation.type != .forceDelete,
                 let type = operation.record.recordType ?? storedTypes[operation.name], type != Self.shareType
             else { return nil }
-            return (type, operation.record.fields ?? [:])
+            return (operation.name, type, operation.record.fields ?? [:])
         }
     }
 

@@ -122,6 +122,14 @@ final class SQLiteZoneTransaction: ZoneTransaction {
         _ = text.withCString { sqlite3_bind_text(handle, index, $0, -1, transient) }
     }
 
+    func schemaText(container: String, environment: String) throws -> String? {
+        try SQLiteStore.schemaText(db, container: container, environment: environment)
+    }
+
+    func setSchemaText(_ text: String, container: String, environment: String) throws {
+        try SQLiteStore.setSchemaText(db, text, container: container, environment: environment)
+    }
+
     func ownerBytes(servicePrefix: String) throws -> Int {
         let others = try Int.fetchOne(
             try db.cachedStatement(

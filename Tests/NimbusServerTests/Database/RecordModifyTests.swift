@@ -133,9 +133,11 @@ import Testing
         #expect(try await fixture.post("records/modify", #"{"operations":[{"operationType":"create","record":{"recordType":"Bad Type"}}]}"#).errorCode == .badRequest)
         #expect(try await fixture.post("records/modify", "{not json").errorCode == .badRequest)
         #expect(try await fixture.post("records/modify", Self.batch(Self.op("update", "a"))).errorCode == nil)
-        // Nothing above was saved.
-        let all = try await fixture.query(#"{"query":{"recordType":"Items"}}"#)
-        #expect(all.records.isEmpty)
+        // Nothing above was saved, so the development schema did not learn the type either.
+        let lookup = try await fixture.post("records/lookup", #"{"records":[{"recordName":"big"},{"recordName":"x"},{"recordName":"a"}]}"#)
+        #expect(try lookup.decode(RecordsResponse.self).records.codes == [.notFound, .notFound, .notFound])
+        let all = try await fixture.post("records/query", #"{"query":{"recordType":"Items"}}"#)
+        #expect(all.errorCode == .badRequest && all.error?.reason.contains("not in this environment's schema") == true)
     }
 }
 

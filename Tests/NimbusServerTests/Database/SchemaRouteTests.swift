@@ -66,4 +66,40 @@ import Testing
         let notAdmin = try await fixture.server.request(.GET, base + "/development", session: fixture.ann)
         #expect(notAdmin.errorCode == .accessDenied)
     }
+
+    @Test func failedSavesLeaveTheDevelopmentSchemaAsItWas() async throws {
+        let fixture = try await DatabaseFixture.make()
+        defer { Task { await fixture.stop() } }
+        typealias Modify = RecordModifyTests
+        func schema() async throws -> String {
+            try await fixture.server.store.schemaText(container: fixture.app.container, environment: "development") ?? ""
+        }
+        #expect(try await fixture.post("zones/modify", #"{"operations":[{"operationType":"create","zone":{"zoneID":{"zoneName":"Lists"}}}]}"#).status == 200)
+        #expect(try await fixture.modify(Modify.batch(Modify.op("create", "taken", fields: #""name":{"value":"milk"}"#), zone: "Lists")).codes == [nil])
+        let before = try await schema()
+
+        // An atomic batch that fails adds neither the new type nor the new field it named.
+        let atomic = try await fixture.modify(
+            Modify.batch(
+                Modify.op("create", "n1", recordType: "Notes", fields: #""text":{"value":"hi"}"#),
+                Modify.op("create", "taken", fields: #""color":{"value":"red"}"#), zone: "Lists"))
+        #expect(atomic.codes == [.atomicError, .exists])
+        #expect(try await schema() == before)
+
+        // Record by record (the default zone), only the records saved add their fields.
+        let mixed = try await fixture.modify(
+            Modify.batch(
+                Modify.op("update", "missing", tag: "1", fields: #""size":{"value":3}"#),
+                Modify.op("create", "saved", fields: #""weight":{"value":2.5}"#)))
+        #expect(mixed.codes == [.notFound, nil])
+        let grown = try await schema()
+        #expect(grown.contains("weight DOUBLE") && !grown.contains("size") && !grown.contains("Notes") && !grown.contains("color"))
+
+        // The server's cached schema follows what committed: the new field is queryable at once, and the
+        // first value of a field still fixes its type.
+        let query = #"{"query":{"recordType":"Items","filterBy":[{"fieldName":"weight","comparator":"EQUALS","fieldValue":{"value":2.5}}]}}"#
+        #expect(try await fixture.query(query).records.names == ["saved"])
+        #expect(try await fixture.modify(Modify.batch(Modify.op("create", "retyped", fields: #""weight":{"value":"heavy"}"#))).codes == [.badRequest])
+        #expect(try await schema() == grown)
+    }
 }

@@ -1,0 +1,41 @@
+import NimbusCore
+import NimbusStore
+
+/// How a development batch grows its schema, inside the zone transaction that saves it. Records are
+/// checked against the stored schema extended with every type and field the batch names; the stored
+/// schema then gains only those of the records actually saved, so a batch that fails, or a record that
+/// fails within one, adds nothing. Production schemas never grow.
+struct SchemaGrowth {
+    /// A record of the batch that may add to the schema: its name, type and fields.
+    typealias Record = (name: String, type: String, fields: [String: FieldValue])
+
+    /// What the batch's records are checked against.
+    let schema: Schema
+    private let stored: Schema?
+    private let records: [Record]
+
+    /// `cached` is the schema the request started with: when it has everything the records use, the
+    /// store is not read.
+    init(_ database: RecordDatabase, cached: Schema, records: [Record], in transaction: any ZoneTransaction) throws {
+        self.records = records
+        let used = records.map { (type: $0.type, fields: $0.fields) }
+        guard database.environment == .development, SchemaRegistry.lacks(cached, used) else {
+            (schema, stored) = (cached, nil)
+            return
+        }
+        // The stored schema, not the cache, which may be behind a batch committed since it was read.
+        let text = try transaction.schemaText(container: database.container, environment: database.environment.rawValue)
+        let stored = try text.map { try Schema(parsing: $0) } ?? Schema()
+        (schema, self.stored) = (SchemaRegistry.extended(stored, with: used), stored)
+    }
+
+    /// Stores the additions of the records saved; the new schema if there were any.
+    func commit(saved: Set<String>, _ database: RecordDatabase, in transaction: any ZoneTransaction) throws -> Schema? {
+        guard let stored else { return nil }
+        let grown = SchemaRegistry.extended(
+            stored, with: records.filter { saved.contains($0.name) }.map { (type: $0.type, fields: $0.fields) })
+        guard grown != stored else { return nil }
+        try transaction.setSchemaText(grown.text, container: database.container, environment: database.environment.rawValue)
+        return grown
+    }
+}
