@@ -2,6 +2,7 @@ import Foundation
 import Hummingbird
 import HummingbirdWebSocket
 import Logging
+import NIOCore
 import NimbusCore
 import NimbusStore
 import ServiceLifecycle
@@ -63,7 +64,9 @@ public struct NimbusServer: Sendable {
             router: makeRouter(),
             server: .http1WebSocketUpgrade(
                 webSocketRouter: makePushRouter(),
-                configuration: .init(ws: .init(autoPing: .enabled(timePeriod: heartbeat), closeTimeout: .seconds(5)))),
+                configuration: .init(
+                    http1: .init(idleTimeout: TimeAmount(configuration.idleTimeout)),
+                    ws: .init(autoPing: .enabled(timePeriod: heartbeat), closeTimeout: .seconds(5)))),
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "Nimbus"),
             onServerRunning: { channel in await onRunning(channel.localAddress?.port ?? 0) },
             logger: state.logger)

@@ -26,6 +26,11 @@ public struct ServerConfiguration: Sendable {
     public var acknowledgementDelay: Duration = .seconds(1)
     /// How often the push socket pings a device; a device that does not answer is disconnected.
     public var heartbeat: Duration = .seconds(30)
+    /// How long an HTTP connection may sit without a request before it is closed: longer than HTTP
+    /// clients keep idle connections (AsyncHTTPClient: 60 s), so they close first. It also ends
+    /// connections whose client stopped sending in mid-request, or keeps sending a body nobody reads.
+    /// Push sockets are not HTTP connections once upgraded; heartbeats watch them.
+    public var idleTimeout: Duration = .seconds(75)
     /// bcrypt work factor; 12 in production, lower only to make test suites fast.
     public var bcryptCost: UInt8 = 12
     public var logLevel: Logger.Level = .info

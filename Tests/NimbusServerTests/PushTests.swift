@@ -91,6 +91,25 @@ import WSClient
         return (device, phone, ZoneAddress(service: .keyValue, name: app.storeIdentifier))
     }
 
+    @Test func pushSocketsOutliveTheHTTPIdleTimeout() async throws {
+        let server = try await TestServer.start { $0.idleTimeout = .milliseconds(200) }
+        defer { Task { await server.stop() } }
+        let app = try await server.seedApp()
+        let phone = try await server.signIn(email: "ann@example.com", device: "phone")
+        let device = Device(server: server, session: phone)
+        #expect(await eventually { device.isConnected })
+        // An HTTP connection opened after the socket, and left silent after one request, is closed by
+        // the timeout...
+        let idle = try await server.rawExchange(Data("GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".utf8))
+        #expect(idle.closedByServer && idle.text.hasPrefix("HTTP/1.1 200"))
+        // ...while the older push socket still hears its zone move.
+        let zone = ZoneAddress(service: .keyValue, name: app.storeIdentifier)
+        _ = try await server.request(
+            .POST, "/kv/1/\(app.storeIdentifier)/modify", session: phone, apiToken: app.apiToken,
+            json: #"{"operations":[{"operationType":"set","key":"a","value":{"type":"BOOLEAN","value":true}}]}"#)
+        #expect(await eventually { device.received == [PushMessage(type: .zoneMoved, zone: zone, sequence: 1)] })
+    }
+
     @Test func anAcknowledgementRecordsTheDevicesWatermark() async throws {
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }

@@ -8,15 +8,16 @@ import NimbusCore
 public struct WireDecoder: RequestDecoder {
     /// Large enough for a full key-value batch (1 MiB of values, base64 and JSON overhead included).
     public static let maxBodyBytes = 4 << 20
+    static let tooLarge = NimbusError(.requestTooLarge, "the request body is larger than \(maxBodyBytes) bytes")
 
     public init() {}
 
     public func decode<T: Decodable>(_ type: T.Type, from request: Request, context: some RequestContext) async throws -> T {
         let buffer: ByteBuffer
         do {
-            buffer = try await request.body.collect(upTo: Self.maxBodyBytes)
-        } catch is NIOTooManyBytesError {
-            throw NimbusError(.requestTooLarge, "the request body is larger than \(Self.maxBodyBytes) bytes")
+            buffer = try await request.body.collect(upTo: Self.maxBodyBytes, orThrow: Self.tooLarge)
+        } catch let error as NimbusError {
+            throw error
         } catch {
             // The client went away or broke the body off: nothing was read, so nothing happens.
             throw NimbusError.badRequest("the request body ended before it was complete")

@@ -26,12 +26,7 @@ struct AuthenticationMiddleware<Context: CredentialContext>: RouterMiddleware {
                 throw NimbusError.authenticationFailed("sign the request or send ckAPIToken and ckWebAuthToken, not both")
             }
             // The signature covers the body, so it is read here and handed on to the route.
-            let body: ByteBuffer
-            do {
-                body = try await request.body.collect(upTo: WireDecoder.maxBodyBytes)
-            } catch is NIOTooManyBytesError {
-                throw NimbusError(.requestTooLarge, "the request body is larger than \(WireDecoder.maxBodyBytes) bytes")
-            }
+            let body = try await request.body.collect(upTo: WireDecoder.maxBodyBytes, orThrow: WireDecoder.tooLarge)
             request.body = RequestBody(buffer: body)
             let key = try await verifySignature(keyID: keyID, request: request, body: Data(buffer: body), now: now)
             try server.throttle("key:\(key.id)", limit: server.configuration.apiTokenRateLimit, now: now)

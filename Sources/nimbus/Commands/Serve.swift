@@ -43,12 +43,14 @@ struct Serve: AsyncParsableCommand {
     var webOrigins: String = Environment.string("NIMBUS_WEB_ORIGINS") ?? ""
     @Option(help: "Seconds between push heartbeats; silent devices are disconnected. [env: NIMBUS_HEARTBEAT]")
     var heartbeat: Double = Environment.double("NIMBUS_HEARTBEAT") ?? 30
+    @Option(help: "Seconds an HTTP connection may sit idle before the server closes it. [env: NIMBUS_IDLE_TIMEOUT]")
+    var idleTimeout: Double = Environment.double("NIMBUS_IDLE_TIMEOUT") ?? 75
 
     func validate() throws {
         guard (0...65535).contains(port) else { throw ValidationError("--port must be between 0 and 65535") }
         guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("unknown --log-level \(logLevel)") }
-        guard sessionRate > 0, tokenRate > 0, sessionHours > 0, heartbeat > 0 else {
-            throw ValidationError("rates, session hours and heartbeat must be positive")
+        guard sessionRate > 0, tokenRate > 0, sessionHours > 0, heartbeat > 0, idleTimeout > 0 else {
+            throw ValidationError("rates, session hours, heartbeat and idle timeout must be positive")
         }
     }
 
@@ -62,6 +64,7 @@ struct Serve: AsyncParsableCommand {
         configuration.apiTokenRateLimit = RateLimit(perSecond: tokenRate, burst: tokenRate * 2)
         configuration.sessionLifetime = .seconds(sessionHours * 3600)
         configuration.heartbeat = .milliseconds(Int(heartbeat * 1000))
+        configuration.idleTimeout = .milliseconds(Int(idleTimeout * 1000))
         guard maxAssetMB > 0, userQuotaMB > 0 else { throw ValidationError("--max-asset-mb and --user-quota-mb must be positive") }
         configuration.userQuotaBytes = Int64(userQuotaMB) * 1_000_000
         configuration.maxAssetBytes = Int64(maxAssetMB) * 1_000_000

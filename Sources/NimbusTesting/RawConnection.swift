@@ -1,0 +1,79 @@
+import Foundation
+import NIOCore
+import NIOPosix
+import Synchronization
+
+/// What one TCP connection to the test server carried, for what HTTP clients smooth over: a body sent
+/// whole before the answer is read, a request left unfinished.
+public struct RawExchange: Sendable {
+    /// Everything the server sent before it ended the connection (or the time ran out).
+    public var received: Data
+    /// Whether the server took every byte sent; false if the write was still waiting on the server.
+    public var sentAll: Bool
+    /// Whether the server ended the connection within the time.
+    public var closedByServer: Bool
+
+    public var text: String { String(decoding: received, as: UTF8.self) }
+}
+
+extension TestServer {
+    /// Connects, writes `bytes` while reading what comes back, and returns once the server has ended the
+    /// connection, or when `timeout` passes (then it is closed from this side).
+    public func rawExchange(_ bytes: Data, timeout: Duration = .seconds(10)) async throws -> RawExchange {
+        let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .connect(host: "127.0.0.1", port: port) { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try NIOAsyncChannel<ByteBuffer, ByteBuffer>(
+                        wrappingChannelSynchronously: channel, configuration: .init(isOutboundHalfClosureEnabled: true))
+                }
+            }
+        let state = ExchangeState()
+        try await channel.executeThenClose { inbound, outbound in
+            await withTaskGroup(of: Side.self) { group in
+                group.addTask {
+                    // In pieces, so a write waits (on the channel's writability) while the server reads nothing.
+                    for start in stride(from: 0, to: bytes.count, by: 1 << 16) {
+                        guard (try? await outbound.write(ByteBuffer(bytes: bytes[start..<min(start + (1 << 16), bytes.count)]))) != nil
+                        else { return .writer }
+                    }
+                    state.sentAll.store(true, ordering: .relaxed)
+                    return .writer
+                }
+                group.addTask {
+                    do {
+                        for try await chunk in inbound { state.received.withLock { $0.append(contentsOf: chunk.readableBytesView) } }
+                        // Closing from this side also ends the inbound stream.
+                        if !state.closing.load(ordering: .relaxed) { state.closedByServer.store(true, ordering: .relaxed) }
+                    } catch {}
+                    return .reader
+                }
+                group.addTask {
+                    try? await Task.sleep(for: timeout)
+                    return .timer
+                }
+                // Until the server has ended the connection and taken every byte, or the time runs out;
+                // closing the channel then ends a write still waiting on the server.
+                var done = Set<Side>()
+                while let side = await group.next(), side != .timer {
+                    done.insert(side)
+                    if done == [.reader, .writer] { break }
+                }
+                state.closing.store(true, ordering: .relaxed)
+                try? await channel.channel.close()
+                group.cancelAll()
+            }
+        }
+        return RawExchange(
+            received: state.received.withLock { $0 }, sentAll: state.sentAll.load(ordering: .relaxed),
+            closedByServer: state.closedByServer.load(ordering: .relaxed))
+    }
+}
+
+private enum Side { case writer, reader, timer }
+
+private final class ExchangeState: Sendable {
+    let sentAll = Atomic(false)
+    let received = Mutex(Data())
+    let closedByServer = Atomic(false)
+    let closing = Atomic(false)
+}
