@@ -52,7 +52,36 @@ struct QueryPlanner {
                 + "(`\(target.name) \(target.wireType.replacingOccurrences(of: "_LIST", with: "")) \(index)`) and deploy it")
     }
 
-    func conditions(_ filter: QueryFilter) throws(NimbusError) -> [IndexCondition] {
+    /// What one query may ask, so that it stays one SQL statement SQLite takes: a statement joins at most
+    /// 64 tables (each sort key is one), nests expressions at most 1,000 deep (each condition adds a
+    /// level) and binds at most 32,766 values.
+    static let maxSortKeys = 16
+    static let maxConditions = 64
+    static let maxValues = 10_000
+
+    /// A query's filters and sort keys as index conditions and sorts, within those limits.
+    func plan(filters: [QueryFilter], sorts: [QuerySort]) throws(NimbusError) -> (conditions: [IndexCondition], sort: [IndexSort]) {
+        guard sorts.count <= Self.maxSortKeys else { throw .badRequest("a query sorts by at most \(Self.maxSortKeys) keys") }
+        var conditions = [IndexCondition]()
+        for filter in filters { conditions += try self.conditions(filter) }
+        guard conditions.count <= Self.maxConditions else {
+            throw .badRequest(
+                "a query takes at most \(Self.maxConditions) conditions (each word of a token search and each value of "
+                    + "LIST_CONTAINS_ALL is one)")
+        }
+        let values = conditions.reduce(0) { total, condition in
+            switch condition.match {
+            case .oneOf(let values), .allOf(let values): total + values.count
+            default: total + 1
+            }
+        }
+        guard values <= Self.maxValues else { throw .badRequest("a query compares with at most \(Self.maxValues) values") }
+        var sort = [IndexSort]()
+        for key in sorts { sort.append(try self.sort(key)) }
+        return (conditions, sort)
+    }
+
+    private func conditions(_ filter: QueryFilter) throws(NimbusError) -> [IndexCondition] {
         let target = try target(fieldName: filter.fieldName, systemFieldName: filter.systemFieldName)
         let elementType = target.wireType.replacingOccurrences(of: "_LIST", with: "")
         func values() throws(NimbusError) -> [IndexValue] {
@@ -115,7 +144,7 @@ struct QueryPlanner {
         }
     }
 
-    func sort(_ sort: QuerySort) throws(NimbusError) -> IndexSort {
+    private func sort(_ sort: QuerySort) throws(NimbusError) -> IndexSort {
         let target = try target(fieldName: sort.fieldName, systemFieldName: sort.systemFieldName)
         guard target.sortable else { throw missingIndex(target, "SORTABLE") }
         let ascending = sort.ascending ?? true

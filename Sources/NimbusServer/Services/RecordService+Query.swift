@@ -36,13 +36,12 @@ extension RecordService {
         if let shares = RecordAccess(database).hierarchies {
             conditions.append(IndexCondition(field: RecordIndexer.shareField, .oneOf(shares.keys.sorted().map { .text($0) })))
         }
-        for filter in request.query.filterBy ?? [] { conditions += try planner.conditions(filter) }
-        var sort = [IndexSort]()
-        for key in request.query.sortBy ?? [] { sort.append(try planner.sort(key)) }
+        let plan = try planner.plan(filters: request.query.filterBy ?? [], sorts: request.query.sortBy ?? [])
+        conditions += plan.conditions
         let offset = try request.continuationMarker.map(Self.offset(marker:)) ?? 0
 
         let matches = try await server.store.query(
-            IndexQuery(zones: zones, kind: recordType.name, conditions: conditions, sort: sort, offset: offset, limit: limit + 1))
+            IndexQuery(zones: zones, kind: recordType.name, conditions: conditions, sort: plan.sort, offset: offset, limit: limit + 1))
         let links = links(database)
         let records = try matches.prefix(limit).map { match in
             try OutgoingRecord.make(

@@ -79,7 +79,7 @@ extension RecordService {
             guard RecordAccess(database).readScope(type) != .none else {
                 throw NimbusError.accessDenied("you may not read \(type.name) records")
             }
-            for filter in query.filterBy ?? [] { _ = try QueryPlanner(recordType: type).conditions(filter) }
+            _ = try QueryPlanner(recordType: type).plan(filters: query.filterBy ?? [], sorts: [])
             subscription.firesOn = subscription.firesOn ?? Subscription.Event.allCases
         case .zone:
             guard database.scope != .public else { throw NimbusError.badRequest("the public database has only query subscriptions") }
@@ -163,8 +163,8 @@ extension RecordService {
             guard let query = subscription.query, subscription.zoneWide == true || (subscription.zoneID?.zoneName ?? RecordDatabase.defaultZoneName) == zoneName,
                 let type = schema.recordTypes.first(where: { $0.name == query.recordType })
             else { return [] }
-            let planner = QueryPlanner(recordType: type)
-            guard let conditions = try? (query.filterBy ?? []).flatMap({ try planner.conditions($0) }) else { return [] }
+            guard let conditions = try? QueryPlanner(recordType: type).plan(filters: query.filterBy ?? [], sorts: []).conditions
+            else { return [] }
             var subscriber = RecordDatabase(
                 container: database.container, environment: database.environment, scope: database.scope,
                 caller: .init(userRecordName: stored.subscriber, deviceID: ""), owner: database.owner)

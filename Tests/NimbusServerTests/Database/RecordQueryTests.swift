@@ -119,4 +119,37 @@ import Testing
         // Development and production are separate data: production has no records yet.
         #expect(try await fixture.query(#"{"query":{"recordType":"Items","sortBy":[{"fieldName":"number"}]}}"#, environment: "production").records.isEmpty)
     }
+
+    @Test func queriesTooBigForOneStatementAreRefusedAtTheLimits() async throws {
+        let fixture = try await DatabaseFixture.make()
+        defer { Task { await fixture.stop() } }
+        try await Self.seed(fixture)
+        func query(filters: [String] = [], sorts: Int = 1) async throws -> RawResponse {
+            let sortBy = Array(repeating: #"{"fieldName":"number"}"#, count: sorts).joined(separator: ",")
+            return try await fixture.post(
+                "records/query", #"{"query":{"recordType":"Items","filterBy":[\#(filters.joined(separator: ","))],"sortBy":[\#(sortBy)]}}"#)
+        }
+        func numbers(_ count: Int) -> String { "[" + (0..<count).map(String.init).joined(separator: ",") + "]" }
+        func words(_ count: Int) -> String { "\"" + (0..<count).map { "w\($0)" }.joined(separator: " ") + "\"" }
+
+        // At each limit the query runs; one past it is a clear error, never a failed statement.
+        #expect(try await query(sorts: 16).status == 200)
+        #expect(try await query(sorts: 17).error?.reason.contains("16 keys") == true)
+        #expect(try await query(sorts: 100).errorCode == .badRequest, "more joins than SQLite takes")
+        let conditions = try await query(filters: [Self.filter("note", "CONTAINS_ALL_TOKENS", words(64))])
+        #expect(conditions.status == 200)
+        #expect(try await query(filters: [Self.filter("note", "CONTAINS_ALL_TOKENS", words(65))]).error?.reason.contains("64 conditions") == true)
+        let values = try await query(filters: [Self.filter("number", "IN", numbers(10_000), type: "INT64_LIST")])
+        #expect(values.status == 200)
+        #expect(try values.decode(RecordsQueryResponse.self).records.names == ["i1", "i2", "i3"])
+        let tooMany = try await query(filters: [Self.filter("number", "IN", numbers(10_001), type: "INT64_LIST")])
+        #expect(tooMany.error?.reason.contains("10000 values") == true)
+        let manyFilters = Array(repeating: Self.filter("number", "GREATER_THAN", "0"), count: 65)
+        #expect(try await query(filters: manyFilters).errorCode == .badRequest)
+        // A query subscription is held to the same limits when it is saved.
+        let subscription = #"{"operations":[{"operationType":"create","subscription":{"subscriptionID":"s","subscriptionType":"query","#
+            + #""query":{"recordType":"Items","filterBy":[\#(Self.filter("note", "CONTAINS_ALL_TOKENS", words(65)))]}}}]}"#
+        let saved = try await fixture.post("subscriptions/modify", subscription)
+        #expect(String(decoding: saved.body, as: UTF8.self).contains("64 conditions"))
+    }
 }
