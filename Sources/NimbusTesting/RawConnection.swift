@@ -33,15 +33,17 @@ extension TestServer {
                 group.addTask {
                     // In pieces, so a write waits (on the channel's writability) while the server reads nothing.
                     for start in stride(from: 0, to: bytes.count, by: 1 << 16) {
-                        guard (try? await outbound.write(ByteBuffer(bytes: bytes[start..<min(start + (1 << 16), bytes.count)]))) != nil
-                        else { return .writer }
+                        let piece = ByteBuffer(bytes: bytes[start..<min(start + (1 << 16), bytes.count)])
+                        guard (try? await outbound.write(piece)) != nil else { return .writer }
                     }
                     state.sentAll.store(true, ordering: .relaxed)
                     return .writer
                 }
                 group.addTask {
                     do {
-                        for try await chunk in inbound { state.received.withLock { $0.append(contentsOf: chunk.readableBytesView) } }
+                        for try await chunk in inbound {
+                            state.received.withLock { $0.append(contentsOf: chunk.readableBytesView) }
+                        }
                         // Closing from this side also ends the inbound stream.
                         if !state.closing.load(ordering: .relaxed) { state.closedByServer.store(true, ordering: .relaxed) }
                     } catch {}

@@ -60,7 +60,9 @@ struct QueryPlanner {
     static let maxValues = 10_000
 
     /// A query's filters and sort keys as index conditions and sorts, within those limits.
-    func plan(filters: [QueryFilter], sorts: [QuerySort]) throws(NimbusError) -> (conditions: [IndexCondition], sort: [IndexSort]) {
+    func plan(filters: [QueryFilter], sorts: [QuerySort]) throws(NimbusError)
+        -> (conditions: [IndexCondition], sort: [IndexSort])
+    {
         guard sorts.count <= Self.maxSortKeys else { throw .badRequest("a query sorts by at most \(Self.maxSortKeys) keys") }
         var conditions = [IndexCondition]()
         for filter in filters { conditions += try self.conditions(filter) }

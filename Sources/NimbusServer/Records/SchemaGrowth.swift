@@ -29,13 +29,13 @@ struct SchemaGrowth {
         (schema, self.stored) = (SchemaRegistry.extended(stored, with: used), stored)
     }
 
-    /// Stores the additions of the records saved; the new schema if there were any.
-    func commit(saved: Set<String>, _ database: RecordDatabase, in transaction: any ZoneTransaction) throws -> Schema? {
-        guard let stored else { return nil }
+    /// Stores the additions of the records saved; whether there were any.
+    func commit(saved: Set<String>, _ database: RecordDatabase, in transaction: any ZoneTransaction) throws -> Bool {
+        guard let stored else { return false }
         let grown = SchemaRegistry.extended(
             stored, with: records.filter { saved.contains($0.name) }.map { (type: $0.type, fields: $0.fields) })
-        guard grown != stored else { return nil }
+        guard grown != stored else { return false }
         try transaction.setSchemaText(grown.text, container: database.container, environment: database.environment.rawValue)
-        return grown
+        return true
     }
 }

@@ -19,7 +19,8 @@ struct AuthRoutes {
             try await page.form(Dictionary(request.uri.queryParameters.map { (String($0.key), String($0.value)) }, uniquingKeysWith: { a, _ in a }))
         }
         auth.post("web/signin") { request, _ in
-            let body = try await request.body.collect(upTo: 16 << 10, orThrow: NimbusError(.requestTooLarge, "the sign-in form is larger than 16 KB"))
+            let body = try await request.body.collect(
+                upTo: 16 << 10, orThrow: NimbusError(.requestTooLarge, "the sign-in form is larger than 16 KB"))
             return try await page.submit(WebSignInPage.formFields(String(buffer: body)), deviceName: "Web browser")
         }
         let user = auth.group(context: UserRequestContext.self)

@@ -143,9 +143,10 @@ struct RecordService: Sendable {
         let prepared = operations
         let results: [RecordResult]
         let changes: [RecordChange]
-        let evolved: Schema?
+        let schema: Schema
+        let schemaGrew: Bool
         do {
-            ((results, changes, evolved), _) = try await server.store.transact(zone, creating: isDefaultZone) { transaction in
+            ((results, changes, schema, schemaGrew), _) = try await server.store.transact(zone, creating: isDefaultZone) { transaction in
                 let growth = try SchemaGrowth(database, cached: writer.schema, records: writer.growing, in: transaction)
                 let writer = RecordWriter(
                     transaction: transaction, schema: growth.schema, stamp: writer.stamp, zoneID: writer.zoneID,
@@ -176,8 +177,10 @@ struct RecordService: Sendable {
                             "the owner's storage is full: this batch would hold \(used) bytes of \(quota.bytes); delete records or assets")
                     }
                 }
-                let saved = Set(prepared.indices.filter { if case .record = results[$0] { true } else { false } }.map { prepared[$0].name })
-                return (results.compactMap { $0 }, writer.log.changes, try growth.commit(saved: saved, database, in: transaction))
+                let saved = Set(
+                    prepared.indices.filter { if case .record = results[$0] { true } else { false } }.map { prepared[$0].name })
+                let grew = try growth.commit(saved: saved, database, in: transaction)
+                return (results.compactMap { $0 }, writer.log.changes, growth.schema, grew)
             }
         } catch let failure as AtomicBatchFailure {
             return JSONBody(
@@ -186,8 +189,8 @@ struct RecordService: Sendable {
         } catch StoreError.missing {
             throw NimbusError(.zoneNotFound, "zone \(zoneName) does not exist; create it with zones/modify")
         }
-        if evolved != nil { schemas.forget(container: database.container, environment: database.environment) }
-        try await announce(changes, in: database, zoneName: zoneName, schema: evolved ?? current)
+        if schemaGrew { schemas.forget(container: database.container, environment: database.environment) }
+        try await announce(changes, in: database, zoneName: zoneName, schema: schema)
         var answer = results.map(links(database).apply)
         if !shares.isEmpty { answer = try await withAcceptance(answer, zone: zone) }
         return JSONBody(bytes: try RecordsResponse(records: answer).encoded(numbersAsStrings: request.numbersAsStrings == true))
