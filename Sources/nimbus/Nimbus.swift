@@ -18,11 +18,8 @@ struct Nimbus: AsyncParsableCommand {
     static func main() async {
         do {
             var command = try parseAsRoot()
-            if let serve = command as? Serve, serve.logFormat == .json {
-                LoggingSystem.bootstrap { JSONLogHandler(label: $0) }
-            } else {
-                LoggingSystem.bootstrap(StreamLogHandler.standardError)
-            }
+            let format: LineLogHandler.Format = (command as? Serve)?.logFormat == .json ? .json : .text
+            LoggingSystem.bootstrap { LineLogHandler(label: $0, format: format) }
             if command is Serve {
                 MemoryAllocator.keepFreedMemory()
             }
