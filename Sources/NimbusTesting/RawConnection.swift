@@ -17,8 +17,8 @@ public struct RawExchange: Sendable {
 }
 
 extension TestServer {
-    /// Connects, writes `bytes` while reading what comes back, and returns once the server has ended the
-    /// connection, or when `timeout` passes (then it is closed from this side).
+    /// Connects, writes `bytes` while reading what comes back, and returns once the server has taken every
+    /// byte and ended the connection, or when `timeout` passes (the connection is then closed from here).
     public func rawExchange(_ bytes: Data, timeout: Duration = .seconds(10)) async throws -> RawExchange {
         let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .connect(host: "127.0.0.1", port: port) { channel in

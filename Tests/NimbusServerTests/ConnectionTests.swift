@@ -4,7 +4,7 @@ import NimbusKit
 import NimbusTesting
 import Testing
 
-/// HTTP connections as clients that do not read while they send, or stop mid-request, use them.
+/// HTTP connections of clients that send a whole body before reading the answer, or stop mid-request.
 @Suite struct ConnectionTests {
     /// A request's head, with credentials, asking the server to close the connection after answering.
     static func head(_ path: String, session: NimbusSession, apiToken: String, contentLength: Int) -> Data {
