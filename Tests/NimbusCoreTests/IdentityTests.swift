@@ -102,3 +102,30 @@ import Testing
         #expect(Base64URL.decode(text) == nil)
     }
 }
+
+@Suite struct WireTimeTests {
+    @Test func theWireRangeRoundTripsExactly() {
+        for milliseconds: Int64 in [Date.wireMilliseconds.lowerBound, -1, 0, 1_700_000_000_123, Date.wireMilliseconds.upperBound] {
+            #expect(Date(wireMilliseconds: milliseconds)?.milliseconds == milliseconds)
+        }
+        #expect(Date(wireMilliseconds: Date.wireMilliseconds.upperBound + 1) == nil)
+        #expect(Date(wireMilliseconds: .min) == nil)
+    }
+
+    @Test func anyDateHasMillisecondsWithoutTrapping() {
+        #expect(Date(milliseconds: .max).milliseconds == Date.wireMilliseconds.upperBound)
+        #expect(Date(timeIntervalSince1970: -1e300).milliseconds == Date.wireMilliseconds.lowerBound)
+        #expect(Date(timeIntervalSince1970: .infinity).milliseconds == Date.wireMilliseconds.upperBound)
+        #expect(Date.distantFuture.milliseconds == Int64((Date.distantFuture.timeIntervalSince1970 * 1000).rounded()))
+    }
+
+    @Test func timestampsBeyondTheRangeAreRefusedByEveryDecoder() throws {
+        let record = #"{"recordName":"a","fields":{"when":{"value":9223372036854775807,"type":"TIMESTAMP"}}}"#
+        #expect(throws: (any Error).self) { try JSONDecoder().decode(RecordWire.self, from: Data(record.utf8)) }
+        let list = #"{"value":[1,8640000000000001],"type":"TIMESTAMP_LIST"}"#
+        #expect(throws: (any Error).self) { try JSONDecoder().decode(FieldValue.self, from: Data(list.utf8)) }
+        let keyValue = #"{"type":"TIMESTAMP","value":-9223372036854775808}"#
+        #expect(throws: (any Error).self) { try KeyValue.decode(Data(keyValue.utf8)) }
+        #expect(throws: (any Error).self) { try JSONDecoder().decode(KeyValue.self, from: Data(keyValue.utf8)) }
+    }
+}

@@ -226,6 +226,9 @@ import Testing
         #"{"operations":[{"operationType":"frobnicate","key":"k"}]}"#,
         #"{"operations":[{"operationType":"set","key":"","value":{"type":"BOOLEAN","value":true}}]}"#,
         #"{"operations":[{"operationType":"set","key":"ok","value":{"type":"BOOLEAN","value":true}},{"operationType":"set","key":"bad","value":{"type":"TIMESTAMP","value":"noon"}}]}"#,
+        // Beyond the dates the wire carries: this one crashed the server when it was written back out.
+        #"{"operations":[{"operationType":"set","key":"k","value":{"type":"TIMESTAMP","value":9223372036854775807}}]}"#,
+        #"{"operations":[{"operationType":"set","key":"k","value":{"type":"LIST","value":[{"type":"TIMESTAMP","value":-8640000000000001}]}}]}"#,
     ])
     func malformedBatchesAreBadRequestsAndChangeNothing(_ body: String) async throws {
         let fixture = try await Fixture.make()

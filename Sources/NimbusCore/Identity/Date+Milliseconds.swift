@@ -1,7 +1,39 @@
 import Foundation
 
 extension Date {
-    /// Milliseconds since 1970, as CloudKit's wire format counts time.
-    public var milliseconds: Int64 { Int64((timeIntervalSince1970 * 1000).rounded()) }
+    /// The times the wire carries, in milliseconds since 1970: JavaScript's date range (±100,000,000 days),
+    /// which every CloudKit web client can represent. Larger values are refused when decoded: they would
+    /// not survive the round trip through `Date`.
+    public static let wireMilliseconds: ClosedRange<Int64> = -8_640_000_000_000_000...8_640_000_000_000_000
+
+    /// Milliseconds since 1970, as CloudKit's wire format counts time (clamped to `wireMilliseconds`).
+    public var milliseconds: Int64 {
+        let value = (timeIntervalSince1970 * 1000).rounded()
+        guard value.isFinite else { return value < 0 ? Self.wireMilliseconds.lowerBound : Self.wireMilliseconds.upperBound }
+        return Int64(min(max(value, Double(Self.wireMilliseconds.lowerBound)), Double(Self.wireMilliseconds.upperBound)))
+    }
+
     public init(milliseconds: Int64) { self.init(timeIntervalSince1970: Double(milliseconds) / 1000) }
+
+    /// A time from the wire; nil outside `wireMilliseconds`.
+    public init?(wireMilliseconds milliseconds: Int64) {
+        guard Self.wireMilliseconds.contains(milliseconds) else { return nil }
+        self.init(milliseconds: milliseconds)
+    }
+}
+
+extension Date {
+    /// Decodes a wire time, refusing one outside `wireMilliseconds` with an error that says so.
+    init<Key: CodingKey>(wireMillisecondsIn container: KeyedDecodingContainer<Key>, forKey key: Key) throws {
+        guard let date = Date(wireMilliseconds: try container.decode(Int64.self, forKey: key)) else {
+            throw Self.outOfRange(forKey: key, in: container)
+        }
+        self = date
+    }
+
+    static func outOfRange<Key: CodingKey>(forKey key: Key, in container: KeyedDecodingContainer<Key>) -> DecodingError {
+        .dataCorruptedError(
+            forKey: key, in: container,
+            debugDescription: "a TIMESTAMP is milliseconds since 1970 between -8640000000000000 and 8640000000000000")
+    }
 }

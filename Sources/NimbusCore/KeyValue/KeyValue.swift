@@ -68,8 +68,7 @@ extension KeyValue: Codable {
         case "DOUBLE": self = .double(try container.decode(Double.self, forKey: .value))
         case "BOOLEAN": self = .bool(try container.decode(Bool.self, forKey: .value))
         case "TIMESTAMP":
-            let milliseconds = try container.decode(Int64.self, forKey: .value)
-            self = .date(Date(milliseconds: milliseconds))
+            self = .date(try Date(wireMillisecondsIn: container, forKey: .value))
         case "BYTES":
             let base64 = try container.decode(String.self, forKey: .value)
             guard let data = Data(base64Encoded: base64) else {

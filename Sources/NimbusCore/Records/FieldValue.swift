@@ -194,7 +194,7 @@ extension FieldValue: Codable {
         case "STRING": return .string(try container.decode(String.self, forKey: .value))
         case "INT64": return .int64(try integer(container))
         case "DOUBLE": return .double(try container.decode(Double.self, forKey: .value))
-        case "TIMESTAMP": return .timestamp(Date(milliseconds: try container.decode(Int64.self, forKey: .value)))
+        case "TIMESTAMP": return .timestamp(try Date(wireMillisecondsIn: container, forKey: .value))
         case "BYTES": return .bytes(try bytes(try container.decode(String.self, forKey: .value), container))
         case "REFERENCE": return .reference(try container.decode(RecordReference.self, forKey: .value))
         case "LOCATION": return .location(try container.decode(Location.self, forKey: .value))
@@ -203,8 +203,11 @@ extension FieldValue: Codable {
         case "INT64_LIST": return .list(try integers(container).map(FieldValue.int64), elementType: "INT64")
         case "DOUBLE_LIST": return .list(try container.decode([Double].self, forKey: .value).map(FieldValue.double), elementType: "DOUBLE")
         case "TIMESTAMP_LIST":
-            return .list(
-                try container.decode([Int64].self, forKey: .value).map { .timestamp(Date(milliseconds: $0)) }, elementType: "TIMESTAMP")
+            let dates = try container.decode([Int64].self, forKey: .value).map { milliseconds in
+                guard let date = Date(wireMilliseconds: milliseconds) else { throw Date.outOfRange(forKey: .value, in: container) }
+                return FieldValue.timestamp(date)
+            }
+            return .list(dates, elementType: "TIMESTAMP")
         case "BYTES_LIST":
             return .list(try container.decode([String].self, forKey: .value).map { .bytes(try bytes($0, container)) }, elementType: "BYTES")
         case "REFERENCE_LIST":

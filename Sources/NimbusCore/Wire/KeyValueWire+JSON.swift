@@ -23,8 +23,8 @@ extension KeyValue {
             guard let bool = value.bool else { throw UnsupportedJSON() }
             self = .bool(bool)
         case "TIMESTAMP":
-            guard let milliseconds = value.int64 else { throw UnsupportedJSON() }
-            self = .date(Date(milliseconds: milliseconds))
+            guard let date = value.int64.flatMap(Date.init(wireMilliseconds:)) else { throw UnsupportedJSON() }
+            self = .date(date)
         case "BYTES":
             guard let data = value.string.flatMap({ Data(base64Encoded: $0) }) else { throw UnsupportedJSON() }
             self = .data(data)

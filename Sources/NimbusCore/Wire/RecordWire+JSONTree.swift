@@ -96,8 +96,8 @@ extension FieldValue {
             guard let real = tree.double else { throw UnsupportedJSON() }
             return .double(real)
         case "TIMESTAMP":
-            guard let milliseconds = tree.int64 else { throw UnsupportedJSON() }
-            return .timestamp(Date(milliseconds: milliseconds))
+            guard let date = tree.int64.flatMap(Date.init(wireMilliseconds:)) else { throw UnsupportedJSON() }
+            return .timestamp(date)
         case "BYTES":
             guard let data = Data(base64Encoded: try RecordWire.text(tree)) else { throw UnsupportedJSON() }
             return .bytes(data)

@@ -17,7 +17,7 @@ enum FieldTypes {
         if value.typeName == wireType { return value }
         switch (value, wireType) {
         case (.int64(let integer), "DOUBLE"): return .double(Double(integer))
-        case (.int64(let milliseconds), "TIMESTAMP"): return .timestamp(Date(milliseconds: milliseconds))
+        case (.int64(let milliseconds), "TIMESTAMP"): return Date(wireMilliseconds: milliseconds).map(FieldValue.timestamp)
         case (.list(let values, _), _) where wireType.hasSuffix("_LIST"):
             let elementType = String(wireType.dropLast(5))
             var conformed = [FieldValue]()

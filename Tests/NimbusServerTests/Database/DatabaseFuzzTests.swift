@@ -64,7 +64,8 @@ import Testing
     static func paths(_ value: Any, _ prefix: [AnyHashable] = []) -> [[AnyHashable]] {
         var found = prefix.isEmpty ? [] : [prefix]
         if let object = value as? [String: Any] {
-            for (key, member) in object { found += paths(member, prefix + [key]) }
+            // In key order: dictionaries' own order changes from run to run, and the rounds must repeat.
+            for (key, member) in object.sorted(by: { $0.key < $1.key }) { found += paths(member, prefix + [key]) }
         } else if let array = value as? [Any] {
             for (index, element) in array.enumerated() { found += paths(element, prefix + [index]) }
         }

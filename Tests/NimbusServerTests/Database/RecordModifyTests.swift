@@ -132,6 +132,11 @@ import Testing
         #expect(try await fixture.post("records/modify", #"{"operations":[{"operationType":"explode","record":{}}]}"#).errorCode == .badRequest)
         #expect(try await fixture.post("records/modify", #"{"operations":[{"operationType":"create","record":{"recordType":"Bad Type"}}]}"#).errorCode == .badRequest)
         #expect(try await fixture.post("records/modify", "{not json").errorCode == .badRequest)
+        // Times beyond the wire's range (JavaScript's dates) are refused.
+        for value in [#"9223372036854775807,"type":"TIMESTAMP""#, #"[0,-9223372036854775808],"type":"TIMESTAMP_LIST""#] {
+            let when = #""when":{"value":\#(value)}"#
+            #expect(try await fixture.post("records/modify", Self.batch(Self.op("create", "when", fields: when))).errorCode == .badRequest)
+        }
         #expect(try await fixture.post("records/modify", Self.batch(Self.op("update", "a"))).errorCode == nil)
         // Nothing above was saved, so the development schema did not learn the type either.
         let lookup = try await fixture.post("records/lookup", #"{"records":[{"recordName":"big"},{"recordName":"x"},{"recordName":"a"}]}"#)
