@@ -15,12 +15,15 @@ public struct NimbusClient: Sendable {
     /// Worked out once: every request starts from them.
     private let base: String
     private let headers: HTTPHeaders
-    /// The SDK's own HTTP client. It does not retry failed connection attempts itself: an unreachable
-    /// server must surface at once as `NETWORK_UNAVAILABLE` so callers work offline, and the sync
-    /// engine retries with its own backoff.
+    /// The SDK's own HTTP client, shared by every `NimbusClient` of the process. It does not retry failed
+    /// connection attempts itself: an unreachable server must surface at once as `NETWORK_UNAVAILABLE` so
+    /// callers work offline, and the sync engine retries with its own backoff. It keeps up to 16
+    /// connections to a server (AsyncHTTPClient's default is 8), so a process acting for many users, like a
+    /// service or the benchmarks' 16 writers, does not queue their requests behind each other.
     static let http: HTTPClient = {
         var configuration = HTTPClient.Configuration()
         configuration.connectionPool.retryConnectionEstablishment = false
+        configuration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = 16
         configuration.timeout.connect = .seconds(10)
         return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
     }()
