@@ -2,8 +2,8 @@ import Foundation
 
 extension Date {
     /// The times the wire carries, in milliseconds since 1970: JavaScript's date range (±100,000,000 days),
-    /// which every CloudKit web client can represent. Larger values are refused when decoded: they would
-    /// not survive the round trip through `Date`.
+    /// which every CloudKit web client can represent. Values beyond it are refused when decoded: near
+    /// Int64's limits they do not survive the round trip through `Date`'s floating point.
     public static let wireMilliseconds: ClosedRange<Int64> = -8_640_000_000_000_000...8_640_000_000_000_000
 
     /// Milliseconds since 1970, as CloudKit's wire format counts time (clamped to `wireMilliseconds`).
