@@ -50,9 +50,16 @@ public struct NimbusClient: Sendable {
     public func send<Response: Decodable>(_ method: HTTPMethod, _ path: String, body: (some Encodable)? = nil as Never?)
         async throws -> Response
     {
-        let data = try await sendRaw(method, path, body: body.map { try JSONEncoder().encode($0) })
+        try await send(method, path, body: body.map { try JSONEncoder().encode($0) }) { try JSONDecoder().decode(Response.self, from: $0) }
+    }
+
+    /// Sends a body the caller encoded and reads the answer with `decode` (for wire types coded by hand).
+    public func send<Response>(_ method: HTTPMethod, _ path: String, body: Data?, decode: (Data) throws -> Response) async throws
+        -> Response
+    {
+        let data = try await sendRaw(method, path, body: body)
         do {
-            return try JSONDecoder().decode(Response.self, from: data)
+            return try decode(data)
         } catch {
             throw NimbusError(.internalError, "the server's answer to \(method) \(path) was not understood: \(error)")
         }

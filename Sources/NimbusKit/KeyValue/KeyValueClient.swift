@@ -26,11 +26,6 @@ public struct KeyValueClient: Sendable {
     }
 
     public func modify(_ operations: [KeyValueOperation]) async throws -> KeyValueModifyResponse {
-        let answer = try await client.sendRaw(.POST, base + "/modify", body: KeyValueModifyRequest(operations: operations).encoded())
-        do {
-            return try KeyValueModifyResponse.decode(answer)
-        } catch {
-            throw NimbusError(.internalError, "the server's answer to POST \(base)/modify was not understood: \(error)")
-        }
+        try await client.send(.POST, base + "/modify", body: KeyValueModifyRequest(operations: operations).encoded(), decode: KeyValueModifyResponse.decode)
     }
 }

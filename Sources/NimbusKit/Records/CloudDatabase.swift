@@ -82,8 +82,8 @@ public struct CloudDatabase: Sendable {
                         ?? RecordOperation(.forceDelete, RecordWire(recordName: id.recordName))
                 }
                 let request = RecordsModifyRequest(operations: operations, zoneID: zoneID.wire, atomic: atomically)
-                let answer = try RecordsResponse.decode(
-                    try await container.client.sendRaw(.POST, path("records/modify"), body: try request.encoded()))
+                let answer = try await container.client.send(
+                    .POST, path("records/modify"), body: try request.encoded(), decode: RecordsResponse.decode)
                 try Self.requireOneItemEach(answer, chunk.count)
                 for ((record, id), item) in zip(chunk, answer.records) {
                     if let record {
@@ -212,8 +212,8 @@ public struct CloudDatabase: Sendable {
         let request = RecordsQueryRequest(
             query: query.wire, zoneID: (zoneID ?? .default).wire, resultsLimit: resultsLimit, continuationMarker: marker,
             desiredKeys: desiredKeys)
-        let answer = try RecordsQueryResponse.decode(
-            try await container.client.sendRaw(.POST, path("records/query"), body: try JSONEncoder().encode(request)))
+        let answer = try await container.client.send(
+            .POST, path("records/query"), body: try JSONEncoder().encode(request), decode: RecordsQueryResponse.decode)
         let records = try answer.records.map { try Self.record($0, zoneID: zoneID ?? .default) }
         let cursor = answer.continuationMarker.map {
             QueryCursor(query: query, zoneID: zoneID, desiredKeys: desiredKeys, resultsLimit: resultsLimit, marker: $0)
@@ -294,8 +294,8 @@ public struct CloudDatabase: Sendable {
         -> RecordZoneChanges
     {
         let request = ZoneChangesRequest(zones: [ZoneChangesOptions(zoneID: zoneID.wire, syncToken: token?.value, resultsLimit: resultsLimit)])
-        let answer = try ZoneChangesResponse.decode(
-            try await container.client.sendRaw(.POST, path("changes/zone"), body: try JSONEncoder().encode(request)))
+        let answer = try await container.client.send(
+            .POST, path("changes/zone"), body: try JSONEncoder().encode(request), decode: ZoneChangesResponse.decode)
         guard let zone = answer.zones.first else { throw NimbusError(.internalError, "the server answered no zone") }
         if let code = zone.serverErrorCode { throw NimbusError(code, zone.reason ?? code.rawValue) }
         var changes = RecordZoneChanges(
