@@ -29,9 +29,11 @@ struct SchemaGrowth {
         (schema, self.stored) = (SchemaRegistry.extended(stored, with: used), stored)
     }
 
-    /// Stores the additions of the records saved; whether there were any.
-    func commit(saved: Set<String>, _ database: RecordDatabase, in transaction: any ZoneTransaction) throws -> Bool {
+    /// Stores the additions of the records saved (worked out only when the batch may add something);
+    /// whether there were any.
+    func commit(saved: @autoclosure () -> Set<String>, _ database: RecordDatabase, in transaction: any ZoneTransaction) throws -> Bool {
         guard let stored else { return false }
+        let saved = saved()
         let grown = SchemaRegistry.extended(
             stored, with: records.filter { saved.contains($0.name) }.map { (type: $0.type, fields: $0.fields) })
         guard grown != stored else { return false }

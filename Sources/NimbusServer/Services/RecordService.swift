@@ -177,9 +177,9 @@ struct RecordService: Sendable {
                             "the owner's storage is full: this batch would hold \(used) bytes of \(quota.bytes); delete records or assets")
                     }
                 }
-                let saved = Set(
-                    prepared.indices.filter { if case .record = results[$0] { true } else { false } }.map { prepared[$0].name })
-                let grew = try growth.commit(saved: saved, database, in: transaction)
+                let grew = try growth.commit(
+                    saved: Set(prepared.indices.filter { if case .record = results[$0] { true } else { false } }.map { prepared[$0].name }),
+                    database, in: transaction)
                 return (results.compactMap { $0 }, writer.log.changes, growth.schema, grew)
             }
         } catch let failure as AtomicBatchFailure {
