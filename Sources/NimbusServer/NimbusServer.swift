@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import HummingbirdCore
 import HummingbirdWebSocket
 import Logging
 import NIOCore
@@ -60,13 +61,19 @@ public struct NimbusServer: Sendable {
     public func makeApplication(onRunning: @escaping @Sendable (Int) async -> Void = { _ in }) -> some ApplicationProtocol {
         let heartbeat = configuration.heartbeat
         let push = state.push
+        let idleTimeout = TimeAmount(configuration.idleTimeout)
+        let pushResponder = makePushRouter().buildResponder()
         var app = Application(
             router: makeRouter(),
-            server: .http1WebSocketUpgrade(
-                webSocketRouter: makePushRouter(),
-                configuration: .init(
-                    http1: .init(idleTimeout: TimeAmount(configuration.idleTimeout)),
-                    ws: .init(autoPing: .enabled(timePeriod: heartbeat), closeTimeout: .seconds(5)))),
+            server: HTTPServerBuilder { responder in
+                FirstRequestDeadlineChannel(
+                    base: HTTP1WebSocketUpgradeChannel(
+                        responder: responder, webSocketResponder: pushResponder,
+                        configuration: .init(
+                            http1: .init(idleTimeout: idleTimeout),
+                            ws: .init(autoPing: .enabled(timePeriod: heartbeat), closeTimeout: .seconds(5)))),
+                    deadline: idleTimeout)
+            },
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "Nimbus"),
             onServerRunning: { channel in await onRunning(channel.localAddress?.port ?? 0) },
             logger: state.logger)

@@ -28,7 +28,8 @@ public struct ServerConfiguration: Sendable {
     public var heartbeat: Duration = .seconds(30)
     /// How long an HTTP connection may sit without a request before it is closed: longer than HTTP
     /// clients keep idle connections (AsyncHTTPClient: 60 s), so they close first. It also ends
-    /// connections whose client stopped sending in mid-request, or keeps sending a body nobody reads.
+    /// connections whose client stopped sending in mid-request, or keeps sending a body nobody reads,
+    /// and those that have not sent a whole request head by then (counted from the connection's start).
     /// Push sockets are not HTTP connections once upgraded; heartbeats watch them.
     public var idleTimeout: Duration = .seconds(75)
     /// bcrypt work factor; 12 in production, lower only to make test suites fast.

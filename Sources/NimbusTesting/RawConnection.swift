@@ -19,11 +19,16 @@ public struct RawExchange: Sendable {
 extension TestServer {
     /// Connects, writes `bytes` while reading what comes back, and returns once the server has taken every
     /// byte and ended the connection, or when `timeout` passes (the connection is then closed from here).
-    public func rawExchange(_ bytes: Data, timeout: Duration = .seconds(10)) async throws -> RawExchange {
+    /// `sent` is called once every byte is written.
+    public func rawExchange(
+        _ bytes: Data, timeout: Duration = .seconds(10), sent: @escaping @Sendable () -> Void = {}
+    ) async throws -> RawExchange {
+        let pieces = stride(from: 0, to: bytes.count, by: 1 << 16).map { ByteBuffer(bytes: bytes[$0..<min($0 + (1 << 16), bytes.count)]) }
         let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .connect(host: "127.0.0.1", port: port) { channel in
                 channel.eventLoop.makeCompletedFuture {
-                    try NIOAsyncChannel<ByteBuffer, ByteBuffer>(
+                    if let first = pieces.first { try channel.pipeline.syncOperations.addHandler(FirstPieceWriter(piece: first)) }
+                    return try NIOAsyncChannel<ByteBuffer, ByteBuffer>(
                         wrappingChannelSynchronously: channel, configuration: .init(isOutboundHalfClosureEnabled: true))
                 }
             }
@@ -32,11 +37,11 @@ extension TestServer {
             await withTaskGroup(of: Side.self) { group in
                 group.addTask {
                     // In pieces, so a write waits (on the channel's writability) while the server reads nothing.
-                    for start in stride(from: 0, to: bytes.count, by: 1 << 16) {
-                        let piece = ByteBuffer(bytes: bytes[start..<min(start + (1 << 16), bytes.count)])
+                    for piece in pieces.dropFirst() {
                         guard (try? await outbound.write(piece)) != nil else { return .writer }
                     }
                     state.sentAll.store(true, ordering: .relaxed)
+                    sent()
                     return .writer
                 }
                 group.addTask {
@@ -78,4 +83,22 @@ private final class ExchangeState: Sendable {
     let received = Mutex(Data())
     let closedByServer = Atomic(false)
     let closing = Atomic(false)
+}
+
+/// Writes the first piece as soon as the connection is up, from the event loop: on a busy machine a task
+/// may wait long for a thread, and a server timing the connection from its start would see a silent client.
+private final class FirstPieceWriter: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = ByteBuffer
+    typealias OutboundOut = ByteBuffer
+
+    let piece: ByteBuffer
+
+    init(piece: ByteBuffer) {
+        self.piece = piece
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        context.writeAndFlush(wrapOutboundOut(piece), promise: nil)
+        context.fireChannelActive()
+    }
 }

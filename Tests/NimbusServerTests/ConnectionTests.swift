@@ -51,4 +51,34 @@ import Testing
         #expect(exchange.closedByServer)
         #expect(try await server.request(.GET, "/health").status == 200)
     }
+
+    @Test func connectionsThatNeverSendARequestHeadAreClosed() async throws {
+        let server = try await TestServer.start { $0.idleTimeout = .milliseconds(300) }
+        defer { Task { await server.stop() } }
+        let silent = try await server.rawExchange(Data())
+        #expect(silent.closedByServer && silent.received.isEmpty)
+        let unfinishedHead = try await server.rawExchange(Data("GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n".utf8))
+        #expect(unfinishedHead.closedByServer && unfinishedHead.received.isEmpty)
+        let whole = try await server.rawExchange(Data("GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".utf8))
+        #expect(whole.text.hasPrefix("HTTP/1.1 200"), "\(whole.text.prefix(200))")
+    }
+
+    @Test func gracefulShutdownEndsConnectionsThatNeverSentARequestHead() async throws {
+        // The idle timeout (75 s by default) is far longer than the shutdown may take.
+        let server = try await TestServer.start()
+        let (sent, sentOne) = AsyncStream.makeStream(of: Void.self)
+        async let silent = server.rawExchange(Data(), timeout: .seconds(40), sent: { sentOne.yield() })
+        async let unfinishedHead = server.rawExchange(
+            Data("GET /health HTTP/1.1\r\n".utf8), timeout: .seconds(40), sent: { sentOne.yield() })
+        var connected = sent.makeAsyncIterator()
+        await connected.next()
+        await connected.next()
+        // The server accepts connections in order: once this request is answered, it holds the two above.
+        #expect(try await server.request(.GET, "/health").status == 200)
+        let stopping = ContinuousClock.now
+        await server.stop()
+        #expect(ContinuousClock.now - stopping < .seconds(10), "shutdown waited on connections without a request")
+        #expect(try await silent.closedByServer)
+        #expect(try await unfinishedHead.closedByServer)
+    }
 }
