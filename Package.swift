@@ -121,7 +121,7 @@ let package = Package(
             ],
             path: "Benchmarks/KeyValueBenchmarks"
         ),
-        .testTarget(name: "NimbusCoreTests", dependencies: ["NimbusCore"]),
+        .testTarget(name: "NimbusCoreTests", dependencies: ["NimbusCore", "NimbusTesting"]),
         .testTarget(name: "NimbusStoreTests", dependencies: ["NimbusStore", "NimbusCore"]),
         .testTarget(
             name: "NimbusServerTests",
