@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import NIOCore
 import NimbusCore
 import NimbusKit
 import NimbusTesting
@@ -49,7 +50,11 @@ import WSClient
 
         func send(_ message: PushMessage) async throws {
             let data = try JSONEncoder().encode(message)
-            try await state.outbound.withLock { $0 }?.write(.text(String(decoding: data, as: UTF8.self)))
+            try await send(.text(String(decoding: data, as: UTF8.self)))
+        }
+
+        func send(_ frame: WebSocketOutboundWriter.OutboundFrame) async throws {
+            try await state.outbound.withLock { $0 }?.write(frame)
         }
     }
 
@@ -160,5 +165,57 @@ import WSClient
         defer { socket.close() }
         #expect(await eventually { server.server.pushConnectionCount == 1 })
         #expect(await eventually(timeout: .seconds(10)) { server.server.pushConnectionCount == 0 })
+    }
+
+    @Test func oddMessagesFromADeviceChangeNothing() async throws {
+        let server = try await TestServer.start { $0.acknowledgementDelay = .milliseconds(1) }
+        defer { Task { await server.stop() } }
+        let app = try await server.seedApp()
+        let phone = try await server.signIn(email: "ann@example.com", device: "phone")
+        let device = Device(server: server, session: phone)
+        #expect(await eventually { device.isConnected })
+        let zone = ZoneAddress(service: .keyValue, name: app.storeIdentifier)
+        func set(_ key: String) async throws {
+            _ = try await server.request(
+                .POST, "/kv/1/\(app.storeIdentifier)/modify", session: phone, apiToken: app.apiToken,
+                json: #"{"operations":[{"operationType":"set","key":"\#(key)","value":{"type":"BOOLEAN","value":true}}]}"#)
+        }
+        try await set("a")
+        try await set("b")
+
+        try await device.send(.binary(ByteBuffer(bytes: [0, 1, 2, 255])))
+        for text in ["", "null", "{", #"{"type":"applied"}"#, #"{"type":"applied","zone":{"service":"kv","name":5},"sequence":1}"#] {
+            try await device.send(.text(text))
+        }
+        try await device.send(PushMessage(type: .applied, zone: ZoneAddress(service: .keyValue, name: "98Z3R5XU29.com.example.Other"), sequence: 1))
+        try await device.send(PushMessage(type: .zoneMoved, zone: zone, sequence: 1))
+        try await device.send(PushMessage(type: .applied, zone: zone, sequence: -5))
+        // More than the zone holds: recorded as all there is, not as changes that never happened.
+        try await device.send(PushMessage(type: .applied, zone: zone, sequence: .max))
+        let recorded = await eventually {
+            let list = try? await server.request(.GET, "/auth/1/devices", session: phone).decode(DeviceList.self)
+            return list?.devices.first?.watermarks == [DeviceStatus.Watermark(zone: zone, appliedSequence: 2, currentSequence: 2)]
+        }
+        #expect(recorded)
+        // The socket is still the device's: it hears the next change.
+        try await set("c")
+        #expect(await eventually { device.received.last == PushMessage(type: .zoneMoved, zone: zone, sequence: 3) })
+    }
+
+    @Test func aFrameOverTheLimitClosesOnlyItsSocket() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        let app = try await server.seedApp()
+        let phone = try await server.signIn(email: "ann@example.com", device: "phone")
+        let laptop = try await server.signIn(email: "ann@example.com", device: "laptop")
+        let (sender, listener) = (Device(server: server, session: phone), Device(server: server, session: laptop))
+        #expect(await eventually { sender.isConnected && listener.isConnected })
+        try await sender.send(.text(String(repeating: "x", count: 100_000)))
+        #expect(await eventually { server.server.pushConnectionCount == 1 })
+        _ = try await server.request(
+            .POST, "/kv/1/\(app.storeIdentifier)/modify", session: phone, apiToken: app.apiToken,
+            json: #"{"operations":[{"operationType":"set","key":"a","value":{"type":"BOOLEAN","value":true}}]}"#)
+        let zone = ZoneAddress(service: .keyValue, name: app.storeIdentifier)
+        #expect(await eventually { listener.received == [PushMessage(type: .zoneMoved, zone: zone, sequence: 1)] })
     }
 }
