@@ -77,6 +77,14 @@ import Testing
         #expect(names[0].hasPrefix(String(format: "%08X-%04X", 1_795_000_000_000 >> 16, 1_795_000_000_000 & 0xFFFF)))
     }
 
+    @Test func randomBytesComeInTheLengthAskedAndDoNotRepeat() {
+        for length in 0..<40 { #expect(Secrets.randomBytes(length).count == length) }
+        let draws = (0..<1000).map { _ in Secrets.randomBytes(13) }
+        #expect(Set(draws).count == draws.count)
+        // Every byte position varies, the tail of a partly used draw included.
+        for position in 0..<13 { #expect(Set(draws.map { $0[position] }).count > 200) }
+    }
+
     @Test func errorsCarryHTTPStatusesOfTheCloudKitTable() {
         #expect(ErrorCode.authenticationRequired.httpStatus == 421)
         #expect(ErrorCode.throttled.httpStatus == 429)

@@ -8,8 +8,15 @@ import Foundation
 public enum Secrets {
     /// `count` random bytes from the system's cryptographically secure generator.
     public static func randomBytes(_ count: Int) -> [UInt8] {
+        // Eight bytes a draw: each draw is a system call (getrandom), and one a byte made creating a
+        // record name cost more than encoding the record.
         var generator = SystemRandomNumberGenerator()
-        return (0..<count).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
+        var bytes = [UInt8]()
+        bytes.reserveCapacity(count)
+        while bytes.count < count {
+            withUnsafeBytes(of: generator.next() as UInt64) { bytes.append(contentsOf: $0.prefix(count - bytes.count)) }
+        }
+        return bytes
     }
 
     /// 64 lower-case hexadecimal characters: the shape of a CloudKit API token.

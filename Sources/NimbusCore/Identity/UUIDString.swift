@@ -8,7 +8,7 @@ public enum UUIDString {
     /// names made this way sort by creation time, so new records land at the end of the store's key
     /// index instead of on a random page each: a batch touches a few pages, not one per record.
     public static func timeOrdered(at date: Date = Date()) -> UUID {
-        var bytes = (0..<16).map { _ in UInt8.random(in: .min ... .max) }
+        var bytes = Secrets.randomBytes(16)
         let milliseconds = UInt64(max(0, date.timeIntervalSince1970 * 1000))
         for index in 0..<6 { bytes[index] = UInt8(truncatingIfNeeded: milliseconds >> (8 * (5 - index))) }
         bytes[6] = 0x70 | (bytes[6] & 0x0F)
