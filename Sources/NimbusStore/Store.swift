@@ -9,6 +9,8 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
     case missing(String)
     /// The database was written by a newer Nimbus than this binary; opening it could corrupt it.
     case newerDatabase(unknownMigrations: [String])
+    /// The disk holding the database is full: the write was rolled back whole.
+    case storageFull
 
     public var description: String {
         switch self {
@@ -17,6 +19,7 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
         case .newerDatabase(let migrations):
             "the database was written by a newer Nimbus (it has migrations \(migrations.joined(separator: ", ")) "
                 + "that this version does not know); run that version or a later one"
+        case .storageFull: "the disk holding the database is full"
         }
     }
 }

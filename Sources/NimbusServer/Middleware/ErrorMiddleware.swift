@@ -14,7 +14,8 @@ struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
             return try await next(request, context)
         } catch {
             let wireError = Self.wireError(for: error, request: request)
-            if wireError.code == .internalError {
+            // A full disk is the operator's to fix, though clients only need to wait.
+            if wireError.code == .internalError || (error as? StoreError) == .storageFull {
                 context.logger.error(
                     "request failed",
                     metadata: [
@@ -31,6 +32,9 @@ struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
         case let error as NimbusError: return error
         case StoreError.duplicate(let what): return NimbusError(.exists, "\(what) already exists")
         case StoreError.missing(let what): return .notFound("\(what) does not exist")
+        case StoreError.storageFull:
+            return NimbusError(
+                .tryAgainLater, "the server's storage is full, so nothing was written; try again later", retryAfter: 60)
         case let error as HTTPResponseError:
             switch error.status.code {
             case 404: return .notFound("no route \(request.method) \(request.uri.path)")

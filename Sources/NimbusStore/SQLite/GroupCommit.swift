@@ -80,7 +80,7 @@ final class GroupCommit: Sendable {
     private func write(_ bodies: [Body]) -> [Result<any Sendable, any Error>] {
         if bodies.count == 1 {
             // Alone in its transaction, a batch needs no savepoint: failing rolls the transaction back.
-            return [Result { try pool.write(bodies[0]) }]
+            return [Result { try pool.write(bodies[0]) }.mapError(SQLiteStore.storeError)]
         }
         do {
             return try pool.write { db in
@@ -92,14 +92,14 @@ final class GroupCommit: Sendable {
                             return .commit
                         }
                     } catch {
-                        outcome = .failure(error)
+                        outcome = .failure(SQLiteStore.storeError(error))
                     }
                     return outcome
                 }
             }
         } catch {
             // The transaction itself failed (disk full, I/O error): nothing was acknowledged.
-            return bodies.map { _ in .failure(error) }
+            return bodies.map { _ in .failure(SQLiteStore.storeError(error)) }
         }
     }
 }

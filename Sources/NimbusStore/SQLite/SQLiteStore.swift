@@ -55,10 +55,23 @@ public final class SQLiteStore: Sendable {
             return try pool.write(body)
         } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
             throw StoreError.duplicate(duplicate)
+        } catch {
+            throw Self.storeError(error)
         }
     }
 
     func read<T: Sendable>(_ body: (Database) throws -> T) async throws -> T {
-        try pool.read(body)
+        do {
+            return try pool.read(body)
+        } catch {
+            // A large sort may need temporary space too.
+            throw Self.storeError(error)
+        }
+    }
+
+    /// SQLite's failures that callers can act on, as store errors; the others as they are.
+    static func storeError(_ error: any Error) -> any Error {
+        if let error = error as? DatabaseError, error.resultCode == .SQLITE_FULL { return StoreError.storageFull }
+        return error
     }
 }
