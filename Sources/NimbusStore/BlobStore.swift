@@ -101,14 +101,33 @@ final class LocalBlobWriter: BlobWriter {
             throw BlobTooLarge(limit: maxBytes)
         }
         hasher.update(data: bytes)
-        try handle.write(contentsOf: bytes)
+        do {
+            try handle.write(contentsOf: bytes)
+        } catch {
+            discard()
+            throw Self.storeError(error)
+        }
     }
 
     func finish() throws -> StoredBlob {
-        try handle.synchronize()
-        try handle.close()
-        try FileManager.default.moveItem(at: temporary, to: final)
+        do {
+            try handle.synchronize()
+            try handle.close()
+            try FileManager.default.moveItem(at: temporary, to: final)
+        } catch {
+            discard()
+            throw Self.storeError(error)
+        }
         return StoredBlob(id: id, size: size, checksum: Data(hasher.finalize()).base64EncodedString())
+    }
+
+    /// `error` as `StoreError.storageFull` when it says the disk (or the owner's disk quota) is full.
+    static func storeError(_ error: any Error) -> any Error {
+        let bridged = error as NSError
+        let full =
+            (bridged.domain == NSCocoaErrorDomain && bridged.code == CocoaError.fileWriteOutOfSpace.rawValue)
+            || (bridged.domain == NSPOSIXErrorDomain && [ENOSPC, EDQUOT].contains(Int32(bridged.code)))
+        return full ? StoreError.storageFull : error
     }
 
     func discard() {

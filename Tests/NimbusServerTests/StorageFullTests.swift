@@ -72,4 +72,13 @@ import Testing
         #expect(try await fixture.post("records/modify", batch).status == 200)
         #expect(try await fixture.query(#"{"query":{"recordType":"Notes"}}"#).records.count == 6)
     }
+
+    @Test func assetFilesTellAFullDiskFromOtherFailures() throws {
+        // Every write to /dev/full fails as a write to a full disk does (ENOSPC).
+        let full = try #require(FileHandle(forWritingAtPath: "/dev/full"))
+        let noSpace = #expect(throws: (any Error).self) { try full.write(contentsOf: Data(repeating: 0, count: 4096)) }
+        #expect(noSpace.map(LocalBlobWriter.storeError) as? StoreError == .storageFull)
+        let missing = #expect(throws: (any Error).self) { try FileHandle(forWritingTo: URL(fileURLWithPath: "/nonexistent/file")) }
+        #expect(missing.map(LocalBlobWriter.storeError) as? StoreError == nil)
+    }
 }

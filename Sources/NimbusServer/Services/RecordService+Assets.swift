@@ -94,6 +94,8 @@ struct AssetTransfers: Sendable {
             for try await chunk in body { try writer.write(Data(buffer: chunk)) }
         } catch is BlobTooLarge {
             throw NimbusError(.requestTooLarge, "an asset holds at most \(server.configuration.maxAssetBytes) bytes")
+        } catch StoreError.storageFull {
+            throw StoreError.storageFull
         } catch {
             writer.discard()
             throw NimbusError.badRequest("the upload ended before it was complete")
