@@ -58,6 +58,14 @@ import WSClient
         }
     }
 
+    /// Sets `key` in the app's key-value store from `session`'s device: one change to the store's zone.
+    @discardableResult
+    static func set(_ key: String, on server: TestServer, app: TestServer.SeededApp, as session: NimbusSession) async throws -> RawResponse {
+        try await server.request(
+            .POST, "/kv/1/\(app.storeIdentifier)/modify", session: session, apiToken: app.apiToken,
+            json: #"{"operations":[{"operationType":"set","key":"\#(key)","value":{"type":"BOOLEAN","value":true}}]}"#)
+    }
+
     @Test func everyDeviceOfTheAccountHearsThatAZoneMoved() async throws {
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }
@@ -70,9 +78,7 @@ import WSClient
         ]
         #expect(await eventually { devices.allSatisfy(\.isConnected) })
 
-        let response = try await server.request(
-            .POST, "/kv/1/\(app.storeIdentifier)/modify", session: phone, apiToken: app.apiToken,
-            json: #"{"operations":[{"operationType":"set","key":"a","value":{"type":"BOOLEAN","value":true}}]}"#)
+        let response = try await Self.set("a", on: server, app: app, as: phone)
         #expect(response.status == 200)
         let expected = PushMessage(
             type: .zoneMoved, zone: ZoneAddress(service: .keyValue, name: app.storeIdentifier), sequence: 1)
@@ -82,18 +88,16 @@ import WSClient
 
     /// A connected device of a user who has set `keys` (one change each) in the app's key-value store.
     func connectedDevice(_ server: TestServer, afterSetting keys: [String]) async throws
-        -> (device: Device, session: NimbusSession, zone: ZoneAddress)
+        -> (device: Device, session: NimbusSession, zone: ZoneAddress, app: TestServer.SeededApp)
     {
         let app = try await server.seedApp()
         let phone = try await server.signIn(email: "ann@example.com", device: "phone")
         let device = Device(server: server, session: phone)
         #expect(await eventually { device.isConnected })
         for key in keys {
-            _ = try await server.request(
-                .POST, "/kv/1/\(app.storeIdentifier)/modify", session: phone, apiToken: app.apiToken,
-                json: #"{"operations":[{"operationType":"set","key":"\#(key)","value":{"type":"BOOLEAN","value":true}}]}"#)
+            try await Self.set(key, on: server, app: app, as: phone)
         }
-        return (device, phone, ZoneAddress(service: .keyValue, name: app.storeIdentifier))
+        return (device, phone, ZoneAddress(service: .keyValue, name: app.storeIdentifier), app)
     }
 
     @Test func pushSocketsOutliveTheHTTPIdleTimeout() async throws {
@@ -109,16 +113,14 @@ import WSClient
         #expect(idle.closedByServer && idle.text.hasPrefix("HTTP/1.1 200"))
         // ...while the older push socket still hears its zone move.
         let zone = ZoneAddress(service: .keyValue, name: app.storeIdentifier)
-        _ = try await server.request(
-            .POST, "/kv/1/\(app.storeIdentifier)/modify", session: phone, apiToken: app.apiToken,
-            json: #"{"operations":[{"operationType":"set","key":"a","value":{"type":"BOOLEAN","value":true}}]}"#)
+        try await Self.set("a", on: server, app: app, as: phone)
         #expect(await eventually { device.received == [PushMessage(type: .zoneMoved, zone: zone, sequence: 1)] })
     }
 
     @Test func anAcknowledgementRecordsTheDevicesWatermark() async throws {
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }
-        let (device, phone, zone) = try await connectedDevice(server, afterSetting: ["a", "b", "c"])
+        let (device, phone, zone, _) = try await connectedDevice(server, afterSetting: ["a", "b", "c"])
         try await device.send(PushMessage(type: .applied, zone: zone, sequence: 2))
         let recorded = await eventually {
             let list = try? await server.request(.GET, "/auth/1/devices", session: phone).decode(DeviceList.self)
@@ -130,7 +132,7 @@ import WSClient
     @Test func acknowledgementsAreWrittenAfterTheDelayWithoutAReader() async throws {
         let server = try await TestServer.start { $0.acknowledgementDelay = .milliseconds(50) }
         defer { Task { await server.stop() } }
-        let (device, phone, zone) = try await connectedDevice(server, afterSetting: ["a", "b", "c"])
+        let (device, phone, zone, _) = try await connectedDevice(server, afterSetting: ["a", "b", "c"])
         for sequence: Int64 in [1, 3, 2] { try await device.send(PushMessage(type: .applied, zone: zone, sequence: sequence)) }
         // Read from the store itself: nothing lists the devices (which would write them at once).
         let recorded = await eventually {
@@ -141,7 +143,7 @@ import WSClient
 
     @Test func acknowledgementsStillGatheredAreWrittenAtShutdown() async throws {
         let server = try await TestServer.start { $0.acknowledgementDelay = .seconds(3600) }
-        let (device, phone, zone) = try await connectedDevice(server, afterSetting: ["a"])
+        let (device, phone, zone, _) = try await connectedDevice(server, afterSetting: ["a"])
         try await device.send(PushMessage(type: .applied, zone: zone, sequence: 1))
         #expect(await eventually { server.server.state.watermarks.pendingCount == 1 })
         #expect(try await server.store.watermarks(deviceID: phone.deviceID).isEmpty)
@@ -170,18 +172,7 @@ import WSClient
     @Test func oddMessagesFromADeviceChangeNothing() async throws {
         let server = try await TestServer.start { $0.acknowledgementDelay = .milliseconds(1) }
         defer { Task { await server.stop() } }
-        let app = try await server.seedApp()
-        let phone = try await server.signIn(email: "ann@example.com", device: "phone")
-        let device = Device(server: server, session: phone)
-        #expect(await eventually { device.isConnected })
-        let zone = ZoneAddress(service: .keyValue, name: app.storeIdentifier)
-        func set(_ key: String) async throws {
-            _ = try await server.request(
-                .POST, "/kv/1/\(app.storeIdentifier)/modify", session: phone, apiToken: app.apiToken,
-                json: #"{"operations":[{"operationType":"set","key":"\#(key)","value":{"type":"BOOLEAN","value":true}}]}"#)
-        }
-        try await set("a")
-        try await set("b")
+        let (device, phone, zone, app) = try await connectedDevice(server, afterSetting: ["a", "b"])
 
         try await device.send(.binary(ByteBuffer(bytes: [0, 1, 2, 255])))
         for text in ["", "null", "{", #"{"type":"applied"}"#, #"{"type":"applied","zone":{"service":"kv","name":5},"sequence":1}"#] {
@@ -198,7 +189,7 @@ import WSClient
         }
         #expect(recorded)
         // The socket is still the device's: it hears the next change.
-        try await set("c")
+        try await Self.set("c", on: server, app: app, as: phone)
         #expect(await eventually { device.received.last == PushMessage(type: .zoneMoved, zone: zone, sequence: 3) })
     }
 
@@ -212,9 +203,7 @@ import WSClient
         #expect(await eventually { sender.isConnected && listener.isConnected })
         try await sender.send(.text(String(repeating: "x", count: 100_000)))
         #expect(await eventually { server.server.pushConnectionCount == 1 })
-        _ = try await server.request(
-            .POST, "/kv/1/\(app.storeIdentifier)/modify", session: phone, apiToken: app.apiToken,
-            json: #"{"operations":[{"operationType":"set","key":"a","value":{"type":"BOOLEAN","value":true}}]}"#)
+        try await Self.set("a", on: server, app: app, as: phone)
         let zone = ZoneAddress(service: .keyValue, name: app.storeIdentifier)
         #expect(await eventually { listener.received == [PushMessage(type: .zoneMoved, zone: zone, sequence: 1)] })
     }
