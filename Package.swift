@@ -23,6 +23,8 @@ let package = Package(
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+        .package(url: "https://github.com/swiftlang/swift-subprocess.git", from: "1.0.2"),
+        .package(url: "https://github.com/apple/swift-system.git", from: "1.8.1"),
     ],
     targets: [
         .target(
@@ -134,7 +136,11 @@ let package = Package(
         .testTarget(name: "NimbusKitTests", dependencies: ["NimbusKit", "NimbusCore"]),
         .testTarget(
             name: "EndToEndTests",
-            dependencies: ["NimbusTesting", "NimbusKit", "NimbusServer", "NimbusCore", "NimbusStore"]
+            dependencies: [
+                "NimbusTesting", "NimbusKit", "NimbusServer", "NimbusCore", "NimbusStore",
+                .product(name: "Subprocess", package: "swift-subprocess"),
+                .product(name: "SystemPackage", package: "swift-system"),
+            ]
         ),
     ],
     swiftLanguageModes: [.v6]

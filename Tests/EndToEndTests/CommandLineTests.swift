@@ -21,54 +21,22 @@ import Testing
         }
     }
 
-    struct Output {
-        var status: Int32
-        var stdout: String
-        var stderr: String
+    /// Runs `nimbus` with `arguments` against the test server, to its end.
+    static func run(_ arguments: [String], server: TestServer) async throws -> ChildProcess.Output {
+        try await process(arguments, server: server).run()
     }
 
-    /// Collects a process's output as it runs.
-    final class Capture: Sendable {
-        private let text = Mutex("")
-        func append(_ data: Data) { text.withLock { $0 += String(decoding: data, as: UTF8.self) } }
-        var value: String { text.withLock { $0 } }
+    /// `nimbus` with `arguments`, talking to the test server whatever the tests' own environment says.
+    static func process(_ arguments: [String], server: TestServer) throws -> ChildProcess {
+        try ChildProcess(executable: executable, arguments: arguments, environment: environment(server: server.url.absoluteString))
     }
 
-    /// Runs the executable to completion without blocking a thread: the server under test shares this
-    /// process's small thread pool, and a blocked wait would starve it.
-    static func run(_ arguments: [String], server: TestServer) async throws -> Output {
-        try await run(try makeProcess(arguments, server: server))
-    }
-
-    /// Runs a prepared process to completion, collecting what it prints.
-    static func run(_ process: Process) async throws -> Output {
-        let stdout = Capture(), stderr = Capture()
-        let out = Pipe(), err = Pipe()
-        out.fileHandleForReading.readabilityHandler = { stdout.append($0.availableData) }
-        err.fileHandleForReading.readabilityHandler = { stderr.append($0.availableData) }
-        process.standardOutput = out
-        process.standardError = err
-        let status = try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Int32, any Error>) in
-            process.terminationHandler = { continuation.resume(returning: $0.terminationStatus) }
-            do { try process.run() } catch { continuation.resume(throwing: error) }
-        }
-        // Whatever the process wrote before exiting is still in the pipes.
-        for (pipe, capture) in [(out, stdout), (err, stderr)] {
-            pipe.fileHandleForReading.readabilityHandler = nil
-            capture.append(pipe.fileHandleForReading.readDataToEndOfFile())
-        }
-        return Output(status: status, stdout: stdout.value, stderr: stderr.value)
-    }
-
-    static func makeProcess(_ arguments: [String], server: TestServer) throws -> Process {
-        let process = Process()
-        process.executableURL = try executable
-        process.arguments = arguments
-        var environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("NIMBUS_") }
-        environment["NIMBUS_SERVER"] = server.url.absoluteString
-        process.environment = environment
-        process.standardInput = FileHandle.nullDevice
-        return process
+    /// The tests' environment without its `NIMBUS_` variables, and with `NIMBUS_SERVER` if given.
+    static func environment(server: String?) -> [String: String?] {
+        var environment = [String: String?]()
+        for key in ProcessInfo.processInfo.environment.keys where key.hasPrefix("NIMBUS_") { environment[key] = .some(nil) }
+        if let server { environment["NIMBUS_SERVER"] = server }
+        return environment
     }
 
     @Test func twoDevicesShareKeysThroughTheCommandLine() async throws {
@@ -92,28 +60,24 @@ import Testing
         let credentials = try FileManager.default.attributesOfItem(atPath: phone + "/credentials.json")
         #expect((credentials[.posixPermissions] as? Int) == 0o600)
 
-        let watch = try Self.makeProcess(["kv", "watch", "--config", laptop, "--json"], server: server)
-        let watched = Capture()
-        let pipe = Pipe()
-        pipe.fileHandleForReading.readabilityHandler = { watched.append($0.availableData) }
-        watch.standardOutput = pipe
-        try watch.run()
-        defer { watch.terminate() }
-        #expect(await eventually { watched.value.contains("initialSyncChange") })
+        let watch = try Self.process(["kv", "watch", "--config", laptop, "--json"], server: server)
+        _ = try await watch.whileRunning { watched in
+            #expect(await eventually { watched.value.contains("initialSyncChange") })
 
-        let set = try await Self.run(["kv", "set", "--config", phone, "bookmark", "chapter 3"], server: server)
-        #expect(set.status == 0, "\(set.stderr)")
-        #expect(try await Self.run(["kv", "set", "--config", phone, "count", "42", "--type", "int"], server: server).status == 0)
-        #expect(await eventually { watched.value.contains(#""bookmark":{"type":"STRING","value":"chapter 3"}"#) })
-        #expect(await eventually { watched.value.contains(#""count":{"type":"INT64","value":42}"#) })
+            let set = try await Self.run(["kv", "set", "--config", phone, "bookmark", "chapter 3"], server: server)
+            #expect(set.status == 0, "\(set.stderr)")
+            #expect(try await Self.run(["kv", "set", "--config", phone, "count", "42", "--type", "int"], server: server).status == 0)
+            #expect(await eventually { watched.value.contains(#""bookmark":{"type":"STRING","value":"chapter 3"}"#) })
+            #expect(await eventually { watched.value.contains(#""count":{"type":"INT64","value":42}"#) })
 
-        let get = try await Self.run(["kv", "get", "--config", laptop, "count", "--json"], server: server)
-        #expect(get.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == #"{"type":"INT64","value":42}"#)
-        #expect(try await Self.run(["kv", "rm", "--config", laptop, "count"], server: server).status == 0)
-        let missing = try await Self.run(["kv", "get", "--config", phone, "count"], server: server)
-        #expect(missing.status == 1)
-        let list = try await Self.run(["kv", "list", "--config", phone], server: server)
-        #expect(list.stdout == "bookmark = chapter 3  (STRING)\n")
+            let get = try await Self.run(["kv", "get", "--config", laptop, "count", "--json"], server: server)
+            #expect(get.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == #"{"type":"INT64","value":42}"#)
+            #expect(try await Self.run(["kv", "rm", "--config", laptop, "count"], server: server).status == 0)
+            let missing = try await Self.run(["kv", "get", "--config", phone, "count"], server: server)
+            #expect(missing.status == 1)
+            let list = try await Self.run(["kv", "list", "--config", phone], server: server)
+            #expect(list.stdout == "bookmark = chapter 3  (STRING)\n")
+        }
     }
 
     @Test func badInputGetsAClearErrorAndAFailingStatus() async throws {
@@ -147,30 +111,18 @@ import Testing
     @Test func serveRunsWithNoConfigurationAndStopsCleanlyOnSIGTERM() async throws {
         let directory = TestServer.temporaryDirectory()
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        let server = Process()
-        server.executableURL = try Self.executable
-        server.arguments = ["serve", "--port", "0"]
-        server.currentDirectoryURL = directory
-        server.environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("NIMBUS_") }
-        let output = Capture()
-        let pipe = Pipe()
-        pipe.fileHandleForReading.readabilityHandler = { output.append($0.availableData) }
-        server.standardOutput = pipe
-        server.standardError = FileHandle.nullDevice
-        let exited = AsyncStream<Int32> { continuation in
-            server.terminationHandler = { continuation.yield($0.terminationStatus) }
+        let serve = try ChildProcess(
+            executable: Self.executable, arguments: ["serve", "--port", "0"], environment: Self.environment(server: nil),
+            workingDirectory: directory)
+        let ending = try await serve.whileRunning { output in
+            #expect(await eventually { output.value.contains("Nimbus is serving http://127.0.0.1:") })
+            #expect(output.value.contains("password:"), "the first start prints the administrator's credentials")
+            let port = try #require(output.value.split(separator: "127.0.0.1:").last?.prefix { $0.isNumber })
+            let health = try await NimbusClient(server: URL(string: "http://127.0.0.1:\(port)")!).sendRaw(.GET, "/health", body: nil)
+            #expect(String(decoding: health, as: UTF8.self).contains("ok"))
+            #expect(FileManager.default.fileExists(atPath: directory.appendingPathComponent("nimbus-data/nimbus.sqlite").path))
         }
-        try server.run()
-        #expect(await eventually { output.value.contains("Nimbus is serving http://127.0.0.1:") })
-        #expect(output.value.contains("password:"), "the first start prints the administrator's credentials")
-        let port = try #require(output.value.split(separator: "127.0.0.1:").last?.prefix { $0.isNumber })
-        let health = try await NimbusClient(server: URL(string: "http://127.0.0.1:\(port)")!).sendRaw(.GET, "/health", body: nil)
-        #expect(String(decoding: health, as: UTF8.self).contains("ok"))
-        #expect(FileManager.default.fileExists(atPath: directory.appendingPathComponent("nimbus-data/nimbus.sqlite").path))
-
-        server.terminate()
-        let status = await Recorder(exited).first(timeout: .seconds(20)) { _ in true }
-        #expect(status == 0)
+        #expect(ending == .exited(0), "SIGTERM ends the server cleanly")
     }
 
     @Test func serveRefusesADatabaseFromANewerVersion() async throws {

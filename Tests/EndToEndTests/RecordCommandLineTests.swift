@@ -6,7 +6,7 @@ import Testing
 
 /// `nimbus records`, `nimbus zones` and `nimbus schema` as a user runs them.
 @Suite struct RecordCommandLineTests {
-    func run(_ arguments: [String], _ server: TestServer) async throws -> CommandLineTests.Output {
+    func run(_ arguments: [String], _ server: TestServer) async throws -> ChildProcess.Output {
         try await CommandLineTests.run(arguments, server: server)
     }
 
@@ -107,13 +107,13 @@ import Testing
         let app = try await server.seedApp()
         _ = try await server.signIn(email: "ann@example.com", device: "phone")
         let example = try CommandLineTests.executable.deletingLastPathComponent().appendingPathComponent("ShoppingList")
-        let process = Process()
-        process.executableURL = example
-        process.arguments = [
-            "--server", server.url.absoluteString, "--email", "ann@example.com", "--password", TestServer.password,
-            "--api-token", app.apiToken, "--container", app.container,
-        ]
-        let output = try await CommandLineTests.run(process)
+        let output = try await ChildProcess(
+            executable: example,
+            arguments: [
+                "--server", server.url.absoluteString, "--email", "ann@example.com", "--password", TestServer.password,
+                "--api-token", app.apiToken, "--container", app.container,
+            ]
+        ).run()
         #expect(output.status == 0, "\(output.stderr)")
         #expect(output.stdout.contains("Items by name: apples, bread, coffee, milk"))
         #expect(output.stdout.contains("Items with a number: coffee ×2"))
