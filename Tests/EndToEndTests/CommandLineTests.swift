@@ -3,7 +3,6 @@ import NimbusCore
 import NimbusKit
 import NimbusStore
 import NimbusTesting
-import Synchronization
 import Testing
 
 /// The `nimbus` executable as a user runs it: two devices side by side, told apart by `--config`.
