@@ -90,15 +90,23 @@ struct AssetTransfers: Sendable {
             throw NimbusError.badRequest("this upload URL expired (they last 15 minutes); ask for another")
         }
         let writer = try server.blobs.makeWriter(maxBytes: server.configuration.maxAssetBytes)
-        do {
-            for try await chunk in body { try writer.write(Data(buffer: chunk)) }
-        } catch is BlobTooLarge {
-            throw NimbusError(.requestTooLarge, "an asset holds at most \(server.configuration.maxAssetBytes) bytes")
-        } catch StoreError.storageFull {
-            throw StoreError.storageFull
-        } catch {
-            writer.discard()
-            throw NimbusError.badRequest("the upload ended before it was complete")
+        var chunks = body.makeAsyncIterator()
+        while true {
+            // Only the body's own failures are the client's; the writer's (a full disk, say) are the server's,
+            // and the writer has dropped its file by then.
+            let chunk: ByteBuffer?
+            do {
+                chunk = try await chunks.next()
+            } catch {
+                writer.discard()
+                throw NimbusError.badRequest("the upload ended before it was complete")
+            }
+            guard let chunk else { break }
+            do {
+                try writer.write(Data(buffer: chunk))
+            } catch is BlobTooLarge {
+                throw NimbusError(.requestTooLarge, "an asset holds at most \(server.configuration.maxAssetBytes) bytes")
+            }
         }
         let blob = try writer.finish()
         let receipt = Secrets.sessionToken()
