@@ -198,6 +198,36 @@ extension SQLiteStore {
                     ) WITHOUT ROWID;
                     """)
         }
+        migrator.registerMigration("2026-11-23-index-field-ids") { db in
+            // Index rows name their (kind, field) by an integer id (`IndexFieldID`) instead of two texts.
+            db.add(function: IndexFieldID.function)
+            try db.execute(
+                sql: """
+                    CREATE TABLE index_fields (
+                        id INTEGER PRIMARY KEY,
+                        kind TEXT NOT NULL,
+                        field TEXT NOT NULL,
+                        UNIQUE (kind, field)
+                    );
+                    INSERT INTO index_fields (id, kind, field)
+                        SELECT DISTINCT nimbus_index_field_id(kind, field), kind, field FROM entry_index;
+                    CREATE TABLE entry_index_v2 (
+                        zone_id INTEGER NOT NULL REFERENCES zones(id),
+                        sequence INTEGER NOT NULL,
+                        field INTEGER NOT NULL, -- an index_fields id, not a foreign key: a check per row costs a lookup
+                        position INTEGER NOT NULL,
+                        value BLOB NOT NULL, -- BLOB affinity: values keep the type they were written with
+                        longitude REAL,
+                        PRIMARY KEY (zone_id, sequence, field, position)
+                    ) WITHOUT ROWID;
+                    INSERT INTO entry_index_v2 (zone_id, sequence, field, position, value, longitude)
+                        SELECT zone_id, sequence, nimbus_index_field_id(kind, field), position, value, longitude
+                        FROM entry_index ORDER BY zone_id, sequence, field, position;
+                    DROP TABLE entry_index;
+                    ALTER TABLE entry_index_v2 RENAME TO entry_index;
+                    CREATE INDEX entry_index_by_value ON entry_index(zone_id, field, value);
+                    """)
+        }
         return migrator
     }
 }

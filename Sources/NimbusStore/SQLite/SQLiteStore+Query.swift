@@ -59,19 +59,19 @@ private struct IndexQuerySQL {
 
         text = "SELECT z.service, z.name, e.key, e.payload, e.sequence, e.audience FROM (SELECT DISTINCT zone_id, sequence FROM entry_index d "
         arguments += zoneIDs
-        text += "WHERE d.zone_id IN (\(zones)) AND d.kind = ? AND d.field = ? AND "
-        arguments += [query.kind, drivingCondition.field]
+        text += "WHERE d.zone_id IN (\(zones)) AND d.field = ? AND "
+        arguments.append(IndexFieldID.of(kind: query.kind, field: drivingCondition.field))
         text += match(drivingCondition.match, alias: "d") + ") m "
         text += "JOIN entries e ON e.zone_id = m.zone_id AND e.sequence = m.sequence JOIN zones z ON z.id = e.zone_id "
         for (number, sort) in query.sort.enumerated() {
             text += "LEFT JOIN entry_index s\(number) ON s\(number).zone_id = e.zone_id AND s\(number).sequence = e.sequence "
             text += "AND s\(number).field = ? AND s\(number).position = 0 "
-            arguments.append(sort.field)
+            arguments.append(IndexFieldID.of(kind: query.kind, field: sort.field))
         }
         text += "WHERE e.payload IS NOT NULL"
         for (number, condition) in query.conditions.enumerated() where number != driver?.offset {
             let rows = "FROM entry_index c WHERE c.zone_id = e.zone_id AND c.sequence = e.sequence AND c.field = ?"
-            arguments.append(condition.field)
+            arguments.append(IndexFieldID.of(kind: query.kind, field: condition.field))
             if case .allOf(let values) = condition.match {
                 text += " AND (SELECT count(DISTINCT c.value) \(rows) AND \(match(.oneOf(values), alias: "c")))"
                 text += condition.negated ? " < ?" : " = ?"

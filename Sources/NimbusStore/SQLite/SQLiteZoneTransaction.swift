@@ -11,6 +11,13 @@ final class SQLiteZoneTransaction: ZoneTransaction {
     /// The version the last `entry` read (nil: none stored), so putting that entry right after needs no
     /// second lookup; any write forgets it.
     private var lastRead: (key: String, version: Version?)?
+    /// The ids of the (kind, field) pairs this transaction has indexed under, registered in `index_fields`.
+    private var fieldIDs = [FieldName: Int64]()
+
+    private struct FieldName: Hashable {
+        var kind: String
+        var field: String
+    }
 
     init(_ db: Database, state: ZoneState) {
         self.db = db
@@ -80,7 +87,7 @@ final class SQLiteZoneTransaction: ZoneTransaction {
             sequence = found
         }
         let insert = try db.cachedStatement(
-            sql: "INSERT INTO entry_index (zone_id, sequence, field, position, kind, value, longitude) VALUES (?, ?, ?, ?, ?, ?, ?)")
+            sql: "INSERT INTO entry_index (zone_id, sequence, field, position, value, longitude) VALUES (?, ?, ?, ?, ?, ?)")
         // Rows are bound straight through SQLite's API: a record has about ten, and GRDB's argument
         // arrays cost more than the inserts themselves.
         let rows = [IndexEntry(field: IndexEntry.keyField, value: .text(key))] + rows
@@ -89,22 +96,21 @@ final class SQLiteZoneTransaction: ZoneTransaction {
             sqlite3_reset(handle)
             sqlite3_bind_int64(handle, 1, state.id)
             sqlite3_bind_int64(handle, 2, sequence)
-            Self.bind(row.field, at: 3, handle)
+            sqlite3_bind_int64(handle, 3, try fieldID(kind: kind, field: row.field))
             sqlite3_bind_int64(handle, 4, Int64(row.position))
-            Self.bind(kind, at: 5, handle)
             switch row.value {
             case .integer(let integer):
-                sqlite3_bind_int64(handle, 6, integer)
-                sqlite3_bind_null(handle, 7)
+                sqlite3_bind_int64(handle, 5, integer)
+                sqlite3_bind_null(handle, 6)
             case .real(let real):
-                sqlite3_bind_double(handle, 6, real)
-                sqlite3_bind_null(handle, 7)
+                sqlite3_bind_double(handle, 5, real)
+                sqlite3_bind_null(handle, 6)
             case .text(let text):
-                Self.bind(text, at: 6, handle)
-                sqlite3_bind_null(handle, 7)
+                Self.bind(text, at: 5, handle)
+                sqlite3_bind_null(handle, 6)
             case .point(let latitude, let longitude):
-                sqlite3_bind_double(handle, 6, latitude)
-                sqlite3_bind_double(handle, 7, longitude)
+                sqlite3_bind_double(handle, 5, latitude)
+                sqlite3_bind_double(handle, 6, longitude)
             }
             let code = sqlite3_step(handle)
             sqlite3_reset(handle)
@@ -113,6 +119,17 @@ final class SQLiteZoneTransaction: ZoneTransaction {
                     resultCode: ResultCode(rawValue: code), message: String(cString: sqlite3_errmsg(db.sqliteConnection)), sql: insert.sql)
             }
         }
+    }
+
+    /// The id of (kind, field), registered in this transaction the first time it indexes under it, so
+    /// the names an index row refers to are committed with it.
+    private func fieldID(kind: String, field: String) throws -> Int64 {
+        let name = FieldName(kind: kind, field: field)
+        if let id = fieldIDs[name] { return id }
+        let id = IndexFieldID.of(kind: kind, field: field)
+        try IndexFieldID.register(id, kind: kind, field: field, db)
+        fieldIDs[name] = id
+        return id
     }
 
     /// Binds text, which SQLite copies (the Swift string's bytes live only for the call). Like GRDB, which
@@ -160,8 +177,8 @@ final class SQLiteZoneTransaction: ZoneTransaction {
             try db.cachedStatement(
                 sql: """
                     SELECT DISTINCT e.key FROM entry_index i JOIN entries e ON e.zone_id = i.zone_id AND e.sequence = i.sequence
-                    WHERE i.zone_id = ? AND i.kind = ? AND i.field = ? AND i.value = ?
+                    WHERE i.zone_id = ? AND i.field = ? AND i.value = ?
                     """),
-            arguments: [state.id, kind, field, SQLiteStore.columns(value).value])
+            arguments: [state.id, IndexFieldID.of(kind: kind, field: field), SQLiteStore.columns(value).value])
     }
 }
