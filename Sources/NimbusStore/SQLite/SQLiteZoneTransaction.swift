@@ -24,12 +24,29 @@ final class SQLiteZoneTransaction: ZoneTransaction {
         self.state = state
     }
 
+    // The statements a batch runs per entry (about ten index rows each) bind and read through SQLite's
+    // API: GRDB's argument arrays and rows cost about as much as the statements themselves.
+
     func entry(_ key: String) throws -> Entry? {
-        let row = try Row.fetchOne(
-            try db.cachedStatement(sql: "SELECT key, payload, size, sequence, audience FROM entries WHERE zone_id = ? AND key = ?"),
-            arguments: [state.id, key])
-        lastRead = (key, row.map { Version(live: $0["payload"] != nil, size: $0["size"], sequence: $0["sequence"]) })
-        return row.map(SQLiteStore.entry)
+        let select = try db.cachedStatement(sql: "SELECT payload, size, sequence, audience FROM entries WHERE zone_id = ? AND key = ?")
+        let handle = select.sqliteStatement
+        sqlite3_reset(handle)
+        sqlite3_bind_int64(handle, 1, state.id)
+        Self.bind(key, at: 2, handle)
+        defer { sqlite3_reset(handle) }
+        switch sqlite3_step(handle) {
+        case SQLITE_ROW:
+            let payload = sqlite3_column_type(handle, 0) == SQLITE_NULL ? nil : Self.data(column: 0, handle)
+            let sequence = sqlite3_column_int64(handle, 2)
+            lastRead = (key, Version(live: payload != nil, size: Int(sqlite3_column_int64(handle, 1)), sequence: sequence))
+            let audience = sqlite3_column_type(handle, 3) == SQLITE_NULL ? nil : String(cString: sqlite3_column_text(handle, 3))
+            return Entry(key: key, payload: payload, sequence: sequence, audience: audience)
+        case SQLITE_DONE:
+            lastRead = (key, nil)
+            return nil
+        case let code:
+            throw error(code, select)
+        }
     }
 
     /// The stored version of an entry: what replacing it takes away.
@@ -62,13 +79,26 @@ final class SQLiteZoneTransaction: ZoneTransaction {
             state.liveBytes += size
         }
         state.sequence += 1
-        try db.cachedStatement(
+        let upsert = try db.cachedStatement(
             sql: """
                 INSERT INTO entries (zone_id, key, payload, size, sequence, audience) VALUES (?, ?, ?, ?, ?, ?)
                 ON CONFLICT (zone_id, key) DO UPDATE
                 SET payload = excluded.payload, size = excluded.size, sequence = excluded.sequence, audience = excluded.audience
-                """
-        ).execute(arguments: [state.id, key, payload, payload == nil ? 0 : size, state.sequence, audience])
+                """)
+        let handle = upsert.sqliteStatement
+        sqlite3_reset(handle)
+        sqlite3_bind_int64(handle, 1, state.id)
+        Self.bind(key, at: 2, handle)
+        if let payload {
+            _ = payload.withUnsafeBytes { sqlite3_bind_blob(handle, 3, $0.baseAddress, Int32($0.count), Self.transient) }
+            sqlite3_bind_int64(handle, 4, Int64(size))
+        } else {
+            sqlite3_bind_null(handle, 3)
+            sqlite3_bind_int64(handle, 4, 0)
+        }
+        sqlite3_bind_int64(handle, 5, state.sequence)
+        if let audience { Self.bind(audience, at: 6, handle) } else { sqlite3_bind_null(handle, 6) }
+        try step(upsert)
         lastLive = payload == nil ? nil : (key, state.sequence)
         lastRead = nil
         return state.sequence
@@ -88,8 +118,6 @@ final class SQLiteZoneTransaction: ZoneTransaction {
         }
         let insert = try db.cachedStatement(
             sql: "INSERT INTO entry_index (zone_id, sequence, field, position, value, longitude) VALUES (?, ?, ?, ?, ?, ?)")
-        // Rows are bound straight through SQLite's API: a record has about ten, and GRDB's argument
-        // arrays cost more than the inserts themselves.
         let rows = [IndexEntry(field: IndexEntry.keyField, value: .text(key))] + rows
         for row in rows {
             let handle = insert.sqliteStatement
@@ -112,13 +140,19 @@ final class SQLiteZoneTransaction: ZoneTransaction {
                 sqlite3_bind_double(handle, 5, latitude)
                 sqlite3_bind_double(handle, 6, longitude)
             }
-            let code = sqlite3_step(handle)
-            sqlite3_reset(handle)
-            guard code == SQLITE_DONE else {
-                throw DatabaseError(
-                    resultCode: ResultCode(rawValue: code), message: String(cString: sqlite3_errmsg(db.sqliteConnection)), sql: insert.sql)
-            }
+            try step(insert)
         }
+    }
+
+    /// Runs a bound statement that returns no rows, and resets it.
+    private func step(_ statement: Statement) throws {
+        let code = sqlite3_step(statement.sqliteStatement)
+        sqlite3_reset(statement.sqliteStatement)
+        guard code == SQLITE_DONE else { throw error(code, statement) }
+    }
+
+    private func error(_ code: Int32, _ statement: Statement) -> DatabaseError {
+        DatabaseError(resultCode: ResultCode(rawValue: code), message: String(cString: sqlite3_errmsg(db.sqliteConnection)), sql: statement.sql)
     }
 
     /// The id of (kind, field), registered in this transaction the first time it indexes under it, so
@@ -135,8 +169,15 @@ final class SQLiteZoneTransaction: ZoneTransaction {
     /// Binds text, which SQLite copies (the Swift string's bytes live only for the call). Like GRDB, which
     /// binds the values queries compare with, it lets SQLite measure the text (up to a NUL).
     private static func bind(_ text: String, at index: Int32, _ handle: OpaquePointer) {
-        let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
         _ = text.withCString { sqlite3_bind_text(handle, index, $0, -1, transient) }
+    }
+
+    private static let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
+
+    private static func data(column: Int32, _ handle: OpaquePointer) -> Data {
+        let count = Int(sqlite3_column_bytes(handle, column))
+        guard count > 0, let bytes = sqlite3_column_blob(handle, column) else { return Data() }
+        return Data(bytes: bytes, count: count)
     }
 
     func schemaText(container: String, environment: String) throws -> String? {
