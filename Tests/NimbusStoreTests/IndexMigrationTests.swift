@@ -65,6 +65,18 @@ import Testing
         #expect(try await keys([IndexCondition(field: "tags", .equal(.text("cold")))]) == [])
     }
 
+    @Test func openingReportsTheMigrationsItAppliesAndEmptiesTheLog() throws {
+        let path = try databaseWithTextFieldNames()
+        var reported = [[String]]()
+        let store = try SQLiteStore(path: path) { reported.append($0) }
+        #expect(reported == [["2026-11-22-index-field-ids"]])
+        let log = try FileManager.default.attributesOfItem(atPath: path + "-wal")
+        #expect(log[.size] as? Int == 0)
+        withExtendedLifetime(store) {}
+        _ = try SQLiteStore(path: path) { reported.append($0) }
+        #expect(reported.count == 1, "an up-to-date database has nothing to report")
+    }
+
     @Test func everyIndexedFieldIsNamedInTheDictionary() async throws {
         let path = try databaseWithTextFieldNames()
         let store = try SQLiteStore(path: path)

@@ -198,7 +198,7 @@ extension SQLiteStore {
                     ) WITHOUT ROWID;
                     """)
         }
-        migrator.registerMigration("2026-11-23-index-field-ids") { db in
+        migrator.registerMigration("2026-11-22-index-field-ids") { db in
             // Index rows name their (kind, field) by an integer id (`IndexFieldID`) instead of two texts.
             db.add(function: IndexFieldID.function)
             try db.execute(

@@ -10,10 +10,11 @@ public final class SQLiteStore: Sendable {
     let pool: DatabasePool
     let groupCommit: GroupCommit
 
-    /// Opens (creating when missing) the database at `path` and applies pending migrations.
+    /// Opens (creating when missing) the database at `path` and applies pending migrations, telling
+    /// `migrating` their names first (a migration of a large database can take minutes).
     ///
     /// - Throws: `StoreError.newerDatabase` when the file was migrated by a newer Nimbus.
-    public init(path: String) throws {
+    public init(path: String, migrating: (_ pending: [String]) -> Void = { _ in }) throws {
         var configuration = Configuration()
         configuration.busyMode = .timeout(10)
         configuration.prepareDatabase { db in
@@ -34,13 +35,17 @@ public final class SQLiteStore: Sendable {
         // mode) after `prepareDatabase` has run, so it is set here, once the pool is open.
         try pool.writeWithoutTransaction { try $0.execute(sql: "PRAGMA synchronous = FULL") }
         let migrator = Self.migrator
-        let unknown = try pool.read { db in
-            try migrator.hasBeenSuperseded(db)
-                ? Array(try migrator.appliedIdentifiers(db).subtracting(migrator.migrations)).sorted()
-                : []
+        let (unknown, pending) = try pool.read { db in
+            let applied = try migrator.appliedIdentifiers(db)
+            return (applied.subtracting(migrator.migrations).sorted(), migrator.migrations.filter { !applied.contains($0) })
         }
         guard unknown.isEmpty else { throw StoreError.newerDatabase(unknownMigrations: unknown) }
-        try migrator.migrate(pool)
+        if !pending.isEmpty {
+            migrating(pending)
+            try migrator.migrate(pool)
+            // A migration that rewrites a table fills the write-ahead log with all of it; hand the space back.
+            try pool.writeWithoutTransaction { try $0.checkpoint(.truncate) }
+        }
         groupCommit = GroupCommit(pool: pool)
     }
 
