@@ -24,7 +24,6 @@ public struct NimbusServer: Sendable {
         logger.logLevel = configuration.logLevel
         try FileManager.default.createDirectory(at: configuration.dataDirectory, withIntermediateDirectories: true)
         let store = try SQLiteStore(path: configuration.databasePath) { pending in
-            // A fresh database takes every migration at once; an existing one may take minutes to rewrite.
             logger.notice("migrating the database", metadata: ["migrations": .array(pending.map { .string($0) })])
         }
         self.configuration = configuration

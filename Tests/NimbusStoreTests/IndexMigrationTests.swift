@@ -75,6 +75,9 @@ import Testing
         withExtendedLifetime(store) {}
         _ = try SQLiteStore(path: path) { reported.append($0) }
         #expect(reported.count == 1, "an up-to-date database has nothing to report")
+        let fresh = FileManager.default.temporaryDirectory.appendingPathComponent("nimbus-store-\(UUIDString.random()).sqlite").path
+        _ = try SQLiteStore(path: fresh) { reported.append($0) }
+        #expect(reported.count == 1, "creating a database is no migration to warn about")
     }
 
     @Test func everyIndexedFieldIsNamedInTheDictionary() async throws {

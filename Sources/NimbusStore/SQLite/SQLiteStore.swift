@@ -10,8 +10,9 @@ public final class SQLiteStore: Sendable {
     let pool: DatabasePool
     let groupCommit: GroupCommit
 
-    /// Opens (creating when missing) the database at `path` and applies pending migrations, telling
-    /// `migrating` their names first (a migration of a large database can take minutes).
+    /// Opens (creating when missing) the database at `path` and applies pending migrations. Before it
+    /// migrates an existing database, which can take minutes when it is large, it tells `migrating` the
+    /// names of the migrations to come.
     ///
     /// - Throws: `StoreError.newerDatabase` when the file was migrated by a newer Nimbus.
     public init(path: String, migrating: (_ pending: [String]) -> Void = { _ in }) throws {
@@ -35,13 +36,12 @@ public final class SQLiteStore: Sendable {
         // mode) after `prepareDatabase` has run, so it is set here, once the pool is open.
         try pool.writeWithoutTransaction { try $0.execute(sql: "PRAGMA synchronous = FULL") }
         let migrator = Self.migrator
-        let (unknown, pending) = try pool.read { db in
-            let applied = try migrator.appliedIdentifiers(db)
-            return (applied.subtracting(migrator.migrations).sorted(), migrator.migrations.filter { !applied.contains($0) })
-        }
+        let applied = try pool.read { db in try migrator.appliedIdentifiers(db) }
+        let unknown = applied.subtracting(migrator.migrations).sorted()
         guard unknown.isEmpty else { throw StoreError.newerDatabase(unknownMigrations: unknown) }
+        let pending = migrator.migrations.filter { !applied.contains($0) }
         if !pending.isEmpty {
-            migrating(pending)
+            if !applied.isEmpty { migrating(pending) }
             try migrator.migrate(pool)
             // A migration that rewrites a table fills the write-ahead log with all of it; hand the space back.
             try pool.writeWithoutTransaction { try $0.checkpoint(.truncate) }
