@@ -77,12 +77,17 @@ enum RecordBenchmarks {
         return record
     }
 
+    /// A new record of the kind the save benchmarks write: one short text field.
+    static func note() -> Record {
+        var record = Record(recordType: "Notes")
+        record["text"] = "a note"
+        return record
+    }
+
     static func sequentialSaves(_ database: CloudDatabase, count: Int) async throws -> Double {
         let start = ContinuousClock.now
         for _ in 0..<count {
-            var record = Record(recordType: "Notes")
-            record["text"] = "a note"
-            _ = try await database.save(record)
+            _ = try await database.save(note())
         }
         return Double(count) / ((ContinuousClock.now - start).milliseconds / 1000)
     }
@@ -90,12 +95,7 @@ enum RecordBenchmarks {
     static func batchedSaves(_ database: CloudDatabase, batches: Int) async throws -> Double {
         let start = ContinuousClock.now
         for _ in 0..<batches {
-            let records = (0..<200).map { _ in
-                var record = Record(recordType: "Notes")
-                record["text"] = "a note"
-                return record
-            }
-            let (saved, _) = try await database.modifyRecords(saving: records, deleting: [], savePolicy: .allKeys)
+            let (saved, _) = try await database.modifyRecords(saving: (0..<200).map { _ in note() }, deleting: [], savePolicy: .allKeys)
             guard saved.count == 200 else { throw NimbusError(.internalError, "a batch lost records") }
         }
         return Double(batches * 200) / ((ContinuousClock.now - start).milliseconds / 1000)
@@ -108,12 +108,8 @@ enum RecordBenchmarks {
             for number in 0..<batches {
                 if number >= inFlight { try await group.next() }
                 group.addTask {
-                    let records = (0..<200).map { _ in
-                        var record = Record(recordType: "Notes")
-                        record["text"] = "a note"
-                        return record
-                    }
-                    let (saved, _) = try await database.modifyRecords(saving: records, deleting: [], savePolicy: .allKeys)
+                    let (saved, _) = try await database.modifyRecords(
+                        saving: (0..<200).map { _ in note() }, deleting: [], savePolicy: .allKeys)
                     guard saved.count == 200 else { throw NimbusError(.internalError, "a batch lost records") }
                 }
             }

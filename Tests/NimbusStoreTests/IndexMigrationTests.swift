@@ -8,6 +8,8 @@ import Testing
 /// migration, and writes over its entries replace their old rows.
 @Suite struct IndexMigrationTests {
     static let service = ZoneAddress.Service(rawValue: "db:iCloud.com.example.Cloudy:development:private")
+    /// The zone `databaseWithTextFieldNames` writes.
+    let zone = ZoneKey(accountID: "_ann", address: ZoneAddress(service: Self.service, name: "Lists"))
 
     /// A database as the release before field ids left it: three items and a list in one zone.
     func databaseWithTextFieldNames() throws -> String {
@@ -42,7 +44,6 @@ import Testing
 
     @Test func queriesFindTheRowsWrittenBeforeTheMigration() async throws {
         let store = try SQLiteStore(path: try databaseWithTextFieldNames())
-        let zone = ZoneKey(accountID: "_ann", address: ZoneAddress(service: Self.service, name: "Lists"))
         func keys(_ conditions: [IndexCondition], sort: [IndexSort] = [], kind: String = "Items") async throws -> [String] {
             try await store.query(IndexQuery(zones: [zone], kind: kind, conditions: conditions, sort: sort, limit: 10)).map(\.entry.key)
         }
@@ -83,7 +84,6 @@ import Testing
     @Test func everyIndexedFieldIsNamedInTheDictionary() async throws {
         let path = try databaseWithTextFieldNames()
         let store = try SQLiteStore(path: path)
-        let zone = ZoneKey(accountID: "_ann", address: ZoneAddress(service: Self.service, name: "Lists"))
         _ = try await store.transact(zone, creating: false) { transaction in
             try transaction.put("screws", payload: Data("6".utf8), size: 1)
             try transaction.index("screws", kind: "Items", rows: [IndexEntry(field: "size", value: .integer(4))])
@@ -105,7 +105,6 @@ import Testing
     @Test func aFieldWhoseIdNamesAnotherFieldIsRefused() async throws {
         let path = try databaseWithTextFieldNames()
         let store = try SQLiteStore(path: path)
-        let zone = ZoneKey(accountID: "_ann", address: ZoneAddress(service: Self.service, name: "Lists"))
         try await store.pool.write { db in
             try db.execute(
                 sql: "INSERT INTO index_fields (id, kind, field) VALUES (?, 'Items', 'colliding')",
