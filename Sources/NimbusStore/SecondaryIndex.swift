@@ -29,7 +29,8 @@ public struct IndexEntry: Sendable, Hashable {
     }
 }
 
-/// A condition on an indexed field: holds when some row of the field matches (or, negated, when none does).
+/// A condition on indexed fields: holds when some row of one of the fields matches (or, negated, when none
+/// does).
 public struct IndexCondition: Sendable, Hashable {
     public enum Match: Sendable, Hashable {
         case equal(IndexValue)
@@ -43,12 +44,17 @@ public struct IndexCondition: Sendable, Hashable {
         case within(meters: Double, latitude: Double, longitude: Double)
     }
 
-    public var field: String
+    /// The fields whose rows are searched together, e.g. the words of every searchable text field.
+    public var fields: [String]
     public var match: Match
     public var negated: Bool
 
     public init(field: String, _ match: Match, negated: Bool = false) {
-        self.field = field
+        self.init(anyOf: [field], match, negated: negated)
+    }
+
+    public init(anyOf fields: [String], _ match: Match, negated: Bool = false) {
+        self.fields = fields
         self.match = match
         self.negated = negated
     }
@@ -82,8 +88,9 @@ public struct IndexQuery: Sendable, Hashable {
     public var offset: Int
     public var limit: Int
 
-    public init(zones: [ZoneKey], kind: String, conditions: [IndexCondition] = [], sort: [IndexSort] = [], offset: Int = 0, limit: Int)
-    {
+    public init(
+        zones: [ZoneKey], kind: String, conditions: [IndexCondition] = [], sort: [IndexSort] = [], offset: Int = 0, limit: Int
+    ) {
         self.zones = zones
         self.kind = kind
         self.conditions = conditions
@@ -120,7 +127,7 @@ extension IndexCondition {
     /// query makes: numbers by value whatever their kind, text by its UTF-8 bytes, numbers before text.
     /// What record subscriptions evaluate changed records with.
     public func matches(_ rows: [IndexEntry]) -> Bool {
-        let values = rows.filter { $0.field == field }.map(\.value)
+        let values = rows.filter { fields.contains($0.field) }.map(\.value)
         let holds: Bool
         switch match {
         case .equal(let value): holds = values.contains { Self.compare($0, value) == 0 }
@@ -129,7 +136,8 @@ extension IndexCondition {
         case .greaterThan(let value): holds = values.contains { Self.compare($0, value).map { $0 > 0 } ?? false }
         case .greaterThanOrEqual(let value): holds = values.contains { Self.compare($0, value).map { $0 >= 0 } ?? false }
         case .oneOf(let candidates): holds = values.contains { value in candidates.contains { Self.compare(value, $0) == 0 } }
-        case .allOf(let candidates): holds = candidates.allSatisfy { candidate in values.contains { Self.compare($0, candidate) == 0 } }
+        case .allOf(let candidates):
+            holds = candidates.allSatisfy { candidate in values.contains { Self.compare($0, candidate) == 0 } }
         case .prefix(let prefix):
             holds = values.contains { if case .text(let text) = $0 { text.utf8.starts(with: prefix.utf8) } else { false } }
         case .within(let meters, let latitude, let longitude):

@@ -55,6 +55,8 @@ import Testing
         milk = try await laptop.save(milk)
         let counted = try await phone.records(matching: try Query(recordType: "Items", predicate: "number > 1"), inZoneWith: zone.zoneID)
         #expect(counted.matchResults.map(\.recordID) == [milk.recordID])
+        let searched = try await phone.records(matching: try Query(recordType: "Items", predicate: "self CONTAINS 'MILK'"), inZoneWith: zone.zoneID)
+        #expect(searched.matchResults.map(\.recordID) == [milk.recordID], "a search of all text finds a word in any text field")
 
         // The phone's copy of milk is now stale: saving it is a conflict carrying all three versions.
         var stale = try #require(items.first { $0["name"] == "milk" })

@@ -108,6 +108,16 @@ import Testing
         #expect(
             try await matching(
                 IndexCondition(field: "tags", .equal(.text("dairy"))), IndexCondition(field: "tags", .equal(.text("cold")))) == ["1"])
+        // A condition on several fields holds when any of them has a matching row.
+        let either = ["name", "tags"]
+        #expect(try await matching(IndexCondition(anyOf: either, .equal(.text("sweet")))) == ["2"])
+        #expect(try await matching(IndexCondition(anyOf: either, .oneOf([.text("bread"), .text("cold")]))) == ["1", "3"])
+        #expect(try await matching(IndexCondition(anyOf: either, .allOf([.text("milk"), .text("cold")]))) == ["1"])
+        #expect(try await matching(IndexCondition(anyOf: either, .equal(.text("milk")), negated: true)) == ["2", "3"])
+        let positive = IndexCondition(field: "number", .greaterThan(.integer(0)))
+        #expect(try await matching(positive, IndexCondition(anyOf: either, .prefix("swe"))) == ["2"])
+        #expect(try await matching(IndexCondition(anyOf: [], .equal(.text("milk")))) == [])
+        #expect(try await matching(IndexCondition(anyOf: [], .equal(.text("milk")), negated: true)) == ["1", "2", "3"])
         // Berlin's two points are ~2.3 km apart; Paris is ~880 km away.
         #expect(try await matching(IndexCondition(field: "location", .within(meters: 5_000, latitude: 52.52, longitude: 13.405))) == ["1", "3"])
         let nearestParis = IndexQuery(

@@ -31,6 +31,7 @@ import Testing
                         (7, 1, 'list', 0, 'Items', 'groceries', NULL), (7, 1, 'number', 0, 'Items', 3, NULL),
                         (7, 1, 'tags', 0, 'Items', 'dairy', NULL), (7, 1, 'tags', 1, 'Items', 'cold', NULL),
                         (7, 1, 'location', 0, 'Items', 52.52, 13.405),
+                        (7, 1, 'tokens:name', 0, 'Items', 'milk', NULL), (7, 1, 'tokens:allTokens', 0, 'Items', 'milk', NULL),
                         (7, 2, '', 0, 'Items', 'bread', NULL), (7, 2, 'name', 0, 'Items', 'bread', NULL),
                         (7, 2, 'list', 0, 'Items', 'groceries', NULL), (7, 2, 'number', 0, 'Items', 1, NULL),
                         (7, 3, '', 0, 'Items', 'nails', NULL), (7, 3, 'name', 0, 'Items', 'nails', NULL),
@@ -66,11 +67,30 @@ import Testing
         #expect(try await keys([IndexCondition(field: "tags", .equal(.text("cold")))]) == [])
     }
 
+    /// The record service's index of all words together repeated each text field's words; its rows go,
+    /// and the words stay searchable through their fields.
+    @Test func theIndexOfAllWordsTogetherIsDropped() async throws {
+        let store = try SQLiteStore(path: try databaseWithTextFieldNames())
+        let left = try await store.pool.read { db in
+            try Int.fetchOne(
+                db,
+                sql: """
+                    SELECT (SELECT count(*) FROM index_fields WHERE field = 'tokens:allTokens')
+                        + (SELECT count(*) FROM entry_index WHERE field = ?)
+                    """,
+                arguments: [IndexFieldID.of(kind: "Items", field: "tokens:allTokens")])
+        }
+        #expect(left == 0)
+        let words = IndexCondition(anyOf: ["tokens:note", "tokens:name"], .equal(.text("milk")))
+        let found = try await store.query(IndexQuery(zones: [zone], kind: "Items", conditions: [words], limit: 10))
+        #expect(found.map(\.entry.key) == ["milk"])
+    }
+
     @Test func openingReportsTheMigrationsItAppliesAndEmptiesTheLog() throws {
         let path = try databaseWithTextFieldNames()
         var reported = [[String]]()
         let store = try SQLiteStore(path: path) { reported.append($0) }
-        #expect(reported == [["2026-11-22-index-field-ids"]])
+        #expect(reported == [["2026-11-22-index-field-ids", "2026-11-22-index-rows-unchecked"]])
         let log = try FileManager.default.attributesOfItem(atPath: path + "-wal")
         #expect(log[.size] as? Int == 0)
         withExtendedLifetime(store) {}
@@ -97,7 +117,11 @@ import Testing
                 ($0["id"] as Int64, $0["kind"] as String, $0["field"] as String)
             }
         }
-        #expect(names.map { "\($0.1).\($0.2)" } == ["Items.", "Items.list", "Items.location", "Items.name", "Items.number", "Items.size", "Items.tags", "Lists.", "Lists.name"])
+        #expect(
+            names.map { "\($0.1).\($0.2)" } == [
+                "Items.", "Items.list", "Items.location", "Items.name", "Items.number", "Items.size", "Items.tags", "Items.tokens:name",
+                "Lists.", "Lists.name",
+            ])
         #expect(names.allSatisfy { IndexFieldID.of(kind: $0.1, field: $0.2) == $0.0 })
     }
 

@@ -22,12 +22,20 @@ struct QueryPlanner {
         "recordName": Target(indexField: RecordIndexer.recordNameField, wireType: "REFERENCE", name: "recordName"),
         "createdTimestamp": Target(indexField: RecordIndexer.createTimeField, wireType: "TIMESTAMP", name: "createdTimestamp"),
         "modifiedTimestamp": Target(indexField: RecordIndexer.modTimeField, wireType: "TIMESTAMP", name: "modifiedTimestamp"),
-        "createdUserRecordName": Target(indexField: RecordIndexer.createdByField, wireType: "REFERENCE", name: "createdUserRecordName"),
-        "modifiedUserRecordName": Target(indexField: RecordIndexer.modifiedByField, wireType: "REFERENCE", name: "modifiedUserRecordName"),
+        "createdUserRecordName": Target(
+            indexField: RecordIndexer.createdByField, wireType: "REFERENCE", name: "createdUserRecordName"),
+        "modifiedUserRecordName": Target(
+            indexField: RecordIndexer.modifiedByField, wireType: "REFERENCE", name: "modifiedUserRecordName"),
         "parent": Target(indexField: RecordIndexer.parentField, wireType: "REFERENCE", name: "parent"),
     ]
 
     private func target(fieldName: String?, systemFieldName: String?) throws(NimbusError) -> Target {
+        // All text is named either way: the SDK's `self CONTAINS` sends it as a system field.
+        if (systemFieldName ?? fieldName) == RecordIndexer.allTokensField {
+            return Target(
+                indexField: RecordIndexer.allTokensField, wireType: "STRING", queryable: false, sortable: false, searchable: true,
+                name: RecordIndexer.allTokensField)
+        }
         if let system = systemFieldName ?? fieldName.flatMap({ QueryFilter.systemFields[$0] }) {
             guard let target = Self.systemTargets[system] else {
                 throw .badRequest("\(system) is not a system field that queries can use")
@@ -35,9 +43,6 @@ struct QueryPlanner {
             return target
         }
         guard let fieldName else { throw .badRequest("a filter or sort needs fieldName or systemFieldName") }
-        if fieldName == RecordIndexer.allTokensField {
-            return Target(indexField: fieldName, wireType: "STRING", queryable: false, sortable: false, searchable: true, name: fieldName)
-        }
         guard let field = recordType.fields.first(where: { $0.name == fieldName }) else {
             throw .badRequest("record type \(recordType.name) has no field \(fieldName)")
         }
@@ -71,13 +76,18 @@ struct QueryPlanner {
                 "a query takes at most \(Self.maxConditions) conditions (each word of a token search and each value of "
                     + "LIST_CONTAINS_ALL is one)")
         }
+        // A search of all text also binds each SEARCHABLE field it looks through, per word.
         let values = conditions.reduce(0) { total, condition in
             switch condition.match {
-            case .oneOf(let values), .allOf(let values): total + values.count
-            default: total + 1
+            case .oneOf(let values), .allOf(let values): total + values.count + condition.fields.count - 1
+            default: total + condition.fields.count
             }
         }
-        guard values <= Self.maxValues else { throw .badRequest("a query compares with at most \(Self.maxValues) values") }
+        guard values <= Self.maxValues else {
+            throw .badRequest(
+                "a query compares with at most \(Self.maxValues) values (a word searched in all text counts once per SEARCHABLE field)"
+            )
+        }
         var sort = [IndexSort]()
         for key in sorts { sort.append(try self.sort(key)) }
         return (conditions, sort)
@@ -113,9 +123,11 @@ struct QueryPlanner {
             guard target.searchable else { throw missingIndex(target, "SEARCHABLE") }
             let words = RecordIndexer.words(try text()).map(IndexValue.text)
             guard !words.isEmpty else { throw .badRequest("\(filter.comparator.rawValue) needs at least one word") }
-            let tokens = RecordIndexer.tokensField(field)
+            // The words of all text (`self CONTAINS`) are those of every SEARCHABLE field of the type.
+            let tokens = (field == RecordIndexer.allTokensField ? recordType.fields.filter(\.searchable).map(\.name) : [field])
+                .map(RecordIndexer.tokensField)
             return filter.comparator == .containsAnyTokens
-                ? [IndexCondition(field: tokens, .oneOf(words))] : words.map { IndexCondition(field: tokens, .equal($0)) }
+                ? [IndexCondition(anyOf: tokens, .oneOf(words))] : words.map { IndexCondition(anyOf: tokens, .equal($0)) }
         default:
             guard target.queryable else { throw missingIndex(target, "QUERYABLE") }
         }
@@ -141,7 +153,10 @@ struct QueryPlanner {
             guard let distance = filter.distance, distance.isFinite, distance >= 0 else {
                 throw .badRequest("NEAR needs a distance in metres")
             }
-            return [IndexCondition(field: field, .within(meters: distance, latitude: location.latitude, longitude: location.longitude))]
+            return [
+                IndexCondition(
+                    field: field, .within(meters: distance, latitude: location.latitude, longitude: location.longitude))
+            ]
         case .containsAllTokens, .containsAnyTokens: return []
         }
     }
@@ -155,7 +170,8 @@ struct QueryPlanner {
             throw .badRequest("relativeLocation sorts a LOCATION field by distance from a LOCATION value")
         }
         return IndexSort(
-            field: target.indexField, ascending: ascending, order: .distance(latitude: location.latitude, longitude: location.longitude))
+            field: target.indexField, ascending: ascending,
+            order: .distance(latitude: location.latitude, longitude: location.longitude))
     }
 
     /// Whether a filter value of one type can be compared with a field of another: numbers with numbers,

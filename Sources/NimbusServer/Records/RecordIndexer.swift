@@ -2,9 +2,10 @@ import Foundation
 import NimbusCore
 import NimbusStore
 
-/// The index rows of a record: its system fields, every indexable field value, and the words of its
+/// The index rows of a record: its system fields, every indexable field value, and the words of each of its
 /// strings. Every field is indexed whatever the schema says, so marking a field QUERYABLE, SORTABLE or
-/// SEARCHABLE later needs no rebuild; the schema decides only what queries may use.
+/// SEARCHABLE later needs no rebuild; the schema decides only what queries may use. A search of all text
+/// (`self CONTAINS`) looks through the words of each SEARCHABLE field, so they are not indexed twice.
 enum RecordIndexer {
     /// Record names are the entries' keys, which the store indexes itself.
     static let recordNameField = IndexEntry.keyField
@@ -15,7 +16,7 @@ enum RecordIndexer {
     static let parentField = "___parent"
     /// The share covering the record, for queries of participants in a shared hierarchy.
     static let shareField = "___share"
-    /// Words of every STRING field together, for `self CONTAINS 'milk'`.
+    /// What filters name to search the words of every SEARCHABLE field, for `self CONTAINS 'milk'`.
     static let allTokensField = Predicate.allTokensField
 
     /// The index field holding the words of a STRING field.
@@ -30,16 +31,13 @@ enum RecordIndexer {
         ]
         if let parent = record.parent { rows.append(IndexEntry(field: parentField, value: .text(parent.recordName))) }
         if let share { rows.append(IndexEntry(field: shareField, value: .text(share))) }
-        var allTokens = Set<String>()
         for (field, value) in record.fields.sorted(by: { $0.key < $1.key }) {
             let values = indexValues(value)
             rows += values.enumerated().map { IndexEntry(field: field, position: $0.offset, value: $0.element) }
             let words = tokens(value)
-            rows += words.enumerated().map { IndexEntry(field: tokensField(field), position: $0.offset, value: .text($0.element)) }
-            allTokens.formUnion(words)
-        }
-        rows += allTokens.sorted().enumerated().map {
-            IndexEntry(field: tokensField(allTokensField), position: $0.offset, value: .text($0.element))
+            rows += words.enumerated().map {
+                IndexEntry(field: tokensField(field), position: $0.offset, value: .text($0.element))
+            }
         }
         return rows
     }

@@ -228,6 +228,32 @@ extension SQLiteStore {
                     CREATE INDEX entry_index_by_value ON entry_index(zone_id, field, value);
                     """)
         }
+        migrator.registerMigration("2026-11-22-index-rows-unchecked") { db in
+            // Index rows cost most of a batch's writing, and each row's foreign key cost one more lookup: the
+            // rows' zones are the transaction's own, and deleting a zone deletes its rows. The record service's
+            // index of all words together (`tokens:allTokens`) repeated the words of each text field; a
+            // search of all text now looks through those, so its rows go.
+            try db.execute(
+                sql: """
+                    CREATE TABLE entry_index_v3 (
+                        zone_id INTEGER NOT NULL,
+                        sequence INTEGER NOT NULL,
+                        field INTEGER NOT NULL,
+                        position INTEGER NOT NULL,
+                        value BLOB NOT NULL,
+                        longitude REAL,
+                        PRIMARY KEY (zone_id, sequence, field, position)
+                    ) WITHOUT ROWID;
+                    INSERT INTO entry_index_v3 (zone_id, sequence, field, position, value, longitude)
+                        SELECT zone_id, sequence, field, position, value, longitude FROM entry_index
+                        WHERE field NOT IN (SELECT id FROM index_fields WHERE field = 'tokens:allTokens')
+                        ORDER BY zone_id, sequence, field, position;
+                    DROP TABLE entry_index;
+                    ALTER TABLE entry_index_v3 RENAME TO entry_index;
+                    CREATE INDEX entry_index_by_value ON entry_index(zone_id, field, value);
+                    DELETE FROM index_fields WHERE field = 'tokens:allTokens';
+                    """)
+        }
         return migrator
     }
 }

@@ -57,10 +57,10 @@ private struct IndexQuerySQL {
         let driver = drivers.min { Self.rank($0.element.match)! < Self.rank($1.element.match)! }
         let drivingCondition = driver?.element ?? IndexCondition(field: IndexEntry.keyField, .prefix(""))
 
-        text = "SELECT z.service, z.name, e.key, e.payload, e.sequence, e.audience FROM (SELECT DISTINCT zone_id, sequence FROM entry_index d "
+        text =
+            "SELECT z.service, z.name, e.key, e.payload, e.sequence, e.audience FROM (SELECT DISTINCT zone_id, sequence FROM entry_index d "
         arguments += zoneIDs
-        text += "WHERE d.zone_id IN (\(zones)) AND d.field = ? AND "
-        arguments.append(IndexFieldID.of(kind: query.kind, field: drivingCondition.field))
+        text += "WHERE d.zone_id IN (\(zones)) AND \(fields(drivingCondition.fields, of: query.kind, alias: "d")) AND "
         text += match(drivingCondition.match, alias: "d") + ") m "
         text += "JOIN entries e ON e.zone_id = m.zone_id AND e.sequence = m.sequence JOIN zones z ON z.id = e.zone_id "
         for (number, sort) in query.sort.enumerated() {
@@ -70,8 +70,8 @@ private struct IndexQuerySQL {
         }
         text += "WHERE e.payload IS NOT NULL"
         for (number, condition) in query.conditions.enumerated() where number != driver?.offset {
-            let rows = "FROM entry_index c WHERE c.zone_id = e.zone_id AND c.sequence = e.sequence AND c.field = ?"
-            arguments.append(IndexFieldID.of(kind: query.kind, field: condition.field))
+            let rows =
+                "FROM entry_index c WHERE c.zone_id = e.zone_id AND c.sequence = e.sequence AND \(fields(condition.fields, of: query.kind, alias: "c"))"
             if case .allOf(let values) = condition.match {
                 text += " AND (SELECT count(DISTINCT c.value) \(rows) AND \(match(.oneOf(values), alias: "c")))"
                 text += condition.negated ? " < ?" : " = ?"
@@ -109,6 +109,14 @@ private struct IndexQuerySQL {
         case .lessThan, .lessThanOrEqual, .greaterThan, .greaterThanOrEqual: 3
         case .within: 4
         }
+    }
+
+    /// Rows of any of the fields; with none, no row.
+    private mutating func fields(_ fields: [String], of kind: String, alias a: String) -> String {
+        guard !fields.isEmpty else { return "0" }
+        arguments += fields.map { IndexFieldID.of(kind: kind, field: $0) }
+        return fields.count == 1
+            ? "\(a).field = ?" : "\(a).field IN (" + Array(repeating: "?", count: fields.count).joined(separator: ", ") + ")"
     }
 
     private mutating func match(_ match: IndexCondition.Match, alias a: String) -> String {

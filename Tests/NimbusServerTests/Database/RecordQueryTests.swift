@@ -58,6 +58,11 @@ import Testing
             (Self.filter("note", "CONTAINS_ALL_TOKENS", #""Whole MILK""#), ["i1"]),
             (Self.filter("note", "CONTAINS_ANY_TOKENS", #""candy grain""#), ["i2", "i3"]),
             (Self.filter("allTokens", "CONTAINS_ALL_TOKENS", #""bread""#), ["i3"]),
+            // All text: the words of every text field, lists too, one word found in one field and one in another.
+            (Self.filter("allTokens", "CONTAINS_ALL_TOKENS", #""mints Peppermint""#), ["i2"]),
+            (Self.filter("allTokens", "CONTAINS_ALL_TOKENS", #""whole""#), ["i1", "i3"]),
+            (Self.filter("allTokens", "CONTAINS_ANY_TOKENS", #""sweet grain""#, system: true), ["i2", "i3"]),
+            (Self.filter("allTokens", "CONTAINS_ALL_TOKENS", #""mints bread""#, system: true), []),
             (Self.filter("recordName", "EQUALS", #"{"recordName":"i2"}"#, type: "REFERENCE", system: true), ["i2"]),
             (
                 #"{"fieldName":"location","comparator":"NEAR","fieldValue":{"value":{"latitude":52.52,"longitude":13.405},"type":"LOCATION"},"distance":5000}"#,
@@ -118,6 +123,24 @@ import Testing
         #expect(unsorted?.reason.contains("SORTABLE") == true)
         // Development and production are separate data: production has no records yet.
         #expect(try await fixture.query(#"{"query":{"recordType":"Items","sortBy":[{"fieldName":"number"}]}}"#, environment: "production").records.isEmpty)
+    }
+
+    @Test func aSearchOfAllTextLooksThroughTheSearchableFieldsOnly() async throws {
+        let fixture = try await DatabaseFixture.make()
+        defer { Task { await fixture.stop() } }
+        _ = try await fixture.server.store.updateSchemaText(container: fixture.app.container, environment: "production") { _ in
+            "DEFINE SCHEMA\nRECORD TYPE Items (___recordID REFERENCE QUERYABLE, name STRING QUERYABLE, note STRING SEARCHABLE);\n"
+        }
+        let create = #"{"operations":[{"operationType":"create","record":{"recordName":"i2","recordType":"Items","fields":{"#
+            + #""name":{"value":"mints"},"note":{"value":"peppermint candy"}}}}]}"#
+        #expect(try await fixture.modify(create, environment: "production").first?.record != nil)
+        func names(_ words: String) async throws -> [String?] {
+            let filter = Self.filter("allTokens", "CONTAINS_ANY_TOKENS", words, system: true)
+            return try await fixture.query(#"{"query":{"recordType":"Items","filterBy":[\#(filter)]}}"#, environment: "production")
+                .records.names
+        }
+        #expect(try await names(#""candy""#) == ["i2"])
+        #expect(try await names(#""mints""#) == [], "name is not SEARCHABLE")
     }
 
     @Test func queriesTooBigForOneStatementAreRefusedAtTheLimits() async throws {
