@@ -12,6 +12,11 @@ public struct Query: Sendable, Hashable {
 
     /// Parses an `NSPredicate`-format string; an invalid one throws `Predicate.ParseError` with its position.
     public init(recordType: String, predicate: String = "TRUEPREDICATE", _ arguments: any RecordValue...) throws {
+        try self.init(recordType: recordType, predicate: predicate, argumentArray: arguments)
+    }
+
+    /// The arguments as one array, as `NSPredicate(format:argumentArray:)` takes them.
+    public init(recordType: String, predicate: String, argumentArray arguments: [any RecordValue]) throws {
         self.recordType = recordType
         self.filters = try Predicate.filters(predicate, arguments.map(\.fieldValue))
         self.sortDescriptors = []
@@ -36,10 +41,12 @@ public struct Query: Sendable, Hashable {
     var wire: RecordQuery {
         RecordQuery(
             recordType: recordType, filterBy: filters.isEmpty ? nil : filters,
-            sortBy: sortDescriptors.isEmpty ? nil : sortDescriptors.map { sort in
-                QueryFilter.systemFields[sort.key].map { QuerySort(systemFieldName: $0, ascending: sort.ascending) }
-                    ?? QuerySort(fieldName: sort.key, ascending: sort.ascending)
-            })
+            sortBy: sortDescriptors.isEmpty
+                ? nil
+                : sortDescriptors.map { sort in
+                    QueryFilter.systemFields[sort.key].map { QuerySort(systemFieldName: $0, ascending: sort.ascending) }
+                        ?? QuerySort(fieldName: sort.key, ascending: sort.ascending)
+                })
     }
 }
 
