@@ -8,12 +8,9 @@ import Testing
 /// records it describes. The parser's own tests check the filters it builds; these check that the server
 /// answers those filters as an app means them.
 @Suite struct PredicateQueryTests {
-    @Test func everyPredicateFormFindsItsRecords() async throws {
-        let world = try await RecordDatabaseSyncTests.World.make()
-        defer { Task { await world.server.stop() } }
-        let database = try await world.database("phone")
+    /// A list and four items with a field of every kind queries compare; the saved records by name.
+    static func seed(_ database: CloudDatabase) async throws -> (zone: RecordZoneID, list: Record, items: [String: Record]) {
         let zone = try await database.save(RecordZone(zoneName: "Shopping")).zoneID
-
         var groceries = Record(recordType: "Lists", recordID: RecordID(recordName: "groceries", zoneID: zone))
         groceries["title"] = "Groceries"
         groceries = try await database.save(groceries)
@@ -35,6 +32,14 @@ import Testing
             if item.listed { record["list"] = Reference(groceries, action: .deleteSelf) }
             saved[item.name] = try await database.save(record)
         }
+        return (zone, groceries, saved)
+    }
+
+    @Test func everyPredicateFormFindsItsRecords() async throws {
+        let world = try await RecordDatabaseSyncTests.World.make()
+        defer { Task { await world.server.stop() } }
+        let database = try await world.database("phone")
+        let (zone, groceries, saved) = try await Self.seed(database)
         let milkCreated = try #require(saved["milk"]?.creationDate)
         // Records saved one after another may share a millisecond, so what a time matches is read off them.
         func created(_ matches: (Date) -> Bool) -> [String] {
@@ -76,6 +81,29 @@ import Testing
             query.sortDescriptors = [.init(key: "name")]
             let found = try await database.records(matching: query, inZoneWith: zone).matchResults
             #expect(found.map(\.recordID.recordName) == expected, "\(predicate)")
+        }
+    }
+
+    @Test func sortDescriptorsOrderByFieldsAndSystemFields() async throws {
+        let world = try await RecordDatabaseSyncTests.World.make()
+        defer { Task { await world.server.stop() } }
+        let database = try await world.database("phone")
+        let (zone, _, saved) = try await Self.seed(database)
+        // The server breaks ties by record name, and records saved one after another may share a millisecond.
+        let newestFirst = saved.values.sorted {
+            ($0.creationDate!, $1.recordID.recordName) > ($1.creationDate!, $0.recordID.recordName)
+        }.map(\.recordID.recordName)
+        let cases: [([Query.SortDescriptor], [String])] = [
+            ([.init(key: "number", ascending: false)], ["mints", "avocado", "milk", "apples"]),
+            ([.init(key: "recordID", ascending: false)], ["mints", "milk", "avocado", "apples"]),
+            ([.init(key: "done"), .init(key: "name", ascending: false)], ["milk", "apples", "mints", "avocado"]),
+            ([.init(key: "creationDate", ascending: false)], newestFirst),
+        ]
+        for (sorts, expected) in cases {
+            var query = try Query(recordType: "Items")
+            query.sortDescriptors = sorts
+            let found = try await database.records(matching: query, inZoneWith: zone).matchResults
+            #expect(found.map(\.recordID.recordName) == expected, "\(sorts)")
         }
     }
 }

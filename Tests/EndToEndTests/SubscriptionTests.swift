@@ -71,6 +71,33 @@ import Testing
         #expect(!received.all.contains { $0.recordName == "bobs" })
     }
 
+    @Test func aTextSearchSubscriptionFiresForItsWords() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        let app = try await server.seedApp()
+        let phone = try await Self.device(server, app, name: "phone")
+        let laptop = try await Self.device(server, app, name: "laptop")
+        let zone = try await phone.database.save(RecordZone(zoneName: "Shopping")).zoneID
+        _ = try await phone.database.save(Self.item("seed", number: 0, zone: zone))  // creates the type
+        try await laptop.database.save(
+            Subscription.query("milky", try Query(recordType: "Items", predicate: "self CONTAINS 'MILK'"), zoneID: zone))
+        let listener = laptop.container.notificationListener()
+        defer { listener.stop() }
+        let received = Recorder(listener.notifications)
+        #expect(await eventually { listener.isConnected })
+
+        var bread = Self.item("bread", number: 1, zone: zone)
+        bread["note"] = "goes with butter"  // a text field the type did not have yet
+        _ = try await phone.database.save(bread)
+        var oat = Self.item("oat", number: 2, zone: zone)
+        oat["note"] = "oat milk, unsweetened"
+        _ = try await phone.database.save(oat)
+        _ = try await phone.database.save(Self.item("milk chocolate", number: 3, zone: zone))
+
+        #expect(await received.first { $0.recordName == "milk chocolate" } != nil)
+        #expect(received.all.map(\.recordName) == ["oat", "milk chocolate"], "bread's words do not include milk")
+    }
+
     @Test func databaseSubscriptionsHearOfCustomZonesOnly() async throws {
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }
