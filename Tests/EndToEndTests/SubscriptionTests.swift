@@ -24,13 +24,28 @@ import Testing
         return record
     }
 
+    /// A server, and one user's phone and laptop sharing a custom zone the phone created.
+    struct Household {
+        let server: TestServer
+        let app: TestServer.SeededApp
+        let phone: Device
+        let laptop: Device
+        let zone: RecordZoneID
+
+        static func make() async throws -> Household {
+            let server = try await TestServer.start()
+            let app = try await server.seedApp()
+            let phone = try await device(server, app, name: "phone")
+            let laptop = try await device(server, app, name: "laptop")
+            let zone = try await phone.database.save(RecordZone(zoneName: "Shopping")).zoneID
+            return Household(server: server, app: app, phone: phone, laptop: laptop, zone: zone)
+        }
+    }
+
     @Test func queryZoneAndDatabaseSubscriptionsFire() async throws {
-        let server = try await TestServer.start()
-        defer { Task { await server.stop() } }
-        let app = try await server.seedApp()
-        let phone = try await Self.device(server, app, name: "phone")
-        let laptop = try await Self.device(server, app, name: "laptop")
-        let zone = try await phone.database.save(RecordZone(zoneName: "Shopping")).zoneID
+        let home = try await Household.make()
+        defer { Task { await home.server.stop() } }
+        let (server, app, phone, laptop, zone) = (home.server, home.app, home.phone, home.laptop, home.zone)
         _ = try await phone.database.save(Self.item("seed", number: 0, zone: zone))  // creates the type
 
         let bigItems = Subscription.query(
@@ -72,12 +87,9 @@ import Testing
     }
 
     @Test func aTextSearchSubscriptionFiresForItsWords() async throws {
-        let server = try await TestServer.start()
-        defer { Task { await server.stop() } }
-        let app = try await server.seedApp()
-        let phone = try await Self.device(server, app, name: "phone")
-        let laptop = try await Self.device(server, app, name: "laptop")
-        let zone = try await phone.database.save(RecordZone(zoneName: "Shopping")).zoneID
+        let home = try await Household.make()
+        defer { Task { await home.server.stop() } }
+        let (phone, laptop, zone) = (home.phone, home.laptop, home.zone)
         _ = try await phone.database.save(Self.item("seed", number: 0, zone: zone))  // creates the type
         try await laptop.database.save(
             Subscription.query("milky", try Query(recordType: "Items", predicate: "self CONTAINS 'MILK'"), zoneID: zone))
@@ -99,12 +111,9 @@ import Testing
     }
 
     @Test func databaseSubscriptionsHearOfCustomZonesOnly() async throws {
-        let server = try await TestServer.start()
-        defer { Task { await server.stop() } }
-        let app = try await server.seedApp()
-        let phone = try await Self.device(server, app, name: "phone")
-        let laptop = try await Self.device(server, app, name: "laptop")
-        let zone = try await phone.database.save(RecordZone(zoneName: "Shopping")).zoneID
+        let home = try await Household.make()
+        defer { Task { await home.server.stop() } }
+        let (phone, laptop, zone) = (home.phone, home.laptop, home.zone)
         try await laptop.database.save(.database("every"))
         try await laptop.database.save(.zone("marker", zone))
         let listener = laptop.container.notificationListener()
