@@ -105,7 +105,7 @@ let package = Package(
         ),
         .target(
             name: "BenchmarkSupport",
-            dependencies: ["NimbusKit", "NimbusCore", .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: ["NimbusKit", "NimbusCore", "NimbusStore", .product(name: "GRDB", package: "GRDB.swift")],
             path: "Benchmarks/BenchmarkSupport"
         ),
         .executableTarget(

@@ -1,12 +1,14 @@
 import Foundation
 import GRDB
+import NimbusCore
+import NimbusStore
 
 /// The smallest commit a key-value write makes, alone on the disk: the entry upserted (its row and its
 /// sequence index), the zone's row and the account's change counter updated, synced as the server syncs
 /// (WAL, `synchronous = FULL`). With these tables, sequential writes can be acknowledged no faster than
 /// one HTTP round trip plus this each; the 4 KiB sync row is the bound only for a design that synced a
 /// single page per write, since a commit writes a 4 KiB frame per page it changes.
-enum CommitFloor {
+public enum CommitFloor {
     /// Mean microseconds per commit, in a scratch database in `directory` (removed afterwards).
     static func keyValueCommitMicroseconds(in directory: URL, count: Int) throws -> Double {
         let path = directory.appendingPathComponent("commit-probe.sqlite").path
@@ -43,6 +45,46 @@ enum CommitFloor {
                 try db.cachedStatement(sql: "UPDATE counters SET sequence = sequence + 1 WHERE account = 'a'").execute()
             }
         }
+        return (ContinuousClock.now - start).milliseconds * 1000 / Double(count)
+    }
+
+    /// Mean microseconds for the store (`SQLiteStore`, as the server runs it) to commit one new record of
+    /// the kind the save benchmarks write, alone: its entry and the eight index rows the server gives it
+    /// (the record name, four system fields, the text and its two words), in a zone that already holds
+    /// `count` such records, as the benchmark's zone does. A sequential save is acknowledged no faster than
+    /// one HTTP round trip plus this, whatever the server does besides.
+    public static func recordSaveCommitMicroseconds(in directory: URL, count: Int) async throws -> Double {
+        let path = directory.appendingPathComponent("record-probe.sqlite").path
+        defer {
+            for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
+        }
+        let store = try SQLiteStore(path: path)
+        let owner = Secrets.userRecordName()
+        try await store.createAccount(
+            AccountRecord(id: owner, email: "probe@bench.local", passwordHash: "-", isAdministrator: false, createdAt: Date()))
+        let zone = ZoneKey(
+            accountID: owner,
+            address: ZoneAddress(
+                service: .init(rawValue: "db:iCloud.com.example.Bench:development:private"), name: "_defaultZone"))
+        let payload = Data(count: 300)
+        func save(_ number: Int) async throws {
+            let time = Date().milliseconds
+            let rows = [
+                IndexEntry(field: "___createTime", value: .integer(time)), IndexEntry(field: "___modTime", value: .integer(time)),
+                IndexEntry(field: "___createdBy", value: .text(owner)), IndexEntry(field: "___modifiedBy", value: .text(owner)),
+                IndexEntry(field: "text", value: .text("a note")), IndexEntry(field: "tokens:text", value: .text("a")),
+                IndexEntry(field: "tokens:text", position: 1, value: .text("note")),
+            ]
+            // Names that grow, as the SDK's time-ordered ones do.
+            let key = String(format: "note-%09d", number)
+            _ = try await store.transact(zone, creating: true) { transaction in
+                try transaction.put(key, payload: payload, size: payload.count)
+                try transaction.index(key, kind: "Notes", rows: rows)
+            }
+        }
+        for number in 0..<count { try await save(number) }
+        let start = ContinuousClock.now
+        for number in count..<(2 * count) { try await save(number) }
         return (ContinuousClock.now - start).milliseconds * 1000 / Double(count)
     }
 }

@@ -118,7 +118,10 @@ public final class ServerProcess: @unchecked Sendable {
     /// Rows that show what the machine allows: sequential writes can be no faster than one HTTP round
     /// trip plus one synced disk write each, and a key-value write's commit syncs several pages.
     @MainActor
-    public func floorRows(into table: inout ResultTable) async throws {
+    /// Adds the rows of what this machine allows before the server does any work; returns the `/health`
+    /// round trip in microseconds.
+    @discardableResult
+    public func floorRows(into table: inout ResultTable) async throws -> Double {
         let health = try await median(runs: 3) { try await healthThroughput(requests: 3000) }
         let sync = try syncedWriteMicroseconds(count: 1000)
         let commit = try CommitFloor.keyValueCommitMicroseconds(in: dataDirectory, count: 1000)
@@ -136,6 +139,7 @@ public final class ServerProcess: @unchecked Sendable {
         table.add(
             "Ceiling for sequential key-value writes (1 / (GET + commit))", String(format: "%.0f/s", 1_000_000 / (roundTrip + commit)),
             target: "(reference)", met: true)
+        return roundTrip
     }
 
     public func stop() {

@@ -17,14 +17,23 @@ enum RecordBenchmarks {
             extraArguments: ["--session-rate", "1000000", "--token-rate", "1000000"])
         defer { server.stop() }
         let session = try await server.signIn("records@bench.local", device: "bench")
-        let database = CloudContainer(identifier: server.container, session: session, apiToken: server.apiToken).privateCloudDatabase
+        let database = CloudContainer(identifier: server.container, session: session, apiToken: server.apiToken)
+            .privateCloudDatabase
         var table = ResultTable()
         let selected = Set(CommandLine.arguments.dropFirst())
         func wanted(_ name: String) -> Bool { selected.isEmpty || selected.contains(name) }
 
         if wanted("saves") {
             progress("measuring saves")
-            try await server.floorRows(into: &table)
+            let roundTrip = try await server.floorRows(into: &table)
+            let commit = try await CommitFloor.recordSaveCommitMicroseconds(in: server.dataDirectory, count: 2000)
+            table.add(
+                "Baseline: a record save's synced commit alone (store)", String(format: "%.0f µs", commit), target: "(reference)",
+                met: true)
+            table.add(
+                "Ceiling for sequential record saves (1 / (GET + commit))",
+                String(format: "%.0f/s", 1_000_000 / (roundTrip + commit)),
+                target: "(reference)", met: true)
             let sequential = try await median(runs: 3) { try await sequentialSaves(database, count: 2000) }
             table.add("Saves/s, one record per request", sequential.text, target: "≥ 2,000", met: sequential.median >= 2000)
         }
@@ -41,7 +50,8 @@ enum RecordBenchmarks {
             try await seed(database, zone: zone.zoneID, range: 0..<100_000)
             progress("measuring catch-up")
             let rate = try await median(runs: 3) { try await catchUp(database, zone: zone.zoneID, expecting: 100_000) }
-            table.add("changes/zone catch-up, 100,000 changes (records/s)", rate.text, target: "≥ 50,000", met: rate.median >= 50000)
+            table.add(
+                "changes/zone catch-up, 100,000 changes (records/s)", rate.text, target: "≥ 50,000", met: rate.median >= 50000)
         }
         if wanted("query") {
             let zone = try await database.save(RecordZone(zoneName: "Query"))
@@ -49,13 +59,16 @@ enum RecordBenchmarks {
             try await seed(database, zone: zone.zoneID, range: 0..<10_000)
             progress("measuring queries at 10,000")
             let small = try await queryLatencies(database, zone: zone.zoneID, lists: 10_000 / 100, queries: 1000)
-            table.add("Query p99, 10,000 records", String(format: "%.2f ms (p50 %.2f)", small.at(99), small.at(50)), target: "(reference)", met: true)
+            table.add(
+                "Query p99, 10,000 records", String(format: "%.2f ms (p50 %.2f)", small.at(99), small.at(50)),
+                target: "(reference)", met: true)
             progress("seeding up to 1,000,000 records")
             try await seed(database, zone: zone.zoneID, range: 10_000..<1_000_000)
             progress("measuring queries at 1,000,000")
             let large = try await queryLatencies(database, zone: zone.zoneID, lists: 1_000_000 / 100, queries: 1000)
             table.add(
-                "Query p99, 1,000,000 records", String(format: "%.2f ms (p50 %.2f)", large.at(99), large.at(50)), target: "≤ 20 ms",
+                "Query p99, 1,000,000 records", String(format: "%.2f ms (p50 %.2f)", large.at(99), large.at(50)),
+                target: "≤ 20 ms",
                 met: large.at(99) <= 20)
             let ratio = large.at(99) / small.at(99)
             table.add("p99 ratio 1,000,000 / 10,000", String(format: "%.2f×", ratio), target: "≤ 2×", met: ratio <= 2)
@@ -95,7 +108,8 @@ enum RecordBenchmarks {
     static func batchedSaves(_ database: CloudDatabase, batches: Int) async throws -> Double {
         let start = ContinuousClock.now
         for _ in 0..<batches {
-            let (saved, _) = try await database.modifyRecords(saving: (0..<200).map { _ in note() }, deleting: [], savePolicy: .allKeys)
+            let (saved, _) = try await database.modifyRecords(
+                saving: (0..<200).map { _ in note() }, deleting: [], savePolicy: .allKeys)
             guard saved.count == 200 else { throw NimbusError(.internalError, "a batch lost records") }
         }
         return Double(batches * 200) / ((ContinuousClock.now - start).milliseconds / 1000)
@@ -146,12 +160,16 @@ enum RecordBenchmarks {
             token = changes.changeToken
             more = changes.moreComing
         }
-        guard records == expecting else { throw NimbusError(.internalError, "caught up \(records) records, expected \(expecting)") }
+        guard records == expecting else {
+            throw NimbusError(.internalError, "caught up \(records) records, expected \(expecting)")
+        }
         return Double(records) / ((ContinuousClock.now - start).milliseconds / 1000)
     }
 
     /// Latencies (ms) of "items of a random list, sorted by name": an indexed equality filter and a sort.
-    static func queryLatencies(_ database: CloudDatabase, zone: RecordZoneID, lists: Int, queries: Int) async throws -> Percentiles {
+    static func queryLatencies(_ database: CloudDatabase, zone: RecordZoneID, lists: Int, queries: Int) async throws
+        -> Percentiles
+    {
         var latencies = [Double]()
         for index in 0..<(queries + 50) {
             let list = RecordID(recordName: "list-\(Int.random(in: 0..<lists))", zoneID: zone)
