@@ -44,7 +44,7 @@ public final class SQLiteStore: Sendable {
             if !applied.isEmpty { migrating(pending) }
             try migrator.migrate(pool)
             // A migration that rewrites a table fills the write-ahead log with all of it; hand the space back.
-            try pool.writeWithoutTransaction { try $0.checkpoint(.truncate) }
+            _ = try pool.writeWithoutTransaction { try $0.checkpoint(.truncate) }
         }
         groupCommit = GroupCommit(pool: pool)
     }
