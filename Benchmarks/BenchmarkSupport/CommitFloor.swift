@@ -3,13 +3,13 @@ import GRDB
 import NimbusCore
 import NimbusStore
 
-/// The smallest commit a key-value write makes, alone on the disk: the entry upserted (its row and its
-/// sequence index), the zone's row and the account's change counter updated, synced as the server syncs
-/// (WAL, `synchronous = FULL`). With these tables, sequential writes can be acknowledged no faster than
-/// one HTTP round trip plus this each; the 4 KiB sync row is the bound only for a design that synced a
-/// single page per write, since a commit writes a 4 KiB frame per page it changes.
+/// Commits timed alone on the disk, synced as the server syncs (WAL, `synchronous = FULL`), in scratch
+/// databases in a given directory (removed afterwards). Sequential writes can be acknowledged no faster
+/// than one HTTP round trip plus their commit each; the 4 KiB sync row is the bound only for a design that
+/// synced a single page per write, since a commit writes a 4 KiB frame per page it changes.
 public enum CommitFloor {
-    /// Mean microseconds per commit, in a scratch database in `directory` (removed afterwards).
+    /// Mean microseconds for the smallest commit a key-value write makes: the entry upserted (its row and
+    /// its sequence index), the zone's row and the account's change counter updated.
     static func keyValueCommitMicroseconds(in directory: URL, count: Int) throws -> Double {
         let path = directory.appendingPathComponent("commit-probe.sqlite").path
         defer {

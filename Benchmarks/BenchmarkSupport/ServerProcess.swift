@@ -116,10 +116,9 @@ public final class ServerProcess: @unchecked Sendable {
     }
 
     /// Rows that show what the machine allows: sequential writes can be no faster than one HTTP round
-    /// trip plus one synced disk write each, and a key-value write's commit syncs several pages.
+    /// trip plus one synced disk write each, and a key-value write's commit syncs several pages. Returns
+    /// the `/health` round trip in microseconds, for the floors a suite adds of its own.
     @MainActor
-    /// Adds the rows of what this machine allows before the server does any work; returns the `/health`
-    /// round trip in microseconds.
     @discardableResult
     public func floorRows(into table: inout ResultTable) async throws -> Double {
         let health = try await median(runs: 3) { try await healthThroughput(requests: 3000) }
