@@ -52,7 +52,12 @@ struct QueryPlanner {
     }
 
     private func missingIndex(_ target: Target, _ index: String) -> NimbusError {
-        .badRequest(
+        // All text is no field a schema could give an index.
+        guard target.name != RecordIndexer.allTokensField else {
+            return .badRequest(
+                "\(target.name) (all text) is searched with CONTAINS_ALL_TOKENS or CONTAINS_ANY_TOKENS only; it cannot be \(index)")
+        }
+        return .badRequest(
             "field \(target.name) of record type \(recordType.name) is not \(index); add the index to the schema "
                 + "(`\(target.name) \(target.wireType.replacingOccurrences(of: "_LIST", with: "")) \(index)`) and deploy it")
     }

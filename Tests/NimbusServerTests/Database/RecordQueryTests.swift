@@ -141,6 +141,14 @@ import Testing
         }
         #expect(try await names(#""candy""#) == ["i2"])
         #expect(try await names(#""mints""#) == [], "name is not SEARCHABLE")
+        // All text takes only token searches, and the error does not send the developer to the schema.
+        for body in [
+            #"{"query":{"recordType":"Items","filterBy":[\#(Self.filter("allTokens", "EQUALS", #""candy""#, system: true))]}}"#,
+            #"{"query":{"recordType":"Items","sortBy":[{"systemFieldName":"allTokens"}]}}"#,
+        ] {
+            let refused = try await fixture.post("records/query", body, environment: "production").error
+            #expect(refused?.code == .badRequest && refused?.reason.contains("CONTAINS_ALL_TOKENS") == true, "\(body)")
+        }
     }
 
     @Test func queriesTooBigForOneStatementAreRefusedAtTheLimits() async throws {
