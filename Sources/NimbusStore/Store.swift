@@ -172,9 +172,27 @@ extension ZoneTransaction {
 public protocol SchemaStore: Sendable {
     func schemaText(container: String, environment: String) async throws -> String?
     /// Replaces the schema with what `update` makes of the current one, atomically (concurrent updates
-    /// each see the other's result). Returns the stored text.
-    func updateSchemaText(container: String, environment: String, _ update: @escaping @Sendable (String?) throws -> String)
-        async throws -> String
+    /// each see the other's result), and in the same transaction gives the entries already stored the
+    /// index rows the new schema asks for (`update`'s backfills). Returns the stored text.
+    func updateSchemaText(
+        container: String, environment: String,
+        _ update: @escaping @Sendable (String?) throws -> (text: String, backfills: [IndexBackfill])
+    ) async throws -> String
+}
+
+/// Index rows a schema change adds to entries already stored: to every live entry of `kind` in the zones
+/// of services starting with `servicePrefix`, the rows `rows` makes of its payload. Rows an entry already
+/// has stay as they are.
+public struct IndexBackfill: Sendable {
+    public var servicePrefix: String
+    public var kind: String
+    public var rows: @Sendable (_ payload: Data) throws -> [IndexEntry]
+
+    public init(servicePrefix: String, kind: String, rows: @escaping @Sendable (_ payload: Data) throws -> [IndexEntry]) {
+        self.servicePrefix = servicePrefix
+        self.kind = kind
+        self.rows = rows
+    }
 }
 
 /// Asset uploads and their receipts.

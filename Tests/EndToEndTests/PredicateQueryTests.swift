@@ -8,8 +8,11 @@ import Testing
 /// records it describes. The parser's own tests check the filters it builds; these check that the server
 /// answers those filters as an app means them.
 @Suite struct PredicateQueryTests {
-    /// A list and four items with a field of every kind queries compare; the saved records by name.
-    static func seed(_ database: CloudDatabase) async throws -> (zone: RecordZoneID, list: Record, items: [String: Record]) {
+    /// A list and four items with a field of every kind queries compare, and then an index on the items'
+    /// creation time (which indexes the items saved before it); the saved records by name.
+    static func seed(_ database: CloudDatabase, in world: RecordDatabaseSyncTests.World) async throws
+        -> (zone: RecordZoneID, list: Record, items: [String: Record])
+    {
         let zone = try await database.save(RecordZone(zoneName: "Shopping")).zoneID
         var groceries = Record(recordType: "Lists", recordID: RecordID(recordName: "groceries", zoneID: zone))
         groceries["title"] = "Groceries"
@@ -32,6 +35,7 @@ import Testing
             if item.listed { record["list"] = Reference(groceries, action: .deleteSelf) }
             saved[item.name] = try await database.save(record)
         }
+        try await world.server.indexSystemFields(["___createTime"], of: "Items", container: world.app.container)
         return (zone, groceries, saved)
     }
 
@@ -39,7 +43,7 @@ import Testing
         let world = try await RecordDatabaseSyncTests.World.make()
         defer { Task { await world.server.stop() } }
         let database = try await world.database("phone")
-        let (zone, groceries, saved) = try await Self.seed(database)
+        let (zone, groceries, saved) = try await Self.seed(database, in: world)
         let milkCreated = try #require(saved["milk"]?.creationDate)
         // Records saved one after another may share a millisecond, so what a time matches is read off them.
         func created(_ matches: (Date) -> Bool) -> [String] {
@@ -88,7 +92,7 @@ import Testing
         let world = try await RecordDatabaseSyncTests.World.make()
         defer { Task { await world.server.stop() } }
         let database = try await world.database("phone")
-        let (zone, _, saved) = try await Self.seed(database)
+        let (zone, _, saved) = try await Self.seed(database, in: world)
         // The server breaks ties by record name, and records saved one after another may share a millisecond.
         let newestFirst = saved.values.sorted {
             ($0.creationDate!, $1.recordID.recordName) > ($1.creationDate!, $0.recordID.recordName)

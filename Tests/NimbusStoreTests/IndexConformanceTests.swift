@@ -216,7 +216,7 @@ import Testing
             for line in 0..<10 {
                 group.addTask {
                     _ = try await store.updateSchemaText(container: "iCloud.com.example.Cloudy", environment: "development") {
-                        ($0 ?? "") + "\(line)\n"
+                        (($0 ?? "") + "\(line)\n", [])
                     }
                 }
             }
@@ -225,6 +225,53 @@ import Testing
         let text = try await store.schemaText(container: "iCloud.com.example.Cloudy", environment: "development")
         #expect(Set(text?.split(separator: "\n") ?? []).count == 10)
         #expect(try await store.schemaText(container: "iCloud.com.example.Cloudy", environment: "production") == nil)
+    }
+
+    @Test(arguments: StoreBackend.allCases)
+    func aSchemaChangeBackfillsTheLiveEntriesOfItsKindInItsServices(_ backend: StoreBackend) async throws {
+        let store = try backend.makeStore()
+        try await store.createTeam(Team(teamID: "98Z3R5XU29", name: "Example"))
+        try await store.createContainer(Container(identifier: "iCloud.com.example.Cloudy", teamID: "98Z3R5XU29"))
+        let lists = try await makeZone(store)
+        let production = ZoneKey(
+            accountID: lists.accountID,
+            address: ZoneAddress(service: .init(rawValue: "db:iCloud.com.example.Cloudy:production:private"), name: "Lists"))
+        for zone in [lists, production] {
+            try await saveItem(store, zone, "milk", name: "milk", number: 1, list: "groceries")
+            try await saveItem(store, zone, "mints", name: "mints", number: 5, list: "groceries")
+        }
+        try await saveItem(store, lists, "gone", name: "gone", number: 9, list: "groceries")
+        _ = try await store.transact(lists, creating: false) { transaction in
+            try transaction.put("gone", payload: nil, size: 0)
+            // Another kind in the same zone.
+            try transaction.put("groceries", payload: Data("groceries".utf8), size: 9)
+            try transaction.index("groceries", kind: "Lists", rows: [IndexEntry(field: "name", value: .text("groceries"))])
+        }
+        // Each entry gets a row made of its payload; "milk" already has one of them, which stays.
+        _ = try await store.transact(lists, creating: false) { transaction in
+            try transaction.put("milk", payload: Data("milk".utf8), size: 4)
+            try transaction.index(
+                "milk", kind: "Items", rows: [IndexEntry(field: "name", value: .text("milk")), IndexEntry(field: "size", value: .integer(4))])
+        }
+        let backfill = IndexBackfill(servicePrefix: "db:iCloud.com.example.Cloudy:development:", kind: "Items") { payload in
+            [IndexEntry(field: "size", value: .integer(Int64(payload.count)))]
+        }
+        _ = try await store.updateSchemaText(container: "iCloud.com.example.Cloudy", environment: "development") { _ in
+            ("DEFINE SCHEMA\n", [backfill])
+        }
+        func sized(_ zone: ZoneKey, _ kind: String = "Items") async throws -> [String] {
+            try await keys(
+                store,
+                IndexQuery(
+                    zones: [zone], kind: kind, conditions: [IndexCondition(field: "size", .greaterThan(.integer(0)))],
+                    sort: [IndexSort(field: "size")], limit: 10))
+        }
+        #expect(try await sized(lists) == ["milk", "mints"])
+        #expect(try await sized(production) == [], "another environment's services are not backfilled")
+        #expect(try await sized(lists, "Lists") == [], "nor another kind")
+        // The rows belong to the version backfilled: replacing it drops them as it drops the others.
+        try await saveItem(store, lists, "mints", name: "mints", number: 6, list: "groceries")
+        #expect(try await sized(lists) == ["milk"])
     }
 
     @Test(arguments: StoreBackend.allCases)

@@ -114,7 +114,7 @@ extension Schema {
     }
 
     /// Names that are not plain identifiers (system fields, roles like `_world`) are quoted.
-    static func quoted(_ name: String) -> String {
+    public static func quoted(_ name: String) -> String {
         let plain = name.first.map { $0.isLetter } == true && name.allSatisfy { $0.isLetter || $0.isNumber || $0 == "_" }
         return plain && !SchemaLexer.keywords.contains(name.uppercased()) ? name : "\"\(name)\""
     }

@@ -17,16 +17,19 @@ struct QueryPlanner {
         var name: String
     }
 
-    /// System fields, by their web names; every record indexes them.
-    private static let systemTargets: [String: Target] = [
+    /// System fields every record indexes, by their web names.
+    private static let indexedSystemTargets: [String: Target] = [
         "recordName": Target(indexField: RecordIndexer.recordNameField, wireType: "REFERENCE", name: "recordName"),
-        "createdTimestamp": Target(indexField: RecordIndexer.createTimeField, wireType: "TIMESTAMP", name: "createdTimestamp"),
-        "modifiedTimestamp": Target(indexField: RecordIndexer.modTimeField, wireType: "TIMESTAMP", name: "modifiedTimestamp"),
-        "createdUserRecordName": Target(
-            indexField: RecordIndexer.createdByField, wireType: "REFERENCE", name: "createdUserRecordName"),
-        "modifiedUserRecordName": Target(
-            indexField: RecordIndexer.modifiedByField, wireType: "REFERENCE", name: "modifiedUserRecordName"),
         "parent": Target(indexField: RecordIndexer.parentField, wireType: "REFERENCE", name: "parent"),
+    ]
+
+    /// System fields queries may use once the schema gives them an index, as CloudKit's need, by their web
+    /// names: their schema names and wire types.
+    private static let declaredSystemFields: [String: (schemaName: String, wireType: String)] = [
+        "createdTimestamp": (RecordIndexer.createTimeField, "TIMESTAMP"),
+        "modifiedTimestamp": (RecordIndexer.modTimeField, "TIMESTAMP"),
+        "createdUserRecordName": (RecordIndexer.createdByField, "REFERENCE"),
+        "modifiedUserRecordName": (RecordIndexer.modifiedByField, "REFERENCE"),
     ]
 
     private func target(fieldName: String?, systemFieldName: String?) throws(NimbusError) -> Target {
@@ -37,10 +40,14 @@ struct QueryPlanner {
                 name: RecordIndexer.allTokensField)
         }
         if let system = systemFieldName ?? fieldName.flatMap({ QueryFilter.systemFields[$0] }) {
-            guard let target = Self.systemTargets[system] else {
+            if let target = Self.indexedSystemTargets[system] { return target }
+            guard let (schemaName, wireType) = Self.declaredSystemFields[system] else {
                 throw .badRequest("\(system) is not a system field that queries can use")
             }
-            return target
+            let declared = recordType.fields.first { $0.name == schemaName }
+            return Target(
+                indexField: schemaName, wireType: wireType, queryable: declared?.queryable == true,
+                sortable: declared?.sortable == true, name: schemaName)
         }
         guard let fieldName else { throw .badRequest("a filter or sort needs fieldName or systemFieldName") }
         guard let field = recordType.fields.first(where: { $0.name == fieldName }) else {
@@ -59,7 +66,7 @@ struct QueryPlanner {
         }
         return .badRequest(
             "field \(target.name) of record type \(recordType.name) is not \(index); add the index to the schema "
-                + "(`\(target.name) \(target.wireType.replacingOccurrences(of: "_LIST", with: "")) \(index)`) and deploy it")
+                + "(`\(Schema.quoted(target.name)) \(target.wireType.replacingOccurrences(of: "_LIST", with: "")) \(index)`) and deploy it")
     }
 
     /// What one query may ask, so that it stays one SQL statement SQLite takes: a statement joins at most

@@ -2,10 +2,15 @@ import Foundation
 import NimbusCore
 import NimbusStore
 
-/// The index rows of a record: its system fields, every indexable field value, and the words of each of its
-/// strings. Every field is indexed whatever the schema says, so marking a field QUERYABLE, SORTABLE or
-/// SEARCHABLE later needs no rebuild; the schema decides only what queries may use. A search of all text
-/// (`self CONTAINS`) looks through the words of each SEARCHABLE field, so they are not indexed twice.
+/// The index rows of a record: its name and creator, the system fields its type's schema indexes, every
+/// indexable field value, and the words of each of its strings. Every field is indexed whatever the schema
+/// says, so marking a field QUERYABLE, SORTABLE or SEARCHABLE later needs no rebuild; the schema decides
+/// only what queries may use. System fields are indexed only once the schema declares their index, as in
+/// CloudKit (`"___modTime" TIMESTAMP SORTABLE`): most apps never query them, and their rows were three of
+/// the eight a short record wrote. Declaring one adds the rows of the records already stored
+/// (`backfills`). The creator is always indexed: roles that let users read only their own records filter
+/// by it. A search of all text (`self CONTAINS`) looks through the words of each SEARCHABLE field, so they
+/// are not indexed twice.
 enum RecordIndexer {
     /// Record names are the entries' keys, which the store indexes itself.
     static let recordNameField = IndexEntry.keyField
@@ -22,13 +27,24 @@ enum RecordIndexer {
     /// The index field holding the words of a STRING field.
     static func tokensField(_ field: String) -> String { "tokens:" + field }
 
-    static func rows(name: String, record: StoredRecord, share: String?) -> [IndexEntry] {
-        var rows = [
-            IndexEntry(field: createTimeField, value: .integer(record.created.timestamp)),
-            IndexEntry(field: modTimeField, value: .integer(record.modified.timestamp)),
-            IndexEntry(field: createdByField, value: .text(record.created.userRecordName)),
-            IndexEntry(field: modifiedByField, value: .text(record.modified.userRecordName)),
-        ]
+    /// The system fields indexed only when the schema declares them, by their schema names.
+    static let declarableSystemFields = ["___createTime": createTimeField, "___modTime": modTimeField, "___modifiedBy": modifiedByField]
+
+    /// The index fields of the declarable system fields a record type's schema gives an index.
+    static func indexedSystemFields(_ type: Schema.RecordType?) -> Set<String> {
+        Set(type?.fields.compactMap { $0.queryable || $0.sortable ? declarableSystemFields[$0.name] : nil } ?? [])
+    }
+
+    /// Every row a record could have, as a query subscription matches it: all system fields.
+    static func allRows(name: String, record: StoredRecord) -> [IndexEntry] {
+        rows(name: name, record: record, share: nil, systemFields: Set(declarableSystemFields.values))
+            + [IndexEntry(field: IndexEntry.keyField, value: .text(name))]
+    }
+
+    /// What the store indexes a record by, the system fields in `systemFields` (index field names) among them.
+    static func rows(name: String, record: StoredRecord, share: String?, systemFields: Set<String>) -> [IndexEntry] {
+        var rows = [IndexEntry(field: createdByField, value: .text(record.created.userRecordName))]
+        rows += systemRows(record, systemFields)
         if let parent = record.parent { rows.append(IndexEntry(field: parentField, value: .text(parent.recordName))) }
         if let share { rows.append(IndexEntry(field: shareField, value: .text(share))) }
         for (field, value) in record.fields.sorted(by: { $0.key < $1.key }) {
@@ -40,6 +56,29 @@ enum RecordIndexer {
             }
         }
         return rows
+    }
+
+    /// The rows of the system fields in `fields` (index field names).
+    static func systemRows(_ record: StoredRecord, _ fields: Set<String>) -> [IndexEntry] {
+        [
+            (createTimeField, IndexValue.integer(record.created.timestamp)),
+            (modTimeField, .integer(record.modified.timestamp)),
+            (modifiedByField, .text(record.modified.userRecordName)),
+        ].filter { fields.contains($0.0) }.map { IndexEntry(field: $0.0, value: $0.1) }
+    }
+
+    /// What the records of `container`'s `environment` stored before `new` replaced `old` lack: the rows of
+    /// the system fields `new` declares an index on and `old` did not, per record type.
+    static func backfills(from old: Schema, to new: Schema, container: String, environment: RecordDatabase.Environment)
+        -> [IndexBackfill]
+    {
+        new.recordTypes.compactMap { type in
+            let added = indexedSystemFields(type).subtracting(indexedSystemFields(old.recordTypes.first { $0.name == type.name }))
+            guard !added.isEmpty else { return nil }
+            return IndexBackfill(
+                servicePrefix: "\(RecordDatabase.servicePrefix)\(container):\(environment.rawValue):", kind: type.name
+            ) { payload in systemRows(try StoredRecord(payload: payload), added) }
+        }
     }
 
     /// What a field value is indexed (and compared in queries) as; BYTES and assets are not indexable.

@@ -233,7 +233,10 @@ struct RecordWriter {
         // What the record counts against its owner's quota: its bytes and its assets' files.
         let assetBytes = record.fields.values.flatMap(StoredRecord.assets).reduce(0) { $0 + ($1.size ?? 0) }
         let sequence = try transaction.put(name, payload: payload, size: payload.count + Int(assetBytes), audience: membership.audience)
-        try transaction.index(name, kind: record.recordType, rows: RecordIndexer.rows(name: name, record: record, share: membership.current))
+        let systemFields = RecordIndexer.indexedSystemFields(schema.recordTypes.first { $0.name == record.recordType })
+        try transaction.index(
+            name, kind: record.recordType,
+            rows: RecordIndexer.rows(name: name, record: record, share: membership.current, systemFields: systemFields))
         log.append(RecordChange(name: name, before: before, after: record, sequence: sequence, membership: membership))
         return sequence
     }

@@ -14,19 +14,21 @@ struct SchemaGrowth {
     private let stored: Schema?
     private let records: [Record]
 
-    /// `cached` is the schema the request started with: when it has everything the records use, the
-    /// store is not read.
-    init(_ database: RecordDatabase, cached: Schema, records: [Record], in transaction: any ZoneTransaction) throws {
+    /// `cached` is the schema the request started with, parsed only again if the store's text has changed
+    /// since: the records are checked and indexed by the schema as this transaction sees it, since a
+    /// deploy, an import or another batch may have committed since the cache was read (a system field's
+    /// newly declared index, whose rows the change added to the records stored before, must be written
+    /// for these records too).
+    init(_ database: RecordDatabase, cached: SchemaRegistry.Stored, records: [Record], in transaction: any ZoneTransaction) throws {
         self.records = records
+        let text = try transaction.schemaText(container: database.container, environment: database.environment.rawValue)
+        let current = text == cached.text ? cached.schema : try text.map { try Schema(parsing: $0) } ?? Schema()
         let used = records.map { (type: $0.type, fields: $0.fields) }
-        guard database.environment == .development, SchemaRegistry.lacks(cached, used) else {
-            (schema, stored) = (cached, nil)
+        guard database.environment == .development, SchemaRegistry.lacks(current, used) else {
+            (schema, stored) = (current, nil)
             return
         }
-        // The stored schema, not the cache, which may be behind a batch committed since it was read.
-        let text = try transaction.schemaText(container: database.container, environment: database.environment.rawValue)
-        let stored = try text.map { try Schema(parsing: $0) } ?? Schema()
-        (schema, self.stored) = (SchemaRegistry.extended(stored, with: used), stored)
+        (schema, stored) = (SchemaRegistry.extended(current, with: used), current)
     }
 
     /// Stores the additions of the records saved (worked out only when the batch may add something);

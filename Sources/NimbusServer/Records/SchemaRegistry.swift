@@ -8,11 +8,17 @@ final class SchemaRegistry: Sendable {
     private let store: any Store
     private let cache = Mutex<Cache>(Cache())
 
-    /// Schemas by "container/environment". A load that started before the schema last changed does not
-    /// store what it read, so the cache never goes back to an older schema.
+    /// Schemas by "container/environment", with the text each was read from. A load that started before
+    /// the schema last changed does not store what it read, so the cache never goes back to an older schema.
     private struct Cache {
-        var schemas = [String: Schema]()
+        var schemas = [String: Stored]()
         var generations = [String: Int]()
+    }
+
+    /// A schema and the stored text it was read from (nil: none stored yet).
+    struct Stored: Sendable {
+        var schema: Schema
+        var text: String?
     }
 
     init(store: any Store) { self.store = store }
@@ -22,22 +28,29 @@ final class SchemaRegistry: Sendable {
     }
 
     func schema(container: String, environment: RecordDatabase.Environment) async throws -> Schema {
+        try await stored(container: container, environment: environment).schema
+    }
+
+    func stored(container: String, environment: RecordDatabase.Environment) async throws -> Stored {
         let key = Self.key(container, environment)
         let (cached, generation) = cache.withLock { ($0.schemas[key], $0.generations[key, default: 0]) }
         if let cached { return cached }
         let text = try await store.schemaText(container: container, environment: environment.rawValue)
-        let schema = try text.map { try Schema(parsing: $0) } ?? Schema()
-        cache.withLock { if $0.generations[key, default: 0] == generation { $0.schemas[key] = schema } }
-        return schema
+        let stored = Stored(schema: try text.map { try Schema(parsing: $0) } ?? Schema(), text: text)
+        cache.withLock { if $0.generations[key, default: 0] == generation { $0.schemas[key] = stored } }
+        return stored
     }
 
-    /// Replaces a schema with what `update` makes of it, atomically; returns the new schema.
+    /// Replaces a schema with what `update` makes of it, atomically, indexing the records already stored
+    /// by the system fields it newly declares indexes on; returns the new schema.
     @discardableResult
     func update(
         container: String, environment: RecordDatabase.Environment, _ update: @escaping @Sendable (Schema) throws -> Schema
     ) async throws -> Schema {
         let text = try await store.updateSchemaText(container: container, environment: environment.rawValue) { text in
-            try update(try text.map { try Schema(parsing: $0) } ?? Schema()).text
+            let old = try text.map { try Schema(parsing: $0) } ?? Schema()
+            let new = try update(old)
+            return (new.text, RecordIndexer.backfills(from: old, to: new, container: container, environment: environment))
         }
         let schema = try Schema(parsing: text)
         forget(container: container, environment: environment)

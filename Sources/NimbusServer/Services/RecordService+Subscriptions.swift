@@ -175,7 +175,7 @@ extension RecordService {
                 guard let record, record.recordType == type.name,
                     access.allows(.read, type, creator: record.created.userRecordName)
                 else { return false }
-                let rows = RecordIndexer.rows(name: name, record: record, share: nil) + [IndexEntry(field: IndexEntry.keyField, value: .text(name))]
+                let rows = RecordIndexer.allRows(name: name, record: record)
                 return conditions.allSatisfy { $0.matches(rows) }
             }
             return changes.compactMap { change in

@@ -124,7 +124,8 @@ struct RecordService: Sendable {
         if database.scope == .shared, !onlyDeletes, !access.allows(.write, nil, creator: nil) {
             throw NimbusError.accessDenied("this zone is shared with you read-only")
         }
-        let current = try await schemas.schema(database)
+        let cached = try await schemas.stored(container: database.container, environment: database.environment)
+        let current = cached.schema
         let growing = try await typedFields(operations, zone: zone, shared: database.shared).filter { _, type, _ in
             let existing = current.recordTypes.first { $0.name == type }
             return access.allows(.create, existing, creator: nil) || access.allows(.write, existing, creator: caller.userRecordName)
@@ -132,7 +133,7 @@ struct RecordService: Sendable {
         let stamp = RecordWire.Stamp(
             timestamp: server.configuration.now().milliseconds, userRecordName: caller.userRecordName, deviceID: caller.deviceID)
         let writer = (
-            schema: current, growing: growing, stamp: stamp, zoneID: database.zoneID(zoneName), desiredKeys: request.desiredKeys, access: access,
+            schema: cached, growing: growing, stamp: stamp, zoneID: database.zoneID(zoneName), desiredKeys: request.desiredKeys, access: access,
             redeemed: redeemed, shares: shares
         )
         // The owner's quota covers their private databases of the container, in every environment.

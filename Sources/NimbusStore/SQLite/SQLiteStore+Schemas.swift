@@ -1,3 +1,4 @@
+import Foundation
 import GRDB
 
 extension SQLiteStore: SchemaStore {
@@ -5,13 +6,50 @@ extension SQLiteStore: SchemaStore {
         try await read { db in try Self.schemaText(db, container: container, environment: environment) }
     }
 
-    public func updateSchemaText(container: String, environment: String, _ update: @escaping @Sendable (String?) throws -> String)
-        async throws -> String
-    {
+    public func updateSchemaText(
+        container: String, environment: String,
+        _ update: @escaping @Sendable (String?) throws -> (text: String, backfills: [IndexBackfill])
+    ) async throws -> String {
         try await write { db in
-            let text = try update(try Self.schemaText(db, container: container, environment: environment))
+            let (text, backfills) = try update(try Self.schemaText(db, container: container, environment: environment))
             try Self.setSchemaText(db, text, container: container, environment: environment)
+            for backfill in backfills { try Self.apply(backfill, db) }
             return text
+        }
+    }
+
+    /// Adds a backfill's rows to the current version of each live entry of its kind (found by the kind's
+    /// row of the entry's key, which every indexed entry has).
+    private static func apply(_ backfill: IndexBackfill, _ db: Database) throws {
+        let versions = try Row.fetchAll(
+            db,
+            sql: """
+                SELECT i.zone_id, i.sequence FROM zones z JOIN entry_index i ON i.zone_id = z.id AND i.field = ?
+                WHERE substr(z.service, 1, ?) = ?
+                """,
+            arguments: [
+                IndexFieldID.of(kind: backfill.kind, field: IndexEntry.keyField), backfill.servicePrefix.utf8.count,
+                backfill.servicePrefix,
+            ])
+        let payload = try db.cachedStatement(sql: "SELECT payload FROM entries WHERE zone_id = ? AND sequence = ? AND payload IS NOT NULL")
+        let insert = try db.cachedStatement(
+            sql: "INSERT OR IGNORE INTO entry_index (zone_id, sequence, field, position, value, longitude) VALUES (?, ?, ?, ?, ?, ?)")
+        var registered = Set<String>()
+        for version in versions {
+            let zone: Int64 = version["zone_id"], sequence: Int64 = version["sequence"]
+            guard let data = try Data.fetchOne(payload, arguments: [zone, sequence]) else { continue }
+            for row in try backfill.rows(data) {
+                let field = IndexFieldID.of(kind: backfill.kind, field: row.field)
+                if registered.insert(row.field).inserted { try IndexFieldID.register(field, kind: backfill.kind, field: row.field, db) }
+                let (value, longitude): (any DatabaseValueConvertible, Double?) =
+                    switch row.value {
+                    case .integer(let integer): (integer, nil)
+                    case .real(let real): (real, nil)
+                    case .text(let text): (text, nil)
+                    case .point(let latitude, let longitude): (latitude, longitude)
+                    }
+                try insert.execute(arguments: [zone, sequence, field, row.position, value, longitude])
+            }
         }
     }
 

@@ -21,7 +21,7 @@ final class SQLiteZoneTransaction: ZoneTransaction {
         self.state = state
     }
 
-    // The statements a batch runs per entry (about eight index rows each) bind and read through SQLite's
+    // The statements a batch runs per entry (five index rows or more each) bind and read through SQLite's
     // API: GRDB's argument arrays and rows cost about as much as the statements themselves.
 
     func entry(_ key: String) throws -> Entry? {

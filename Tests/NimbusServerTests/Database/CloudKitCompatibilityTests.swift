@@ -51,8 +51,10 @@ import Testing
         let zoneID = try #require(records[0]["zoneID"] as? JSON)
         #expect(zoneID["zoneName"] as? String == "_defaultZone" && zoneID["ownerRecordName"] is String)
 
-        // records/query with a system-field filter and a sort, as in the reference's example.
+        // records/query with a system-field filter and a sort, as in the reference's example, once the
+        // schema indexes the system field, as CloudKit's needs to.
         let caller = try #require((records[0]["created"] as? JSON)?["userRecordName"] as? String)
+        try await fixture.server.indexSystemFields(["___createdBy"], of: "Artist", container: fixture.app.container)
         let query = try Self.json(
             try await fixture.post(
                 "records/query",

@@ -74,8 +74,17 @@ import Testing
         }
         let byDistance = #"[{"fieldName":"location","relativeLocation":{"value":{"latitude":48.85,"longitude":2.35},"type":"LOCATION"}}]"#
         #expect(try await Self.names(fixture, "", sort: byDistance) == ["i2", "i3", "i1"])
+        // System fields besides the record's name are queried once the schema gives them an index, as in
+        // CloudKit; declaring one indexes the records already stored.
         let newestFirst = #"[{"systemFieldName":"createdTimestamp","ascending":false},{"fieldName":"name","ascending":false}]"#
+        let created = Self.filter("___createTime", "GREATER_THAN", "0", type: "TIMESTAMP")
+        let unsorted = try await fixture.post("records/query", #"{"query":{"recordType":"Items","sortBy":\#(newestFirst)}}"#)
+        #expect(unsorted.errorCode == .badRequest && unsorted.error?.reason.contains(#"`"___createTime" TIMESTAMP SORTABLE`"#) == true)
+        let unfiltered = try await fixture.post("records/query", #"{"query":{"recordType":"Items","filterBy":[\#(created)]}}"#)
+        #expect(unfiltered.errorCode == .badRequest && unfiltered.error?.reason.contains("QUERYABLE") == true)
+        try await fixture.server.indexSystemFields(["___createTime"], of: "Items", container: fixture.app.container)
         #expect(try await Self.names(fixture, "", sort: newestFirst) == ["i2", "i1", "i3"])
+        #expect(try await Self.names(fixture, created) == ["i1", "i2", "i3"])
     }
 
     @Test func pagesContinueWhereTheLastEnded() async throws {
@@ -113,7 +122,7 @@ import Testing
 
         // A production schema whose field lacks an index: the error names the field and the index.
         _ = try await fixture.server.store.updateSchemaText(container: fixture.app.container, environment: "production") { _ in
-            "DEFINE SCHEMA\nRECORD TYPE Items (name STRING, number INT64 SORTABLE);\n"
+            ("DEFINE SCHEMA\nRECORD TYPE Items (name STRING, number INT64 SORTABLE);\n", [])
         }
         let unindexed = try await error(
             #"{"query":{"recordType":"Items","filterBy":[\#(Self.filter("name", "EQUALS", #""milk""#))]}}"#, environment: "production")
@@ -129,7 +138,7 @@ import Testing
         let fixture = try await DatabaseFixture.make()
         defer { Task { await fixture.stop() } }
         _ = try await fixture.server.store.updateSchemaText(container: fixture.app.container, environment: "production") { _ in
-            "DEFINE SCHEMA\nRECORD TYPE Items (___recordID REFERENCE QUERYABLE, name STRING QUERYABLE, note STRING SEARCHABLE);\n"
+            ("DEFINE SCHEMA\nRECORD TYPE Items (___recordID REFERENCE QUERYABLE, name STRING QUERYABLE, note STRING SEARCHABLE);\n", [])
         }
         let create = #"{"operations":[{"operationType":"create","record":{"recordName":"i2","recordType":"Items","fields":{"#
             + #""name":{"value":"mints"},"note":{"value":"peppermint candy"}}}}]}"#

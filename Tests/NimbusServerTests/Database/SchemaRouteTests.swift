@@ -57,7 +57,7 @@ import Testing
         // A production type that development lacks (here written behind the server's back) makes the
         // deploy refuse, naming it, and leaves production as it was.
         _ = try await fixture.server.store.updateSchemaText(container: fixture.app.container, environment: "production") { text in
-            (text ?? "") + "RECORD TYPE Legacy (x INT64);\n"
+            ((text ?? "") + "RECORD TYPE Legacy (x INT64);\n", [])
         }
         let refused = try await fixture.server.request(.POST, base + "/deploy", session: admin, json: "{}")
         #expect(refused.errorCode == .badRequest && refused.error?.reason.contains("Legacy") == true)
@@ -101,5 +101,62 @@ import Testing
         #expect(try await fixture.query(query).records.names == ["saved"])
         #expect(try await fixture.modify(Modify.batch(Modify.op("create", "retyped", fields: #""weight":{"value":"heavy"}"#))).codes == [.badRequest])
         #expect(try await schema() == grown)
+    }
+
+    /// Records modified since a time: a filter on a system field, which needs the schema to index it.
+    static let modifiedSince =
+        #"{"query":{"recordType":"Items","filterBy":[{"systemFieldName":"modifiedTimestamp","comparator":"GREATER_THAN","#
+        + #""fieldValue":{"value":0,"type":"TIMESTAMP"}}],"sortBy":[{"fieldName":"name"}]}}"#
+
+    @Test func declaringASystemFieldsIndexIndexesTheRecordsStoredBefore() async throws {
+        let fixture = try await DatabaseFixture.make()
+        defer { Task { await fixture.stop() } }
+        typealias Modify = RecordModifyTests
+        let client = NimbusClient(session: try await fixture.server.signInAdministrator(), apiToken: nil)
+        let deploy = "/admin/1/containers/\(fixture.app.container)/schema/deploy"
+        #expect(try await fixture.modify(Modify.batch(Modify.op("create", "d1", fields: #""name":{"value":"milk"}"#))).codes == [nil])
+        let _: SchemaDeployResponse = try await client.send(.POST, deploy, body: SchemaDeployRequest())
+        #expect(
+            try await fixture.modify(Modify.batch(Modify.op("create", "p1", fields: #""name":{"value":"bread"}"#)), environment: "production")
+                .codes == [nil])
+        let unindexed = try await fixture.post("records/query", Self.modifiedSince, environment: "production")
+        #expect(unindexed.errorCode == .badRequest && unindexed.error?.reason.contains(#"`"___modTime" TIMESTAMP QUERYABLE`"#) == true)
+
+        // Development declares the index, and a deploy copies it: each environment's records saved before
+        // are found by it, and so are those saved after.
+        try await fixture.server.indexSystemFields(["___modTime"], of: "Items", container: fixture.app.container)
+        #expect(try await fixture.query(Self.modifiedSince).records.names == ["d1"])
+        #expect(try await fixture.post("records/query", Self.modifiedSince, environment: "production").errorCode == .badRequest)
+        let _: SchemaDeployResponse = try await client.send(.POST, deploy, body: SchemaDeployRequest())
+        #expect(
+            try await fixture.modify(Modify.batch(Modify.op("create", "p2", fields: #""name":{"value":"apples"}"#)), environment: "production")
+                .codes == [nil])
+        #expect(try await fixture.query(Self.modifiedSince, environment: "production").records.names == ["p2", "p1"])
+    }
+
+    @Test func aSaveIndexesByTheSchemaItsTransactionSees() async throws {
+        let fixture = try await DatabaseFixture.make()
+        defer { Task { await fixture.stop() } }
+        typealias Modify = RecordModifyTests
+        let container = fixture.app.container
+        #expect(try await fixture.modify(Modify.batch(Modify.op("create", "i1", fields: #""name":{"value":"milk"}"#))).codes == [nil])
+        // The server caches the schema as it reads it here...
+        #expect(try await fixture.query(#"{"query":{"recordType":"Items"}}"#).records.names == ["i1"])
+        // ...and a change commits after a request has read that cache (here made in the store, behind the
+        // server's back, and without indexing i1).
+        _ = try await fixture.server.store.updateSchemaText(container: container, environment: "development") { text in
+            var schema = try Schema(parsing: text ?? "")
+            let items = try #require(schema.recordTypes.firstIndex { $0.name == "Items" })
+            schema.recordTypes[items].fields.append(Schema.Field(name: "___modTime", type: "TIMESTAMP", queryable: true))
+            return (schema.text, [])
+        }
+        #expect(try await fixture.modify(Modify.batch(Modify.op("create", "i2", fields: #""name":{"value":"mints"}"#))).codes == [nil])
+        // Importing the stored schema as it is makes the server read it again: the save wrote the row the
+        // stored schema asked for, though the cache did not know of it.
+        let stored = try #require(try await fixture.server.store.schemaText(container: container, environment: "development"))
+        let client = NimbusClient(session: try await fixture.server.signInAdministrator(), apiToken: nil)
+        let _: SchemaDocument = try await client.send(
+            .PUT, "/admin/1/containers/\(container)/schema/development", body: SchemaDocument(text: stored))
+        #expect(try await fixture.query(Self.modifiedSince).records.names == ["i2"])
     }
 }
