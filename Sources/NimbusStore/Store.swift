@@ -181,7 +181,8 @@ public protocol SchemaStore: Sendable {
 }
 
 /// Index rows a schema change adds to entries already stored: to every live entry of `kind` in the zones
-/// of services starting with `servicePrefix`, the rows `rows` makes of its payload. Rows an entry already
+/// of services starting with `servicePrefix`, the rows `rows` makes of its payload (called inside the
+/// schema's write transaction, which holds the writer until every entry is done). Rows an entry already
 /// has stay as they are.
 public struct IndexBackfill: Sendable {
     public var servicePrefix: String

@@ -19,9 +19,11 @@ extension SQLiteStore: SchemaStore {
     }
 
     /// Adds a backfill's rows to the current version of each live entry of its kind (found by the kind's
-    /// row of the entry's key, which every indexed entry has).
+    /// row of the entry's key, which every indexed entry has). The versions are listed before any row is
+    /// written, as two integers each, so a zone of millions of records stays a few megabytes.
     private static func apply(_ backfill: IndexBackfill, _ db: Database) throws {
-        let versions = try Row.fetchAll(
+        var versions = [(zone: Int64, sequence: Int64)]()
+        let listed = try Row.fetchCursor(
             db,
             sql: """
                 SELECT i.zone_id, i.sequence FROM zones z JOIN entry_index i ON i.zone_id = z.id AND i.field = ?
@@ -31,12 +33,12 @@ extension SQLiteStore: SchemaStore {
                 IndexFieldID.of(kind: backfill.kind, field: IndexEntry.keyField), backfill.servicePrefix.utf8.count,
                 backfill.servicePrefix,
             ])
+        while let row = try listed.next() { versions.append((row[0], row[1])) }
         let payload = try db.cachedStatement(sql: "SELECT payload FROM entries WHERE zone_id = ? AND sequence = ? AND payload IS NOT NULL")
         let insert = try db.cachedStatement(
             sql: "INSERT OR IGNORE INTO entry_index (zone_id, sequence, field, position, value, longitude) VALUES (?, ?, ?, ?, ?, ?)")
         var registered = Set<String>()
-        for version in versions {
-            let zone: Int64 = version["zone_id"], sequence: Int64 = version["sequence"]
+        for (zone, sequence) in versions {
             guard let data = try Data.fetchOne(payload, arguments: [zone, sequence]) else { continue }
             for row in try backfill.rows(data) {
                 let field = IndexFieldID.of(kind: backfill.kind, field: row.field)
