@@ -132,6 +132,21 @@ import Testing
             try await fixture.modify(Modify.batch(Modify.op("create", "p2", fields: #""name":{"value":"apples"}"#)), environment: "production")
                 .codes == [nil])
         #expect(try await fixture.query(Self.modifiedSince, environment: "production").records.names == ["p2", "p1"])
+
+        // A system field has its own type, and only system fields may start with an underscore.
+        let before = try await fixture.server.store.schemaText(container: fixture.app.container, environment: "development")
+        for (field, reason) in [
+            (#""___createTime" STRING QUERYABLE"#, "system field ___createTime of record type Items is TIMESTAMP, not STRING"),
+            (#""___createdBy" LIST<REFERENCE>"#, "is REFERENCE, not REFERENCE_LIST"),
+            (#""___bogus" INT64"#, #"field name "___bogus" must start with a letter"#),
+        ] {
+            let text = #"DEFINE SCHEMA RECORD TYPE Items ("___modTime" TIMESTAMP QUERYABLE, name STRING QUERYABLE SORTABLE SEARCHABLE, \#(field));"#
+            let refused = try await fixture.server.request(
+                .PUT, "/admin/1/containers/\(fixture.app.container)/schema/development", session: try await fixture.server.signInAdministrator(),
+                json: try String(decoding: JSONEncoder().encode(SchemaDocument(text: text)), as: UTF8.self))
+            #expect(refused.errorCode == .badRequest && refused.error?.reason.contains(reason) == true, "\(field)")
+        }
+        #expect(try await fixture.server.store.schemaText(container: fixture.app.container, environment: "development") == before)
     }
 
     @Test func aSaveIndexesByTheSchemaItsTransactionSees() async throws {
