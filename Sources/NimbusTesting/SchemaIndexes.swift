@@ -10,14 +10,7 @@ extension TestServer {
         let path = "/admin/1/containers/\(container)/schema/development"
         let current: SchemaDocument = try await client.send(.GET, path)
         var schema = try Schema(parsing: current.text)
-        guard let index = schema.recordTypes.firstIndex(where: { $0.name == type }) else {
-            throw NimbusError.notFound("record type \(type) is not in the development schema")
-        }
-        for field in fields {
-            let wireType = field.hasSuffix("Time") ? "TIMESTAMP" : "REFERENCE"
-            schema.recordTypes[index].fields.removeAll { $0.name == field }
-            schema.recordTypes[index].fields.append(Schema.Field(name: field, type: wireType, queryable: true, sortable: true))
-        }
+        try schema.indexSystemFields(fields, of: type)
         let _: SchemaDocument = try await client.send(.PUT, path, body: SchemaDocument(text: schema.text))
     }
 }

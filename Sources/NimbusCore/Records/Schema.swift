@@ -71,6 +71,24 @@ public struct Schema: Hashable, Sendable {
         }
     }
 
+    /// The system fields a schema may name, to give them indexes, with their types as `cktool` exports them.
+    public static let systemFieldTypes = [
+        "___recordID": "REFERENCE", "___createTime": "TIMESTAMP", "___modTime": "TIMESTAMP", "___createdBy": "REFERENCE",
+        "___modifiedBy": "REFERENCE", "___etag": "STRING",
+    ]
+
+    /// Declares QUERYABLE and SORTABLE indexes on system fields (e.g. `___createTime`) of a record type.
+    public mutating func indexSystemFields(_ fields: [String], of typeName: String) throws(NimbusError) {
+        guard let index = recordTypes.firstIndex(where: { $0.name == typeName }) else {
+            throw .notFound("record type \(typeName) is not in the schema")
+        }
+        for field in fields {
+            guard let type = Self.systemFieldTypes[field] else { throw .badRequest("\(field) is not a system field") }
+            recordTypes[index].fields.removeAll { $0.name == field }
+            recordTypes[index].fields.append(Field(name: field, type: type, queryable: true, sortable: true))
+        }
+    }
+
     public static let fieldTypes: Set<String> = [
         "STRING", "INT64", "DOUBLE", "TIMESTAMP", "REFERENCE", "ASSET", "LOCATION", "BYTES",
     ]

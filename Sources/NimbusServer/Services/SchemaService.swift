@@ -72,17 +72,11 @@ struct SchemaService: Sendable {
         return SchemaDeployResponse(changes: answer.changes, violations: [], deployed: true)
     }
 
-    /// The system fields a schema may name, to give them indexes, with their types as `cktool` exports them.
-    static let systemFieldTypes = [
-        "___recordID": "REFERENCE", "___createTime": "TIMESTAMP", "___modTime": "TIMESTAMP", "___createdBy": "REFERENCE",
-        "___modifiedBy": "REFERENCE", "___etag": "STRING",
-    ]
-
     private static func validateNames(_ schema: Schema) throws {
         for type in schema.recordTypes {
             try Identifiers.validateSchemaName(type.name, what: "record type")
             for field in type.fields {
-                guard let systemType = systemFieldTypes[field.name] else {
+                guard let systemType = Schema.systemFieldTypes[field.name] else {
                     try Identifiers.validateSchemaName(field.name, what: "field name")
                     continue
                 }
