@@ -140,7 +140,7 @@ import Testing
             (#""___createdBy" LIST<REFERENCE>"#, "is REFERENCE, not REFERENCE_LIST"),
             (#""___bogus" INT64"#, #"field name "___bogus" must start with a letter"#),
         ] {
-            let text = #"DEFINE SCHEMA RECORD TYPE Items ("___modTime" TIMESTAMP QUERYABLE, name STRING QUERYABLE SORTABLE SEARCHABLE, \#(field));"#
+            let text = #"DEFINE SCHEMA RECORD TYPE Items ("___modTime" TIMESTAMP QUERYABLE SORTABLE, name STRING QUERYABLE SORTABLE SEARCHABLE, \#(field));"#
             let refused = try await fixture.server.request(
                 .PUT, "/admin/1/containers/\(fixture.app.container)/schema/development", session: try await fixture.server.signInAdministrator(),
                 json: try String(decoding: JSONEncoder().encode(SchemaDocument(text: text)), as: UTF8.self))
