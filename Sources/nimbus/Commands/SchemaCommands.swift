@@ -6,7 +6,11 @@ import NimbusKit
 struct SchemaCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "schema", abstract: "Export, import, compare and deploy a container's schema (as an administrator).",
-        discussion: "Schemas use CloudKit's text format (DEFINE SCHEMA, RECORD TYPE, QUERYABLE/SORTABLE/SEARCHABLE, GRANT).",
+        discussion: """
+            Schemas use CloudKit's text format (DEFINE SCHEMA, RECORD TYPE, QUERYABLE/SORTABLE/SEARCHABLE, GRANT). \
+            Queries on system fields need their index declared ("___createTime" TIMESTAMP SORTABLE); importing or \
+            deploying it indexes the records already stored.
+            """,
         subcommands: [SchemaExport.self, SchemaImport.self, SchemaDiffCommand.self, SchemaDeploy.self, SchemaRoles.self])
 }
 
