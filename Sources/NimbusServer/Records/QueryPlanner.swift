@@ -24,12 +24,10 @@ struct QueryPlanner {
     ]
 
     /// System fields queries may use once the schema gives them an index, as CloudKit's need, by their web
-    /// names: their schema names and wire types.
-    private static let declaredSystemFields: [String: (schemaName: String, wireType: String)] = [
-        "createdTimestamp": (RecordIndexer.createTimeField, "TIMESTAMP"),
-        "modifiedTimestamp": (RecordIndexer.modTimeField, "TIMESTAMP"),
-        "createdUserRecordName": (RecordIndexer.createdByField, "REFERENCE"),
-        "modifiedUserRecordName": (RecordIndexer.modifiedByField, "REFERENCE"),
+    /// names: their schema names, which are also their index fields.
+    private static let declaredSystemFields = [
+        "createdTimestamp": RecordIndexer.createTimeField, "modifiedTimestamp": RecordIndexer.modTimeField,
+        "createdUserRecordName": RecordIndexer.createdByField, "modifiedUserRecordName": RecordIndexer.modifiedByField,
     ]
 
     private func target(fieldName: String?, systemFieldName: String?) throws(NimbusError) -> Target {
@@ -41,7 +39,7 @@ struct QueryPlanner {
         }
         if let system = systemFieldName ?? fieldName.flatMap({ QueryFilter.systemFields[$0] }) {
             if let target = Self.indexedSystemTargets[system] { return target }
-            guard let (schemaName, wireType) = Self.declaredSystemFields[system] else {
+            guard let schemaName = Self.declaredSystemFields[system], let wireType = Schema.systemFieldTypes[schemaName] else {
                 throw .badRequest("\(system) is not a system field that queries can use")
             }
             let declared = recordType.fields.first { $0.name == schemaName }

@@ -27,21 +27,21 @@ enum RecordIndexer {
     /// The index field holding the words of a STRING field.
     static func tokensField(_ field: String) -> String { "tokens:" + field }
 
-    /// The system fields indexed only when the schema declares them, by their schema names.
-    static let declarableSystemFields = ["___createTime": createTimeField, "___modTime": modTimeField, "___modifiedBy": modifiedByField]
+    /// The system fields indexed only when the schema declares them (their index fields are their schema names).
+    static let declarableSystemFields: Set = [createTimeField, modTimeField, modifiedByField]
 
-    /// The index fields of the declarable system fields a record type's schema gives an index.
+    /// The declarable system fields a record type's schema gives an index.
     static func indexedSystemFields(_ type: Schema.RecordType?) -> Set<String> {
-        Set(type?.fields.compactMap { $0.queryable || $0.sortable ? declarableSystemFields[$0.name] : nil } ?? [])
+        Set(type?.fields.filter { declarableSystemFields.contains($0.name) && ($0.queryable || $0.sortable) }.map(\.name) ?? [])
     }
 
     /// Every row a record could have, as a query subscription matches it: all system fields.
     static func allRows(name: String, record: StoredRecord) -> [IndexEntry] {
-        rows(name: name, record: record, share: nil, systemFields: Set(declarableSystemFields.values))
+        rows(name: name, record: record, share: nil, systemFields: declarableSystemFields)
             + [IndexEntry(field: IndexEntry.keyField, value: .text(name))]
     }
 
-    /// What the store indexes a record by, the system fields in `systemFields` (index field names) among them.
+    /// What the store indexes a record by, the system fields in `systemFields` among them.
     static func rows(name: String, record: StoredRecord, share: String?, systemFields: Set<String>) -> [IndexEntry] {
         var rows = [IndexEntry(field: createdByField, value: .text(record.created.userRecordName))]
         rows += systemRows(record, systemFields)
@@ -58,7 +58,7 @@ enum RecordIndexer {
         return rows
     }
 
-    /// The rows of the system fields in `fields` (index field names).
+    /// The rows of the system fields in `fields`.
     static func systemRows(_ record: StoredRecord, _ fields: Set<String>) -> [IndexEntry] {
         [
             (createTimeField, IndexValue.integer(record.created.timestamp)),

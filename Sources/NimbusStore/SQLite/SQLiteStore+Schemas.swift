@@ -43,13 +43,7 @@ extension SQLiteStore: SchemaStore {
             for row in try backfill.rows(data) {
                 let field = IndexFieldID.of(kind: backfill.kind, field: row.field)
                 if registered.insert(row.field).inserted { try IndexFieldID.register(field, kind: backfill.kind, field: row.field, db) }
-                let (value, longitude): (any DatabaseValueConvertible, Double?) =
-                    switch row.value {
-                    case .integer(let integer): (integer, nil)
-                    case .real(let real): (real, nil)
-                    case .text(let text): (text, nil)
-                    case .point(let latitude, let longitude): (latitude, longitude)
-                    }
+                let (value, longitude) = columns(row.value)
                 try insert.execute(arguments: [zone, sequence, field, row.position, value, longitude])
             }
         }
