@@ -131,6 +131,7 @@ let package = Package(
                 "NimbusServer", "NimbusTesting", "NimbusCore", "NimbusKit", "NimbusStore",
                 .product(name: "WSClient", package: "swift-websocket"),
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
         .testTarget(name: "NimbusKitTests", dependencies: ["NimbusKit", "NimbusCore"]),

@@ -2,15 +2,20 @@ import Foundation
 
 extension Date {
     /// The times the wire carries, in milliseconds since 1970: JavaScript's date range (±100,000,000 days),
-    /// which every CloudKit web client can represent. Values beyond it are refused when decoded: near
-    /// Int64's limits they do not survive the round trip through `Date`'s floating point.
+    /// which every CloudKit web client can represent. Values beyond it are refused when decoded.
     public static let wireMilliseconds: ClosedRange<Int64> = -8_640_000_000_000_000...8_640_000_000_000_000
 
     /// Milliseconds since 1970, as CloudKit's wire format counts time (clamped to `wireMilliseconds`).
+    ///
+    /// Exact for every date made from milliseconds: `Date` counts seconds from 2001 in a Double, whose
+    /// rounding far from then (beyond the year 141,000) can land the product a millisecond off, so the
+    /// neighbours of the rounded value are checked too.
     public var milliseconds: Int64 {
         let value = (timeIntervalSince1970 * 1000).rounded()
         guard value.isFinite else { return value < 0 ? Self.wireMilliseconds.lowerBound : Self.wireMilliseconds.upperBound }
-        return Int64(min(max(value, Double(Self.wireMilliseconds.lowerBound)), Double(Self.wireMilliseconds.upperBound)))
+        let rounded = Int64(min(max(value, Double(Self.wireMilliseconds.lowerBound)), Double(Self.wireMilliseconds.upperBound)))
+        for candidate in [rounded, rounded - 1, rounded + 1] where Date(milliseconds: candidate) == self { return candidate }
+        return rounded
     }
 
     public init(milliseconds: Int64) { self.init(timeIntervalSince1970: Double(milliseconds) / 1000) }
@@ -20,12 +25,21 @@ extension Date {
         guard Self.wireMilliseconds.contains(milliseconds) else { return nil }
         self.init(milliseconds: milliseconds)
     }
+
+    /// A time from the wire sent with a fraction of a millisecond (what `Date`'s own encoding writes),
+    /// rounded to the millisecond; nil outside `wireMilliseconds`.
+    public init?(wireMilliseconds milliseconds: Double) {
+        let rounded = milliseconds.rounded()
+        guard rounded >= Double(Self.wireMilliseconds.lowerBound), rounded <= Double(Self.wireMilliseconds.upperBound) else { return nil }
+        self.init(milliseconds: Int64(rounded))
+    }
 }
 
 extension Date {
-    /// Decodes a wire time, refusing one outside `wireMilliseconds` with an error that says so.
+    /// Decodes a wire time (fractions of a millisecond rounded), refusing one outside `wireMilliseconds`
+    /// with an error that says so.
     init<Key: CodingKey>(wireMillisecondsIn container: KeyedDecodingContainer<Key>, forKey key: Key) throws {
-        guard let date = Date(wireMilliseconds: try container.decode(Int64.self, forKey: key)) else {
+        guard let date = Date(wireMilliseconds: try container.decode(Double.self, forKey: key)) else {
             throw Self.outOfRange(forKey: key, in: container)
         }
         self = date

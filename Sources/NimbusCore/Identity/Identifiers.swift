@@ -32,7 +32,7 @@ public enum Identifiers {
     public static func validateEmail(_ email: String) throws(NimbusError) {
         let parts = email.split(separator: "@", omittingEmptySubsequences: false)
         guard email.utf8.count <= 254, parts.count == 2, !parts[0].isEmpty, !parts[1].isEmpty,
-            !email.contains(where: \.isWhitespace)
+            !email.contains(where: \.isWhitespace), !containsControlCharacter(email)
         else {
             throw .badRequest("\"\(email)\" is not an email address")
         }
@@ -62,6 +62,13 @@ public enum Identifiers {
     public static func validateRecordName(_ name: String) throws(NimbusError) {
         guard (1...255).contains(name.utf8.count), !containsControlCharacter(name) else {
             throw .badRequest("recordName must be 1 to 255 bytes without control characters")
+        }
+    }
+
+    /// A subscription ID: 1 to 255 bytes without control characters, like a record name.
+    public static func validateSubscriptionID(_ id: String) throws(NimbusError) {
+        guard (1...255).contains(id.utf8.count), !containsControlCharacter(id) else {
+            throw .badRequest("subscriptionID must be 1 to 255 bytes without control characters, and appear once per request")
         }
     }
 

@@ -203,7 +203,7 @@ extension FieldValue: Codable {
         case "INT64_LIST": return .list(try integers(container).map(FieldValue.int64), elementType: "INT64")
         case "DOUBLE_LIST": return .list(try container.decode([Double].self, forKey: .value).map(FieldValue.double), elementType: "DOUBLE")
         case "TIMESTAMP_LIST":
-            let dates = try container.decode([Int64].self, forKey: .value).map { milliseconds in
+            let dates = try container.decode([Double].self, forKey: .value).map { milliseconds in
                 guard let date = Date(wireMilliseconds: milliseconds) else { throw Date.outOfRange(forKey: .value, in: container) }
                 return FieldValue.timestamp(date)
             }

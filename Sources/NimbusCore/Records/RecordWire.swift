@@ -6,6 +6,9 @@ public struct RecordWire: Hashable, Codable, Sendable {
     /// The server's version token; required by `update`, `replace` and `delete`.
     public var recordChangeTag: String?
     public var fields: [String: FieldValue]?
+    /// Fields the record no longer has: sent as `{"value": null}` (or `{}`), which an update reads as
+    /// "remove this field", as CloudKit does.
+    public var clearedFields: Set<String>?
     public var zoneID: ZoneID?
     /// `{timestamp, userRecordName, deviceID}`; answers only.
     public var created: Stamp?
@@ -45,6 +48,80 @@ public struct RecordWire: Hashable, Codable, Sendable {
             self.userRecordName = userRecordName
             self.deviceID = deviceID
         }
+    }
+}
+
+extension RecordWire {
+    enum CodingKeys: String, CodingKey {
+        case recordName, recordType, recordChangeTag, fields, zoneID, created, modified, deleted, parent, share, forRecord
+        case participants, publicPermission, shortGUID
+    }
+
+    /// A field as a request may send it: a value, or null to clear the field (`{"value": null}`, `{}` or
+    /// `null`).
+    private struct FieldOrNull: Decodable {
+        var value: FieldValue?
+
+        init(from decoder: any Decoder) throws {
+            if try decoder.singleValueContainer().decodeNil() { return }
+            let container = try decoder.container(keyedBy: FieldValue.CodingKeys.self)
+            value = try !container.contains(.value) || container.decodeNil(forKey: .value) ? nil : FieldValue(from: decoder)
+        }
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        recordName = try container.decodeIfPresent(String.self, forKey: .recordName)
+        recordType = try container.decodeIfPresent(String.self, forKey: .recordType)
+        recordChangeTag = try container.decodeIfPresent(String.self, forKey: .recordChangeTag)
+        if let sent = try container.decodeIfPresent([String: FieldOrNull].self, forKey: .fields) {
+            fields = sent.compactMapValues(\.value)
+            let cleared = Set(sent.filter { $0.value.value == nil }.keys)
+            clearedFields = cleared.isEmpty ? nil : cleared
+        }
+        zoneID = try container.decodeIfPresent(ZoneID.self, forKey: .zoneID)
+        created = try container.decodeIfPresent(Stamp.self, forKey: .created)
+        modified = try container.decodeIfPresent(Stamp.self, forKey: .modified)
+        deleted = try container.decodeIfPresent(Bool.self, forKey: .deleted)
+        parent = try container.decodeIfPresent(RecordReference.self, forKey: .parent)
+        share = try container.decodeIfPresent(RecordReference.self, forKey: .share)
+        forRecord = try container.decodeIfPresent(RecordReference.self, forKey: .forRecord)
+        participants = try container.decodeIfPresent([ShareParticipant].self, forKey: .participants)
+        publicPermission = try container.decodeIfPresent(String.self, forKey: .publicPermission)
+        shortGUID = try container.decodeIfPresent(String.self, forKey: .shortGUID)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encodeIfPresent(recordName, forKey: .recordName)
+        try container.encodeIfPresent(recordType, forKey: .recordType)
+        try container.encodeIfPresent(recordChangeTag, forKey: .recordChangeTag)
+        if fields != nil || clearedFields != nil {
+            var nested = container.nestedContainer(keyedBy: FieldName.self, forKey: .fields)
+            for (name, value) in fields ?? [:] { try nested.encode(value, forKey: FieldName(name)) }
+            for name in clearedFields ?? [] where fields?[name] == nil {
+                var cleared = nested.nestedContainer(keyedBy: FieldValue.CodingKeys.self, forKey: FieldName(name))
+                try cleared.encodeNil(forKey: .value)
+            }
+        }
+        try container.encodeIfPresent(zoneID, forKey: .zoneID)
+        try container.encodeIfPresent(created, forKey: .created)
+        try container.encodeIfPresent(modified, forKey: .modified)
+        try container.encodeIfPresent(deleted, forKey: .deleted)
+        try container.encodeIfPresent(parent, forKey: .parent)
+        try container.encodeIfPresent(share, forKey: .share)
+        try container.encodeIfPresent(forRecord, forKey: .forRecord)
+        try container.encodeIfPresent(participants, forKey: .participants)
+        try container.encodeIfPresent(publicPermission, forKey: .publicPermission)
+        try container.encodeIfPresent(shortGUID, forKey: .shortGUID)
+    }
+
+    private struct FieldName: CodingKey {
+        var stringValue: String
+        var intValue: Int? { nil }
+        init(_ name: String) { stringValue = name }
+        init(stringValue: String) { self.stringValue = stringValue }
+        init?(intValue: Int) { nil }
     }
 }
 

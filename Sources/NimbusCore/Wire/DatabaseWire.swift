@@ -179,6 +179,22 @@ public struct ZonesResponse: Codable, Sendable {
 public struct ZonesLookupRequest: Codable, Sendable {
     public var zones: [ZoneWire]
     public init(zones: [ZoneWire]) { self.zones = zones }
+
+    enum CodingKeys: String, CodingKey { case zones }
+
+    /// Apple's documented body lists zone IDs (`{"zoneName": …}`); some clients send zone dictionaries
+    /// (`{"zoneID": {…}}`). Both are read.
+    public init(from decoder: any Decoder) throws {
+        struct Item: Decodable {
+            var zone: ZoneWire
+            enum Keys: String, CodingKey { case zoneID }
+            init(from decoder: any Decoder) throws {
+                let container = try decoder.container(keyedBy: Keys.self)
+                zone = container.contains(.zoneID) ? try ZoneWire(from: decoder) : ZoneWire(zoneID: try ZoneID(from: decoder))
+            }
+        }
+        zones = try decoder.container(keyedBy: CodingKeys.self).decode([Item].self, forKey: .zones).map(\.zone)
+    }
 }
 
 /// `zones/modify`: `create` and `delete`, applied in order.

@@ -51,3 +51,31 @@ public struct JSONWriter {
     public mutating func append(json: some Sequence<UInt8>) { bytes.append(contentsOf: json) }
 }
 
+
+extension JSONWriter {
+    /// A parsed document written back out: members in their order, numbers as their text.
+    public mutating func tree(_ tree: JSONTree) {
+        switch tree {
+        case .null: raw("null")
+        case .bool(let value): bool(value)
+        case .number(let text): bytes.append(contentsOf: text.utf8)
+        case .string(let text): string(text)
+        case .array(let elements):
+            raw("[")
+            for (index, element) in elements.enumerated() {
+                if index > 0 { raw(",") }
+                self.tree(element)
+            }
+            raw("]")
+        case .object(let members):
+            raw("{")
+            for (index, member) in members.enumerated() {
+                if index > 0 { raw(",") }
+                string(member.key)
+                raw(":")
+                self.tree(member.value)
+            }
+            raw("}")
+        }
+    }
+}

@@ -6,12 +6,24 @@ public struct UnsupportedJSON: Error, Sendable {}
 
 extension JSONTree {
     /// `data` decoded by hand when `byHand` can, with `JSONDecoder` otherwise: for what `byHand` does not
-    /// handle (it throws `UnsupportedJSON`), and for bad input, whose errors `JSONDecoder` words.
+    /// handle (it throws `UnsupportedJSON`), and for bad values, whose errors `JSONDecoder` words. A document
+    /// that is not JSON is refused here, whichever decoder would read it.
     public static func decode<T: Decodable>(_ data: Data, byHand: (JSONTree) throws -> T) throws -> T {
+        let tree = try JSONTree(validating: data)
         do {
-            return try byHand(try JSONTree(parsing: data))
+            return try byHand(tree)
         } catch {
             return try JSONDecoder().decode(T.self, from: data)
+        }
+    }
+
+    /// Parses `data`, reporting a document that is not JSON as `DecodingError.dataCorrupted` (the parse
+    /// error, with its reason and offset, is the underlying error).
+    public init(validating data: Data) throws {
+        do {
+            self = try JSONTree(parsing: data)
+        } catch {
+            throw DecodingError.dataCorrupted(.init(codingPath: [], debugDescription: error.description, underlyingError: error))
         }
     }
 }
@@ -35,7 +47,14 @@ extension RecordWire {
                 guard case .object(let fieldMembers) = value else { throw UnsupportedJSON() }
                 var fields = [String: FieldValue]()
                 fields.reserveCapacity(fieldMembers.count)
-                for (name, field) in fieldMembers { fields[name] = try FieldValue(tree: field) }
+                for (name, field) in fieldMembers {
+                    if field.isNull || field["value"]?.isNull ?? true {
+                        guard field.isNull || field.object != nil else { throw UnsupportedJSON() }
+                        clearedFields = (clearedFields ?? []).union([name])
+                    } else {
+                        fields[name] = try FieldValue(tree: field)
+                    }
+                }
                 self.fields = fields
             default: throw UnsupportedJSON()  // share records and anything newer: the Codable path
             }
@@ -96,7 +115,8 @@ extension FieldValue {
             guard let real = tree.double else { throw UnsupportedJSON() }
             return .double(real)
         case "TIMESTAMP":
-            guard let date = tree.int64.flatMap(Date.init(wireMilliseconds:)) else { throw UnsupportedJSON() }
+            guard let date = tree.int64.flatMap(Date.init(wireMilliseconds:)) ?? tree.double.flatMap(Date.init(wireMilliseconds:))
+            else { throw UnsupportedJSON() }
             return .timestamp(date)
         case "BYTES":
             guard let data = Data(base64Encoded: try RecordWire.text(tree)) else { throw UnsupportedJSON() }

@@ -16,7 +16,10 @@ extension FieldValue {
         switch self {
         case .string(let text): json.string(text)
         case .int64(let integer): json.numbersAsStrings ? json.string(String(integer)) : json.int(integer)
-        case .double(let real): json.double(real)
+        case .double(let real):
+            // JSON has no infinity or NaN, and a null value would clear the field.
+            guard real.isFinite else { throw EncodingError.invalidValue(real, .init(codingPath: [], debugDescription: "a DOUBLE must be finite")) }
+            json.double(real)
         case .timestamp(let date): json.int(date.milliseconds)
         case .bytes(let data): json.string(data.base64EncodedString())
         case .reference(let reference): reference.write(to: &json)
@@ -74,8 +77,9 @@ extension RecordWire.Stamp {
 }
 
 extension JSONWriter {
-    /// Writes `{"name": value, …}` for a dictionary of field values.
-    public mutating func fields(_ fields: [String: FieldValue]) throws {
+    /// Writes `{"name": value, …}` for a dictionary of field values, and `"name": {"value": null}` for each
+    /// field to clear.
+    public mutating func fields(_ fields: [String: FieldValue], cleared: Set<String>? = nil) throws {
         raw("{")
         var first = true
         for (name, value) in fields {
@@ -84,6 +88,12 @@ extension JSONWriter {
             string(name)
             raw(":")
             try value.write(to: &self)
+        }
+        for name in cleared ?? [] where fields[name] == nil {
+            if !first { raw(",") }
+            first = false
+            string(name)
+            raw(":{\"value\":null}")
         }
         raw("}")
     }
@@ -105,7 +115,7 @@ extension RecordWire {
         if let recordName { key("\"recordName\":", &json); json.string(recordName) }
         if let recordType { key("\"recordType\":", &json); json.string(recordType) }
         if let recordChangeTag { key("\"recordChangeTag\":", &json); json.string(recordChangeTag) }
-        if let fields { key("\"fields\":", &json); try json.fields(fields) }
+        if fields != nil || clearedFields != nil { key("\"fields\":", &json); try json.fields(fields ?? [:], cleared: clearedFields) }
         if let zoneID { key("\"zoneID\":", &json); zoneID.write(to: &json) }
         if let created { key("\"created\":", &json); created.write(to: &json) }
         if let modified { key("\"modified\":", &json); modified.write(to: &json) }

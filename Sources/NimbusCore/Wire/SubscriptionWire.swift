@@ -61,6 +61,23 @@ public struct SubscriptionsModifyRequest: Codable, Sendable {
             self.operationType = operationType
             self.subscription = subscription
         }
+
+        enum CodingKeys: String, CodingKey { case operationType, subscription }
+        enum DeletedKeys: String, CodingKey { case subscriptionID, subscriptionType }
+
+        /// A delete may name the subscription by its `subscriptionID` alone, as CloudKit clients send it.
+        public init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            operationType = try container.decode(OperationType.self, forKey: .operationType)
+            guard operationType == .delete else {
+                subscription = try container.decode(Subscription.self, forKey: .subscription)
+                return
+            }
+            let named = try container.nestedContainer(keyedBy: DeletedKeys.self, forKey: .subscription)
+            subscription = Subscription(
+                subscriptionID: try named.decode(String.self, forKey: .subscriptionID),
+                subscriptionType: try named.decodeIfPresent(Subscription.Kind.self, forKey: .subscriptionType) ?? .zone)
+        }
     }
 
     public var operations: [Operation]

@@ -97,6 +97,9 @@ public struct Record: Sendable, Hashable {
         var record = RecordWire(
             recordName: recordID.recordName, recordType: recordType, recordChangeTag: recordChangeTag,
             fields: onlyChangedKeys ? fields.filter { changedKeys.contains($0.key) } : fields)
+        // A key set to nil is sent as cleared, so the server removes it under every policy.
+        let cleared = changedKeys.filter { fields[$0] == nil }
+        record.clearedFields = cleared.isEmpty ? nil : cleared
         record.parent = parent?.wire
         return record
     }

@@ -8,7 +8,8 @@ import NimbusCore
 public struct WireDecoder: RequestDecoder {
     /// Large enough for a full key-value batch (1 MiB of values, base64 and JSON overhead included).
     public static let maxBodyBytes = 4 << 20
-    static let tooLarge = NimbusError(.requestTooLarge, "the request body is larger than \(maxBodyBytes) bytes")
+    /// A new error each time: every error answered carries its own uuid.
+    static var tooLarge: NimbusError { NimbusError(.requestTooLarge, "the request body is larger than \(maxBodyBytes) bytes") }
 
     public init() {}
 
@@ -28,6 +29,8 @@ public struct WireDecoder: RequestDecoder {
     static func decode<T: Decodable>(_ type: T.Type, from data: Data) throws(NimbusError) -> T {
         do {
             if let hand = type as? any HandDecodable.Type { return try hand.decode(data) as! T }
+            // Whatever `JSONDecoder` would let through, a body must be JSON as the hand decoders read it.
+            _ = try JSONTree(validating: data)
             return try JSONDecoder().decode(type, from: data)
         } catch let error as DecodingError {
             throw .badRequest("malformed request body: \(Self.describe(error))")
@@ -46,7 +49,9 @@ public struct WireDecoder: RequestDecoder {
         case .valueNotFound(let type, let context): return "\(path(context.codingPath)) should be \(type), found null"
         case .keyNotFound(let key, let context): return "\(path(context.codingPath + [key])) is required"
         case .dataCorrupted(let context):
-            return context.codingPath.isEmpty ? "not valid JSON" : "\(path(context.codingPath)): \(context.debugDescription)"
+            guard context.codingPath.isEmpty else { return "\(path(context.codingPath)): \(context.debugDescription)" }
+            if let parse = context.underlyingError as? JSONTree.ParseError { return "not valid JSON (\(parse.reason) at byte \(parse.offset))" }
+            return "not valid JSON"
         @unknown default: return "unreadable"
         }
     }

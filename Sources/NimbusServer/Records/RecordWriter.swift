@@ -87,7 +87,8 @@ struct RecordWriter {
             }
             return try save(operation.name, fields: requested.fields ?? [:], over: nil, tombstone: entry, requested: requested)
         case .update, .forceUpdate:
-            let merged = (current?.record.fields ?? [:]).merging(requested.fields ?? [:]) { $1 }
+            var merged = (current?.record.fields ?? [:]).merging(requested.fields ?? [:]) { $1 }
+            for name in requested.clearedFields ?? [] where requested.fields?[name] == nil { merged[name] = nil }
             if current == nil, operation.type == .update {
                 throw OperationFailure(.notFound("record \(operation.name) does not exist; create it instead"))
             }

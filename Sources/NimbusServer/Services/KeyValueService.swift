@@ -59,6 +59,10 @@ struct KeyValueService: Sendable {
         }
         let limits = server.configuration.keyValueLimits
         try limits.validate(request.operations)
+        // SQLite reads a key only up to a NUL, so two keys differing after one would be one entry.
+        for operation in request.operations where operation.key.utf8.contains(0) {
+            throw NimbusError.badRequest("key \"\(operation.key.prefix(80))\" holds a NUL character, which keys may not")
+        }
         for operation in request.operations where !(operation.value?.isRepresentable ?? true) {
             throw NimbusError.badRequest("the value for key \"\(operation.key)\" is not a finite number")
         }

@@ -29,26 +29,31 @@ extension RecordService {
             throw NimbusError.badRequest("operations must hold 1 to \(Self.maxOperations) operations")
         }
         let schema = try await schemas.schema(database)
-        var existing = Set(try await server.subscriptions.subscriptions(of: caller.userRecordName, in: database).map(\.subscriptionID))
+        var existing = Dictionary(
+            try await server.subscriptions.subscriptions(of: caller.userRecordName, in: database).map { ($0.subscriptionID, $0) },
+            uniquingKeysWith: { first, _ in first })
         var answer = [SubscriptionResult]()
         var changes = [(id: String, subscription: Subscription?)]()
         for operation in request.operations {
             var subscription = operation.subscription
             let id = subscription.subscriptionID
             do {
-                guard (1...255).contains(id.utf8.count), !changes.contains(where: { $0.id == id }) else {
-                    throw NimbusError.badRequest("subscriptionID must be 1 to 255 bytes and appear once per request")
+                try Identifiers.validateSubscriptionID(id)
+                guard !changes.contains(where: { $0.id == id }) else {
+                    throw NimbusError.badRequest("subscriptionID \(id) appears more than once in this request")
                 }
                 switch operation.operationType {
                 case .delete:
-                    guard existing.remove(id) != nil else { throw NimbusError.notFound("subscription \(id) does not exist") }
+                    // Clients name the subscription by its ID alone; the answer is the subscription deleted.
+                    guard let deleted = existing.removeValue(forKey: id) else { throw NimbusError.notFound("subscription \(id) does not exist") }
+                    subscription = deleted
                     changes.append((id, nil))
                 case .create, .update:
-                    if operation.operationType == .update, !existing.contains(id) {
+                    if operation.operationType == .update, existing[id] == nil {
                         throw NimbusError.notFound("subscription \(id) does not exist")
                     }
                     try validate(&subscription, database: database, schema: schema)
-                    existing.insert(id)
+                    existing[id] = subscription
                     guard existing.count <= Self.maxSubscriptionsPerUser else {
                         throw NimbusError(.quotaExceeded, "a user has at most \(Self.maxSubscriptionsPerUser) subscriptions per database")
                     }

@@ -109,7 +109,9 @@ struct RecordService: Sendable {
             }
             try Identifiers.validateRecordName(name)
             if let type = operation.record.recordType, type != Self.shareType { try Identifiers.validateSchemaName(type, what: "recordType") }
-            for field in operation.record.fields?.keys ?? [:].keys { try Identifiers.validateSchemaName(field, what: "field name") }
+            for field in Array(operation.record.fields?.keys ?? [:].keys) + (operation.record.clearedFields ?? []) {
+                try Identifiers.validateSchemaName(field, what: "field name")
+            }
             guard names.insert(name).inserted else {
                 throw NimbusError.badRequest("record \(name) appears in more than one operation; send one operation per record")
             }

@@ -254,6 +254,9 @@ extension SQLiteStore {
                     DELETE FROM index_fields WHERE field = 'tokens:allTokens';
                     """)
         }
+        migrator.registerMigration("2026-11-23-repair-non-finite-record-values") { db in
+            try NonFiniteValueRepair.run(db)
+        }
         return migrator
     }
 }

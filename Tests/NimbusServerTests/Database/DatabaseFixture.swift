@@ -13,11 +13,25 @@ struct DatabaseFixture {
     let app: TestServer.SeededApp
     let ann: NimbusSession
 
-    static func make() async throws -> DatabaseFixture {
-        let server = try await TestServer.start()
+    static func make(dataDirectory: URL? = nil) async throws -> DatabaseFixture {
+        let server = try await TestServer.start(dataDirectory: dataDirectory)
         let app = try await server.seedApp()
         let ann = try await server.signIn(email: "ann@example.com", device: "phone")
         return DatabaseFixture(server: server, app: app, ann: ann)
+    }
+
+    /// Runs `body` with a fixture, then shuts its server down and waits until it has stopped, whether
+    /// `body` succeeded or not.
+    static func run<T>(dataDirectory: URL? = nil, _ body: (DatabaseFixture) async throws -> T) async throws -> T {
+        let fixture = try await make(dataDirectory: dataDirectory)
+        do {
+            let result = try await body(fixture)
+            await fixture.stop()
+            return result
+        } catch {
+            await fixture.stop()
+            throw error
+        }
     }
 
     /// A path with credentials; `anonymous` leaves the user's token out (the public database allows that).
