@@ -5,7 +5,7 @@ import Foundation
 // Anything the hand decoders do not handle throws `UnsupportedJSON`, and the caller decodes with
 // `JSONDecoder` instead (which also words the errors of bad input).
 
-extension KeyValue {
+extension KeyValue: HandDecodable {
     public init(tree: JSONTree) throws {
         guard case .object(let members) = tree, members.count == 2, let type = tree["type"]?.string, let value = tree["value"]
         else { throw UnsupportedJSON() }
@@ -76,10 +76,7 @@ extension KeyValue {
         return Data(json.bytes)
     }
 
-    /// Decodes by hand when it can, with `JSONDecoder` otherwise.
-    public static func decode(_ data: Data) throws -> KeyValue {
-        try JSONTree.decode(data, byHand: KeyValue.init(tree:))
-    }
+    public static func byHand(_ tree: JSONTree) throws -> KeyValue { try KeyValue(tree: tree) }
 }
 
 extension KeyValueOperation {
@@ -118,17 +115,15 @@ extension KeyValueModifyRequest: HandDecodable {
         return Data(json.bytes)
     }
 
-    /// Decodes by hand when it can, with `JSONDecoder` otherwise.
-    public static func decode(_ data: Data) throws -> KeyValueModifyRequest {
-        try JSONTree.decode(data) { tree in
-            guard case .object(let members) = tree, members.count == 1, let operations = tree["operations"]?.array
-            else { throw UnsupportedJSON() }
-            return KeyValueModifyRequest(operations: try operations.map(KeyValueOperation.init(tree:)))
-        }
+    /// Reads the value by hand, declining (`UnsupportedJSON`) what it does not handle.
+    public static func byHand(_ tree: JSONTree) throws -> KeyValueModifyRequest {
+        guard case .object(let members) = tree, members.count == 1, let operations = tree["operations"]?.array
+        else { throw UnsupportedJSON() }
+        return KeyValueModifyRequest(operations: try operations.map(KeyValueOperation.init(tree:)))
     }
 }
 
-extension KeyValueModifyResponse {
+extension KeyValueModifyResponse: HandDecodable {
     /// The answer as JSON, written by hand.
     public func encoded() -> [UInt8] {
         var json = JSONWriter()
@@ -140,11 +135,9 @@ extension KeyValueModifyResponse {
         return json.bytes
     }
 
-    /// Decodes by hand when it can, with `JSONDecoder` otherwise.
-    public static func decode(_ data: Data) throws -> KeyValueModifyResponse {
-        try JSONTree.decode(data) { tree in
-            guard let token = tree["syncToken"]?.string, let sequence = tree["sequence"]?.int64 else { throw UnsupportedJSON() }
-            return KeyValueModifyResponse(syncToken: token, sequence: sequence)
-        }
+    /// Reads the value by hand, declining (`UnsupportedJSON`) what it does not handle.
+    public static func byHand(_ tree: JSONTree) throws -> KeyValueModifyResponse {
+        guard let token = tree["syncToken"]?.string, let sequence = tree["sequence"]?.int64 else { throw UnsupportedJSON() }
+        return KeyValueModifyResponse(syncToken: token, sequence: sequence)
     }
 }

@@ -1,32 +1,6 @@
 import Foundation
 
-/// Records decoded from a `JSONTree` by hand, with the same rules as their `Codable` decoding. Anything
-/// these do not handle throws `Unsupported`, and the caller decodes with `JSONDecoder` instead.
-public struct UnsupportedJSON: Error, Sendable {}
-
-extension JSONTree {
-    /// `data` decoded by hand when `byHand` can, with `JSONDecoder` otherwise: for what `byHand` does not
-    /// handle (it throws `UnsupportedJSON`), and for bad values, whose errors `JSONDecoder` words. A document
-    /// that is not JSON is refused here, whichever decoder would read it.
-    public static func decode<T: Decodable>(_ data: Data, byHand: (JSONTree) throws -> T) throws -> T {
-        let tree = try JSONTree(validating: data)
-        do {
-            return try byHand(tree)
-        } catch {
-            return try JSONDecoder().decode(T.self, from: data)
-        }
-    }
-
-    /// Parses `data`, reporting a document that is not JSON as `DecodingError.dataCorrupted` (the parse
-    /// error, with its reason and offset, is the underlying error).
-    public init(validating data: Data) throws {
-        do {
-            self = try JSONTree(parsing: data)
-        } catch {
-            throw DecodingError.dataCorrupted(.init(codingPath: [], debugDescription: error.description, underlyingError: error))
-        }
-    }
-}
+// Records decoded from a `JSONTree` by hand, with the same rules as their `Codable` decoding.
 
 extension RecordWire {
     public init(tree: JSONTree) throws {
@@ -37,7 +11,9 @@ extension RecordWire {
             case "recordName": recordName = try Self.text(value)
             case "recordType": recordType = try Self.text(value)
             case "recordChangeTag": recordChangeTag = try Self.text(value)
-            case "deleted": deleted = value.bool
+            case "deleted":
+                guard let flag = value.bool else { throw UnsupportedJSON() }
+                deleted = flag
             case "zoneID": zoneID = try ZoneID(tree: value)
             case "created": created = try Stamp(tree: value)
             case "modified": modified = try Stamp(tree: value)
@@ -78,19 +54,15 @@ extension RecordWire.Stamp {
 extension ZoneID {
     init(tree: JSONTree) throws {
         guard let name = tree["zoneName"]?.string else { throw UnsupportedJSON() }
-        self.init(zoneName: name, ownerRecordName: tree["ownerRecordName"]?.string)
+        self.init(zoneName: name, ownerRecordName: try tree.optional("ownerRecordName", \.string))
     }
 }
 
 extension RecordReference {
     init(tree: JSONTree) throws {
         guard let name = tree["recordName"]?.string else { throw UnsupportedJSON() }
-        let action = try tree["action"].flatMap { value -> Action? in
-            guard let text = value.string else { return nil }
-            guard let action = Action(rawValue: text) else { throw UnsupportedJSON() }
-            return action
-        }
-        self.init(recordName: name, zoneID: try tree["zoneID"].map(ZoneID.init(tree:)), action: action)
+        let action = try tree.optional("action") { $0.string.flatMap(Action.init(rawValue:)) }
+        self.init(recordName: name, zoneID: try tree.optional("zoneID", ZoneID.init(tree:)), action: action)
     }
 }
 
@@ -100,10 +72,14 @@ extension FieldValue {
         self = try Self.value(value, type: type)
     }
 
+    /// The element types of lists the hand decoder reads (assets' go the `Codable` way).
+    private static let listElementTypes: Set<String> = ["STRING", "INT64", "DOUBLE", "TIMESTAMP", "BYTES", "REFERENCE", "LOCATION"]
+
     private static func value(_ tree: JSONTree, type: String) throws -> FieldValue {
         if type.hasSuffix("_LIST") {
             guard let elements = tree.array else { throw UnsupportedJSON() }
             let elementType = String(type.dropLast(5))
+            guard Self.listElementTypes.contains(elementType) else { throw UnsupportedJSON() }
             return .list(try elements.map { try value($0, type: elementType) }, elementType: elementType == "ASSET" ? "ASSETID" : elementType)
         }
         switch type {
@@ -125,44 +101,40 @@ extension FieldValue {
         case "LOCATION":
             guard let latitude = tree["latitude"]?.double, let longitude = tree["longitude"]?.double else { throw UnsupportedJSON() }
             var location = Location(latitude: latitude, longitude: longitude)
-            location.horizontalAccuracy = tree["horizontalAccuracy"]?.double
-            location.verticalAccuracy = tree["verticalAccuracy"]?.double
-            location.altitude = tree["altitude"]?.double
-            location.speed = tree["speed"]?.double
-            location.course = tree["course"]?.double
-            location.timestamp = tree["timestamp"]?.int64
+            location.horizontalAccuracy = try tree.optional("horizontalAccuracy", \.double)
+            location.verticalAccuracy = try tree.optional("verticalAccuracy", \.double)
+            location.altitude = try tree.optional("altitude", \.double)
+            location.speed = try tree.optional("speed", \.double)
+            location.course = try tree.optional("course", \.double)
+            location.timestamp = try tree.optional("timestamp", \.int64)
             return .location(location)
         default: throw UnsupportedJSON()  // assets and anything newer: the Codable path
         }
     }
 }
 
-extension ZoneChangesResponse {
-    /// Decodes by hand when it can, with `JSONDecoder` otherwise.
-    public static func decode(_ data: Data) throws -> ZoneChangesResponse {
-        try JSONTree.decode(data) { tree in
-            guard let zones = tree["zones"]?.array else { throw UnsupportedJSON() }
-            return ZoneChangesResponse(
-                zones: try zones.map { zone in
-                    guard let zoneID = try zone["zoneID"].map(ZoneID.init(tree:)) else { throw UnsupportedJSON() }
-                    if let code = zone["serverErrorCode"]?.string {
-                        return ZoneChanges(zoneID: zoneID, error: NimbusError(ErrorCode(rawValue: code), zone["reason"]?.string ?? code))
-                    }
-                    guard let records = zone["records"]?.array, let token = zone["syncToken"]?.string, let more = zone["moreComing"]?.bool
-                    else { throw UnsupportedJSON() }
-                    return ZoneChanges(zoneID: zoneID, records: try records.map(RecordWire.init(tree:)), syncToken: token, moreComing: more)
-                })
-        }
+extension ZoneChangesResponse: HandDecodable {
+    /// Reads the value by hand, declining (`UnsupportedJSON`) what it does not handle.
+    public static func byHand(_ tree: JSONTree) throws -> ZoneChangesResponse {
+        guard let zones = tree["zones"]?.array else { throw UnsupportedJSON() }
+        return ZoneChangesResponse(
+            zones: try zones.map { zone in
+                guard let zoneID = try zone["zoneID"].map(ZoneID.init(tree:)) else { throw UnsupportedJSON() }
+                if let code = zone["serverErrorCode"]?.string {
+                    return ZoneChanges(zoneID: zoneID, error: NimbusError(ErrorCode(rawValue: code), zone["reason"]?.string ?? code))
+                }
+                guard let records = zone["records"]?.array, let token = zone["syncToken"]?.string, let more = zone["moreComing"]?.bool
+                else { throw UnsupportedJSON() }
+                return ZoneChanges(zoneID: zoneID, records: try records.map(RecordWire.init(tree:)), syncToken: token, moreComing: more)
+            })
     }
 }
 
-extension RecordsQueryResponse {
-    /// Decodes by hand when it can, with `JSONDecoder` otherwise.
-    public static func decode(_ data: Data) throws -> RecordsQueryResponse {
-        try JSONTree.decode(data) { tree in
-            guard let records = tree["records"]?.array, records.allSatisfy({ $0["serverErrorCode"] == nil }) else { throw UnsupportedJSON() }
-            return RecordsQueryResponse(
-                records: try records.map { .record(try RecordWire(tree: $0)) }, continuationMarker: tree["continuationMarker"]?.string)
-        }
+extension RecordsQueryResponse: HandDecodable {
+    /// Reads the value by hand, declining (`UnsupportedJSON`) what it does not handle.
+    public static func byHand(_ tree: JSONTree) throws -> RecordsQueryResponse {
+        guard let records = tree["records"]?.array, records.allSatisfy({ $0["serverErrorCode"] == nil }) else { throw UnsupportedJSON() }
+        return RecordsQueryResponse(
+            records: try records.map { .record(try RecordWire(tree: $0)) }, continuationMarker: tree["continuationMarker"]?.string)
     }
 }

@@ -153,11 +153,6 @@ extension RecordError {
     }
 }
 
-/// A wire type that decodes itself faster than `Codable` (and falls back to it for what it does not handle).
-public protocol HandDecodable {
-    static func decode(_ data: Data) throws -> Self
-}
-
 extension RecordsModifyRequest: HandDecodable {
     /// The request as JSON, written by hand.
     public func encoded() throws -> Data {
@@ -192,36 +187,34 @@ extension RecordsModifyRequest: HandDecodable {
         return Data(json.bytes)
     }
 
-    /// Decodes by hand when it can, with `JSONDecoder` otherwise (which also words the errors of bad input).
-    public static func decode(_ data: Data) throws -> RecordsModifyRequest {
-        try JSONTree.decode(data) { tree in
-            guard case .object(let members) = tree, let operations = tree["operations"]?.array,
-                members.allSatisfy({ ["operations", "zoneID", "atomic", "desiredKeys", "numbersAsStrings"].contains($0.key) })
-            else { throw UnsupportedJSON() }
-            var request = RecordsModifyRequest(
-                operations: try operations.map { operation in
-                    guard case .object(let keys) = operation, keys.allSatisfy({ ["operationType", "record", "desiredKeys"].contains($0.key) }),
-                        let type = operation["operationType"]?.string.flatMap(RecordOperation.OperationType.init(rawValue:)),
-                        let record = operation["record"], operation["desiredKeys"] == nil
-                    else { throw UnsupportedJSON() }
-                    return RecordOperation(type, try RecordWire(tree: record))
-                })
-            if let zoneID = tree["zoneID"], !zoneID.isNull { request.zoneID = try ZoneID(tree: zoneID) }
-            if let atomic = tree["atomic"], !atomic.isNull {
-                guard let value = atomic.bool else { throw UnsupportedJSON() }
-                request.atomic = value
-            }
-            guard tree["desiredKeys"] == nil || tree["desiredKeys"] == .null else { throw UnsupportedJSON() }
-            if let numbersAsStrings = tree["numbersAsStrings"], !numbersAsStrings.isNull {
-                guard let value = numbersAsStrings.bool else { throw UnsupportedJSON() }
-                request.numbersAsStrings = value
-            }
-            return request
+    /// Reads the value by hand, declining (`UnsupportedJSON`) what it does not handle.
+    public static func byHand(_ tree: JSONTree) throws -> RecordsModifyRequest {
+        guard case .object(let members) = tree, let operations = tree["operations"]?.array,
+            members.allSatisfy({ ["operations", "zoneID", "atomic", "desiredKeys", "numbersAsStrings"].contains($0.key) })
+        else { throw UnsupportedJSON() }
+        var request = RecordsModifyRequest(
+            operations: try operations.map { operation in
+                guard case .object(let keys) = operation, keys.allSatisfy({ ["operationType", "record", "desiredKeys"].contains($0.key) }),
+                    let type = operation["operationType"]?.string.flatMap(RecordOperation.OperationType.init(rawValue:)),
+                    let record = operation["record"], operation["desiredKeys"] == nil
+                else { throw UnsupportedJSON() }
+                return RecordOperation(type, try RecordWire(tree: record))
+            })
+        if let zoneID = tree["zoneID"], !zoneID.isNull { request.zoneID = try ZoneID(tree: zoneID) }
+        if let atomic = tree["atomic"], !atomic.isNull {
+            guard let value = atomic.bool else { throw UnsupportedJSON() }
+            request.atomic = value
         }
+        guard tree["desiredKeys"] == nil || tree["desiredKeys"] == .null else { throw UnsupportedJSON() }
+        if let numbersAsStrings = tree["numbersAsStrings"], !numbersAsStrings.isNull {
+            guard let value = numbersAsStrings.bool else { throw UnsupportedJSON() }
+            request.numbersAsStrings = value
+        }
+        return request
     }
 }
 
-extension RecordsResponse {
+extension RecordsResponse: HandDecodable {
     /// The answer as JSON, written by hand.
     public func encoded(numbersAsStrings: Bool = false) throws -> [UInt8] {
         var json = JSONWriter(numbersAsStrings: numbersAsStrings)
@@ -246,13 +239,11 @@ extension RecordsResponse {
         return json.bytes
     }
 
-    /// Decodes by hand when it can, with `JSONDecoder` otherwise.
-    public static func decode(_ data: Data) throws -> RecordsResponse {
-        try JSONTree.decode(data) { tree in
-            guard let records = tree["records"]?.array, records.allSatisfy({ $0["serverErrorCode"] == nil }) else { throw UnsupportedJSON() }
-            return RecordsResponse(
-                records: try records.map { .record(try RecordWire(tree: $0)) }, syncToken: tree["syncToken"]?.string,
-                moreComing: tree["moreComing"]?.bool)
-        }
+    /// Reads the value by hand, declining (`UnsupportedJSON`) what it does not handle.
+    public static func byHand(_ tree: JSONTree) throws -> RecordsResponse {
+        guard let records = tree["records"]?.array, records.allSatisfy({ $0["serverErrorCode"] == nil }) else { throw UnsupportedJSON() }
+        return RecordsResponse(
+            records: try records.map { .record(try RecordWire(tree: $0)) }, syncToken: tree["syncToken"]?.string,
+            moreComing: tree["moreComing"]?.bool)
     }
 }

@@ -28,9 +28,9 @@ public struct WireDecoder: RequestDecoder {
 
     static func decode<T: Decodable>(_ type: T.Type, from data: Data) throws(NimbusError) -> T {
         do {
-            if let hand = type as? any HandDecodable.Type { return try hand.decode(data) as! T }
             // Whatever `JSONDecoder` would let through, a body must be JSON as the hand decoders read it.
-            _ = try JSONTree(validating: data)
+            let tree = try JSONTree(validating: data)
+            if let hand = type as? any HandDecodable.Type { return try hand.decode(data, tree: tree) as! T }
             return try JSONDecoder().decode(type, from: data)
         } catch let error as DecodingError {
             throw .badRequest("malformed request body: \(Self.describe(error))")
