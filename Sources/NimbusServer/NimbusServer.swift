@@ -39,7 +39,7 @@ public struct NimbusServer: Sendable {
     func makeRouter() -> Router<AppRequestContext> {
         let router = Router(context: AppRequestContext.self)
         router.add(middleware: MetricsMiddleware())
-        router.add(middleware: ErrorMiddleware())
+        router.add(middleware: ErrorMiddleware(publicURL: configuration.publicURL))
         router.add(middleware: AuthenticationMiddleware(server: state))
         SystemRoutes(metrics: ServerMetrics.registry).register(on: router)
         AuthRoutes(service: AuthService(server: state)).register(on: router)
@@ -47,13 +47,14 @@ public struct NimbusServer: Sendable {
         KeyValueRoutes(service: KeyValueService(server: state)).register(on: router)
         DatabaseRoutes(service: RecordService(server: state)).register(on: router)
         DatabaseRoutes.registerTransfers(AssetTransfers(server: state), on: router)
+        DatabaseRoutes.registerCourier(state, on: router)
         return router
     }
 
     /// The WebSocket router: only `/push/1`, behind the same authentication.
     func makePushRouter() -> Router<AppRequestContext> {
         let router = Router(context: AppRequestContext.self)
-        router.add(middleware: ErrorMiddleware())
+        router.add(middleware: ErrorMiddleware(publicURL: configuration.publicURL))
         router.add(middleware: AuthenticationMiddleware(server: state))
         PushRoutes(server: state).register(on: router)
         return router

@@ -26,6 +26,8 @@ public struct ServerConfiguration: Sendable {
     public var acknowledgementDelay: Duration = .seconds(1)
     /// How often the push socket pings a device; a device that does not answer is disconnected.
     public var heartbeat: Duration = .seconds(30)
+    /// How long a web client's poll of its courier URL waits for a notification before answering 204.
+    public var courierPollTimeout: Duration = .seconds(30)
     /// How long an HTTP connection may sit without a request before it is closed: longer than HTTP
     /// clients keep idle connections (AsyncHTTPClient: 60 s), so they close first. It also ends
     /// connections whose client stopped sending in mid-request, or keeps sending a body nobody reads,
@@ -35,6 +37,9 @@ public struct ServerConfiguration: Sendable {
     /// bcrypt work factor; 12 in production, lower only to make test suites fast.
     public var bcryptCost: UInt8 = 12
     public var logLevel: Logger.Level = .info
+    /// The server's address as clients reach it (like `https://cloud.example.com`), for the absolute URLs
+    /// answers carry; nil takes each request's host. Set it behind a proxy that rewrites the host.
+    public var publicURL: String?
     /// Web origins (like `https://app.example.com`) the sign-in page may hand a web auth token to, by
     /// redirect or `postMessage`.
     public var webSignInOrigins: [String] = []

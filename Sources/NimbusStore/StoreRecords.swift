@@ -8,13 +8,18 @@ public struct AccountRecord: Sendable, Hashable {
     public var passwordHash: String
     public var isAdministrator: Bool
     public var createdAt: Date
+    /// What the user chose to tell others, and whether others may find them by email, phone or id.
+    public var profile: AccountProfile
 
-    public init(id: String, email: String, passwordHash: String, isAdministrator: Bool, createdAt: Date) {
+    public init(
+        id: String, email: String, passwordHash: String, isAdministrator: Bool, createdAt: Date, profile: AccountProfile = AccountProfile()
+    ) {
         self.id = id
         self.email = email
         self.passwordHash = passwordHash
         self.isAdministrator = isAdministrator
         self.createdAt = createdAt
+        self.profile = profile
     }
 }
 

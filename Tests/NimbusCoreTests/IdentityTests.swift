@@ -1,5 +1,6 @@
 import Foundation
 import NimbusCore
+import NimbusTesting
 import Testing
 
 @Suite struct ChangeTokenTests {
@@ -7,6 +8,16 @@ import Testing
         let token = ChangeToken(zoneID: 42, sequence: 9001)
         #expect(try ChangeToken(encoded: token.encoded) == token)
         #expect(!token.encoded.contains("9001"))
+    }
+
+    /// Tokens are standard padded base64, which clients that peek inside decode without surprise; the
+    /// unpadded base64url tokens of earlier releases still work.
+    @Test func tokensArePaddedBase64AndEarlierOnesStillRead() throws {
+        let token = ChangeToken(zoneID: 3, sequence: 10)
+        #expect(token.encoded == Data("n1.3.10".utf8).base64EncodedString() && token.encoded.hasSuffix("="))
+        #expect(try ChangeToken(encoded: "bjEuMy4xMA") == token)
+        #expect(try DatabaseChangeToken(encoded: DatabaseChangeToken(sequence: 7).encoded).sequence == 7)
+        #expect(try DatabaseChangeToken(encoded: "ZDEuNw").sequence == 7)
     }
 
     @Test(arguments: ["", "garbage", "bjIuMS4y", String(repeating: "A", count: 400), "bjEueC4y", "bjEuMS4tMw"])
@@ -93,21 +104,22 @@ import Testing
     }
 }
 
-@Suite struct Base64URLTests {
-    @Test func encodingMatchesFoundationsAlphabetWithoutPadding() {
+@Suite struct Base64Tests {
+    @Test func bothAlphabetsMatchFoundationsAndReadBack() {
         for length in 0..<40 {
             let bytes = Secrets.randomBytes(length)
-            let expected = Data(bytes).base64EncodedString()
-                .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+            let standard = Data(bytes).base64EncodedString()
+            let url = standard.replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
                 .replacingOccurrences(of: "=", with: "")
-            #expect(Base64URL.encode(bytes) == expected)
-            #expect(Base64URL.decode(expected) == bytes)
+            #expect(Base64.encode(bytes, .standard) == standard)
+            #expect(Base64.encode(bytes, .url) == url)
+            #expect(Base64.decode(standard) == bytes && Base64.decode(url) == bytes)
         }
     }
 
-    @Test(arguments: ["a", "ab+c", "ab=c", "é", "abcde"])
+    @Test(arguments: ["a", "ab=c", "é", "abcde", "ab==c===", "a==="])
     func foreignTextDoesNotDecode(_ text: String) {
-        #expect(Base64URL.decode(text) == nil)
+        #expect(Base64.decode(text) == nil)
     }
 }
 
@@ -118,6 +130,21 @@ import Testing
         }
         #expect(Date(wireMilliseconds: Date.wireMilliseconds.upperBound + 1) == nil)
         #expect(Date(wireMilliseconds: .min) == nil)
+    }
+
+    /// `Date` counts from 2001 in a Double, so far from then a naive conversion lands a millisecond off:
+    /// every time accepted from the wire comes back exactly, and only some of the far past are refused.
+    @Test func everyAcceptedWireTimeRoundTripsExactly() {
+        var random = SeededGenerator(seed: 2026_11_23)
+        for _ in 0..<200_000 {
+            let milliseconds = Int64.random(in: Date.wireMilliseconds, using: &random)
+            if let date = Date(wireMilliseconds: milliseconds) {
+                #expect(date.milliseconds == milliseconds)
+            } else {
+                #expect(milliseconds < -4_397_000_000_000_000, "\(milliseconds) was refused")
+            }
+        }
+        #expect(Date(wireMilliseconds: 4_404_643_816_985_819)?.milliseconds == 4_404_643_816_985_819)
     }
 
     @Test func anyDateHasMillisecondsWithoutTrapping() {

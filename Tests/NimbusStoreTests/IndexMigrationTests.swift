@@ -90,7 +90,7 @@ import Testing
         let path = try databaseWithTextFieldNames()
         var reported = [[String]]()
         let store = try SQLiteStore(path: path) { reported.append($0) }
-        #expect(reported == [["2026-11-22-index-field-ids", "2026-11-22-index-rows-unchecked", "2026-11-23-repair-non-finite-record-values"]])
+        #expect(reported == [["2026-11-22-index-field-ids", "2026-11-22-index-rows-unchecked", "2026-11-23-repair-non-finite-record-values", "2026-11-23-account-profiles"]])
         let log = try FileManager.default.attributesOfItem(atPath: path + "-wal")
         #expect(log[.size] as? Int == 0)
         withExtendedLifetime(store) {}

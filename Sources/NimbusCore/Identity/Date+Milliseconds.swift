@@ -20,15 +20,18 @@ extension Date {
 
     public init(milliseconds: Int64) { self.init(timeIntervalSince1970: Double(milliseconds) / 1000) }
 
-    /// A time from the wire; nil outside `wireMilliseconds`.
+    /// A time from the wire; nil outside `wireMilliseconds`, and for the few times a `Date` cannot hold
+    /// exactly (some before -4,397,000,000,000,000, about 137,000 BC, where its Double counts seconds
+    /// in steps wider than a millisecond), which would otherwise come back different from what was sent.
     public init?(wireMilliseconds milliseconds: Int64) {
         guard Self.wireMilliseconds.contains(milliseconds) else { return nil }
         self.init(milliseconds: milliseconds)
+        guard self.milliseconds == milliseconds else { return nil }
     }
 
     /// A time from the wire sent with a fraction of a millisecond (what `Date`'s own encoding writes),
     /// rounded to the millisecond; nil outside `wireMilliseconds`.
-    public init?(wireMilliseconds milliseconds: Double) {
+    public init?(roundingWireMilliseconds milliseconds: Double) {
         let rounded = milliseconds.rounded()
         guard rounded >= Double(Self.wireMilliseconds.lowerBound), rounded <= Double(Self.wireMilliseconds.upperBound) else { return nil }
         self.init(milliseconds: Int64(rounded))
@@ -39,15 +42,18 @@ extension Date {
     /// Decodes a wire time (fractions of a millisecond rounded), refusing one outside `wireMilliseconds`
     /// with an error that says so.
     init<Key: CodingKey>(wireMillisecondsIn container: KeyedDecodingContainer<Key>, forKey key: Key) throws {
-        guard let date = Date(wireMilliseconds: try container.decode(Double.self, forKey: key)) else {
+        guard let date = Date(roundingWireMilliseconds: try container.decode(Double.self, forKey: key)) else {
             throw Self.outOfRange(forKey: key, in: container)
         }
         self = date
     }
 
     static func outOfRange<Key: CodingKey>(forKey key: Key, in container: KeyedDecodingContainer<Key>) -> DecodingError {
-        .dataCorruptedError(
-            forKey: key, in: container,
-            debugDescription: "a TIMESTAMP is milliseconds since 1970 between -8640000000000000 and 8640000000000000")
+        .dataCorruptedError(forKey: key, in: container, debugDescription: wireRangeDescription)
     }
+
+    /// What a wire time may be, for error messages.
+    public static let wireRangeDescription =
+        "a TIMESTAMP is milliseconds since 1970 between -8640000000000000 and 8640000000000000 "
+        + "(before -4397000000000000 only the values a date can hold exactly)"
 }

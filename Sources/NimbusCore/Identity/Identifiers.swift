@@ -74,7 +74,7 @@ public enum Identifiers {
 
     /// Whether the text holds a control character (Unicode's Cc: U+0000–U+001F and U+007F–U+009F),
     /// read from its UTF-8 bytes: every saved record's name passes here.
-    static func containsControlCharacter(_ text: String) -> Bool {
+    package static func containsControlCharacter(_ text: String) -> Bool {
         var afterC2 = false
         for byte in text.utf8 {
             if byte < 0x20 || byte == 0x7F || (afterC2 && (0x80...0x9F).contains(byte)) { return true }

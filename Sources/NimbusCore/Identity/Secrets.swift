@@ -23,7 +23,7 @@ public enum Secrets {
     public static func apiToken() -> String { hex(randomBytes(32)) }
 
     /// A session token: 32 random bytes, base64url without padding (safe in query strings).
-    public static func sessionToken() -> String { Base64URL.encode(randomBytes(32)) }
+    public static func sessionToken() -> String { Base64.encode(randomBytes(32), .url) }
 
     /// The stored form of a secret: hexadecimal SHA-256.
     public static func digest(_ secret: String) -> String { hex(Array(SHA256.hash(data: Data(secret.utf8)))) }
@@ -32,7 +32,7 @@ public enum Secrets {
     public static func userRecordName() -> String { "_" + hex(randomBytes(16)) }
 
     /// A readable password for generated credentials.
-    public static func password() -> String { Base64URL.encode(randomBytes(18)) }
+    public static func password() -> String { Base64.encode(randomBytes(18), .url) }
 
     /// Hexadecimal HMAC-SHA256 of `message` under `key`: what signed URLs carry.
     public static func hmac(key: [UInt8], _ message: String) -> String {

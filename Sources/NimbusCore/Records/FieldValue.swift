@@ -204,7 +204,7 @@ extension FieldValue: Codable {
         case "DOUBLE_LIST": return .list(try container.decode([Double].self, forKey: .value).map(FieldValue.double), elementType: "DOUBLE")
         case "TIMESTAMP_LIST":
             let dates = try container.decode([Double].self, forKey: .value).map { milliseconds in
-                guard let date = Date(wireMilliseconds: milliseconds) else { throw Date.outOfRange(forKey: .value, in: container) }
+                guard let date = Date(roundingWireMilliseconds: milliseconds) else { throw Date.outOfRange(forKey: .value, in: container) }
                 return FieldValue.timestamp(date)
             }
             return .list(dates, elementType: "TIMESTAMP")

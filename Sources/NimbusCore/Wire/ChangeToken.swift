@@ -13,11 +13,11 @@ public struct ChangeToken: Hashable, Sendable {
         self.sequence = sequence
     }
 
-    public var encoded: String { Base64URL.encode("n1.\(zoneID).\(sequence)".utf8) }
+    public var encoded: String { Base64.encode("n1.\(zoneID).\(sequence)".utf8, .standard) }
 
     /// Decodes a token, or throws `BAD_REQUEST` for a string that is not one.
     public init(encoded: String) throws(NimbusError) {
-        guard encoded.utf8.count <= 128, let bytes = Base64URL.decode(encoded) else {
+        guard encoded.utf8.count <= 128, let bytes = Base64.decode(encoded) else {
             throw .badRequest("syncToken is not a token this server issued")
         }
         let parts = String(decoding: bytes, as: UTF8.self).split(separator: ".")
@@ -35,10 +35,10 @@ public struct DatabaseChangeToken: Hashable, Sendable {
 
     public init(sequence: Int64) { self.sequence = sequence }
 
-    public var encoded: String { Base64URL.encode("d1.\(sequence)".utf8) }
+    public var encoded: String { Base64.encode("d1.\(sequence)".utf8, .standard) }
 
     public init(encoded: String) throws(NimbusError) {
-        guard encoded.utf8.count <= 128, let bytes = Base64URL.decode(encoded) else {
+        guard encoded.utf8.count <= 128, let bytes = Base64.decode(encoded) else {
             throw .badRequest("syncToken is not a database token this server issued")
         }
         let parts = String(decoding: bytes, as: UTF8.self).split(separator: ".")

@@ -323,12 +323,99 @@ public struct RecordsChangesRequest: Codable, Sendable {
 /// `users/caller`: the signed-in user as a CloudKit user identity.
 public struct UserIdentity: Codable, Sendable, Hashable {
     public var userRecordName: String
-    public init(userRecordName: String) { self.userRecordName = userRecordName }
+    /// How the user was found (`users/discover`).
+    public var lookupInfo: LookupInfo?
+    /// The user's names, when they gave them and may be discovered.
+    public var nameComponents: NameComponents?
+
+    public init(userRecordName: String, lookupInfo: LookupInfo? = nil, nameComponents: NameComponents? = nil) {
+        self.userRecordName = userRecordName
+        self.lookupInfo = lookupInfo
+        self.nameComponents = nameComponents
+    }
+
+    /// One way to find a user: by email address, phone number or user record name.
+    public struct LookupInfo: Codable, Sendable, Hashable {
+        public var emailAddress: String?
+        public var phoneNumber: String?
+        public var userRecordName: String?
+
+        public init(emailAddress: String? = nil, phoneNumber: String? = nil, userRecordName: String? = nil) {
+            self.emailAddress = emailAddress
+            self.phoneNumber = phoneNumber
+            self.userRecordName = userRecordName
+        }
+    }
+
+    public struct NameComponents: Codable, Sendable, Hashable {
+        public var givenName: String?
+        public var familyName: String?
+
+        public init(givenName: String?, familyName: String?) {
+            self.givenName = givenName
+            self.familyName = familyName
+        }
+    }
 }
 
+/// `users/caller` and `users/discover`.
 public struct UsersResponse: Codable, Sendable {
     public var users: [UserIdentity]
     public init(users: [UserIdentity]) { self.users = users }
+}
+
+/// `users/discover` (POST): the users to find; only those who chose to be discoverable are answered.
+public struct UsersDiscoverRequest: Codable, Sendable {
+    public var lookupInfos: [UserIdentity.LookupInfo]
+    public init(lookupInfos: [UserIdentity.LookupInfo]) { self.lookupInfos = lookupInfos }
+}
+
+/// `users/current`: the older shape of `users/caller`, which clients still call.
+public struct CurrentUserResponse: Codable, Sendable {
+    public var userRecordName: String
+    public var firstName: String?
+    public var lastName: String?
+
+    public init(userRecordName: String, firstName: String?, lastName: String?) {
+        self.userRecordName = userRecordName
+        self.firstName = firstName
+        self.lastName = lastName
+    }
+}
+
+/// `users/lookup/email` and `users/lookup/id`, the legacy forms of `users/discover`.
+public struct UsersLookupRequest: Codable, Sendable {
+    public struct Item: Codable, Sendable {
+        public var emailAddress: String?
+        public var userRecordName: String?
+        public init(emailAddress: String? = nil, userRecordName: String? = nil) {
+            self.emailAddress = emailAddress
+            self.userRecordName = userRecordName
+        }
+    }
+
+    public var users: [Item]
+    public init(users: [Item]) { self.users = users }
+}
+
+/// The answer of `users/lookup/*`: a user as the legacy endpoints described one.
+public struct LegacyUsersResponse: Codable, Sendable {
+    public struct User: Codable, Sendable, Hashable {
+        public var userRecordName: String
+        public var firstName: String?
+        public var lastName: String?
+        public var emailAddress: String?
+
+        public init(userRecordName: String, firstName: String?, lastName: String?, emailAddress: String?) {
+            self.userRecordName = userRecordName
+            self.firstName = firstName
+            self.lastName = lastName
+            self.emailAddress = emailAddress
+        }
+    }
+
+    public var users: [User]
+    public init(users: [User]) { self.users = users }
 }
 
 /// `assets/upload`: where to upload the files of asset fields.
@@ -376,6 +463,63 @@ public struct AssetUploadResponse: Codable, Sendable {
 public struct AssetUploadResult: Codable, Sendable {
     public var singleFile: AssetValue
     public init(singleFile: AssetValue) { self.singleFile = singleFile }
+}
+
+/// `assets/rereference`: new receipts for the asset files records already hold, so other records can
+/// hold the same files without uploading them again.
+public struct AssetRereferenceRequest: Codable, Sendable {
+    public struct Item: Codable, Sendable {
+        public var recordName: String
+        public var fieldName: String
+        public init(recordName: String, fieldName: String) {
+            self.recordName = recordName
+            self.fieldName = fieldName
+        }
+    }
+
+    public var assets: [Item]
+    public var zoneID: ZoneID?
+    public init(assets: [Item], zoneID: ZoneID? = nil) {
+        self.assets = assets
+        self.zoneID = zoneID
+    }
+}
+
+/// The answer of `assets/rereference`, item by item: the field's value with a fresh receipt in each
+/// asset (ready to save into another record), or why not.
+public struct AssetRereferenceResponse: Codable, Sendable {
+    public enum Item: Codable, Sendable {
+        case asset(recordName: String, fieldName: String, value: FieldValue)
+        case failure(RecordError)
+
+        enum CodingKeys: String, CodingKey { case recordName, fieldName }
+
+        public init(from decoder: any Decoder) throws {
+            if let failure = try? RecordError(from: decoder) {
+                self = .failure(failure)
+            } else {
+                let container = try decoder.container(keyedBy: CodingKeys.self)
+                self = .asset(
+                    recordName: try container.decode(String.self, forKey: .recordName),
+                    fieldName: try container.decode(String.self, forKey: .fieldName), value: try FieldValue(from: decoder))
+            }
+        }
+
+        /// Flat, as a field dictionary with the record and field it came from: `{recordName, fieldName, value, type}`.
+        public func encode(to encoder: any Encoder) throws {
+            switch self {
+            case .failure(let failure): try failure.encode(to: encoder)
+            case .asset(let recordName, let fieldName, let value):
+                var container = encoder.container(keyedBy: CodingKeys.self)
+                try container.encode(recordName, forKey: .recordName)
+                try container.encode(fieldName, forKey: .fieldName)
+                try value.encode(to: encoder)
+            }
+        }
+    }
+
+    public var assets: [Item]
+    public init(assets: [Item]) { self.assets = assets }
 }
 
 /// `records/accept` (shared database): accept shares by their shortGUIDs.

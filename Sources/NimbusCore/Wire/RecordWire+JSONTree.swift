@@ -91,7 +91,7 @@ extension FieldValue {
             guard let real = tree.double else { throw UnsupportedJSON() }
             return .double(real)
         case "TIMESTAMP":
-            guard let date = tree.int64.flatMap(Date.init(wireMilliseconds:)) ?? tree.double.flatMap(Date.init(wireMilliseconds:))
+            guard let date = tree.int64.flatMap(Date.init(wireMilliseconds:)) ?? tree.double.flatMap(Date.init(roundingWireMilliseconds:))
             else { throw UnsupportedJSON() }
             return .timestamp(date)
         case "BYTES":

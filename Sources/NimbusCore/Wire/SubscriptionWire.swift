@@ -169,3 +169,42 @@ public struct RecordNotification: Codable, Sendable, Hashable {
         self.notificationInfo = notificationInfo
     }
 }
+
+/// `tokens/create`: a web client asks for a push token and the URL to long-poll for notifications.
+public struct TokensCreateRequest: Codable, Sendable {
+    /// `development` or `production`; the environment of the URL when absent.
+    public var apnsEnvironment: String?
+    public init(apnsEnvironment: String? = nil) { self.apnsEnvironment = apnsEnvironment }
+}
+
+public struct TokensCreateResponse: Codable, Sendable {
+    public var apnsEnvironment: String
+    public var apnsToken: String
+    /// `GET` it to wait for the next notification (a `RecordNotification`); `204` when none came in time.
+    public var webcourierURL: String
+
+    public init(apnsEnvironment: String, apnsToken: String, webcourierURL: String) {
+        self.apnsEnvironment = apnsEnvironment
+        self.apnsToken = apnsToken
+        self.webcourierURL = webcourierURL
+    }
+}
+
+/// `tokens/register`: start delivering the user's notifications to a token from `tokens/create`.
+public struct TokensRegisterRequest: Codable, Sendable {
+    public var apnsEnvironment: String?
+    public var apnsToken: String
+    public init(apnsEnvironment: String? = nil, apnsToken: String) {
+        self.apnsEnvironment = apnsEnvironment
+        self.apnsToken = apnsToken
+    }
+}
+
+public struct TokensRegisterResponse: Codable, Sendable {
+    public var apnsEnvironment: String
+    public var apnsToken: String
+    public init(apnsEnvironment: String, apnsToken: String) {
+        self.apnsEnvironment = apnsEnvironment
+        self.apnsToken = apnsToken
+    }
+}

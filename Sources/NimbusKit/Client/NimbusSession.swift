@@ -43,6 +43,18 @@ public enum NimbusAccount {
             deviceID: response.deviceID, expiresAt: Date(milliseconds: response.expiresAt))
     }
 
+    /// The signed-in user's names, phone number and whether others may discover them.
+    public static func profile(_ session: NimbusSession) async throws -> AccountProfile {
+        try await NimbusClient(server: session.server, sessionToken: session.sessionToken).send(.GET, "/auth/1/profile")
+    }
+
+    /// Replaces the user's profile; `discoverable` lets other users find them by email, phone number or
+    /// user record name (CloudKit's user discoverability). Returns the profile as stored.
+    @discardableResult
+    public static func updateProfile(_ session: NimbusSession, _ profile: AccountProfile) async throws -> AccountProfile {
+        try await NimbusClient(server: session.server, sessionToken: session.sessionToken).send(.PUT, "/auth/1/profile", body: profile)
+    }
+
     /// Revokes the session on the server.
     public static func signOut(_ session: NimbusSession) async throws {
         try await NimbusClient(server: session.server, sessionToken: session.sessionToken).send(.POST, "/auth/1/signout")

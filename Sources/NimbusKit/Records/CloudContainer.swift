@@ -43,4 +43,18 @@ public struct CloudContainer: Sendable {
         guard let user = response.users.first else { throw NimbusError(.internalError, "the server named no caller") }
         return user.userRecordName
     }
+
+    /// The users who chose to be discoverable and match one of `lookups` (email addresses, phone numbers
+    /// or user record names), in the order asked; lookups that find no one are left out.
+    public func discoverUserIdentities(_ lookups: [UserIdentity.LookupInfo]) async throws -> [UserIdentity] {
+        let response: UsersResponse = try await client.send(
+            .POST, publicCloudDatabase.path("users/discover"), body: UsersDiscoverRequest(lookupInfos: lookups))
+        return response.users
+    }
+
+    /// Every user who chose to be discoverable (CloudKit's `discoverAllIdentities`).
+    public func discoverAllUserIdentities() async throws -> [UserIdentity] {
+        let response: UsersResponse = try await client.send(.GET, publicCloudDatabase.path("users/discover"))
+        return response.users
+    }
 }

@@ -7,13 +7,21 @@ import NimbusStore
 ///
 /// Internal failures are logged with their uuid and answered with `INTERNAL_ERROR` and that uuid only:
 /// no SQL, paths or stack traces reach a client.
+///
+/// A `redirectURL` (where to sign in) is made absolute against the server's public address, since a
+/// client resolves it against whatever page it is on, not against the API.
 struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
+    let publicURL: String?
+
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response
     {
         do {
             return try await next(request, context)
         } catch {
-            let wireError = Self.wireError(for: error, request: request)
+            var wireError = Self.wireError(for: error, request: request)
+            if let redirect = wireError.redirectURL, redirect.hasPrefix("/") {
+                wireError.redirectURL = PublicURL.base(for: request, configured: publicURL) + redirect
+            }
             // A full disk is the operator's to fix, though clients only need to wait.
             if wireError.code == .internalError || (error as? StoreError) == .storageFull {
                 context.logger.error(

@@ -47,11 +47,21 @@ enum OpenAPIDocument {
             method: "get", path: "/auth/1/me", summary: "The signed-in account and device", access: .session,
             response: "CallerResponse"),
         Operation(
+            method: "get", path: "/auth/1/profile", summary: "The signed-in user's names, phone number and discoverability",
+            access: .session, response: "AccountProfile"),
+        Operation(
+            method: "put", path: "/auth/1/profile", summary: "Replace the signed-in user's profile", access: .session,
+            request: "AccountProfile", response: "AccountProfile"),
+        Operation(
             method: "get", path: "/auth/1/devices", summary: "The account's devices and their watermarks",
             access: .session, response: "DeviceList"),
         Operation(
             method: "get", path: "/push/1", summary: "WebSocket of zone-moved messages for this device",
             access: .session),
+        Operation(
+            method: "get", path: "/push/1/courier/{token}",
+            summary: "Long poll for a web client's next notification (204 when none came in time)", access: .open,
+            response: "RecordNotification"),
         Operation(
             method: "get", path: "/kv/1/{store}/values", summary: "The whole key-value store", access: .service,
             response: "KeyValueSnapshot"),
@@ -138,11 +148,24 @@ enum OpenAPIDocument {
         ("get", "subscriptions/list", "The caller's subscriptions", nil, "SubscriptionsResponse"),
         ("post", "subscriptions/lookup", "Fetch subscriptions by ID", "SubscriptionsLookupRequest", "SubscriptionsResponse"),
         ("post", "subscriptions/modify", "Create, update and delete subscriptions", "SubscriptionsModifyRequest", "SubscriptionsResponse"),
+        ("post", "assets/rereference", "Fresh receipts for asset files records hold", "AssetRereferenceRequest", "AssetRereferenceResponse"),
         ("get", "users/caller", "The signed-in user's identity", nil, "UsersResponse"),
+        ("get", "users/current", "The signed-in user's record name and names (older form of users/caller)", nil, "CurrentUserResponse"),
+        ("post", "users/discover", "Discoverable users by email, phone number or record name", "UsersDiscoverRequest", "UsersResponse"),
+        ("get", "users/discover", "Every discoverable user", nil, "UsersResponse"),
+        ("post", "users/lookup/email", "Discoverable users by email (legacy)", "UsersLookupRequest", "LegacyUsersResponse"),
+        ("post", "users/lookup/id", "Discoverable users by record name (legacy)", "UsersLookupRequest", "LegacyUsersResponse"),
     ].map { method, operation, summary, request, response in
         Operation(
             method: method, path: "/database/1/{container}/{environment}/{database}/" + operation, summary: summary,
             access: .service, request: request, response: response)
+    } + [
+        ("create", "A push token and web courier URL for this user's notifications", "TokensCreateRequest", "TokensCreateResponse"),
+        ("register", "Deliver this user's notifications to a token from tokens/create", "TokensRegisterRequest", "TokensRegisterResponse"),
+    ].map { operation, summary, request, response in
+        Operation(
+            method: "post", path: "/database/1/{container}/{environment}/tokens/" + operation, summary: summary, access: .service,
+            request: request, response: response)
     }
 
     static var document: JSONValue {

@@ -237,6 +237,63 @@ extension WireSchemas {
             object([("subscriptions", array(of: object([("subscriptionID", string)], required: ["subscriptionID"])))], required: ["subscriptions"])
         ),
         ("SubscriptionsResponse", object([("subscriptions", array(of: anyValue))], required: ["subscriptions"])),
-        ("UsersResponse", object([("users", array(of: object([("userRecordName", string)], required: ["userRecordName"])))], required: ["users"])),
+        ("LookupInfo", object([("emailAddress", string), ("phoneNumber", string), ("userRecordName", string)], required: [])),
+        (
+            "UserIdentity",
+            object(
+                [
+                    ("userRecordName", string), ("lookupInfo", ref("LookupInfo")),
+                    ("nameComponents", object([("givenName", string), ("familyName", string)], required: [])),
+                ], required: ["userRecordName"])
+        ),
+        ("UsersResponse", object([("users", array(of: ref("UserIdentity")))], required: ["users"])),
+        ("UsersDiscoverRequest", object([("lookupInfos", array(of: ref("LookupInfo")))], required: ["lookupInfos"])),
+        ("CurrentUserResponse", object([("userRecordName", string), ("firstName", string), ("lastName", string)], required: ["userRecordName"])),
+        ("UsersLookupRequest", object([("users", array(of: object([("emailAddress", string), ("userRecordName", string)], required: [])))], required: ["users"])),
+        (
+            "LegacyUsersResponse",
+            object(
+                [
+                    (
+                        "users",
+                        array(of: object([("userRecordName", string), ("firstName", string), ("lastName", string), ("emailAddress", string)], required: ["userRecordName"]))
+                    )
+                ], required: ["users"])
+        ),
+        (
+            "AssetRereferenceRequest",
+            object(
+                [("assets", array(of: object([("recordName", string), ("fieldName", string)], required: ["recordName", "fieldName"]))), ("zoneID", ref("ZoneID"))],
+                required: ["assets"])
+        ),
+        (
+            "AssetRereferenceResponse",
+            object(
+                [
+                    (
+                        "assets",
+                        array(
+                            of: [
+                                "oneOf": [
+                                    object([("recordName", string), ("fieldName", string), ("value", anyValue), ("type", string)], required: ["recordName", "fieldName", "value", "type"]),
+                                    ref("RecordError"),
+                                ]
+                            ])
+                    )
+                ], required: ["assets"])
+        ),
+        ("TokensCreateRequest", object([("apnsEnvironment", ["type": "string", "enum": ["development", "production"]])], required: [])),
+        ("TokensCreateResponse", object([("apnsEnvironment", string), ("apnsToken", string), ("webcourierURL", string)], required: ["apnsEnvironment", "apnsToken", "webcourierURL"])),
+        ("TokensRegisterRequest", object([("apnsEnvironment", ["type": "string", "enum": ["development", "production"]]), ("apnsToken", string)], required: ["apnsToken"])),
+        ("TokensRegisterResponse", object([("apnsEnvironment", string), ("apnsToken", string)], required: ["apnsEnvironment", "apnsToken"])),
+        (
+            "RecordNotification",
+            object(
+                [
+                    ("notificationType", ["type": "string", "enum": ["query", "recordZone", "database"]]), ("subscriptionID", string),
+                    ("containerIdentifier", string), ("environment", string), ("databaseScope", string), ("zoneID", ref("ZoneID")),
+                    ("recordName", string), ("queryNotificationReason", string), ("notificationInfo", anyValue),
+                ], required: ["notificationType", "subscriptionID", "containerIdentifier", "environment", "databaseScope", "zoneID"])
+        ),
     ]
 }

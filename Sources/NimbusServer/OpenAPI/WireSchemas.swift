@@ -43,6 +43,10 @@ enum WireSchemas {
                 [("userRecordName", string), ("email", string), ("deviceID", string), ("isAdministrator", boolean)],
                 required: ["userRecordName", "email", "deviceID", "isAdministrator"])
         ),
+        (
+            "AccountProfile",
+            object([("firstName", string), ("lastName", string), ("phoneNumber", string), ("discoverable", boolean)], required: ["discoverable"])
+        ),
         ("ZoneAddress", object([("service", string), ("name", string)], required: ["service", "name"])),
         (
             "DeviceList",

@@ -9,6 +9,8 @@ import Synchronization
 final class PushHub: Sendable {
     private let connections = Mutex<[String: [UUID: AsyncStream<PushMessage>.Continuation]]>([:])
     static let bufferSize = 256
+    /// Web clients' mailboxes, which get the notifications too.
+    let courier = WebCourier()
 
     /// Registers a device connection; the stream ends when `disconnect` is called with the returned id.
     func connect(accountID: String) -> (id: UUID, messages: AsyncStream<PushMessage>) {
@@ -31,6 +33,7 @@ final class PushHub: Sendable {
     func publish(to accountID: String, _ message: PushMessage) {
         let targets = connections.withLock { Array(($0[accountID] ?? [:]).values) }
         for continuation in targets { continuation.yield(message) }
+        if let notification = message.notification { courier.deliver(to: accountID, notification) }
     }
 
     var connectionCount: Int { connections.withLock { $0.values.reduce(0) { $0 + $1.count } } }

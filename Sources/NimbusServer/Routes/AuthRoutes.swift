@@ -29,6 +29,10 @@ struct AuthRoutes {
             return HTTPResponse.Status.noContent
         }
         user.get("me") { _, context in try await service.caller(context.session) }
+        user.get("profile") { _, context in try await service.profile(context.session) }
+        user.put("profile") { request, context in
+            try await service.updateProfile(context.session, try await request.decode(as: AccountProfile.self, context: context))
+        }
         user.get("devices") { _, context in try await service.devices(context.session) }
     }
 }

@@ -1,5 +1,7 @@
+import Foundation
 import HTTPTypes
 import Hummingbird
+import NIOCore
 import NimbusCore
 
 /// `/database/1/{container}/{environment}/{database}/…`: CloudKit Web Services' record database.
@@ -13,6 +15,7 @@ struct DatabaseRoutes {
         post(database, "records/query", RecordsQueryRequest.self, service.query)
         post(database, "records/changes", RecordsChangesRequest.self, service.recordChanges)
         post(database, "assets/upload", AssetUploadRequest.self, service.requestUploads)
+        post(database, "assets/rereference", AssetRereferenceRequest.self, service.rereferenceAssets)
         post(database, "records/accept", AcceptSharesRequest.self, service.acceptShares)
         database.get("zones/list") { request, context in try await service.listZones(try await authorize(request, context)) }
         post(database, "zones/lookup", ZonesLookupRequest.self, service.lookupZones)
@@ -24,12 +27,46 @@ struct DatabaseRoutes {
         post(database, "subscriptions/lookup", SubscriptionsLookupRequest.self, service.lookupSubscriptions)
         post(database, "subscriptions/modify", SubscriptionsModifyRequest.self, service.modifySubscriptions)
         database.get("users/caller") { request, context in try service.caller(try await authorize(request, context)) }
+        database.get("users/current") { request, context in try await service.currentUser(try await authorize(request, context)) }
+        post(database, "users/discover", UsersDiscoverRequest.self, service.discoverUsers)
+        database.get("users/discover") { request, context in try await service.discoverAllUsers(try await authorize(request, context)) }
+        post(database, "users/lookup/email", UsersLookupRequest.self, service.lookupUsersByEmail)
+        post(database, "users/lookup/id", UsersLookupRequest.self, service.lookupUsersByID)
+
+        // Paths without a database segment, as CloudKit's: the tokens are the caller's in the container.
+        let tokens = router.group("database/1/:container/:environment/tokens", context: DatabaseRequestContext.self)
+        tokens.post("create") { request, context in
+            try service.createNotificationToken(
+                try await authorize(request, context, database: "private"), try await request.decode(as: TokensCreateRequest.self, context: context))
+        }
+        tokens.post("register") { request, context in
+            try service.registerNotificationToken(
+                try await authorize(request, context, database: "private"), try await request.decode(as: TokensRegisterRequest.self, context: context))
+        }
+    }
+
+    /// Web clients' long poll for notifications (`tokens/create`): the unguessable token is the credential.
+    static func registerCourier(_ server: ServerState, on router: Router<AppRequestContext>) {
+        router.get("push/1/courier/:token") { _, context -> Response in
+            do {
+                let notification = try await server.push.courier.poll(
+                    token: context.parameters.require("token"), timeout: server.configuration.courierPollTimeout, now: server.configuration.now())
+                guard let notification else { return Response(status: .noContent) }
+                return Response(
+                    status: .ok, headers: [.contentType: "application/json; charset=utf-8"],
+                    body: ResponseBody(byteBuffer: ByteBuffer(bytes: try JSONEncoder().encode(notification))))
+            } catch WebCourier.PollError.unknownToken {
+                throw NimbusError.notFound("no such web courier token; ask tokens/create for another")
+            } catch WebCourier.PollError.alreadyPolling {
+                throw NimbusError.badRequest("another request is already waiting on this token")
+            }
+        }
     }
 
     /// Upload and download URLs of assets: their own credentials (an unguessable upload id, a signature).
     static func registerTransfers(_ transfers: AssetTransfers, on router: Router<AppRequestContext>) {
         router.post("assets/1/upload/:id") { request, context in
-            try await transfers.upload(id: context.parameters.require("id"), body: request.body)
+            try await transfers.upload(id: context.parameters.require("id"), body: request.body, contentType: request.headers[.contentType])
         }
         router.get("assets/1/download/:assetID") { request, context in
             try await transfers.download(
@@ -38,13 +75,11 @@ struct DatabaseRoutes {
         }
     }
 
-    private func authorize(_ request: Request, _ context: DatabaseRequestContext) async throws -> RecordDatabase {
+    private func authorize(_ request: Request, _ context: DatabaseRequestContext, database name: String? = nil) async throws -> RecordDatabase {
         var database = try await service.authorize(
             context, container: context.parameters.require("container"), environment: context.parameters.require("environment"),
-            database: context.parameters.require("database"), apiToken: request.uri.queryParameters.get("ckAPIToken"))
-        if let host = request.head.authority {
-            database.baseURL = (request.headers[HTTPField.Name("X-Forwarded-Proto")!] == "https" ? "https://" : "http://") + host
-        }
+            database: try name ?? context.parameters.require("database"), apiToken: request.uri.queryParameters.get("ckAPIToken"))
+        database.baseURL = PublicURL.base(for: request, configured: service.server.configuration.publicURL)
         return database
     }
 

@@ -20,12 +20,18 @@ extension ZonesResponse: ResponseEncodable {}
 extension DatabaseChangesResponse: ResponseEncodable {}
 extension ZoneChangesResponse: ResponseEncodable {}
 extension UsersResponse: ResponseEncodable {}
+extension CurrentUserResponse: ResponseEncodable {}
+extension LegacyUsersResponse: ResponseEncodable {}
+extension AccountProfile: ResponseEncodable {}
+extension TokensCreateResponse: ResponseEncodable {}
+extension TokensRegisterResponse: ResponseEncodable {}
 extension SchemaDocument: ResponseEncodable {}
 extension SchemaDeployResponse: ResponseEncodable {}
 extension SubscriptionsResponse: ResponseEncodable {}
 extension ServerKeyInfo: ResponseEncodable {}
 extension AssetUploadResponse: ResponseEncodable {}
 extension AssetUploadResult: ResponseEncodable {}
+extension AssetRereferenceResponse: ResponseEncodable {}
 
 /// The answer to every key-value write, so it is written by hand.
 extension KeyValueModifyResponse: ResponseGenerator {

@@ -69,6 +69,34 @@ struct AuthService: Sendable {
         )
     }
 
+    func profile(_ session: AuthenticatedSession) async throws -> AccountProfile {
+        guard let account = try await server.store.account(id: session.accountID) else {
+            throw NimbusError.authenticationFailed("the account no longer exists")
+        }
+        return account.profile
+    }
+
+    /// Replaces the caller's profile; a phone number is kept as its digits (and a leading `+`).
+    func updateProfile(_ session: AuthenticatedSession, _ profile: AccountProfile) async throws -> AccountProfile {
+        var profile = profile
+        for (name, value) in [("firstName", profile.firstName), ("lastName", profile.lastName)] {
+            guard let value else { continue }
+            guard value.utf8.count <= 255, !Identifiers.containsControlCharacter(value) else {
+                throw NimbusError.badRequest("\(name) must be at most 255 bytes without control characters")
+            }
+        }
+        if let number = profile.phoneNumber {
+            guard number.utf8.count <= 32, let normalized = AccountProfile.normalizedPhoneNumber(number),
+                number.unicodeScalars.allSatisfy({ ("0"..."9").contains($0) || " +-().".unicodeScalars.contains($0) })
+            else {
+                throw NimbusError.badRequest("phoneNumber \"\(number.prefix(40))\" must be digits, with spaces, dashes or a leading +")
+            }
+            profile.phoneNumber = normalized
+        }
+        try await server.store.updateProfile(accountID: session.accountID, profile)
+        return profile
+    }
+
     func devices(_ session: AuthenticatedSession) async throws -> DeviceList {
         var devices = [DeviceStatus]()
         await server.watermarks.flush()

@@ -37,6 +37,71 @@ extension RecordService {
         return AssetUploadResponse(tokens: tokens)
     }
 
+    /// `assets/rereference`: a fresh receipt for each file of the named asset fields of records the caller
+    /// can read, so that records elsewhere in the container can hold the same files (the files stay while
+    /// any record holds them, as every asset file does).
+    func rereferenceAssets(_ database: RecordDatabase, _ request: AssetRereferenceRequest) async throws -> AssetRereferenceResponse {
+        let caller = try database.requireCaller()
+        guard (1...Self.maxOperations).contains(request.assets.count) else {
+            throw NimbusError.badRequest("assets must name 1 to \(Self.maxOperations) fields")
+        }
+        for item in request.assets {
+            try Identifiers.validateRecordName(item.recordName)
+            try Identifiers.validateSchemaName(item.fieldName, what: "fieldName")
+        }
+        let (view, zoneName) = try await target(request.zoneID, in: database)
+        let entries = try await server.store.entries(view.zone(zoneName), keys: request.assets.map(\.recordName))
+        let found = Dictionary(entries.map { ($0.key, $0) }, uniquingKeysWith: { first, _ in first })
+        let schema = try await schemas.schema(view)
+        let access = RecordAccess(view)
+        var answer = [AssetRereferenceResponse.Item]()
+        for item in request.assets {
+            func failure(_ error: NimbusError) -> AssetRereferenceResponse.Item {
+                .failure(RecordError(recordName: item.recordName, error: error))
+            }
+            guard let entry = found[item.recordName], entry.payload != nil, access.shared?.sees(entry) ?? true else {
+                answer.append(failure(.notFound("record \(item.recordName) does not exist")))
+                continue
+            }
+            let record = try StoredRecord(entry: entry)
+            guard access.allows(.read, schema.recordTypes.first { $0.name == record.recordType }, creator: record.created.userRecordName) else {
+                answer.append(failure(.accessDenied("you may not read \(record.recordType) records")))
+                continue
+            }
+            guard let value = record.fields[item.fieldName], !StoredRecord.assets(value).isEmpty else {
+                answer.append(failure(.badRequest("field \(item.fieldName) of record \(item.recordName) holds no asset")))
+                continue
+            }
+            answer.append(
+                .asset(
+                    recordName: item.recordName, fieldName: item.fieldName,
+                    value: try await withFreshReceipts(value, caller: caller.userRecordName, container: database.container)))
+        }
+        return AssetRereferenceResponse(assets: answer)
+    }
+
+    /// The value with each stored asset replaced by a receipt that brings the same file into a record.
+    private func withFreshReceipts(_ value: FieldValue, caller: String, container: String) async throws -> FieldValue {
+        switch value {
+        case .asset(let asset):
+            guard let id = asset.assetID, let size = asset.size, let checksum = asset.fileChecksum else { return value }
+            let upload = Secrets.apiToken()
+            let receipt = Secrets.sessionToken()
+            try await server.store.createAssetUpload(
+                AssetUploadRecord(
+                    id: upload, owner: caller, container: container,
+                    expiresAt: server.configuration.now().addingTimeInterval(Self.uploadLifetime)))
+            try await server.store.completeAssetUpload(
+                id: upload, blob: StoredBlob(id: id, size: size, checksum: checksum), receiptDigest: Secrets.digest(receipt))
+            return .asset(AssetValue(fileChecksum: checksum, size: size, receipt: receipt))
+        case .list(let values, let elementType):
+            var renewed = [FieldValue]()
+            for element in values { renewed.append(try await withFreshReceipts(element, caller: caller, container: container)) }
+            return .list(renewed, elementType: elementType)
+        default: return value
+        }
+    }
+
     /// Replaces receipts in the operations' asset fields with the uploaded files they stand for; returns
     /// the files so resolved (the writer accepts these, and files the records already hold).
     func redeemReceipts(_ operations: inout [PreparedOperation], _ database: RecordDatabase) async throws -> Set<String> {
@@ -81,7 +146,8 @@ extension RecordService {
 struct AssetTransfers: Sendable {
     let server: ServerState
 
-    func upload(id: String, body: RequestBody) async throws -> AssetUploadResult {
+    /// Stores the body (or, for a `multipart/form-data` body, its file part) as the upload's file.
+    func upload(id: String, body: RequestBody, contentType: String?) async throws -> AssetUploadResult {
         guard Secrets.isAPITokenShaped(id), let upload = try await server.store.assetUpload(id: id) else {
             throw NimbusError.notFound("no such upload; ask assets/upload for an upload URL")
         }
@@ -89,7 +155,8 @@ struct AssetTransfers: Sendable {
         guard upload.expiresAt > server.configuration.now() else {
             throw NimbusError.badRequest("this upload URL expired (they last 15 minutes); ask for another")
         }
-        let writer = try server.blobs.makeWriter(maxBytes: server.configuration.maxAssetBytes)
+        var writer = try server.blobs.makeWriter(maxBytes: server.configuration.maxAssetBytes)
+        let multipart = MultipartFile(contentType: contentType)
         var chunks = body.makeAsyncIterator()
         while true {
             // Only the body's own failures are the client's; the writer's (a full disk, say) are the server's,
@@ -103,10 +170,30 @@ struct AssetTransfers: Sendable {
             }
             guard let chunk else { break }
             do {
-                try writer.write(Data(buffer: chunk))
+                guard let multipart else {
+                    try writer.write(Data(buffer: chunk))
+                    continue
+                }
+                for event in try multipart.feed(chunk) {
+                    switch event {
+                    case .bytes(let bytes): try writer.write(Data(buffer: bytes))
+                    case .restart:
+                        writer.discard()
+                        writer = try server.blobs.makeWriter(maxBytes: server.configuration.maxAssetBytes)
+                    }
+                }
             } catch is BlobTooLarge {
                 throw NimbusError(.requestTooLarge, "an asset holds at most \(server.configuration.maxAssetBytes) bytes")
+            } catch {
+                writer.discard()
+                throw error
             }
+        }
+        do {
+            try multipart?.finish()
+        } catch {
+            writer.discard()
+            throw error
         }
         let blob = try writer.finish()
         let receipt = Secrets.sessionToken()

@@ -61,10 +61,10 @@ extension RecordService {
 
     /// Continuation markers are positions in the query's order, as CloudKit's cursors are: resending the
     /// query with one continues after the records already returned.
-    static func marker(offset: Int) -> String { Base64URL.encode("q1.\(offset)".utf8) }
+    static func marker(offset: Int) -> String { Base64.encode("q1.\(offset)".utf8, .standard) }
 
     static func offset(marker: String) throws(NimbusError) -> Int {
-        guard marker.utf8.count <= 64, let bytes = Base64URL.decode(marker) else {
+        guard marker.utf8.count <= 64, let bytes = Base64.decode(marker) else {
             throw .badRequest("continuationMarker is not one this server issued")
         }
         let parts = String(decoding: bytes, as: UTF8.self).split(separator: ".")

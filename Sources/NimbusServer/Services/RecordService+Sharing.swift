@@ -77,11 +77,11 @@ extension RecordService {
 
     /// A share's address, what a participant accepts: it names the owner, the zone and the share record.
     static func shortGUID(owner: String, zone: String, share: String) -> String {
-        Base64URL.encode((share == zoneShareName ? "z1/\(owner)/\(zone)" : "h1/\(owner)/\(zone)/\(share)").utf8)
+        Base64.encode((share == zoneShareName ? "z1/\(owner)/\(zone)" : "h1/\(owner)/\(zone)/\(share)").utf8, .url)
     }
 
     static func share(shortGUID: String) -> (owner: String, zone: String, share: String)? {
-        guard shortGUID.utf8.count <= 1024, let bytes = Base64URL.decode(shortGUID) else { return nil }
+        guard shortGUID.utf8.count <= 1024, let bytes = Base64.decode(shortGUID) else { return nil }
         // Account ids and zone names hold no "/"; a share's record name may, so it comes last.
         let parts = String(decoding: bytes, as: UTF8.self).split(separator: "/", maxSplits: 3, omittingEmptySubsequences: false).map(String.init)
         switch (parts.first, parts.count) {

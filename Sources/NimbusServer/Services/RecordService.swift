@@ -284,10 +284,6 @@ struct RecordService: Sendable {
     func links(_ database: RecordDatabase) -> AssetLinks {
         AssetLinks(baseURL: database.baseURL, key: server.urlSigningKey, now: server.configuration.now())
     }
-
-    func caller(_ database: RecordDatabase) throws -> UsersResponse {
-        UsersResponse(users: [UserIdentity(userRecordName: try database.requireCaller().userRecordName)])
-    }
 }
 
 /// An atomic batch failed: the failing item keeps its error, every other item becomes `ATOMIC_ERROR`.

@@ -39,6 +39,35 @@ extension SQLiteStore: AccountStore {
         }
     }
 
+    public func updateProfile(accountID: String, _ profile: AccountProfile) async throws {
+        try await write { db in
+            try db.cachedStatement(
+                sql: "UPDATE accounts SET first_name = ?, last_name = ?, phone_number = ?, discoverable = ? WHERE id = ?"
+            ).execute(arguments: [profile.firstName, profile.lastName, profile.phoneNumber, profile.discoverable, accountID])
+            guard db.changesCount == 1 else { throw StoreError.missing("account \(accountID)") }
+        }
+    }
+
+    public func discoverableAccounts(emails: [String]?, phoneNumbers: [String]?, ids: [String]?, limit: Int) async throws
+        -> [AccountRecord]
+    {
+        try await read { db in
+            guard emails != nil || phoneNumbers != nil || ids != nil else {
+                return try Row.fetchAll(
+                    try db.cachedStatement(sql: "SELECT * FROM accounts WHERE discoverable ORDER BY id LIMIT ?"), arguments: [limit]
+                ).map(Self.account)
+            }
+            var found = [String: AccountRecord]()
+            for (column, values) in [("email", emails ?? []), ("phone_number", phoneNumbers ?? []), ("id", ids ?? [])] {
+                let statement = try db.cachedStatement(sql: "SELECT * FROM accounts WHERE \(column) = ? AND discoverable")
+                for value in values {
+                    for account in try Row.fetchAll(statement, arguments: [value]).map(Self.account) { found[account.id] = account }
+                }
+            }
+            return found.values.sorted { $0.id < $1.id }.prefix(limit).map { $0 }
+        }
+    }
+
     public func saveDevice(_ device: DeviceRecord) async throws {
         try await write { db in
             let owner = try String.fetchOne(
@@ -114,7 +143,9 @@ extension SQLiteStore: AccountStore {
     private static func account(_ row: Row) -> AccountRecord {
         AccountRecord(
             id: row["id"], email: row["email"], passwordHash: row["password_hash"],
-            isAdministrator: row["is_administrator"], createdAt: Date(milliseconds: row["created_at"]))
+            isAdministrator: row["is_administrator"], createdAt: Date(milliseconds: row["created_at"]),
+            profile: AccountProfile(
+                firstName: row["first_name"], lastName: row["last_name"], phoneNumber: row["phone_number"], discoverable: row["discoverable"]))
     }
 
     private static func device(_ row: Row) -> DeviceRecord {

@@ -257,6 +257,17 @@ extension SQLiteStore {
         migrator.registerMigration("2026-11-23-repair-non-finite-record-values") { db in
             try NonFiniteValueRepair.run(db)
         }
+        migrator.registerMigration("2026-11-23-account-profiles") { db in
+            // A user's names and phone number, and whether others may discover them (CloudKit's users/discover).
+            try db.execute(
+                sql: """
+                    ALTER TABLE accounts ADD COLUMN first_name TEXT;
+                    ALTER TABLE accounts ADD COLUMN last_name TEXT;
+                    ALTER TABLE accounts ADD COLUMN phone_number TEXT;
+                    ALTER TABLE accounts ADD COLUMN discoverable INTEGER NOT NULL DEFAULT 0;
+                    CREATE INDEX accounts_by_phone_number ON accounts(phone_number) WHERE phone_number IS NOT NULL;
+                    """)
+        }
         return migrator
     }
 }

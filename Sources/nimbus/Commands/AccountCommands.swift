@@ -72,3 +72,41 @@ struct LogOut: AsyncParsableCommand {
         }
     }
 }
+
+struct Profile: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "profile",
+        abstract: "Show or change your names, phone number and whether other users may discover you.",
+        discussion: """
+            Other users find you (CloudKit's users/discover) by email, phone number or user record name only
+            with --discoverable; --no-discoverable hides you again. Options not given keep their values.
+            """)
+
+    @OptionGroup var client: ClientOptions
+    @Option(help: "Your first name (empty to remove it).") var firstName: String?
+    @Option(help: "Your last name (empty to remove it).") var lastName: String?
+    @Option(help: "Your phone number in international form, like +44 20 7946 0958 (empty to remove it).") var phoneNumber: String?
+    @Flag(inversion: .prefixedNo, help: "Whether other users may discover you.") var discoverable: Bool?
+
+    func run() async throws {
+        do {
+            let session = try client.profile().session
+            var profile = try await NimbusAccount.profile(session)
+            let changes = firstName != nil || lastName != nil || phoneNumber != nil || discoverable != nil
+            if let firstName { profile.firstName = firstName.isEmpty ? nil : firstName }
+            if let lastName { profile.lastName = lastName.isEmpty ? nil : lastName }
+            if let phoneNumber { profile.phoneNumber = phoneNumber.isEmpty ? nil : phoneNumber }
+            if let discoverable { profile.discoverable = discoverable }
+            if changes { profile = try await NimbusAccount.updateProfile(session, profile) }
+            if client.json {
+                print(String(decoding: try JSONEncoder().encode(profile), as: UTF8.self))
+            } else {
+                print("name: \([profile.firstName, profile.lastName].compactMap { $0 }.joined(separator: " "))")
+                print("phone number: \(profile.phoneNumber ?? "")")
+                print("discoverable: \(profile.discoverable ? "yes" : "no")")
+            }
+        } catch {
+            fail(error)
+        }
+    }
+}

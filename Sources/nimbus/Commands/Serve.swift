@@ -41,6 +41,8 @@ struct Serve: AsyncParsableCommand {
     var maxAssetMB: Int = Environment.int("NIMBUS_MAX_ASSET_MB") ?? 50
     @Option(help: "Comma-separated web origins the sign-in page may hand web auth tokens to. [env: NIMBUS_WEB_ORIGINS]")
     var webOrigins: String = Environment.string("NIMBUS_WEB_ORIGINS") ?? ""
+    @Option(help: "The server's address as clients reach it, like https://cloud.example.com, for the URLs answers carry; by default each request's host. [env: NIMBUS_PUBLIC_URL]")
+    var publicURL: String? = Environment.string("NIMBUS_PUBLIC_URL")
     @Option(help: "Seconds between push heartbeats; silent devices are disconnected. [env: NIMBUS_HEARTBEAT]")
     var heartbeat: Double = Environment.double("NIMBUS_HEARTBEAT") ?? 30
     @Option(help: "Seconds an HTTP connection may sit idle before the server closes it. [env: NIMBUS_IDLE_TIMEOUT]")
@@ -51,6 +53,11 @@ struct Serve: AsyncParsableCommand {
         guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("unknown --log-level \(logLevel)") }
         guard sessionRate > 0, tokenRate > 0, sessionHours > 0, heartbeat > 0, idleTimeout > 0 else {
             throw ValidationError("rates, session hours, heartbeat and idle timeout must be positive")
+        }
+        if let publicURL {
+            guard let url = URL(string: publicURL), url.scheme == "http" || url.scheme == "https", url.host != nil, url.query == nil else {
+                throw ValidationError("--public-url must be an http or https URL without a query, like https://cloud.example.com")
+            }
         }
     }
 
@@ -68,6 +75,7 @@ struct Serve: AsyncParsableCommand {
         guard maxAssetMB > 0, userQuotaMB > 0 else { throw ValidationError("--max-asset-mb and --user-quota-mb must be positive") }
         configuration.userQuotaBytes = Int64(userQuotaMB) * 1_000_000
         configuration.maxAssetBytes = Int64(maxAssetMB) * 1_000_000
+        configuration.publicURL = publicURL.map { $0.hasSuffix("/") ? String($0.dropLast()) : $0 }
         configuration.webSignInOrigins = webOrigins.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
         let server: NimbusServer
         do {

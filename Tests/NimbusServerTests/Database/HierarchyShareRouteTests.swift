@@ -46,7 +46,7 @@ import Testing
         #expect(missing.codes == [.notFound])
 
         // The participant accepts by shortGUID; a forged one for another share of the zone is refused.
-        let forged = Base64URL.encode("h1/\(fixture.ann.userRecordName)/Trips/other".utf8)
+        let forged = Base64.encode("h1/\(fixture.ann.userRecordName)/Trips/other".utf8, .url)
         let accepted = try await fixture.post(
             "records/accept", #"{"shortGUIDs":[{"value":"\#(shortGUID)"},{"value":"\#(forged)"},{"value":"not-a-guid"}]}"#, database: "shared",
             session: bob

@@ -71,4 +71,29 @@ import Testing
             .POST, "/admin/1/keys", session: admin, json: #"{"container":"\#(signed.fixture.app.container)","publicKey":"nope"}"#)
         #expect(notPEM.errorCode == .badRequest)
     }
+
+    /// Clients sign a request without a body either with the hash of the empty body or with an empty hash
+    /// field; both verify, and neither lets a body be added afterwards.
+    @Test func bodilessRequestsVerifyWithEitherFormOfTheBodysHash() async throws {
+        let (signed, _) = try await Self.make()
+        let fixture = signed.fixture
+        let path = "/database/1/\(fixture.app.container)/development/public/zones/list"
+        let date = RequestSignature.format(Date())
+        func headers(_ message: String) throws -> [(String, String)] {
+            let signature = try signed.key.signature(for: Data(message.utf8)).derRepresentation.base64EncodedString()
+            return [(RequestSignature.keyIDHeader, signed.keyID), (RequestSignature.dateHeader, date), (RequestSignature.signatureHeader, signature)]
+        }
+        let emptyHash = Data(SHA256.hash(data: Data())).base64EncodedString()
+        do {
+            #expect(try await fixture.server.request(.GET, path, headers: try headers("\(date):\(emptyHash):\(path)")).status == 200)
+            #expect(try await fixture.server.request(.GET, path, headers: try headers("\(date)::\(path)")).status == 200)
+            let withBody = try await fixture.server.request(.POST, path, headers: try headers("\(date)::\(path)"), body: Data("{}".utf8))
+            #expect(withBody.errorCode == .authenticationFailed)
+            let otherPath = try await fixture.server.request(.GET, path, headers: try headers("\(date)::/database/1/other"))
+            #expect(otherPath.errorCode == .authenticationFailed)
+        } catch {
+            Issue.record(error)
+        }
+        await fixture.stop()
+    }
 }

@@ -23,10 +23,11 @@ import Testing
 
         let required = try await server.request(.POST, query, body: body)
         #expect(required.status == 421)
+        // Absolute, as a web client resolves it against its own page: the host the request reached.
         let redirect = try #require(required.error?.redirectURL)
-        #expect(redirect.hasPrefix("/auth/1/web/signin?ckAPIToken=\(app.apiToken)"))
+        #expect(redirect.hasPrefix("http://127.0.0.1:\(server.port)/auth/1/web/signin?ckAPIToken=\(app.apiToken)"), "\(redirect)")
 
-        let page = try await server.request(.GET, redirect + "&callback=https://app.example.com/done")
+        let page = try await server.request(.GET, String(redirect.dropFirst(server.url.absoluteString.count)) + "&callback=https://app.example.com/done")
         #expect(page.status == 200 && page.headers.first(name: "Content-Type")?.hasPrefix("text/html") == true)
         let html = String(decoding: page.body, as: UTF8.self)
         #expect(html.contains(#"name="callback" value="https://app.example.com/done""#) && html.contains(#"type="password""#))
@@ -73,5 +74,25 @@ import Testing
             .POST, "/auth/1/web/signin", headers: [("Content-Type", "application/x-www-form-urlencoded")],
             body: Self.form([("ckAPIToken", app.apiToken), ("email", "<script>x</script>"), ("password", "wrong password")]))
         #expect(!String(decoding: markup.body, as: UTF8.self).contains("<script>x"), "what the user typed is escaped")
+    }
+
+    /// Behind a proxy the configured public address wins over the host the request names.
+    @Test func redirectsAndAssetURLsNameTheConfiguredPublicAddress() async throws {
+        let server = try await TestServer.start { $0.publicURL = "https://cloud.example.com" }
+        do {
+            let app = try await server.seedApp()
+            let required = try await server.request(
+                .POST, "/database/1/\(app.container)/development/private/records/query?ckAPIToken=\(app.apiToken)",
+                body: Data(#"{"query":{"recordType":"Items"}}"#.utf8))
+            #expect(required.error?.redirectURL == "https://cloud.example.com/auth/1/web/signin?ckAPIToken=\(app.apiToken)")
+            let ann = try await server.signIn(email: "ann@example.com", device: "phone")
+            let upload = try await server.request(
+                .POST, "/database/1/\(app.container)/development/private/assets/upload?ckAPIToken=\(app.apiToken)", session: ann,
+                json: #"{"tokens":[{"recordType":"Photos","fieldName":"image"}]}"#)
+            #expect(try upload.decode(AssetUploadResponse.self).tokens.first?.url.hasPrefix("https://cloud.example.com/assets/1/upload/") == true)
+        } catch {
+            Issue.record(error)
+        }
+        await server.stop()
     }
 }

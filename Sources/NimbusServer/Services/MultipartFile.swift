@@ -1,0 +1,86 @@
+import Foundation
+import MultipartKit
+import NimbusCore
+import NIOCore
+
+/// The file of a `multipart/form-data` upload, read out of the body as it streams in (browsers and
+/// CloudKit JS send assets as a form with one file part), so that the asset holds the file and not the
+/// form around it.
+///
+/// The file is the first part with a `filename`; in a form without one, the first part.
+final class MultipartFile {
+    enum Event {
+        /// A part with a filename came after a first part without one: the bytes so far were not the file.
+        case restart
+        case bytes(ByteBuffer)
+    }
+
+    private let parser: MultipartParser
+    private var events = [Event]()
+    private var part = PartState()
+    /// Which part is the file so far, and whether it had a filename.
+    private var chosen: (index: Int, named: Bool, complete: Bool)?
+    private var index = 0
+
+    private struct PartState {
+        var named = false
+        var decided = false
+        var writing = false
+    }
+
+    /// A reader for a body of `contentType`, or nil when it is not multipart.
+    init?(contentType: String?) {
+        guard let contentType, contentType.lowercased().hasPrefix("multipart/") else { return nil }
+        let parameters = contentType.split(separator: ";").dropFirst().map { $0.trimmingCharacters(in: .whitespaces) }
+        guard let boundary = parameters.first(where: { $0.lowercased().hasPrefix("boundary=") }).map({ String($0.dropFirst(9)) })
+            .map({ $0.hasPrefix("\"") && $0.hasSuffix("\"") && $0.count >= 2 ? String($0.dropFirst().dropLast()) : $0 }),
+            (1...70).contains(boundary.utf8.count)
+        else { return nil }
+        parser = MultipartParser(boundary: boundary)
+        parser.onHeader = { [unowned self] name, value in
+            if name.lowercased() == "content-disposition", value.contains("filename=") { part.named = true }
+        }
+        parser.onBody = { [unowned self] bytes in
+            decide()
+            if part.writing { events.append(.bytes(bytes)) }
+        }
+        parser.onPartComplete = { [unowned self] in
+            decide()
+            if part.writing { chosen?.complete = true }
+            index += 1
+            part = PartState()
+        }
+    }
+
+    /// Whether the part whose headers have been read is the file.
+    private func decide() {
+        guard !part.decided else { return }
+        part.decided = true
+        if chosen == nil {
+            chosen = (index, part.named, false)
+            part.writing = true
+        } else if chosen?.named == false, part.named {
+            chosen = (index, true, false)
+            part.writing = true
+            events.append(.restart)
+        }
+    }
+
+    /// What `chunk` adds to the file.
+    func feed(_ chunk: ByteBuffer) throws -> [Event] {
+        do {
+            try parser.execute(chunk)
+        } catch {
+            throw NimbusError.badRequest("the multipart body is malformed")
+        }
+        defer { events.removeAll(keepingCapacity: true) }
+        return events
+    }
+
+    /// Checks that the file's part ended with its boundary, rather than with the body.
+    func finish() throws {
+        guard chosen?.complete == true else {
+            throw NimbusError.badRequest("the multipart body ended before its file part was complete, or held no part")
+        }
+    }
+}
