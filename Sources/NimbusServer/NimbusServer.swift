@@ -65,17 +65,21 @@ public struct NimbusServer: Sendable {
         let heartbeat = configuration.heartbeat
         let push = state.push
         let idleTimeout = TimeAmount(configuration.idleTimeout)
+        let limits = GuardedHTTPChannel.Limits(
+            headTimeout: TimeAmount(configuration.requestHeadTimeout), maxRequestLineBytes: configuration.maxRequestLineBytes,
+            maxConnectionsPerAddress: configuration.maxConnectionsPerAddress)
+        let connections = ConnectionsPerAddress()
         let pushResponder = makePushRouter().buildResponder()
         var app = Application(
             router: makeRouter(),
             server: HTTPServerBuilder { responder in
-                FirstRequestDeadlineChannel(
+                GuardedHTTPChannel(
                     base: HTTP1WebSocketUpgradeChannel(
                         responder: responder, webSocketResponder: pushResponder,
                         configuration: .init(
                             http1: .init(idleTimeout: idleTimeout),
                             ws: .init(autoPing: .enabled(timePeriod: heartbeat), closeTimeout: .seconds(5)))),
-                    deadline: idleTimeout)
+                    limits: limits, connections: connections)
             },
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "Nimbus"),
             onServerRunning: { channel in await onRunning(channel.localAddress?.port ?? 0) },

@@ -30,10 +30,16 @@ public struct ServerConfiguration: Sendable {
     public var courierPollTimeout: Duration = .seconds(30)
     /// How long an HTTP connection may sit without a request before it is closed: longer than HTTP
     /// clients keep idle connections (AsyncHTTPClient: 60 s), so they close first. It also ends
-    /// connections whose client stopped sending in mid-request, or keeps sending a body nobody reads,
-    /// and those that have not sent a whole request head by then (counted from the connection's start).
+    /// connections whose client stopped sending in mid-request, or keeps sending a body nobody reads.
     /// Push sockets are not HTTP connections once upgraded; heartbeats watch them.
     public var idleTimeout: Duration = .seconds(75)
+    /// How long a request's head may take: a new connection's first head counted from the connection's
+    /// start, later ones from their first byte. A client sending a head a byte at a time is cut off here.
+    public var requestHeadTimeout: Duration = .seconds(10)
+    /// The longest request line (method, URL, version) the server reads; longer is `414`.
+    public var maxRequestLineBytes = 16 << 10
+    /// How many connections one client address may hold open; more are closed as they arrive.
+    public var maxConnectionsPerAddress = 256
     /// bcrypt work factor; 12 in production, lower only to make test suites fast.
     public var bcryptCost: UInt8 = 12
     public var logLevel: Logger.Level = .info

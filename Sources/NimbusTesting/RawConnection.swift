@@ -10,7 +10,7 @@ public struct RawExchange: Sendable {
     public var received: Data
     /// Whether the server took every byte sent; false if the write was still waiting on the server.
     public var sentAll: Bool
-    /// Whether the server ended the connection within the time.
+    /// Whether the server ended the connection within the time (closed or reset it).
     public var closedByServer: Bool
 
     public var text: String { String(decoding: received, as: UTF8.self) }
@@ -23,8 +23,20 @@ extension TestServer {
     public func rawExchange(
         _ bytes: Data, timeout: Duration = .seconds(10), sent: @escaping @Sendable () -> Void = {}
     ) async throws -> RawExchange {
-        let pieces = stride(from: 0, to: bytes.count, by: 1 << 16).map { ByteBuffer(bytes: bytes[$0..<min($0 + (1 << 16), bytes.count)]) }
+        try await rawExchange(
+            pieces: stride(from: 0, to: bytes.count, by: 1 << 16).map { bytes[$0..<min($0 + (1 << 16), bytes.count)] }, timeout: timeout,
+            sent: sent)
+    }
+
+    /// `rawExchange` writing `pieces` one at a time, `pause` apart (a client that sends slowly), from the
+    /// loopback address `localAddress` (any of 127.0.0.0/8, to stand for another client).
+    public func rawExchange(
+        pieces data: [Data], pause: Duration = .zero, from localAddress: String = "127.0.0.1", timeout: Duration = .seconds(10),
+        sent: @escaping @Sendable () -> Void = {}
+    ) async throws -> RawExchange {
+        let pieces = data.map { ByteBuffer(bytes: $0) }
         let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .bind(to: try SocketAddress(ipAddress: localAddress, port: 0))
             .connect(host: "127.0.0.1", port: port) { channel in
                 channel.eventLoop.makeCompletedFuture {
                     if let first = pieces.first { try channel.pipeline.syncOperations.addHandler(FirstPieceWriter(piece: first)) }
@@ -38,6 +50,7 @@ extension TestServer {
                 group.addTask {
                     // In pieces, so a write waits (on the channel's writability) while the server reads nothing.
                     for piece in pieces.dropFirst() {
+                        if pause > .zero { try? await Task.sleep(for: pause) }
                         guard (try? await outbound.write(piece)) != nil else { return .writer }
                     }
                     state.sentAll.store(true, ordering: .relaxed)
@@ -51,7 +64,10 @@ extension TestServer {
                         }
                         // Closing from this side also ends the inbound stream.
                         if !state.closing.load(ordering: .relaxed) { state.closedByServer.store(true, ordering: .relaxed) }
-                    } catch {}
+                    } catch {
+                        // A reset: the server closed with bytes of ours unread.
+                        if !state.closing.load(ordering: .relaxed) { state.closedByServer.store(true, ordering: .relaxed) }
+                    }
                     return .reader
                 }
                 group.addTask {

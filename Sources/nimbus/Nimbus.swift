@@ -22,6 +22,7 @@ struct Nimbus: AsyncParsableCommand {
             LoggingSystem.bootstrap { LineLogHandler(label: $0, format: format) }
             if command is Serve {
                 MemoryAllocator.keepFreedMemory()
+                OpenFileLimit.raiseToHardLimit()
             }
             if var command = command as? AsyncParsableCommand {
                 try await command.run()

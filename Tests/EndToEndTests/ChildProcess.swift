@@ -21,9 +21,15 @@ struct ChildProcess {
         var stderr: String
     }
 
-    /// What a program has printed so far, while it runs.
+    /// What a program has printed so far, while it runs, and its process id.
     final class Printed: Sendable {
         private let text = Mutex("")
+        let processID: Int32
+
+        init(processID: Int32) {
+            self.processID = processID
+        }
+
         func append(_ bytes: UnsafeRawBufferPointer) { text.withLock { $0 += String(decoding: bytes, as: UTF8.self) } }
         var value: String { text.withLock { $0 } }
     }
@@ -45,8 +51,8 @@ struct ChildProcess {
     /// Starts the program, runs `body` with what it prints (collected as it comes), then sends it SIGTERM
     /// and returns how it ended: killed, if it has not ended `within` the time after SIGTERM.
     func whileRunning(within deadline: Duration = .seconds(20), _ body: (Printed) async throws -> Void) async throws -> TerminationStatus {
-        let printed = Printed()
         let result = try await Subprocess.run(configuration, input: .none, output: .sequence, error: .discarded) { execution in
+            let printed = Printed(processID: execution.processIdentifier.value)
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask {
                     for try await buffer in execution.standardOutput { buffer.withUnsafeBytes { printed.append($0) } }

@@ -110,9 +110,10 @@ import Testing
     @Test func serveRunsWithNoConfigurationAndStopsCleanlyOnSIGTERM() async throws {
         let directory = TestServer.temporaryDirectory()
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        // Started as many systems start services, with a soft limit of 1,024 open files.
         let serve = try ChildProcess(
-            executable: Self.executable, arguments: ["serve", "--port", "0"], environment: Self.environment(server: nil),
-            workingDirectory: directory)
+            executable: URL(fileURLWithPath: "/bin/sh"), arguments: ["-c", "ulimit -Sn 1024 && exec \"$0\" serve --port 0", Self.executable.path],
+            environment: Self.environment(server: nil), workingDirectory: directory)
         let ending = try await serve.whileRunning { output in
             #expect(await eventually { output.value.contains("Nimbus is serving http://127.0.0.1:") })
             #expect(output.value.contains("password:"), "the first start prints the administrator's credentials")
@@ -120,6 +121,10 @@ import Testing
             let health = try await NimbusClient(server: URL(string: "http://127.0.0.1:\(port)")!).sendRaw(.GET, "/health", body: nil)
             #expect(String(decoding: health, as: UTF8.self).contains("ok"))
             #expect(FileManager.default.fileExists(atPath: directory.appendingPathComponent("nimbus-data/nimbus.sqlite").path))
+            // The server raised its soft limit to the hard one, so slow clients cannot use up its sockets.
+            let limits = try String(contentsOfFile: "/proc/\(output.processID)/limits", encoding: .utf8)
+            let files = try #require(limits.split(separator: "\n").first { $0.hasPrefix("Max open files") }?.split(separator: " "))
+            #expect(files.count >= 5 && files[3] == files[4] && files[3] != "1024", "\(files)")
         }
         #expect(ending == .exited(0), "SIGTERM ends the server cleanly")
     }

@@ -53,7 +53,7 @@ import Testing
     }
 
     @Test func connectionsThatNeverSendARequestHeadAreClosed() async throws {
-        let server = try await TestServer.start { $0.idleTimeout = .milliseconds(300) }
+        let server = try await TestServer.start { $0.requestHeadTimeout = .milliseconds(300) }
         defer { Task { await server.stop() } }
         let silent = try await server.rawExchange(Data())
         #expect(silent.closedByServer && silent.received.isEmpty)
@@ -80,5 +80,85 @@ import Testing
         #expect(ContinuousClock.now - stopping < .seconds(10), "shutdown waited on connections without a request")
         #expect(try await silent.closedByServer)
         #expect(try await unfinishedHead.closedByServer)
+    }
+
+    /// Requests the decoder cannot read, or whose URL or headers are larger than the server reads, are
+    /// answered at once with a status and a code that say which, and the connection is closed.
+    @Test(arguments: [
+        ("a stray byte in the request line", Data("GET /he".utf8) + [0xFF] + Data("alth HTTP/1.1\r\nHost: x\r\n\r\n".utf8), 400, ErrorCode.badRequest),
+        ("a 100 KB header", Data("GET /health HTTP/1.1\r\nHost: x\r\nX-Big: \(String(repeating: "a", count: 100_000))\r\n\r\n".utf8), 431, .headersTooLarge),
+        ("10,000 headers", Data(("GET /health HTTP/1.1\r\nHost: x\r\n" + (0..<10_000).map { "X-H\($0): v\r\n" }.joined() + "\r\n").utf8), 431, .headersTooLarge),
+        ("a 1 MB URL", Data("GET /health?\(String(repeating: "a", count: 1_000_000)) HTTP/1.1\r\nHost: x\r\n\r\n".utf8), 414, .uriTooLong),
+    ])
+    func malformedRequestsAreAnsweredAtOnce(_ name: String, request: Data, status: Int, code: ErrorCode) async throws {
+        let server = try await TestServer.start()
+        do {
+            // Far shorter than the idle (75 s) and head (10 s) timeouts that used to end such connections.
+            let exchange = try await server.rawExchange(request, timeout: .seconds(5))
+            #expect(exchange.closedByServer, "\(name)")
+            #expect(exchange.text.hasPrefix("HTTP/1.1 \(status) "), "\(name): \(exchange.text.prefix(100))")
+            let body = exchange.text.components(separatedBy: "\r\n\r\n").dropFirst().joined()
+            #expect(try JSONDecoder().decode(NimbusError.self, from: Data(body.utf8)).code == code, "\(name): \(body)")
+            #expect(try await server.request(.GET, "/health").status == 200)
+        } catch {
+            Issue.record(error)
+        }
+        await server.stop()
+    }
+
+    /// A client that sends a request head a byte at a time is cut off once the head has taken longer than
+    /// the head timeout, on its first request or a later one; a connection idle between requests is not.
+    @Test func headsSentByteByByteAreCutOffAtTheHeadTimeout() async throws {
+        let server = try await TestServer.start {
+            $0.requestHeadTimeout = .milliseconds(600)
+            $0.idleTimeout = .seconds(30)
+        }
+        do {
+            // Ten seconds of head, a byte every 50 ms: cut off long before its end.
+            let head = Data("GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Padding: \(String(repeating: "p", count: 160))\r\n\r\n".utf8)
+            let slowly = head.map { Data([$0]) }
+            let first = try await server.rawExchange(pieces: slowly, pause: .milliseconds(50), timeout: .seconds(30))
+            #expect(first.closedByServer && first.received.isEmpty && !first.sentAll)
+
+            let answered = Data("GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".utf8)
+            let second = try await server.rawExchange(pieces: [answered, Data()] + slowly, pause: .milliseconds(50), timeout: .seconds(30))
+            #expect(second.closedByServer && !second.sentAll)
+            #expect(second.text.hasPrefix("HTTP/1.1 200") && second.text.components(separatedBy: "HTTP/1.1").count == 2, "\(second.text.debugDescription)")
+
+            // Idle between requests for longer than the head timeout: the next request is still served.
+            let idle = try await server.rawExchange(
+                pieces: [answered, Data(), Data(), answered.dropLast(4) + Data("\r\nConnection: close\r\n\r\n".utf8)], pause: .milliseconds(500),
+                timeout: .seconds(20))
+            #expect(idle.text.components(separatedBy: "HTTP/1.1 200").count == 3, "\(idle.text)")
+        } catch {
+            Issue.record(error)
+        }
+        await server.stop()
+    }
+
+    /// One client address cannot take every socket: past its limit its connections are closed as they
+    /// come, while other addresses are served.
+    @Test func aClientAddressHoldsAtMostItsLimitOfConnections() async throws {
+        let server = try await TestServer.start { $0.maxConnectionsPerAddress = 4 }
+        do {
+            let (sent, sentOne) = AsyncStream.makeStream(of: Void.self)
+            let held = (0..<4).map { _ in
+                Task { try await server.rawExchange(pieces: [Data("GET /he".utf8)], timeout: .seconds(4), sent: { sentOne.yield() }) }
+            }
+            var connected = sent.makeAsyncIterator()
+            for _ in held { await connected.next() }
+            let health = Data("GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".utf8)
+            // The server accepts in order: once another address's request is answered, it holds the four above.
+            let other = try await server.rawExchange(pieces: [health], from: "127.0.0.2")
+            #expect(other.text.hasPrefix("HTTP/1.1 200"))
+            let fifth = try await server.rawExchange(pieces: [health], timeout: .seconds(3))
+            #expect(fifth.closedByServer && fifth.received.isEmpty, "\(fifth.text)")
+            for connection in held { #expect(try await connection.value.closedByServer == false, "held until the client let go") }
+            let afterwards = try await server.rawExchange(pieces: [health])
+            #expect(afterwards.text.hasPrefix("HTTP/1.1 200"), "a connection closed frees its place")
+        } catch {
+            Issue.record(error)
+        }
+        await server.stop()
     }
 }

@@ -33,6 +33,10 @@ public struct ErrorCode: RawRepresentable, Hashable, Codable, Sendable, CustomSt
     public static let alreadyShared = ErrorCode(rawValue: "ALREADY_SHARED")
     /// The HTTP method is not served on this path.
     public static let methodNotAllowed = ErrorCode(rawValue: "METHOD_NOT_ALLOWED")
+    /// The request's URL is longer than the server reads.
+    public static let uriTooLong = ErrorCode(rawValue: "URI_TOO_LONG")
+    /// The request's headers are larger, or more, than the server reads.
+    public static let headersTooLarge = ErrorCode(rawValue: "HEADERS_TOO_LARGE")
 
     /// Lets callers write `catch ErrorCode.kvLimitExceeded` for a `NimbusError` with that code.
     public static func ~= (code: ErrorCode, error: any Error) -> Bool {
@@ -57,6 +61,8 @@ public struct ErrorCode: RawRepresentable, Hashable, Codable, Sendable, CustomSt
         case .validatingReferenceError: 412
         case .changeTokenExpired: 410
         case .methodNotAllowed: 405
+        case .uriTooLong: 414
+        case .headersTooLarge: 431
         default: 500
         }
     }

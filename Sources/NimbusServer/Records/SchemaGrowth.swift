@@ -9,6 +9,12 @@ struct SchemaGrowth {
     /// A record of the batch that may add to the schema: its name, type and fields.
     typealias Record = (name: String, type: String, fields: [String: FieldValue])
 
+    /// The most fields a record type may have (system fields declared for indexes included).
+    static let maxFieldsPerType = 1000
+    /// The most fields one request may add to the schema: growth is checked and written inside the zone's
+    /// write transaction, so a request adding thousands would hold every other writer of the database.
+    static let maxNewFieldsPerRequest = 200
+
     /// What the batch's records are checked against.
     let schema: Schema
     private let stored: Schema?
@@ -28,7 +34,24 @@ struct SchemaGrowth {
             (schema, stored) = (current, nil)
             return
         }
-        (schema, stored) = (SchemaRegistry.extended(current, with: used), current)
+        let additions = SchemaRegistry.additions(current, used)
+        try Self.check(additions, growing: current)
+        (schema, stored) = (SchemaRegistry.extended(current, with: additions), current)
+    }
+
+    /// Refuses growth past `maxNewFieldsPerRequest`, or a type past `maxFieldsPerType`.
+    static func check(_ additions: [(type: String, fields: [Schema.Field])], growing schema: Schema) throws(NimbusError) {
+        let added = additions.reduce(0) { $0 + $1.fields.count }
+        guard added <= maxNewFieldsPerRequest else {
+            throw .badRequest(
+                "this request would add \(added) fields to the schema; one request may add at most \(maxNewFieldsPerRequest) (split it, or import the schema)")
+        }
+        for (type, fields) in additions {
+            let total = (schema.recordTypes.first { $0.name == type }?.fields.count ?? 0) + fields.count
+            guard total <= maxFieldsPerType else {
+                throw .badRequest("record type \(type) would have \(total) fields; a record type has at most \(maxFieldsPerType)")
+            }
+        }
     }
 
     /// Stores the additions of the records saved (worked out only when the batch may add something);

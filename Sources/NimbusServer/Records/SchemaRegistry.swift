@@ -74,8 +74,12 @@ final class SchemaRegistry: Sendable {
     /// field fixes its type. New fields are QUERYABLE and SORTABLE (and STRINGs SEARCHABLE), so queries
     /// work on them at once.
     static func extended(_ schema: Schema, with records: [(type: String, fields: [String: FieldValue])]) -> Schema {
+        extended(schema, with: additions(schema, records))
+    }
+
+    static func extended(_ schema: Schema, with additions: [(type: String, fields: [Schema.Field])]) -> Schema {
         var schema = schema
-        for (type, fields) in additions(schema, records) {
+        for (type, fields) in additions {
             var recordType = schema.recordTypes.first { $0.name == type } ?? Schema.RecordType(name: type)
             recordType.fields += fields
             if let index = schema.recordTypes.firstIndex(where: { $0.name == type }) {
@@ -92,10 +96,11 @@ final class SchemaRegistry: Sendable {
     }
 
     /// Types and fields the records use that `schema` does not have, in the order they first appear.
-    private static func additions(_ schema: Schema, _ records: [(type: String, fields: [String: FieldValue])])
+    static func additions(_ schema: Schema, _ records: [(type: String, fields: [String: FieldValue])])
         -> [(type: String, fields: [Schema.Field])]
     {
         var additions = [(type: String, fields: [Schema.Field])]()
+        var added = [String: Set<String>]()
         for (type, fields) in records {
             let known = Set(schema.recordTypes.first { $0.name == type }?.fields.map(\.name) ?? [])
             let isNewType = !schema.recordTypes.contains { $0.name == type }
@@ -105,8 +110,8 @@ final class SchemaRegistry: Sendable {
                 index = additions.count - 1
             }
             guard let index else { continue }
-            for (name, value) in fields.sorted(by: { $0.key < $1.key })
-            where !known.contains(name) && !additions[index].fields.contains(where: { $0.name == name }) {
+            for (name, value) in fields.sorted(by: { $0.key < $1.key }) where !known.contains(name) {
+                guard added[type, default: []].insert(name).inserted else { continue }
                 additions[index].fields.append(field(name, value))
             }
         }

@@ -75,6 +75,10 @@ struct SchemaService: Sendable {
     private static func validateNames(_ schema: Schema) throws {
         for type in schema.recordTypes {
             try Identifiers.validateSchemaName(type.name, what: "record type")
+            guard type.fields.count <= SchemaGrowth.maxFieldsPerType else {
+                throw NimbusError.badRequest(
+                    "record type \(type.name) has \(type.fields.count) fields; a record type has at most \(SchemaGrowth.maxFieldsPerType)")
+            }
             for field in type.fields {
                 guard let systemType = Schema.systemFieldTypes[field.name] else {
                     try Identifiers.validateSchemaName(field.name, what: "field name")
