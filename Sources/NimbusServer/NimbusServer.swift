@@ -48,6 +48,7 @@ public struct NimbusServer: Sendable {
         DatabaseRoutes(service: RecordService(server: state)).register(on: router)
         DatabaseRoutes.registerTransfers(AssetTransfers(server: state), on: router)
         DatabaseRoutes.registerCourier(state, on: router)
+        PushRoutes.registerUpgradeRequired(on: router)
         return router
     }
 

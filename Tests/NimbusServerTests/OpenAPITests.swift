@@ -32,6 +32,29 @@ import Testing
         #expect(served.count > 20)
     }
 
+    /// Every operation lists the statuses it answers (no catch-all `default`), environment and database are
+    /// the closed sets they are, and an item of a batch answer is either a record or an error, never both.
+    @Test func theDocumentIsExact() throws {
+        let document = try #require(try JSONSerialization.jsonObject(with: OpenAPIDocument.encoded()) as? [String: Any])
+        let paths = try #require(document["paths"] as? [String: [String: [String: Any]]])
+        for (path, operations) in paths {
+            for (method, operation) in operations {
+                let responses = try #require(operation["responses"] as? [String: Any])
+                #expect(responses["default"] == nil, "\(method) \(path)")
+                #expect(responses.keys.contains { $0.hasPrefix("2") || $0 == "101" } && responses["429"] != nil, "\(method) \(path)")
+            }
+        }
+        let modify = try #require(paths["/database/1/{container}/{environment}/{database}/records/modify"]?["post"])
+        let parameters = try #require(modify["parameters"] as? [[String: Any]])
+        let enums = Dictionary(uniqueKeysWithValues: parameters.map { ($0["name"] as! String, ($0["schema"] as? [String: Any])?["enum"] as? [String]) })
+        #expect(enums["environment"] == ["development", "production"] && enums["database"] == ["private", "public", "shared"])
+        #expect((paths["/auth/1/signout"]?["post"]?["responses"] as? [String: Any])?["204"] != nil)
+        let schemas = try #require((document["components"] as? [String: Any])?["schemas"] as? [String: [String: Any]])
+        for name in ["Record", "Zone"] {
+            #expect((schemas[name]?["not"] as? [String: Any])?["required"] as? [String] == ["serverErrorCode"], "\(name)")
+        }
+    }
+
     @Test func everySchemaReferenceResolves() async throws {
         let data = try OpenAPIDocument.encoded()
         let text = String(decoding: data, as: UTF8.self)

@@ -37,6 +37,8 @@ public struct ErrorCode: RawRepresentable, Hashable, Codable, Sendable, CustomSt
     public static let uriTooLong = ErrorCode(rawValue: "URI_TOO_LONG")
     /// The request's headers are larger, or more, than the server reads.
     public static let headersTooLarge = ErrorCode(rawValue: "HEADERS_TOO_LARGE")
+    /// The path is a WebSocket; the request must ask to upgrade to one.
+    public static let upgradeRequired = ErrorCode(rawValue: "UPGRADE_REQUIRED")
 
     /// Lets callers write `catch ErrorCode.kvLimitExceeded` for a `NimbusError` with that code.
     public static func ~= (code: ErrorCode, error: any Error) -> Bool {
@@ -63,6 +65,7 @@ public struct ErrorCode: RawRepresentable, Hashable, Codable, Sendable, CustomSt
         case .methodNotAllowed: 405
         case .uriTooLong: 414
         case .headersTooLarge: 431
+        case .upgradeRequired: 426
         default: 500
         }
     }

@@ -5,16 +5,34 @@ import Foundation
 
 enum OpenAPIDocument {
     enum Access {
-        case open, session, service, administrator
+        case open, session, service, administrator, database
 
         var security: JSONValue {
             switch self {
             case .open: []
             case .session, .administrator: [["session": []]]
             case .service: [["apiToken": [], "session": []]]
+            case .database: [["apiToken": [], "session": []], ["apiToken": []], ["serverKey": []]]
+            }
+        }
+
+        /// The error statuses an operation of this access can answer besides those of every operation.
+        var errors: [Int] {
+            switch self {
+            case .open: []
+            case .session: [421]
+            case .service: [403, 421]
+            case .administrator: [403, 404, 409, 421]
+            case .database: [403, 404, 409, 410, 412, 421]
             }
         }
     }
+
+    /// Error statuses any request can get: malformed (400), credentials that do not check out (401), a
+    /// body over the limit (413, as signed requests' bodies are read before routing), a URL or headers over
+    /// theirs (414, 431), throttling (429), and a server that cannot answer now (503: storage full,
+    /// credentials unreadable).
+    static let everyOperationsErrors = [400, 401, 413, 414, 429, 431, 503]
 
     struct Operation {
         var method: String
@@ -24,6 +42,12 @@ enum OpenAPIDocument {
         var request: String? = nil
         var response: String? = nil
         var responseType = "application/json"
+        /// The success status: 200, or 204 for an answer without a body.
+        var status = 200
+        /// Error statuses particular to this operation.
+        var errors: [Int] = []
+        /// Other successes, without a body (a long poll that heard nothing).
+        var emptySuccesses: [Int] = []
     }
 
     static let operations: [Operation] = [
@@ -32,11 +56,11 @@ enum OpenAPIDocument {
         Operation(method: "get", path: "/openapi.json", summary: "This document", access: .open),
         Operation(
             method: "post", path: "/auth/1/signup", summary: "Create an account", access: .open,
-            request: "SignUpRequest", response: "SignUpResponse"),
+            request: "SignUpRequest", response: "SignUpResponse", errors: [409]),
         Operation(
             method: "post", path: "/auth/1/signin", summary: "Sign in and register the device", access: .open,
             request: "SignInRequest", response: "SignInResponse"),
-        Operation(method: "post", path: "/auth/1/signout", summary: "Revoke the session", access: .session),
+        Operation(method: "post", path: "/auth/1/signout", summary: "Revoke the session", access: .session, status: 204),
         Operation(
             method: "get", path: "/auth/1/web/signin", summary: "Sign-in page that hands a web auth token to a trusted web origin",
             access: .open, responseType: "text/html"),
@@ -57,11 +81,11 @@ enum OpenAPIDocument {
             access: .session, response: "DeviceList"),
         Operation(
             method: "get", path: "/push/1", summary: "WebSocket of zone-moved messages for this device",
-            access: .session),
+            access: .session, status: 101, errors: [426]),
         Operation(
             method: "get", path: "/push/1/courier/{token}",
             summary: "Long poll for a web client's next notification (204 when none came in time)", access: .open,
-            response: "RecordNotification"),
+            response: "RecordNotification", errors: [404], emptySuccesses: [204]),
         Operation(
             method: "get", path: "/kv/1/{store}/values", summary: "The whole key-value store", access: .service,
             response: "KeyValueSnapshot"),
@@ -95,13 +119,13 @@ enum OpenAPIDocument {
             access: .administrator, request: "CreateAPITokenRequest", response: "CreatedAPIToken"),
         Operation(
             method: "delete", path: "/admin/1/tokens/{tokenID}", summary: "Revoke an API token",
-            access: .administrator),
+            access: .administrator, status: 204),
         Operation(method: "get", path: "/admin/1/users", summary: "List accounts", access: .administrator),
         Operation(method: "get", path: "/admin/1/keys", summary: "List server-to-server keys", access: .administrator),
         Operation(
             method: "post", path: "/admin/1/keys", summary: "Register a server-to-server key (EC P-256 public key, PEM)",
             access: .administrator, request: "CreateServerKeyRequest", response: "ServerKeyInfo"),
-        Operation(method: "delete", path: "/admin/1/keys/{keyID}", summary: "Revoke a server-to-server key", access: .administrator),
+        Operation(method: "delete", path: "/admin/1/keys/{keyID}", summary: "Revoke a server-to-server key", access: .administrator, status: 204),
         Operation(
             method: "get", path: "/admin/1/containers/{container}/schema/{environment}",
             summary: "A container environment's schema as CloudKit schema text", access: .administrator, response: "SchemaDocument"),
@@ -125,10 +149,10 @@ enum OpenAPIDocument {
             request: "SchemaDeployRequest", response: "SchemaDeployResponse"),
         Operation(
             method: "post", path: "/assets/1/upload/{id}", summary: "Upload an asset's bytes to a URL from assets/upload (15 minutes)",
-            access: .open, response: "AssetUploadResult"),
+            access: .open, response: "AssetUploadResult", errors: [404]),
         Operation(
             method: "get", path: "/assets/1/download/{assetID}", summary: "Download an asset by a signed URL from a fetched record",
-            access: .open, responseType: "application/octet-stream"),
+            access: .open, responseType: "application/octet-stream", errors: [403, 404]),
     ] + databaseOperations
 
     /// CloudKit Web Services' record database, under `/database/1/{container}/{environment}/{database}`.
@@ -158,13 +182,13 @@ enum OpenAPIDocument {
     ].map { method, operation, summary, request, response in
         Operation(
             method: method, path: "/database/1/{container}/{environment}/{database}/" + operation, summary: summary,
-            access: .service, request: request, response: response)
+            access: .database, request: request, response: response)
     } + [
         ("create", "A push token and web courier URL for this user's notifications", "TokensCreateRequest", "TokensCreateResponse"),
         ("register", "Deliver this user's notifications to a token from tokens/create", "TokensRegisterRequest", "TokensRegisterResponse"),
     ].map { operation, summary, request, response in
         Operation(
-            method: "post", path: "/database/1/{container}/{environment}/tokens/" + operation, summary: summary, access: .service,
+            method: "post", path: "/database/1/{container}/{environment}/tokens/" + operation, summary: summary, access: .database,
             request: request, response: response)
     }
 
@@ -191,6 +215,11 @@ enum OpenAPIDocument {
                         "type": "apiKey", "in": "header", "name": "X-Nimbus-API-Token",
                         "description": "An app's API token for a container (or the ckAPIToken query parameter)",
                     ],
+                    "serverKey": [
+                        "type": "apiKey", "in": "header", "name": "X-Apple-CloudKit-Request-KeyID",
+                        "description":
+                            "A server-to-server key, with X-Apple-CloudKit-Request-ISO8601Date and X-Apple-CloudKit-Request-SignatureV1 signing date, body and path (public database)",
+                    ],
                 ],
                 "schemas": .object(WireSchemas.all),
             ],
@@ -209,10 +238,17 @@ enum OpenAPIDocument {
         return operations.map(\.path).filter { seen.insert($0).inserted }
     }
 
+    /// Values a path parameter takes when they form a closed set.
+    static let parameterValues: [String: [String]] = [
+        "environment": ["development", "production"], "database": ["private", "public", "shared"],
+    ]
+
     private static func describe(_ operation: Operation) -> JSONValue {
         var members: [(String, JSONValue)] = [("summary", .string(operation.summary)), ("security", operation.access.security)]
-        let parameters = operation.path.split(separator: "/").filter { $0.hasPrefix("{") }.map { name -> JSONValue in
-            ["name": .string(String(name.dropFirst().dropLast())), "in": "path", "required": true, "schema": ["type": "string"]]
+        let parameters = operation.path.split(separator: "/").filter { $0.hasPrefix("{") }.map { segment -> JSONValue in
+            let name = String(segment.dropFirst().dropLast())
+            let schema: JSONValue = parameterValues[name].map { ["type": "string", "enum": .array($0.map { .string($0) })] } ?? ["type": "string"]
+            return ["name": .string(name), "in": "path", "required": true, "schema": schema]
         }
         if !parameters.isEmpty { members.append(("parameters", .array(parameters))) }
         if let request = operation.request {
@@ -221,16 +257,38 @@ enum OpenAPIDocument {
         let success: JSONValue =
             operation.response.map {
                 ["description": "Success", "content": [operation.responseType: ["schema": reference($0)]]]
-            } ?? ["description": "Success"]
-        members.append(
-            (
-                "responses",
-                [
-                    "200": success,
-                    "default": ["description": "Error", "content": ["application/json": ["schema": reference("Error")]]],
-                ]
-            ))
+            } ?? (operation.responseType == "application/json" ? ["description": "Success"]
+                : ["description": "Success", "content": [operation.responseType: [:]]])
+        var responses: [(String, JSONValue)] = [(String(operation.status), success)]
+        for status in operation.emptySuccesses { responses.append((String(status), ["description": "Success, with nothing to answer"])) }
+        let errors = Set(everyOperationsErrors + operation.access.errors + operation.errors).sorted()
+        for status in errors {
+            responses.append(
+                (String(status), ["description": .string(errorDescription(status)), "content": ["application/json": ["schema": reference("Error")]]]))
+        }
+        members.append(("responses", .object(responses)))
         return .object(members)
+    }
+
+    private static func errorDescription(_ status: Int) -> String {
+        switch status {
+        case 400: "BAD_REQUEST: malformed or invalid"
+        case 401: "AUTHENTICATION_FAILED: credentials sent do not check out"
+        case 403: "ACCESS_DENIED"
+        case 404: "NOT_FOUND or ZONE_NOT_FOUND"
+        case 405: "METHOD_NOT_ALLOWED"
+        case 409: "CONFLICT or EXISTS"
+        case 410: "CHANGE_TOKEN_EXPIRED"
+        case 412: "VALIDATING_REFERENCE_ERROR"
+        case 413: "REQUEST_TOO_LARGE, QUOTA_EXCEEDED or KV_LIMIT_EXCEEDED"
+        case 414: "URI_TOO_LONG"
+        case 421: "AUTHENTICATION_REQUIRED, with redirectURL"
+        case 426: "UPGRADE_REQUIRED: a WebSocket path asked for without an upgrade"
+        case 429: "THROTTLED, with retryAfter"
+        case 431: "HEADERS_TOO_LARGE"
+        case 503: "TRY_AGAIN_LATER, with retryAfter"
+        default: "Error"
+        }
     }
 
     private static func reference(_ name: String) -> JSONValue { ["$ref": .string("#/components/schemas/\(name)")] }

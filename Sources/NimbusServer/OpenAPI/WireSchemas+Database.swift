@@ -18,14 +18,14 @@ extension WireSchemas {
         ),
         (
             "Record",
-            object(
+            notAnError(object(
                 [
                     ("recordName", string), ("recordType", string), ("recordChangeTag", string),
                     ("fields", ["type": "object", "additionalProperties": ref("FieldValue")]), ("zoneID", ref("ZoneID")),
                     ("created", ref("Stamp")), ("modified", ref("Stamp")), ("deleted", boolean), ("parent", anyValue),
                     ("share", anyValue), ("forRecord", anyValue), ("participants", ["type": "array", "items": anyValue]),
                     ("publicPermission", string), ("shortGUID", string),
-                ], required: [])
+                ], required: []))
         ),
         (
             "RecordError",
@@ -95,7 +95,7 @@ extension WireSchemas {
                     ("numbersAsStrings", boolean),
                 ], required: ["zoneID"])
         ),
-        ("Zone", object([("zoneID", ref("ZoneID")), ("syncToken", string), ("atomic", boolean), ("deleted", boolean)], required: ["zoneID"])),
+        ("Zone", notAnError(object([("zoneID", ref("ZoneID")), ("syncToken", string), ("atomic", boolean), ("deleted", boolean)], required: ["zoneID"]))),
         (
             "ZoneOrError",
             [

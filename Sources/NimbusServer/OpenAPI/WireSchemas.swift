@@ -4,6 +4,13 @@ enum WireSchemas {
         ["type": "object", "properties": .object(properties), "required": .array(required.map { .string($0) })]
     }
 
+    /// `schema` that does not validate an error item (one with `serverErrorCode`), so that `oneOf` an
+    /// item and its error picks exactly one.
+    static func notAnError(_ schema: JSONValue) -> JSONValue {
+        guard case .object(let members) = schema else { return schema }
+        return .object(members + [("not", ["required": ["serverErrorCode"]])])
+    }
+
     static let string: JSONValue = ["type": "string"]
     static let integer: JSONValue = ["type": "integer", "format": "int64"]
     static let boolean: JSONValue = ["type": "boolean"]

@@ -48,11 +48,18 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Seconds an HTTP connection may sit idle before the server closes it. [env: NIMBUS_IDLE_TIMEOUT]")
     var idleTimeout: Double = Environment.double("NIMBUS_IDLE_TIMEOUT") ?? 75
 
+    @Option(help: "Seconds a request head may take: a new connection's first from its start, later ones from their first byte. [env: NIMBUS_REQUEST_HEAD_TIMEOUT]")
+    var requestHeadTimeout: Double = Environment.double("NIMBUS_REQUEST_HEAD_TIMEOUT") ?? 10
+    @Option(help: "Connections one client address may hold open; more are closed as they arrive. [env: NIMBUS_MAX_CONNECTIONS_PER_ADDRESS]")
+    var maxConnectionsPerAddress: Int = Environment.int("NIMBUS_MAX_CONNECTIONS_PER_ADDRESS") ?? 256
+
     func validate() throws {
         guard (0...65535).contains(port) else { throw ValidationError("--port must be between 0 and 65535") }
         guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("unknown --log-level \(logLevel)") }
-        guard sessionRate > 0, tokenRate > 0, sessionHours > 0, heartbeat > 0, idleTimeout > 0 else {
-            throw ValidationError("rates, session hours, heartbeat and idle timeout must be positive")
+        guard sessionRate > 0, tokenRate > 0, sessionHours > 0, heartbeat > 0, idleTimeout > 0, requestHeadTimeout > 0,
+            maxConnectionsPerAddress > 0
+        else {
+            throw ValidationError("rates, session hours, heartbeat, timeouts and connection limits must be positive")
         }
         if let publicURL {
             guard let url = URL(string: publicURL), url.scheme == "http" || url.scheme == "https", url.host != nil, url.query == nil else {
@@ -72,6 +79,8 @@ struct Serve: AsyncParsableCommand {
         configuration.sessionLifetime = .seconds(sessionHours * 3600)
         configuration.heartbeat = .milliseconds(Int(heartbeat * 1000))
         configuration.idleTimeout = .milliseconds(Int(idleTimeout * 1000))
+        configuration.requestHeadTimeout = .milliseconds(Int(requestHeadTimeout * 1000))
+        configuration.maxConnectionsPerAddress = maxConnectionsPerAddress
         guard maxAssetMB > 0, userQuotaMB > 0 else { throw ValidationError("--max-asset-mb and --user-quota-mb must be positive") }
         configuration.userQuotaBytes = Int64(userQuotaMB) * 1_000_000
         configuration.maxAssetBytes = Int64(maxAssetMB) * 1_000_000
