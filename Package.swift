@@ -107,7 +107,11 @@ let package = Package(
         ),
         .target(
             name: "BenchmarkSupport",
-            dependencies: ["NimbusKit", "NimbusCore", "NimbusStore", .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: [
+                "NimbusKit", "NimbusCore", "NimbusStore", .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"), .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ],
             path: "Benchmarks/BenchmarkSupport"
         ),
         .executableTarget(

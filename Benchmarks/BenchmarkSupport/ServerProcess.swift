@@ -101,6 +101,25 @@ public final class ServerProcess: @unchecked Sendable {
         return ticks / Double(sysconf(Int32(_SC_CLK_TCK)))
     }
 
+    /// How many operations `body` completes per second, and the server's CPU per operation in µs.
+    @MainActor
+    public func perOperation(_ operations: Int, _ body: () async throws -> Void) async throws -> (rate: Double, cpu: Double) {
+        let cpu = try cpuSeconds()
+        let start = ContinuousClock.now
+        try await body()
+        let elapsed = (ContinuousClock.now - start).milliseconds / 1000
+        return (Double(operations) / elapsed, (try cpuSeconds() - cpu) * 1_000_000 / Double(operations))
+    }
+
+    /// Sequential `/health` round trips: per second, and the server's CPU per request in µs.
+    @MainActor
+    public func healthCost(requests: Int) async throws -> (rate: Double, cpu: Double) {
+        let client = NimbusClient(server: url)
+        return try await perOperation(requests) {
+            for _ in 0..<requests { _ = try await client.sendRaw(.GET, "/health", body: nil) }
+        }
+    }
+
     /// Sequential round trips of the cheapest route per second: the HTTP floor under every other figure.
     public func healthThroughput(requests: Int) async throws -> Double {
         let client = NimbusClient(server: url)

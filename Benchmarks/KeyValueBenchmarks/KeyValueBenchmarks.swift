@@ -61,6 +61,9 @@ enum KeyValueBenchmarks {
             }
             table.add("Concurrent batches/s (16 clients)", concurrent.text, target: "≥ 5,000", met: concurrent.median >= 5000)
         }
+        if wanted("hostile") {
+            try await hostileConnectionRows(server, into: &table)
+        }
         if wanted("memory") {
             let perConnection = try await pushConnectionMemory(server, connections: 1000)
             table.add(
@@ -69,6 +72,74 @@ enum KeyValueBenchmarks {
         }
 
         print(table.render())
+    }
+
+    /// `/health` and a signed-in key-value write, p99 of sequential requests, on an idle server and while
+    /// 2,000 slow connections (a request head a byte a second, from eight other client addresses) are held
+    /// open, reopened as the server's head timeout (10 s) closes them; measured idle, held, idle, held
+    /// (about 15 s each), so the host's drift falls on both. Also the server's CPU per second in each.
+    @MainActor
+    static func hostileConnectionRows(_ server: ServerProcess, into table: inout ResultTable) async throws {
+        let session = try await server.signIn("hostile@bench.local", device: "bench")
+        let store = try UbiquitousKeyValueStore(
+            configuration: .init(
+                session: session, apiToken: server.apiToken, storeIdentifier: server.storeIdentifier,
+                localDirectory: FileManager.default.temporaryDirectory.appendingPathComponent("nimbus-bench-\(UUIDString.random())")))
+        let health = NimbusClient(server: server.url)
+        func latencies() async throws -> (health: [Double], write: [Double]) {
+            var (healthTimes, writeTimes) = ([Double](), [Double]())
+            for round in 0..<3000 {
+                var start = ContinuousClock.now
+                _ = try await health.sendRaw(.GET, "/health", body: nil)
+                healthTimes.append((ContinuousClock.now - start).milliseconds)
+                start = ContinuousClock.now
+                store.set(Int64(round), forKey: "round")
+                try await store.synchronize()
+                writeTimes.append((ContinuousClock.now - start).milliseconds)
+            }
+            return (healthTimes, writeTimes)
+        }
+        var idle = (health: [Double](), write: [Double]())
+        var held = (health: [Double](), write: [Double]())
+        var openDuring = [Int]()
+        var reopened = 0
+        var cpu = (idle: [Double](), held: [Double]())
+        func measured(_ body: () async throws -> (health: [Double], write: [Double])) async throws -> ((health: [Double], write: [Double]), Double) {
+            let (start, before) = (ContinuousClock.now, try server.cpuSeconds())
+            let result = try await body()
+            return (result, (try server.cpuSeconds() - before) / ((ContinuousClock.now - start).milliseconds / 1000))
+        }
+        for _ in 0..<2 {
+            let (quiet, quietCPU) = try await measured(latencies)
+            idle.health += quiet.health
+            idle.write += quiet.write
+            cpu.idle.append(quietCPU)
+            let slow = SlowClients()
+            FileHandle.standardError.write(Data("[\(Date())] opening 2,000 slow connections\n".utf8))
+            try await slow.start(port: server.url.port!, count: 2000, addresses: (2...9).map { "127.0.0.\($0)" }, interval: .seconds(1))
+            openDuring.append(slow.counts.open)
+            let (busy, busyCPU) = try await measured(latencies)
+            openDuring.append(slow.counts.open)
+            reopened += slow.counts.opened - 2000
+            held.health += busy.health
+            held.write += busy.write
+            cpu.held.append(busyCPU)
+            await slow.stop()
+        }
+        let (idleHealth, heldHealth) = (Percentiles(idle.health), Percentiles(held.health))
+        let (idleWrite, heldWrite) = (Percentiles(idle.write), Percentiles(held.write))
+        table.add(
+            "GET /health p99, idle / 2,000 slow connections open", String(format: "%.2f / %.2f ms", idleHealth.at(99), heldHealth.at(99)),
+            target: "≤ 10 ms held", met: heldHealth.at(99) <= 10)
+        table.add(
+            "Key-value write p99, idle / 2,000 slow connections open", String(format: "%.2f / %.2f ms", idleWrite.at(99), heldWrite.at(99)),
+            target: "≤ 10 ms held", met: heldWrite.at(99) <= 10)
+        table.add(
+            "Slow connections open while measuring (min), reopened after the head timeout",
+            "\(openDuring.min() ?? 0), \(reopened)", target: "≥ 1,900", met: (openDuring.min() ?? 0) >= 1900)
+        table.add(
+            "Server CPU, idle / slow connections held (cores, with the measuring requests)",
+            String(format: "%.2f / %.2f", cpu.idle.reduce(0, +) / 2, cpu.held.reduce(0, +) / 2), target: "(reference)", met: true)
     }
 
     static func idleMemory(_ server: ServerProcess) async throws -> (total: Int, anonymous: Int) {

@@ -5,9 +5,11 @@ import NimbusKit
 
 /// Record database benchmarks against a real `nimbus serve` (release build) on loopback, through the SDK.
 ///
-///     scripts/benchmark records [saves] [batches] [query] [changes]
+///     scripts/benchmark records [saves] [batches] [cloudkit] [query] [changes]
 ///
-/// `saves` measures single saves and batches, `batches` only batches.
+/// `saves` measures single saves and batches, `batches` only batches, `cloudkit` one record per request
+/// from plain CloudKit JSON clients (as a browser sends it) and from the SDK, with the server's CPU per
+/// request beside `/health`'s.
 @main
 enum RecordBenchmarks {
     static func main() async throws {
@@ -36,6 +38,10 @@ enum RecordBenchmarks {
                 target: "(reference)", met: true)
             let sequential = try await median(runs: 3) { try await sequentialSaves(database, count: 2000) }
             table.add("Saves/s, one record per request", sequential.text, target: "≥ 2,000", met: sequential.median >= 2000)
+        }
+        if wanted("cloudkit") {
+            progress("measuring plain CloudKit JSON clients beside the SDK")
+            try await cloudKitClientRows(server, session: session, database: database, into: &table)
         }
         if wanted("saves") || wanted("batches") {
             progress("measuring batches")
@@ -89,6 +95,67 @@ enum RecordBenchmarks {
             table.add("p99 ratio 1,000,000 / 10,000", String(format: "%.2f×", ratio), target: "≤ 2×", met: ratio <= 2)
         }
         print(table.render())
+    }
+
+    /// One record per request, from one plain CloudKit JSON client, from 64 at once, and from the SDK, each
+    /// with the server's CPU per request beside that of `/health` measured in between (the host drifts).
+    @MainActor
+    static func cloudKitClientRows(_ server: ServerProcess, session: NimbusSession, database: CloudDatabase, into table: inout ResultTable)
+        async throws
+    {
+        let single = PlainCloudKitClient(server: server, session: session, connections: 1)
+        let many = PlainCloudKitClient(server: server, session: session, connections: 64)
+        defer {
+            Task {
+                try? await single.shutdown()
+                try? await many.shutdown()
+            }
+        }
+        for _ in 0..<200 { try await single.createNote() }  // warm up
+        var rows = [(name: String, rate: [Double], cpu: [Double], health: [Double])]()
+        let measurements: [(String, () async throws -> (rate: Double, cpu: Double))] = [
+            (
+                "Plain CloudKit JSON, 1 client",
+                { try await server.perOperation(2000) { for _ in 0..<2000 { try await single.createNote() } } }
+            ),
+            (
+                "Plain CloudKit JSON, 64 clients",
+                {
+                    try await server.perOperation(64 * 50) {
+                        try await withThrowingTaskGroup(of: Void.self) { group in
+                            for _ in 0..<64 { group.addTask { for _ in 0..<50 { try await many.createNote() } } }
+                            try await group.waitForAll()
+                        }
+                    }
+                }
+            ),
+            ("SDK, 1 client", { try await server.perOperation(2000) { _ = try await sequentialSaves(database, count: 2000) } }),
+            (
+                "Plain CloudKit JSON, 1 client, records/lookup (no write)",
+                { try await server.perOperation(2000) { for index in 0..<2000 { try await single.lookUp("note-\(index)") } } }
+            ),
+        ]
+        for (name, _) in measurements { rows.append((name, [], [], [])) }
+        for _ in 0..<3 {
+            for (index, (_, measure)) in measurements.enumerated() {
+                let health = try await server.healthCost(requests: 2000)
+                let result = try await measure()
+                rows[index].rate.append(result.rate)
+                rows[index].cpu.append(result.cpu)
+                rows[index].health.append(health.cpu)
+            }
+        }
+        for row in rows {
+            let rate = row.rate.sorted()[1]
+            let cpu = row.cpu.sorted()[1]
+            let health = row.health.sorted()[1]
+            table.add(
+                "\(row.name): requests/s", String(format: "%.0f (%.0f–%.0f)", rate, row.rate.min()!, row.rate.max()!), target: "(reference)",
+                met: true)
+            table.add(
+                "\(row.name): server CPU per request (/health's)", String(format: "%.0f µs (%.0f µs, %.1f×)", cpu, health, cpu / health),
+                target: "≤ 3× /health", met: cpu <= 3 * health)
+        }
     }
 
     /// What the benchmark is doing, on standard error, so long runs show where they are.

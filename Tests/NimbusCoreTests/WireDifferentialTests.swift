@@ -59,12 +59,13 @@ import Testing
     }
 
     /// `body` with one or two random edits: an odd number, an odd string, an odd value, a repeated key, a
-    /// truncation or a stray byte.
+    /// truncation, a stray byte, or field types left out (as CloudKit web clients send values).
     static func mangle(_ body: [UInt8], _ random: inout SeededGenerator) -> [UInt8] {
         var bytes = body
         for _ in 0...Int.random(in: 0...1, using: &random) {
             let tokens = Self.tokens(bytes)
-            switch Int.random(in: 0..<6, using: &random) {
+            switch Int.random(in: 0..<7, using: &random) {
+            case 6: bytes = untyped(bytes, keeping: Int.random(in: 0...2, using: &random))
             case 0:
                 guard let number = tokens.numbers.randomElement(using: &random) else { continue }
                 bytes.replaceSubrange(number, with: Array(oddNumbers.randomElement(using: &random)!.utf8))
@@ -84,6 +85,25 @@ import Testing
             }
         }
         return bytes
+    }
+
+    /// `bytes` without the `,"type":"…"` members of field values, keeping the first `keeping` of them.
+    static func untyped(_ bytes: [UInt8], keeping: Int) -> [UInt8] {
+        var text = String(decoding: bytes, as: UTF8.self)
+        var kept = 0
+        var searchFrom = text.startIndex
+        while let found = text.range(of: #","type":""#, range: searchFrom..<text.endIndex),
+            let end = text[found.upperBound...].firstIndex(of: "\"")
+        {
+            if kept < keeping {
+                kept += 1
+                searchFrom = end
+                continue
+            }
+            text.removeSubrange(found.lowerBound...end)
+            searchFrom = found.lowerBound
+        }
+        return Array(text.utf8)
     }
 
     /// Where the numbers and string contents of a JSON text are, and the whole `"key":value` members whose

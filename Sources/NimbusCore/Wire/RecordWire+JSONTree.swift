@@ -68,8 +68,47 @@ extension RecordReference {
 
 extension FieldValue {
     init(tree: JSONTree) throws {
-        guard let value = tree["value"], let type = tree["type"]?.string else { throw UnsupportedJSON() }
-        self = try Self.value(value, type: type)
+        guard let value = tree["value"] else { throw UnsupportedJSON() }
+        guard let type = tree["type"], !type.isNull else {
+            self = try Self.inferred(value)
+            return
+        }
+        guard let name = type.string else { throw UnsupportedJSON() }
+        self = try Self.value(value, type: name)
+    }
+
+    /// A value sent without its type, as `Codable` infers it (`FieldValue.inferType`), for the shapes whose
+    /// inference is certain: a whole number within INT64, a number with a fraction, a string, a reference,
+    /// a location, an empty list. Others (`2.0`, which `JSONDecoder` reads as an INT64, and non-empty
+    /// lists) take the `Codable` path.
+    private static func inferred(_ tree: JSONTree) throws -> FieldValue {
+        switch tree {
+        case .number(let text):
+            if let integer = Int64(text) { return .int64(integer) }
+            guard text.utf8.contains(where: { $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "e") || $0 == UInt8(ascii: "E") }),
+                let real = Double(text), real.rounded(.towardZero) != real
+            else { throw UnsupportedJSON() }
+            return .double(real)
+        case .string(let text): return .string(text)
+        case .object:
+            if tree["recordName"] != nil { return .reference(try RecordReference(tree: tree)) }
+            guard tree["latitude"] != nil else { throw UnsupportedJSON() }
+            return .location(try location(tree))
+        case .array(let elements) where elements.isEmpty: return .list([], elementType: "STRING")
+        default: throw UnsupportedJSON()
+        }
+    }
+
+    private static func location(_ tree: JSONTree) throws -> Location {
+        guard let latitude = tree["latitude"]?.double, let longitude = tree["longitude"]?.double else { throw UnsupportedJSON() }
+        var location = Location(latitude: latitude, longitude: longitude)
+        location.horizontalAccuracy = try tree.optional("horizontalAccuracy", \.double)
+        location.verticalAccuracy = try tree.optional("verticalAccuracy", \.double)
+        location.altitude = try tree.optional("altitude", \.double)
+        location.speed = try tree.optional("speed", \.double)
+        location.course = try tree.optional("course", \.double)
+        location.timestamp = try tree.optional("timestamp", \.int64)
+        return location
     }
 
     /// The element types of lists the hand decoder reads (assets' go the `Codable` way).
@@ -98,16 +137,7 @@ extension FieldValue {
             guard let data = Data(base64Encoded: try RecordWire.text(tree)) else { throw UnsupportedJSON() }
             return .bytes(data)
         case "REFERENCE": return .reference(try RecordReference(tree: tree))
-        case "LOCATION":
-            guard let latitude = tree["latitude"]?.double, let longitude = tree["longitude"]?.double else { throw UnsupportedJSON() }
-            var location = Location(latitude: latitude, longitude: longitude)
-            location.horizontalAccuracy = try tree.optional("horizontalAccuracy", \.double)
-            location.verticalAccuracy = try tree.optional("verticalAccuracy", \.double)
-            location.altitude = try tree.optional("altitude", \.double)
-            location.speed = try tree.optional("speed", \.double)
-            location.course = try tree.optional("course", \.double)
-            location.timestamp = try tree.optional("timestamp", \.int64)
-            return .location(location)
+        case "LOCATION": return .location(try location(tree))
         default: throw UnsupportedJSON()  // assets and anything newer: the Codable path
         }
     }
