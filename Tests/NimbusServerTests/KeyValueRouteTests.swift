@@ -246,6 +246,9 @@ import Testing
         #expect(response.status == 413)
         #expect(response.errorCode == .requestTooLarge)
         #expect(try await fixture.sequence() == 0)
+        // Each error is its own occurrence, with its own uuid to quote.
+        let again = try await fixture.modify(Self.set("k", String(repeating: "x", count: 6 << 20)))
+        #expect(again.errorCode == .requestTooLarge && again.error?.uuid != response.error?.uuid)
     }
 
     @Test func foreignAndForgedTokensAreRefused() async throws {
