@@ -18,6 +18,11 @@ struct Nimbus: AsyncParsableCommand {
     static func main() async {
         do {
             var command = try parseAsRoot()
+            do {
+                try Environment.check()
+            } catch {
+                fail(error)
+            }
             let format: LineLogHandler.Format = (command as? Serve)?.logFormat == .json ? .json : .text
             LoggingSystem.bootstrap { LineLogHandler(label: $0, format: format) }
             if command is Serve {

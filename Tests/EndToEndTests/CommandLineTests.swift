@@ -129,6 +129,20 @@ import Testing
         #expect(ending == .exited(0), "SIGTERM ends the server cleanly")
     }
 
+    /// An environment twin set to something its option cannot take is an error naming the variable, not a
+    /// silent default.
+    @Test func anUnreadableEnvironmentTwinIsAnError() async throws {
+        var environment = Self.environment(server: nil)
+        environment["NIMBUS_PORT"] = "80a"
+        environment["NIMBUS_HEARTBEAT"] = "soon"
+        let directory = TestServer.temporaryDirectory()
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let serve = try await ChildProcess(executable: Self.executable, arguments: ["serve"], environment: environment, workingDirectory: directory).run()
+        #expect(serve.status == 1)
+        #expect(serve.stderr.contains(#"NIMBUS_PORT is "80a", not a whole number"#) && serve.stderr.contains("NIMBUS_HEARTBEAT"), "\(serve.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: directory.appendingPathComponent("nimbus-data").path), "nothing was started")
+    }
+
     @Test func serveRefusesADatabaseFromANewerVersion() async throws {
         let server = try await TestServer.start()
         await server.stop()

@@ -193,23 +193,39 @@ struct RecordService: Sendable {
             throw NimbusError(.zoneNotFound, "zone \(zoneName) does not exist; create it with zones/modify")
         }
         if schemaGrew { schemas.forget(container: database.container, environment: database.environment) }
-        try await announce(changes, in: database, zoneName: zoneName, schema: schema)
+        // From here on the write has committed: nothing may report it as failed.
+        await announce(changes, in: database, zoneName: zoneName, schema: schema)
         var answer = results.map(links(database).apply)
-        if !shares.isEmpty { answer = try await withAcceptance(answer, zone: zone) }
+        if !shares.isEmpty {
+            do {
+                answer = try await withAcceptance(answer, zone: zone)
+            } catch {
+                server.logger.error("could not read a share's acceptances for a committed answer", metadata: ["error": "\(error)"])
+            }
+        }
         return JSONBody(bytes: try RecordsResponse(records: answer).encoded(numbersAsStrings: request.numbersAsStrings == true))
     }
 
     /// Tells the devices that may see a commit's changes: the zone's owner and the participants whose
     /// shares the changes reach get a push, and the subscriptions they fire (the owner's private
     /// database's, whoever wrote; participants' shared database's) their notifications.
-    private func announce(_ changes: [RecordChange], in database: RecordDatabase, zoneName: String, schema: Schema) async throws {
+    ///
+    /// It cannot fail the request: the write has committed, and a device that misses a push catches up
+    /// from its change token. What goes wrong is logged.
+    private func announce(_ changes: [RecordChange], in database: RecordDatabase, zoneName: String, schema: Schema) async {
         guard let last = changes.last else { return }
         let zone = database.zone(zoneName)
         let moved = PushMessage(type: .zoneMoved, zone: zone.address, sequence: last.sequence)
         server.push.publish(to: database.owner, moved)
         await notifySubscribers(database.ownerView, zoneName: zoneName, changes: changes, schema: schema)
         guard zoneName != RecordDatabase.defaultZoneName else { return }
-        let grants = try await server.store.grants(zone)
+        let grants: [ZoneGrant]
+        do {
+            grants = try await server.store.grants(zone)
+        } catch {
+            server.logger.error("could not tell a shared zone's participants of a commit", metadata: ["zone": "\(zone.address)", "error": "\(error)"])
+            return
+        }
         var participants = [String: SharedScope]()
         for grantee in Set(grants.filter(\.accepted).map(\.grantee)) {
             guard let scope = SharedScope(grants: grants.filter { $0.grantee == grantee }),

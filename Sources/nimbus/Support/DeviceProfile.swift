@@ -22,12 +22,22 @@ struct DeviceProfile: Codable {
         return try JSONDecoder().decode(DeviceProfile.self, from: data)
     }
 
+    /// Writes the profile readable by its owner only from the start (the session token is a password):
+    /// to a new file created with those permissions, then renamed over the old one.
     func save(to directory: URL) throws {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let file = directory.appendingPathComponent(Self.fileName)
-        try JSONEncoder().encode(self).write(to: file, options: .atomic)
-        // The session token is a password: readable by the owner only.
-        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: file.path)
+        let temporary = directory.appendingPathComponent(".\(Self.fileName).\(UUIDString.random())")
+        let bytes = try JSONEncoder().encode(self)
+        let descriptor = open(temporary.path, O_WRONLY | O_CREAT | O_EXCL, 0o600)
+        guard descriptor >= 0 else { throw CLIError("cannot create \(temporary.path): \(String(cString: strerror(errno)))") }
+        let written = bytes.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
+        let synced = fsync(descriptor) == 0
+        close(descriptor)
+        guard written == bytes.count, synced, rename(temporary.path, file.path) == 0 else {
+            try? FileManager.default.removeItem(at: temporary)
+            throw CLIError("cannot replace \(file.path): \(String(cString: strerror(errno)))")
+        }
     }
 }
 
