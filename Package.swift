@@ -78,10 +78,11 @@ let package = Package(
         ),
         .target(name: "NimbusDevice", dependencies: ["NimbusKit"]),
         .target(name: "CProcessTuning"),
+        .target(name: "NimbusTestingCore"),
         .target(
             name: "NimbusTesting",
             dependencies: [
-                "NimbusCore", "NimbusStore", "NimbusServer", "NimbusKit",
+                "NimbusTestingCore", "NimbusCore", "NimbusStore", "NimbusServer", "NimbusKit",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -129,8 +130,10 @@ let package = Package(
             ],
             path: "Benchmarks/KeyValueBenchmarks"
         ),
-        .testTarget(name: "NimbusCoreTests", dependencies: ["NimbusCore", "NimbusTesting"]),
-        .testTarget(name: "NimbusStoreTests", dependencies: ["NimbusStore", "NimbusCore"]),
+        .testTarget(name: "NimbusCoreTests", dependencies: ["NimbusCore", "NimbusTestingCore"]),
+        .testTarget(
+            name: "NimbusStoreTests",
+            dependencies: ["NimbusStore", "NimbusCore", "NimbusTestingCore", .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(
             name: "NimbusServerTests",
             dependencies: [
@@ -140,7 +143,7 @@ let package = Package(
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
-        .testTarget(name: "NimbusKitTests", dependencies: ["NimbusKit", "NimbusCore"]),
+        .testTarget(name: "NimbusKitTests", dependencies: ["NimbusKit", "NimbusCore", "NimbusTestingCore"]),
         .testTarget(
             name: "EndToEndTests",
             dependencies: [

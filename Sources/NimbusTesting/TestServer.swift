@@ -35,7 +35,9 @@ public final class TestServer: Sendable {
         configuration.logLevel = .warning
         configuration.now = { clock.now() }
         configure(&configuration)
-        return try await TestServer(configuration: configuration, clock: clock)
+        let server = try await TestServer(configuration: configuration, clock: clock)
+        TestResources.current?.onCleanup { await server.stop() }
+        return server
     }
 
     private init(configuration: ServerConfiguration, clock: ManualClock) async throws {
@@ -52,7 +54,8 @@ public final class TestServer: Sendable {
         url = URL(string: "http://127.0.0.1:\(port)")!
     }
 
-    /// Shuts the server down gracefully, as SIGTERM does, and waits until it has stopped.
+    /// Shuts the server down gracefully, as SIGTERM does, and waits until it has stopped. A server started
+    /// in a test of a `@Suite(.cleansUp)` is stopped when the test ends, whether or not it called this.
     public func stop() async {
         await services.triggerGracefulShutdown()
         _ = await task.result
@@ -60,9 +63,8 @@ public final class TestServer: Sendable {
 
     public var store: any Store { server.store }
 
-    public static func temporaryDirectory() -> URL {
-        FileManager.default.temporaryDirectory.appendingPathComponent("nimbus-test-\(UUIDString.random())")
-    }
+    /// A new, unique temporary path (not created), deleted when the running test ends.
+    public static func temporaryDirectory() -> URL { TestResources.temporaryDirectory() }
 
     // MARK: Seeding
 

@@ -8,7 +8,7 @@ import Testing
 /// OpenAPI document: generated requests, valid and not, to every operation, with the checks that every
 /// answer is one the document declares, in the shape and content type it declares, and never a server
 /// error. Any finding fails the test, with Schemathesis's report.
-@Suite struct APIConformanceTests {
+@Suite(.cleansUp) struct APIConformanceTests {
     @Test func everyAnswerConformsToTheDocument() async throws {
         // The real clock: rate limits refill as they do in service.
         let server = try await TestServer.start { $0.now = { Date() } }

@@ -5,7 +5,7 @@ import NimbusTesting
 import Testing
 
 /// Assets: files uploaded for record fields, downloaded by signed URLs from fetched records.
-@Suite struct AssetTests {
+@Suite(.cleansUp) struct AssetTests {
     static func file(bytes: Int) throws -> (URL, Data) {
         let data = Data(Secrets.randomBytes(bytes))
         let url = TestServer.temporaryDirectory().appendingPathComponent("photo.bin")
@@ -16,7 +16,6 @@ import Testing
 
     @Test func aFileSavedOnOneDeviceDownloadsOnAnother() async throws {
         let server = try await TestServer.start()
-        defer { Task { await server.stop() } }
         let app = try await server.seedApp()
         let phone = CloudContainer(identifier: app.container, session: try await server.signIn(email: "ann@example.com", device: "phone"), apiToken: app.apiToken).privateCloudDatabase
         let laptop = CloudContainer(identifier: app.container, session: try await server.signIn(email: "ann@example.com", device: "laptop"), apiToken: app.apiToken).privateCloudDatabase
@@ -49,7 +48,6 @@ import Testing
 
     @Test func uploadsAndDownloadsAreGuarded() async throws {
         let server = try await TestServer.start { $0.maxAssetBytes = 100_000 }
-        defer { Task { await server.stop() } }
         let app = try await server.seedApp()
         let annSession = try await server.signIn(email: "ann@example.com", device: "phone")
         let ann = CloudContainer(identifier: app.container, session: annSession, apiToken: app.apiToken).privateCloudDatabase
@@ -103,7 +101,6 @@ import Testing
 
     @Test func filesNoRecordHoldsAreCollected() async throws {
         let server = try await TestServer.start()
-        defer { Task { await server.stop() } }
         let app = try await server.seedApp()
         let session = try await server.signIn(email: "ann@example.com", device: "phone")
         let database = CloudContainer(identifier: app.container, session: session, apiToken: app.apiToken).privateCloudDatabase

@@ -6,7 +6,7 @@ import NimbusTesting
 import Testing
 
 /// The `nimbus` executable as a user runs it: two devices side by side, told apart by `--config`.
-@Suite struct CommandLineTests {
+@Suite(.cleansUp) struct CommandLineTests {
     /// The built `nimbus` next to the test binary (or in the package's debug build folder).
     static var executable: URL {
         get throws {
@@ -40,7 +40,6 @@ import Testing
 
     @Test func twoDevicesShareKeysThroughTheCommandLine() async throws {
         let server = try await TestServer.start()
-        defer { Task { await server.stop() } }
         let app = try await server.seedApp()
         let phone = TestServer.temporaryDirectory().path
         let laptop = TestServer.temporaryDirectory().path
@@ -81,7 +80,6 @@ import Testing
 
     @Test func badInputGetsAClearErrorAndAFailingStatus() async throws {
         let server = try await TestServer.start()
-        defer { Task { await server.stop() } }
         let app = try await server.seedApp()
         let config = TestServer.temporaryDirectory().path
         let notSignedIn = try await Self.run(["kv", "list", "--config", config], server: server)
@@ -155,7 +153,6 @@ import Testing
 
     @Test func theReadmeWalkthroughsAdministratorStepsWork() async throws {
         let server = try await TestServer.start()
-        defer { Task { await server.stop() } }
         _ = try await server.signInAdministrator()
         let admin = TestServer.temporaryDirectory().path
         let steps: [[String]] = [

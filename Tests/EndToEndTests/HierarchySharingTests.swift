@@ -7,7 +7,7 @@ import Testing
 /// Sharing a record hierarchy: a root record and everything under it by `parent` appear in participants'
 /// shared databases; the rest of the zone stays invisible to them, and records leaving the hierarchy
 /// leave their view.
-@Suite struct HierarchySharingTests {
+@Suite(.cleansUp) struct HierarchySharingTests {
     static func record(_ type: String, _ name: String, zone: RecordZoneID, parent: String? = nil) -> Record {
         var record = Record(recordType: type, recordID: RecordID(recordName: name, zoneID: zone))
         record["name"] = name
@@ -45,7 +45,6 @@ import Testing
                 ("Lists", "japan", nil), ("Items", "passport", "japan"), ("Items", "yen", "japan"), ("Items", "visa", "passport"),
                 ("Lists", "secret", nil), ("Items", "gift", "secret"),
             ])
-        defer { Task { await trips.server.stop() } }
         let (bob, cat, eve, owner, zone) = (trips.users[1], trips.users[2], trips.users[3], trips.owner, trips.zone)
         let share = try await owner.share(
             RecordID(recordName: "japan", zoneID: zone),
@@ -130,7 +129,6 @@ import Testing
 
     @Test func deletingTheRootEndsTheShare() async throws {
         let trips = try await Self.trips(users: ["bob"], records: [("Lists", "japan", nil), ("Items", "passport", "japan")])
-        defer { Task { await trips.server.stop() } }
         let (ann, bob, zone) = (trips.users[0], trips.users[1], trips.zone)
         let share = try await ann.privateCloudDatabase.share(
             RecordID(recordName: "japan", zoneID: zone), with: [.init(emailAddress: "bob@example.com", permission: .readOnly)])
@@ -146,7 +144,6 @@ import Testing
 
     @Test func sharedDatabaseSubscriptionsHearOnlyOfSharedRecords() async throws {
         let trips = try await Self.trips(users: ["bob"], records: [("Lists", "secret", nil), ("Lists", "japan", nil), ("Items", "passport", "japan")])
-        defer { Task { await trips.server.stop() } }
         let (ann, bob, zone) = (trips.users[0], trips.users[1], trips.zone)
         var secret = try await ann.privateCloudDatabase.record(for: RecordID(recordName: "secret", zoneID: zone))
         let passportID = RecordID(recordName: "passport", zoneID: zone)
@@ -184,7 +181,6 @@ import Testing
     @Test func aParticipantsTokensExpireWhenWhatIsSharedWithThemChanges() async throws {
         let trips = try await Self.trips(
             users: ["bob"], records: [("Lists", "japan", nil), ("Items", "passport", "japan"), ("Lists", "peru", nil), ("Items", "boots", "peru")])
-        defer { Task { await trips.server.stop() } }
         let (bob, owner, zone) = (trips.users[1], trips.owner, trips.zone)
         let bobsShare = [Share.Participant(emailAddress: "bob@example.com", permission: .readOnly)]
         let japan = try await owner.share(RecordID(recordName: "japan", zoneID: zone), with: bobsShare)

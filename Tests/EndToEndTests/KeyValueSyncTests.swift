@@ -7,7 +7,7 @@ import Testing
 
 /// Two devices of one user, each a real `UbiquitousKeyValueStore` with its own local copy, syncing
 /// through a real server.
-@Suite struct KeyValueSyncTests {
+@Suite(.cleansUp) struct KeyValueSyncTests {
     struct World {
         let server: TestServer
         let app: TestServer.SeededApp
@@ -27,7 +27,6 @@ import Testing
 
     @Test func aKeySetOnOneDeviceArrivesOnTheOtherByPush() async throws {
         let world = try await World.make()
-        defer { Task { await world.server.stop() } }
         let phone = try await world.device("phone")
         let laptop = try await world.device("laptop")
         let laptopEvents = Recorder(laptop.changes())
@@ -51,7 +50,6 @@ import Testing
 
     @Test func everyValueTypeConverges() async throws {
         let world = try await World.make()
-        defer { Task { await world.server.stop() } }
         let phone = try await world.device("phone")
         let laptop = try await world.device("laptop")
         let date = Date(timeIntervalSince1970: 1_700_000_000.25)
@@ -84,7 +82,6 @@ import Testing
 
     @Test func anOfflineDeviceCatchesUpWhenItComesBack() async throws {
         let world = try await World.make()
-        defer { Task { await world.server.stop() } }
         let laptopDirectory = TestServer.temporaryDirectory()
         let phone = try await world.device("phone")
         let laptopBefore = try await world.device("laptop", directory: laptopDirectory)
@@ -129,7 +126,6 @@ import Testing
 
         // The server comes back (same data, same address): the write uploads.
         let server = try await TestServer.start(dataDirectory: dataDirectory, port: firstServer.port)
-        defer { Task { await server.stop() } }
         #expect(await eventually(timeout: .seconds(30)) { !phone.hasPendingWrites })
         let laptop = try server.keyValueStore(try await server.signIn(email: "ann@example.com", device: "laptop"), app: app)
         #expect(await laptop.synchronize())
@@ -140,7 +136,6 @@ import Testing
 
     @Test func concurrentWritersConvergeOnTheLastArrival() async throws {
         let world = try await World.make()
-        defer { Task { await world.server.stop() } }
         let phone = try await world.device("phone")
         let laptop = try await world.device("laptop")
         // Both write the same key while neither has synced; the laptop's write reaches the server last.
@@ -157,7 +152,6 @@ import Testing
 
     @Test func writesBeforeTheFirstSyncAreKeptAndWin() async throws {
         let world = try await World.make()
-        defer { Task { await world.server.stop() } }
         let phone = try await world.device("phone")
         phone.set("server's", forKey: "shared")
         phone.set("only on server", forKey: "other")
@@ -178,7 +172,6 @@ import Testing
 
     @Test func writesBreakingALimitAreRefusedWithAQuotaEvent() async throws {
         let world = try await World.make()
-        defer { Task { await world.server.stop() } }
         let phone = try await world.device("phone")
         let events = Recorder(phone.changes())
         phone.set("x", forKey: String(repeating: "k", count: 65))
@@ -205,7 +198,6 @@ import Testing
 
     @Test func anExpiredSessionIsReportedAndLocalWritesWait() async throws {
         let server = try await TestServer.start { $0.sessionLifetime = .seconds(60) }
-        defer { Task { await server.stop() } }
         let app = try await server.seedApp()
         let phone = try server.keyValueStore(try await server.signIn(email: "ann@example.com", device: "phone"), app: app)
         #expect(await phone.synchronize())
@@ -221,7 +213,6 @@ import Testing
 
     @Test func anotherAccountOnTheSameDeviceReplacesTheValuesAndLosesNoPendingWrite() async throws {
         let world = try await World.make()
-        defer { Task { await world.server.stop() } }
         let directory = TestServer.temporaryDirectory()
         let annSession = try await world.server.signIn(email: "ann@example.com", device: "shared iPad")
         let annStore = try world.server.keyValueStore(annSession, app: world.app, localDirectory: directory)
@@ -255,7 +246,7 @@ import Testing
 }
 
 /// What happens to devices and acknowledged writes when the server goes away and comes back.
-@Suite struct ServerRestartTests {
+@Suite(.cleansUp) struct ServerRestartTests {
     @Test func aRunningDeviceReconnectsAfterAServerRestartAndMissesNothing() async throws {
         let dataDirectory = TestServer.temporaryDirectory()
         let first = try await TestServer.start(dataDirectory: dataDirectory)
@@ -270,7 +261,6 @@ import Testing
         #expect(await eventually { !laptop.isPushConnected })
 
         let second = try await TestServer.start(dataDirectory: dataDirectory, port: first.port)
-        defer { Task { await second.stop() } }
         let phone = try second.keyValueStore(phoneSession, app: app)
         phone.set("while you were away", forKey: "news")
         #expect(await phone.synchronize())
@@ -307,7 +297,6 @@ import Testing
         #expect(!acknowledged.isEmpty)
 
         let restarted = try await TestServer.start(dataDirectory: dataDirectory)
-        defer { Task { await restarted.stop() } }
         let reader = KeyValueClient(
             client: NimbusClient(
                 session: try await restarted.signIn(email: "ann@example.com", device: "phone"), apiToken: app.apiToken),

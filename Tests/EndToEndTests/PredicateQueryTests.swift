@@ -7,7 +7,7 @@ import Testing
 /// Every form of predicate the SDK parses, sent by the SDK to a real server: each finds exactly the
 /// records it describes. The parser's own tests check the filters it builds; these check that the server
 /// answers those filters as an app means them.
-@Suite struct PredicateQueryTests {
+@Suite(.cleansUp) struct PredicateQueryTests {
     /// A list and four items with a field of every kind queries compare, and then an index on the items'
     /// creation time (which indexes the items saved before it); the saved records by name.
     static func seed(_ database: CloudDatabase, in world: RecordDatabaseSyncTests.World) async throws
@@ -41,7 +41,6 @@ import Testing
 
     @Test func everyPredicateFormFindsItsRecords() async throws {
         let world = try await RecordDatabaseSyncTests.World.make()
-        defer { Task { await world.server.stop() } }
         let database = try await world.database("phone")
         let (zone, groceries, saved) = try await Self.seed(database, in: world)
         let milkCreated = try #require(saved["milk"]?.creationDate)
@@ -90,7 +89,6 @@ import Testing
 
     @Test func sortDescriptorsOrderByFieldsAndSystemFields() async throws {
         let world = try await RecordDatabaseSyncTests.World.make()
-        defer { Task { await world.server.stop() } }
         let database = try await world.database("phone")
         let (zone, _, saved) = try await Self.seed(database, in: world)
         // The server breaks ties by record name, and records saved one after another may share a millisecond.

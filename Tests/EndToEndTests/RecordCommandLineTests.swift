@@ -5,14 +5,13 @@ import NimbusTesting
 import Testing
 
 /// `nimbus records`, `nimbus zones` and `nimbus schema` as a user runs them.
-@Suite struct RecordCommandLineTests {
+@Suite(.cleansUp) struct RecordCommandLineTests {
     func run(_ arguments: [String], _ server: TestServer) async throws -> ChildProcess.Output {
         try await CommandLineTests.run(arguments, server: server)
     }
 
     @Test func shoppingListFromTheCommandLine() async throws {
         let server = try await TestServer.start()
-        defer { Task { await server.stop() } }
         let app = try await server.seedApp()
         let device = TestServer.temporaryDirectory().path
         _ = try await run(["signup", "--email", "ann@example.com", "--password", TestServer.password], server)
@@ -60,7 +59,6 @@ import Testing
 
     @Test func schemaExportDiffAndDeploy() async throws {
         let server = try await TestServer.start()
-        defer { Task { await server.stop() } }
         let app = try await server.seedApp()
         _ = try await server.signIn(email: "ann@example.com", device: "phone")
         let admin = TestServer.temporaryDirectory().path
@@ -100,10 +98,9 @@ import Testing
 }
 
 /// The example program under `Examples/ShoppingList`, run against a real server.
-@Suite struct ShoppingListExampleTests {
+@Suite(.cleansUp) struct ShoppingListExampleTests {
     @Test func theExampleRunsEndToEnd() async throws {
         let server = try await TestServer.start()
-        defer { Task { await server.stop() } }
         let app = try await server.seedApp()
         _ = try await server.signIn(email: "ann@example.com", device: "phone")
         let example = try CommandLineTests.executable.deletingLastPathComponent().appendingPathComponent("ShoppingList")

@@ -7,7 +7,7 @@ import Testing
 /// The parts of `CloudDatabase` an app pages through or cleans up with: query cursors, lookups of
 /// several records, paged change feeds, zone and subscription deletion; through the SDK against a real
 /// server.
-@Suite struct RecordDatabaseAPITests {
+@Suite(.cleansUp) struct RecordDatabaseAPITests {
     /// Saves `count` items numbered from 0 into `zone`, in batches as an app importing them would.
     static func saveItems(_ count: Int, in zone: RecordZoneID, _ database: CloudDatabase) async throws -> [Record] {
         var saved = [Record]()
@@ -26,7 +26,6 @@ import Testing
 
     @Test func queriesPageThroughCursorsWithTheKeysAsked() async throws {
         let world = try await RecordDatabaseSyncTests.World.make()
-        defer { Task { await world.server.stop() } }
         let database = try await world.database("phone")
         let zone = try await database.save(RecordZone(zoneName: "Import")).zoneID
         _ = try await Self.saveItems(250, in: zone, database)
@@ -48,7 +47,6 @@ import Testing
 
     @Test func lookupsOfSeveralRecordsAnswerEachOne() async throws {
         let world = try await RecordDatabaseSyncTests.World.make()
-        defer { Task { await world.server.stop() } }
         let database = try await world.database("phone")
         let zone = try await database.save(RecordZone(zoneName: "Import")).zoneID
         let saved = try await Self.saveItems(3, in: zone, database)
@@ -73,7 +71,6 @@ import Testing
 
     @Test func zoneChangesPageWithMoreComingAndEndWithTheDeletions() async throws {
         let world = try await RecordDatabaseSyncTests.World.make()
-        defer { Task { await world.server.stop() } }
         let phone = try await world.database("phone")
         let laptop = try await world.database("laptop")
         let zone = try await phone.save(RecordZone(zoneName: "Import")).zoneID
@@ -100,7 +97,6 @@ import Testing
 
     @Test func deletingAZoneOrASubscriptionRemovesIt() async throws {
         let world = try await RecordDatabaseSyncTests.World.make()
-        defer { Task { await world.server.stop() } }
         let database = try await world.database("phone")
         let zone = try await database.save(RecordZone(zoneName: "Import")).zoneID
         let kept = try await database.save(RecordZone(zoneName: "Kept")).zoneID

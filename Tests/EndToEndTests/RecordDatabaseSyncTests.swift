@@ -6,7 +6,7 @@ import Testing
 
 /// The shopping-list app through the SDK: two devices of one user, each a `CloudContainer`, talking to
 /// a real server.
-@Suite struct RecordDatabaseSyncTests {
+@Suite(.cleansUp) struct RecordDatabaseSyncTests {
     struct World {
         let server: TestServer
         let app: TestServer.SeededApp
@@ -24,7 +24,6 @@ import Testing
 
     @Test func shoppingListAcrossTwoDevices() async throws {
         let world = try await World.make()
-        defer { Task { await world.server.stop() } }
         let phone = try await world.database("phone")
         let laptop = try await world.database("laptop")
         let zone = try await phone.save(RecordZone(zoneName: "Shopping"))

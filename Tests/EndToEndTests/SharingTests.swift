@@ -6,7 +6,7 @@ import Testing
 
 /// Zone sharing: an owner shares a zone; participants accept and see it in their shared database,
 /// read-only or read-write; others never see it.
-@Suite struct SharingTests {
+@Suite(.cleansUp) struct SharingTests {
     static func container(_ server: TestServer, _ app: TestServer.SeededApp, _ email: String) async throws -> CloudContainer {
         CloudContainer(identifier: app.container, session: try await server.signIn(email: email, device: email), apiToken: app.apiToken)
     }
@@ -19,7 +19,6 @@ import Testing
 
     @Test func aSharedZoneAppearsInParticipantsSharedDatabases() async throws {
         let server = try await TestServer.start()
-        defer { Task { await server.stop() } }
         let app = try await server.seedApp()
         let ann = try await Self.container(server, app, "ann@example.com")
         let bob = try await Self.container(server, app, "bob@example.com")
@@ -96,7 +95,6 @@ import Testing
 
     @Test func onlyCustomZonesOfTheOwnersPrivateDatabaseCanBeShared() async throws {
         let server = try await TestServer.start()
-        defer { Task { await server.stop() } }
         let app = try await server.seedApp()
         let ann = try await Self.container(server, app, "ann@example.com")
         _ = try await Self.container(server, app, "bob@example.com")

@@ -6,7 +6,7 @@ import Testing
 
 /// Subscriptions firing over the push socket: query, zone and database subscriptions, fired once or
 /// always, in the private and public databases.
-@Suite struct SubscriptionTests {
+@Suite(.cleansUp) struct SubscriptionTests {
     struct Device {
         let container: CloudContainer
         var database: CloudDatabase { container.privateCloudDatabase }
@@ -44,7 +44,6 @@ import Testing
 
     @Test func queryZoneAndDatabaseSubscriptionsFire() async throws {
         let home = try await Household.make()
-        defer { Task { await home.server.stop() } }
         let (server, app, phone, laptop, zone) = (home.server, home.app, home.phone, home.laptop, home.zone)
         _ = try await phone.database.save(Self.item("seed", number: 0, zone: zone))  // creates the type
 
@@ -88,7 +87,6 @@ import Testing
 
     @Test func aTextSearchSubscriptionFiresForItsWords() async throws {
         let home = try await Household.make()
-        defer { Task { await home.server.stop() } }
         let (phone, laptop, zone) = (home.phone, home.laptop, home.zone)
         _ = try await phone.database.save(Self.item("seed", number: 0, zone: zone))  // creates the type
         try await laptop.database.save(
@@ -112,7 +110,6 @@ import Testing
 
     @Test func databaseSubscriptionsHearOfCustomZonesOnly() async throws {
         let home = try await Household.make()
-        defer { Task { await home.server.stop() } }
         let (phone, laptop, zone) = (home.phone, home.laptop, home.zone)
         try await laptop.database.save(.database("every"))
         try await laptop.database.save(.zone("marker", zone))
@@ -133,7 +130,6 @@ import Testing
 
     @Test func publicQuerySubscriptionsSeeEveryonesRecords() async throws {
         let server = try await TestServer.start()
-        defer { Task { await server.stop() } }
         let app = try await server.seedApp()
         let ann = try await Self.device(server, app, name: "phone")
         let bob = try await Self.device(server, app, email: "bob@example.com", name: "laptop")

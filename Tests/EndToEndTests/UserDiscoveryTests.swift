@@ -5,7 +5,7 @@ import NimbusTesting
 import Testing
 
 /// Users find each other (CloudKit's user discoverability) once they opt in, from the SDK and the CLI.
-@Suite struct UserDiscoveryTests {
+@Suite(.cleansUp) struct UserDiscoveryTests {
     @Test func aUserWhoOptsInIsFoundByEmailAndPhoneThroughTheSDK() async throws {
         let server = try await TestServer.start()
         do {

@@ -1,9 +1,9 @@
 import Foundation
 import NimbusCore
-import NimbusTesting
+import NimbusTestingCore
 import Testing
 
-@Suite struct ChangeTokenTests {
+@Suite(.cleansUp) struct ChangeTokenTests {
     @Test func tokensRoundTripAndLookOpaque() throws {
         let token = ChangeToken(zoneID: 42, sequence: 9001)
         #expect(try ChangeToken(encoded: token.encoded) == token)
@@ -27,7 +27,7 @@ import Testing
     }
 }
 
-@Suite struct IdentifierTests {
+@Suite(.cleansUp) struct IdentifierTests {
     @Test func teamIDsAreTenUpperCaseCharacters() throws {
         try Identifiers.validateTeamID("98Z3R5XU29")
         for bad in ["98z3r5xu29", "SHORT", "98Z3R5XU29X", "98Z3R5XU2!"] {
@@ -104,7 +104,7 @@ import Testing
     }
 }
 
-@Suite struct Base64Tests {
+@Suite(.cleansUp) struct Base64Tests {
     @Test func bothAlphabetsMatchFoundationsAndReadBack() {
         for length in 0..<40 {
             let bytes = Secrets.randomBytes(length)
@@ -123,7 +123,7 @@ import Testing
     }
 }
 
-@Suite struct WireTimeTests {
+@Suite(.cleansUp) struct WireTimeTests {
     @Test func theWireRangeRoundTripsExactly() {
         for milliseconds: Int64 in [Date.wireMilliseconds.lowerBound, -1, 0, 1_700_000_000_123, Date.wireMilliseconds.upperBound] {
             #expect(Date(wireMilliseconds: milliseconds)?.milliseconds == milliseconds)

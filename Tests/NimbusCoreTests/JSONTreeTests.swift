@@ -1,9 +1,10 @@
 import Foundation
 import NimbusCore
+import NimbusTestingCore
 import Testing
 
 /// The hand decoder must read records exactly as `JSONDecoder` does, and refuse what JSON forbids.
-@Suite struct JSONTreeTests {
+@Suite(.cleansUp) struct JSONTreeTests {
     @Test func recordsDecodeAsWithCodable() throws {
         var record = RecordWire(
             recordName: "r \"1\" \u{2603} \u{1F600}", recordType: "Items", recordChangeTag: "1z",

@@ -1,10 +1,11 @@
 import Foundation
 import NimbusCore
+import NimbusTestingCore
 import Testing
 
 /// Key-value batches are coded by hand on the hot path; they must read and write exactly what the
 /// `Codable` coding does, so stored values, older devices and other clients keep working.
-@Suite struct KeyValueHandCodingTests {
+@Suite(.cleansUp) struct KeyValueHandCodingTests {
     static let samples: [KeyValue] =
         KeyValueCodingTests.samples + [
             .string("quote \" backslash \\ control \u{1} newline \n ☕️"), .string(""), .int64(.min), .int64(0),

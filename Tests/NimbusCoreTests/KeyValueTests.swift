@@ -1,8 +1,9 @@
 import Foundation
 import NimbusCore
+import NimbusTestingCore
 import Testing
 
-@Suite struct KeyValueCodingTests {
+@Suite(.cleansUp) struct KeyValueCodingTests {
     static let samples: [KeyValue] = [
         .string("héllo"), .int64(.max), .int64(-3), .double(2.5), .bool(true),
         .date(Date(timeIntervalSince1970: 1_700_000_000.123)), .data(Data([0, 1, 255])),
@@ -52,7 +53,7 @@ import Testing
     }
 }
 
-@Suite struct KeyValueLimitsTests {
+@Suite(.cleansUp) struct KeyValueLimitsTests {
     let limits = KeyValueLimits.iCloud
 
     @Test func keysOfMoreThan64BytesAreRefused() throws {

@@ -1,11 +1,11 @@
 import NimbusCore
-import NimbusTesting
+import NimbusTestingCore
 import Testing
 
 /// Schema texts and predicates with pieces deleted, repeated or inserted at random: the parsers return a
 /// value or a parse error that points inside the text, never crash; a schema they read prints back to
 /// itself. Seeded, so a failing round repeats.
-@Suite struct ParserFuzzTests {
+@Suite(.cleansUp) struct ParserFuzzTests {
     struct TextMutator {
         static let fragments = [
             "(", ")", ",", ";", "\"", "'", "<", ">", "LIST<", "GRANT", "TO", "RECORD TYPE", "QUERYABLE", "ENCRYPTED", "%@", "%K",

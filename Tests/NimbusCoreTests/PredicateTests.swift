@@ -1,8 +1,9 @@
 import Foundation
 import NimbusCore
+import NimbusTestingCore
 import Testing
 
-@Suite struct PredicateTests {
+@Suite(.cleansUp) struct PredicateTests {
     @Test func theIssueExamplesParseToWireFilters() throws {
         #expect(
             try Predicate.filters("list == %@", [.reference(RecordReference(recordName: "groceries"))]) == [
@@ -75,7 +76,7 @@ import Testing
     }
 }
 
-@Suite struct FieldValueTests {
+@Suite(.cleansUp) struct FieldValueTests {
     @Test func valuesRoundTripWithTheirCloudKitTypes() throws {
         let values: [FieldValue] = [
             .string("x"), .int64(-1), .double(0.5), .timestamp(Date(timeIntervalSince1970: 1_422_312_944.104)),
@@ -104,7 +105,7 @@ import Testing
     }
 }
 
-@Suite struct RecordWireTests {
+@Suite(.cleansUp) struct RecordWireTests {
     @Test func applesModifyResponseExampleDecodes() throws {
         let json = #"""
             { "records": [ {

@@ -1,7 +1,8 @@
 import NimbusCore
+import NimbusTestingCore
 import Testing
 
-@Suite struct SchemaTests {
+@Suite(.cleansUp) struct SchemaTests {
     static let shoppingList = """
         DEFINE SCHEMA
 
@@ -64,7 +65,7 @@ import Testing
     }
 }
 
-@Suite struct SchemaDiffTests {
+@Suite(.cleansUp) struct SchemaDiffTests {
     static func production() throws -> Schema {
         try Schema(
             parsing: """

@@ -1,6 +1,6 @@
 import Foundation
 import NimbusCore
-import NimbusTesting
+import NimbusTestingCore
 import Testing
 
 /// The hand-written JSON path (the strict parser, the hand decoders and writers of records and key-value
@@ -8,7 +8,7 @@ import Testing
 /// at random: both accept the same documents (the parser refuses a repeated key besides), read the same
 /// values from them, and what either writer writes reads back as the value written. Seeded: a failing
 /// round prints its seed and body, and repeats.
-@Suite struct WireDifferentialTests {
+@Suite(.cleansUp) struct WireDifferentialTests {
     static let oddNumbers = [
         "1e400", "-1e999", "1e-400", "2e-324", "01", "-01", "+1", "1.", ".5", "1.0", "1e2", "1E+2", "-0", "0e-400", "9223372036854775807",
         "9223372036854775808", "-9223372036854775808", "1795464170588.9714", "4.9e-324", "1.7976931348623157e308", "1.7976931348623159e308",
@@ -87,20 +87,37 @@ import Testing
         return bytes
     }
 
-    /// `bytes` without the `,"type":"…"` members of field values, keeping the first `keeping` of them.
+    /// `json` with every object's members in key order: dictionaries are written in an order that changes
+    /// from process to process, and a seeded round must mangle the same bytes every time.
+    static func canonical(_ json: Data) throws -> [UInt8] {
+        func sorted(_ tree: JSONTree) -> JSONTree {
+            switch tree {
+            case .array(let elements): .array(elements.map(sorted))
+            case .object(let members): .object(members.sorted { $0.key < $1.key }.map { ($0.key, sorted($0.value)) })
+            default: tree
+            }
+        }
+        var writer = JSONWriter()
+        writer.tree(sorted(try JSONTree(parsing: json)))
+        return writer.bytes
+    }
+
+    /// `bytes` (canonical: a field's `type` before its `value`) without the `"type":"…",` members of field
+    /// values, keeping the first `keeping` of them.
     static func untyped(_ bytes: [UInt8], keeping: Int) -> [UInt8] {
         var text = String(decoding: bytes, as: UTF8.self)
         var kept = 0
         var searchFrom = text.startIndex
-        while let found = text.range(of: #","type":""#, range: searchFrom..<text.endIndex),
-            let end = text[found.upperBound...].firstIndex(of: "\"")
+        while let found = text.range(of: #"{"type":""#, range: searchFrom..<text.endIndex),
+            let close = text[found.upperBound...].firstIndex(of: "\""), text[text.index(after: close)...].hasPrefix(",")
         {
+            let end = text.index(after: close)
             if kept < keeping {
                 kept += 1
                 searchFrom = end
                 continue
             }
-            text.removeSubrange(found.lowerBound...end)
+            text.removeSubrange(text.index(after: found.lowerBound)...end)
             searchFrom = found.lowerBound
         }
         return Array(text.utf8)
@@ -150,7 +167,7 @@ import Testing
             // without reading; and an INT64 such as 1e-400, which JSONDecoder reads as 0.
             let stricter = [
                 "appears twice", "not valid UTF-8", "control character", "lone UTF-16 surrogate", "beyond the range", "not a JSON value",
-                "leading zero", "no digits",
+                "leading zero", "no digits", "unknown escape", "four hex digits",
             ]
             #expect(
                 codable == nil || stricter.contains { error.reason.contains($0) },
@@ -181,7 +198,7 @@ import Testing
             let handWritten = try request.encoded()
             #expect(try JSONDecoder().decode(RecordsModifyRequest.self, from: handWritten).operations == request.operations, "seed \(seed) round \(round)")
             #expect(try RecordsModifyRequest.decode(JSONEncoder().encode(request)).operations == request.operations, "seed \(seed) round \(round)")
-            let body = round % 4 == 0 ? Array(handWritten) : Self.mangle(Array(handWritten), &random)
+            let body = round % 4 == 0 ? Array(handWritten) : Self.mangle(try Self.canonical(handWritten), &random)
             let context = "seed \(seed) round \(round): \(String(decoding: body, as: UTF8.self).prefix(600))"
             let whole = Self.compare(body, as: ModifyOperations.self, hand: { ModifyOperations(try RecordsModifyRequest.byHand($0)) }, context: context)
             if whole.handled { handled += 1 }
@@ -201,7 +218,7 @@ import Testing
             }
             let request = KeyValueModifyRequest(operations: operations)
             #expect(try JSONDecoder().decode(KeyValueModifyRequest.self, from: request.encoded()).operations == operations)
-            let body = round % 4 == 0 ? Array(request.encoded()) : Self.mangle(Array(request.encoded()), &random)
+            let body = round % 4 == 0 ? Array(request.encoded()) : Self.mangle(try Self.canonical(request.encoded()), &random)
             let context = "seed \(seed) round \(round): \(String(decoding: body, as: UTF8.self).prefix(600))"
             let whole = Self.compare(
                 body, as: KeyValueOperations.self,

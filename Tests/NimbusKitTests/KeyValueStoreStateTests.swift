@@ -1,11 +1,12 @@
 import Foundation
 import NimbusCore
+import NimbusTestingCore
 import Testing
 
 @testable import NimbusKit
 
 /// The local state machine of the key-value store, without a server.
-@Suite struct KeyValueStoreStateTests {
+@Suite(.cleansUp) struct KeyValueStoreStateTests {
     let limits = KeyValueLimits.iCloud
 
     @Test func pendingWritesShowOverServerValues() throws {

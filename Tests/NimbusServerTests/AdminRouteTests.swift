@@ -5,10 +5,9 @@ import NimbusKit
 import NimbusTesting
 import Testing
 
-@Suite struct AdminRouteTests {
+@Suite(.cleansUp) struct AdminRouteTests {
     @Test func anAdministratorSetsUpAnAppThatCanUseTheKeyValueStore() async throws {
         let server = try await TestServer.start()
-        defer { Task { await server.stop() } }
         let admin = try await server.signInAdministrator()
 
         let team = try await server.request(.POST, "/admin/1/teams", session: admin, json: #"{"name":"Example"}"#).decode(
@@ -57,7 +56,6 @@ import Testing
 
     @Test func usersAreNotAdministrators() async throws {
         let server = try await TestServer.start()
-        defer { Task { await server.stop() } }
         let ann = try await server.signIn(email: "ann@example.com", device: "phone")
         for (method, path) in [(HTTPMethod.GET, "/admin/1/users"), (.POST, "/admin/1/teams"), (.GET, "/admin/1/tokens")] {
             let response = try await server.request(method, path, session: ann, json: #"{"name":"Mine now"}"#)
@@ -76,7 +74,6 @@ import Testing
     ])
     func invalidIdentifiersAreBadRequests(_ path: String, _ body: String) async throws {
         let server = try await TestServer.start()
-        defer { Task { await server.stop() } }
         let admin = try await server.signInAdministrator()
         try await server.store.createTeam(Team(teamID: "98Z3R5XU29", name: "T"))
         let response = try await server.request(.POST, path, session: admin, json: body)
@@ -86,7 +83,6 @@ import Testing
 
     @Test func referencesToMissingThingsAreNotFound() async throws {
         let server = try await TestServer.start()
-        defer { Task { await server.stop() } }
         let admin = try await server.signInAdministrator()
         let app = try await server.request(
             .POST, "/admin/1/apps", session: admin, json: #"{"bundleID":"com.example.x","teamID":"98Z3R5XU29"}"#)
@@ -109,7 +105,6 @@ import Testing
 
     @Test func theFirstAdministratorIsCreatedOnce() async throws {
         let server = try await TestServer.start()
-        defer { Task { await server.stop() } }
         let credentials = try #require(try await server.server.ensureAdministrator())
         #expect(try await server.server.ensureAdministrator() == nil)
         let session = try await NimbusAccount.signIn(

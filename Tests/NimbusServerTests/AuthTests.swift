@@ -6,10 +6,9 @@ import NimbusServer
 import NimbusTesting
 import Testing
 
-@Suite struct AuthTests {
+@Suite(.cleansUp) struct AuthTests {
     @Test func signUpSignInAndSignOut() async throws {
         let server = try await TestServer.start()
-        defer { Task { await server.stop() } }
         let session = try await server.signIn(email: "ann@example.com", device: "Ann's phone")
         #expect(session.userRecordName.hasPrefix("_") && session.userRecordName.count == 33)
 
@@ -25,7 +24,6 @@ import Testing
 
     @Test func passwordsAreStoredAsBcryptHashes() async throws {
         let server = try await TestServer.start()
-        defer { Task { await server.stop() } }
         _ = try await server.signIn(email: "ann@example.com", device: "phone")
         let account = try #require(try await server.store.account(email: "ann@example.com"))
         #expect(account.passwordHash.hasPrefix("$2"))
@@ -34,7 +32,6 @@ import Testing
 
     @Test func wrongPasswordsAndUnknownEmailsFailAlike() async throws {
         let server = try await TestServer.start()
-        defer { Task { await server.stop() } }
         _ = try await server.signIn(email: "ann@example.com", device: "phone")
         for (email, password) in [("ann@example.com", "wrong password"), ("nobody@example.com", TestServer.password)] {
             let response = try await server.request(
@@ -47,7 +44,6 @@ import Testing
 
     @Test func signingUpTwiceIsRefused() async throws {
         let server = try await TestServer.start()
-        defer { Task { await server.stop() } }
         _ = try await server.signIn(email: "ann@example.com", device: "phone")
         let response = try await server.request(
             .POST, "/auth/1/signup", json: #"{"email":"ANN@example.com","password":"another password"}"#)
@@ -57,7 +53,6 @@ import Testing
 
     @Test func expiredSessionsAreRefused() async throws {
         let server = try await TestServer.start { $0.sessionLifetime = .seconds(3600) }
-        defer { Task { await server.stop() } }
         let session = try await server.signIn(email: "ann@example.com", device: "phone")
         #expect(try await server.request(.GET, "/auth/1/me", session: session).status == 200)
         server.clock.advance(by: 3601)
@@ -69,7 +64,6 @@ import Testing
 
     @Test func aDeviceKeepsItsIdentityAcrossSignIns() async throws {
         let server = try await TestServer.start()
-        defer { Task { await server.stop() } }
         let first = try await server.signIn(email: "ann@example.com", device: "phone")
         let again = try await server.signIn(email: "ann@example.com", device: "phone (renamed)", deviceID: first.deviceID)
         #expect(again.deviceID == first.deviceID)
@@ -81,7 +75,6 @@ import Testing
 
     @Test func signInAttemptsAreRateLimitedPerEmail() async throws {
         let server = try await TestServer.start { $0.signInRateLimit = RateLimitFixture.tight }
-        defer { Task { await server.stop() } }
         var statuses = [Int]()
         for _ in 0..<4 {
             statuses.append(
@@ -102,7 +95,6 @@ import Testing
     ])
     func malformedSignUpsAreBadRequests(_ body: String) async throws {
         let server = try await TestServer.start()
-        defer { Task { await server.stop() } }
         let response = try await server.request(.POST, "/auth/1/signup", json: body)
         #expect(response.status == 400)
         #expect(response.errorCode == .badRequest)

@@ -5,7 +5,7 @@ import NimbusTesting
 import Testing
 
 /// HTTP connections of clients that send a whole body before reading the answer, or stop mid-request.
-@Suite struct ConnectionTests {
+@Suite(.cleansUp) struct ConnectionTests {
     /// A request's head, with credentials, asking the server to close the connection after answering.
     static func head(_ path: String, session: NimbusSession, apiToken: String, contentLength: Int) -> Data {
         Data(
@@ -24,7 +24,6 @@ import Testing
 
     @Test func anOversizedBodySentWholeBeforeReadingGetsItsAnswer() async throws {
         let server = try await TestServer.start()
-        defer { Task { await server.stop() } }
         let app = try await server.seedApp()
         let ann = try await server.signIn(email: "ann@example.com", device: "phone")
         // Far more than the socket buffers hold, so the client blocks unless the server reads it all.
@@ -41,7 +40,6 @@ import Testing
 
     @Test func aConnectionLeftIdleMidRequestIsClosed() async throws {
         let server = try await TestServer.start { $0.idleTimeout = .milliseconds(300) }
-        defer { Task { await server.stop() } }
         let app = try await server.seedApp()
         let ann = try await server.signIn(email: "ann@example.com", device: "phone")
         // Ten bytes of a promised thousand, then silence.
@@ -54,7 +52,6 @@ import Testing
 
     @Test func connectionsThatNeverSendARequestHeadAreClosed() async throws {
         let server = try await TestServer.start { $0.requestHeadTimeout = .milliseconds(300) }
-        defer { Task { await server.stop() } }
         let silent = try await server.rawExchange(Data())
         #expect(silent.closedByServer && silent.received.isEmpty)
         let unfinishedHead = try await server.rawExchange(Data("GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n".utf8))

@@ -8,7 +8,7 @@ import NimbusTesting
 import Testing
 
 /// The key-value routes over raw HTTP: every auth boundary, every limit, and bad input.
-@Suite struct KeyValueRouteTests {
+@Suite(.cleansUp) struct KeyValueRouteTests {
     struct Fixture {
         let server: TestServer
         let app: TestServer.SeededApp
@@ -44,7 +44,6 @@ import Testing
 
     @Test func setReadAndRemove() async throws {
         let fixture = try await Fixture.make()
-        defer { Task { await fixture.server.stop() } }
         let set = try await fixture.modify(Self.set("greeting", "hello"))
         #expect(set.status == 200)
         #expect(try set.decode(KeyValueModifyResponse.self).sequence == 1)
@@ -63,7 +62,6 @@ import Testing
 
     @Test func changesArePagedWithMoreComing() async throws {
         let fixture = try await Fixture.make()
-        defer { Task { await fixture.server.stop() } }
         let operations = (0..<25).map { #"{"operationType":"set","key":"k\#($0)","value":{"type":"INT64","value":\#($0)}}"# }
         #expect(try await fixture.modify(#"{"operations":[\#(operations.joined(separator: ","))]}"#).status == 200)
         var token: String?
@@ -110,7 +108,6 @@ import Testing
     ])
     func everyBoundaryRefusesAndChangesNothing(_ authCase: AuthCase) async throws {
         let fixture = try await Fixture.make { $0.sessionLifetime = .seconds(60) }
-        defer { Task { await fixture.server.stop() } }
         var headers = [("Authorization", "Bearer \(fixture.ann.sessionToken)"), ("X-Nimbus-API-Token", fixture.app.apiToken)]
         var path = fixture.base + "/modify"
         switch authCase.name {
@@ -138,7 +135,6 @@ import Testing
 
     @Test func credentialsAlsoWorkAsCloudKitQueryParameters() async throws {
         let fixture = try await Fixture.make()
-        defer { Task { await fixture.server.stop() } }
         let token = fixture.ann.sessionToken.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
         let response = try await fixture.server.request(
             .GET, fixture.base + "/values?ckAPIToken=\(fixture.app.apiToken)&ckWebAuthToken=\(token)")
@@ -147,7 +143,6 @@ import Testing
 
     @Test func oneUserNeverSeesAnothersValues() async throws {
         let fixture = try await Fixture.make()
-        defer { Task { await fixture.server.stop() } }
         #expect(try await fixture.modify(Self.set("diary", "ann's secret")).status == 200)
         let bob = try await fixture.server.signIn(email: "bob@example.com", device: "laptop")
         #expect(try await fixture.values(session: bob).isEmpty)
@@ -171,7 +166,6 @@ import Testing
 
     @Test func aBatchBreakingTheKeyCountIsRejectedWhole() async throws {
         let fixture = try await Fixture.make()
-        defer { Task { await fixture.server.stop() } }
         let fill = (0..<1020).map { #"{"operationType":"set","key":"k\#($0)","value":{"type":"BOOLEAN","value":true}}"# }
         #expect(try await fixture.modify(#"{"operations":[\#(fill.joined(separator: ","))]}"#).status == 200)
         let over = (0..<5).map { #"{"operationType":"set","key":"n\#($0)","value":{"type":"BOOLEAN","value":true}}"# }
@@ -189,7 +183,6 @@ import Testing
 
     @Test func aBatchBreakingTheTotalSizeIsRejectedWhole() async throws {
         let fixture = try await Fixture.make()
-        defer { Task { await fixture.server.stop() } }
         let half = Data(count: 600_000).base64EncodedString()
         let first = #"{"operations":[{"operationType":"set","key":"a","value":{"type":"BYTES","value":"\#(half)"}}]}"#
         #expect(try await fixture.modify(first).status == 200)
@@ -203,7 +196,6 @@ import Testing
 
     @Test func oversizedValuesAndKeysAreRejected() async throws {
         let fixture = try await Fixture.make()
-        defer { Task { await fixture.server.stop() } }
         let big = String(repeating: "x", count: (1 << 20) + 1)
         let value = try await fixture.modify(Self.set("k", big))
         #expect(value.errorCode == .kvLimitExceeded)
@@ -232,7 +224,6 @@ import Testing
     ])
     func malformedBatchesAreBadRequestsAndChangeNothing(_ body: String) async throws {
         let fixture = try await Fixture.make()
-        defer { Task { await fixture.server.stop() } }
         let response = try await fixture.modify(body)
         #expect(response.status == 400)
         #expect(response.errorCode == .badRequest)
@@ -241,7 +232,6 @@ import Testing
 
     @Test func hugeBodiesAreRefused() async throws {
         let fixture = try await Fixture.make()
-        defer { Task { await fixture.server.stop() } }
         let response = try await fixture.modify(Self.set("k", String(repeating: "x", count: 6 << 20)))
         #expect(response.status == 413)
         #expect(response.errorCode == .requestTooLarge)
@@ -253,7 +243,6 @@ import Testing
 
     @Test func foreignAndForgedTokensAreRefused() async throws {
         let fixture = try await Fixture.make()
-        defer { Task { await fixture.server.stop() } }
         #expect(try await fixture.modify(Self.set("k", "v")).status == 200)
         let forged = ChangeToken(zoneID: 99, sequence: 1).encoded
         let future = ChangeToken(zoneID: 1, sequence: 1000).encoded
@@ -267,7 +256,6 @@ import Testing
 
     @Test func storeIdentifiersThatAreNotReverseDNSAreRefused() async throws {
         let fixture = try await Fixture.make()
-        defer { Task { await fixture.server.stop() } }
         let response = try await fixture.server.request(
             .GET, "/kv/1/..%2F..%2Fetc/values", session: fixture.ann, apiToken: fixture.app.apiToken)
         #expect(response.status == 400)
@@ -276,7 +264,6 @@ import Testing
 
     @Test func sessionsOverTheirRateAreThrottledWithRetryAfter() async throws {
         let fixture = try await Fixture.make { $0.sessionRateLimit = RateLimitFixture.tight }
-        defer { Task { await fixture.server.stop() } }
         var last: RawResponse?
         for _ in 0..<4 {
             last = try await fixture.server.request(
@@ -294,7 +281,6 @@ import Testing
 
     @Test func apiTokensOverTheirRateAreThrottled() async throws {
         let fixture = try await Fixture.make { $0.apiTokenRateLimit = RateLimitFixture.tight }
-        defer { Task { await fixture.server.stop() } }
         let bob = try await fixture.server.signIn(email: "bob@example.com", device: "laptop")
         var statuses = [Int]()
         for session in [fixture.ann, bob, fixture.ann, bob] {

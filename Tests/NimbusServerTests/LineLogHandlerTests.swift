@@ -2,9 +2,10 @@ import Foundation
 import Logging
 import NimbusServer
 import Synchronization
+import NimbusTestingCore
 import Testing
 
-@Suite struct LineLogHandlerTests {
+@Suite(.cleansUp) struct LineLogHandlerTests {
     final class Lines: Sendable {
         let lines = Mutex<[String]>([])
         func append(_ line: String) { lines.withLock { $0.append(line) } }

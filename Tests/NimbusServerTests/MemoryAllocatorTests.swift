@@ -1,7 +1,8 @@
 import NimbusServer
+import NimbusTestingCore
 import Testing
 
-@Suite struct MemoryAllocatorTests {
+@Suite(.cleansUp) struct MemoryAllocatorTests {
     #if canImport(Glibc)
     @Test func glibcTakesTheThresholds() {
         #expect(MemoryAllocator.keepFreedMemory())

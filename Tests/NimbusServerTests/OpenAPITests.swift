@@ -4,7 +4,7 @@ import Testing
 
 @testable import NimbusServer
 
-@Suite struct OpenAPITests {
+@Suite(.cleansUp) struct OpenAPITests {
     /// `/kv/1/:store/values` → `/kv/1/{store}/values`
     static func openAPIPath(_ routerPath: String) -> String {
         "/"
@@ -14,7 +14,6 @@ import Testing
 
     @Test func theDocumentDescribesExactlyTheServedRoutes() async throws {
         let server = try await TestServer.start()
-        defer { Task { await server.stop() } }
         let served = Set(
             (server.server.makeRouter().routes + server.server.makePushRouter().routes).map {
                 "\($0.method.rawValue.lowercased()) \(Self.openAPIPath($0.path.description))"
@@ -66,10 +65,9 @@ import Testing
     }
 }
 
-@Suite struct SystemRouteTests {
+@Suite(.cleansUp) struct SystemRouteTests {
     @Test func healthAnswers() async throws {
         let server = try await TestServer.start()
-        defer { Task { await server.stop() } }
         let response = try await server.request(.GET, "/health")
         #expect(response.status == 200)
         #expect(String(decoding: response.body, as: UTF8.self).contains("ok"))
@@ -77,7 +75,6 @@ import Testing
 
     @Test func metricsCountRequestsPerRoute() async throws {
         let server = try await TestServer.start()
-        defer { Task { await server.stop() } }
         for _ in 0..<3 { _ = try await server.request(.GET, "/health") }
         let response = try await server.request(.GET, "/metrics")
         #expect(response.status == 200)
@@ -89,7 +86,6 @@ import Testing
 
     @Test func unknownRoutesAnswerNotFoundWithAnErrorBody() async throws {
         let server = try await TestServer.start()
-        defer { Task { await server.stop() } }
         let response = try await server.request(.GET, "/nope/../../etc/passwd")
         #expect(response.status == 404)
         #expect(response.errorCode == .notFound)

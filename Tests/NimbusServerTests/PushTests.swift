@@ -11,7 +11,7 @@ import WSClient
 @testable import NimbusServer
 
 /// The push socket over a real WebSocket client.
-@Suite struct PushTests {
+@Suite(.cleansUp) struct PushTests {
     /// What a connected test device has seen, shared with its connection task.
     final class DeviceState: Sendable {
         let messages = Mutex<[PushMessage]>([])
@@ -68,7 +68,6 @@ import WSClient
 
     @Test func everyDeviceOfTheAccountHearsThatAZoneMoved() async throws {
         let server = try await TestServer.start()
-        defer { Task { await server.stop() } }
         let app = try await server.seedApp()
         let phone = try await server.signIn(email: "ann@example.com", device: "phone")
         let laptop = try await server.signIn(email: "ann@example.com", device: "laptop")
@@ -102,7 +101,6 @@ import WSClient
 
     @Test func pushSocketsOutliveTheHTTPIdleTimeout() async throws {
         let server = try await TestServer.start { $0.idleTimeout = .milliseconds(200) }
-        defer { Task { await server.stop() } }
         let app = try await server.seedApp()
         let phone = try await server.signIn(email: "ann@example.com", device: "phone")
         let device = Device(server: server, session: phone)
@@ -119,7 +117,6 @@ import WSClient
 
     @Test func anAcknowledgementRecordsTheDevicesWatermark() async throws {
         let server = try await TestServer.start()
-        defer { Task { await server.stop() } }
         let (device, phone, zone, _) = try await connectedDevice(server, afterSetting: ["a", "b", "c"])
         try await device.send(PushMessage(type: .applied, zone: zone, sequence: 2))
         let recorded = await eventually {
@@ -131,7 +128,6 @@ import WSClient
 
     @Test func acknowledgementsAreWrittenAfterTheDelayWithoutAReader() async throws {
         let server = try await TestServer.start { $0.acknowledgementDelay = .milliseconds(50) }
-        defer { Task { await server.stop() } }
         let (device, phone, zone, _) = try await connectedDevice(server, afterSetting: ["a", "b", "c"])
         for sequence: Int64 in [1, 3, 2] { try await device.send(PushMessage(type: .applied, zone: zone, sequence: sequence)) }
         // Read from the store itself: nothing lists the devices (which would write them at once).
@@ -153,7 +149,6 @@ import WSClient
 
     @Test func unauthenticatedUpgradesAreRefused() async throws {
         let server = try await TestServer.start()
-        defer { Task { await server.stop() } }
         let device = Device(server: server, session: nil)
         await #expect(throws: (any Error).self) { _ = try await device.task.value }
         #expect(!device.isConnected)
@@ -161,7 +156,6 @@ import WSClient
 
     @Test func peersThatStopAnsweringPingsAreDisconnected() async throws {
         let server = try await TestServer.start { $0.heartbeat = .milliseconds(200) }
-        defer { Task { await server.stop() } }
         let session = try await server.signIn(email: "ann@example.com", device: "phone")
         let socket = try SilentWebSocket(port: server.port, sessionToken: session.sessionToken)
         defer { socket.close() }
@@ -171,7 +165,6 @@ import WSClient
 
     @Test func oddMessagesFromADeviceChangeNothing() async throws {
         let server = try await TestServer.start { $0.acknowledgementDelay = .milliseconds(1) }
-        defer { Task { await server.stop() } }
         let (device, phone, zone, app) = try await connectedDevice(server, afterSetting: ["a", "b"])
 
         try await device.send(.binary(ByteBuffer(bytes: [0, 1, 2, 255])))
@@ -195,7 +188,6 @@ import WSClient
 
     @Test func aFrameOverTheLimitClosesOnlyItsSocket() async throws {
         let server = try await TestServer.start()
-        defer { Task { await server.stop() } }
         let app = try await server.seedApp()
         let phone = try await server.signIn(email: "ann@example.com", device: "phone")
         let laptop = try await server.signIn(email: "ann@example.com", device: "laptop")

@@ -1,8 +1,9 @@
+import NimbusTestingCore
 import Testing
 
 @testable import NimbusServer
 
-@Suite struct RecordIndexerTests {
+@Suite(.cleansUp) struct RecordIndexerTests {
     /// Words as searches see them: letters and digits, lower-cased, each once, in order of appearance.
     func reference(_ text: String) -> [String] {
         var seen = Set<String>()

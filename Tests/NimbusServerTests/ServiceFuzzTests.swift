@@ -8,7 +8,7 @@ import Testing
 
 /// Valid bodies of the account, developer and key-value routes with parts replaced (`JSONMutator`), and
 /// their path segments replaced by odd ones: every answer is a 2xx, or a 4xx with a code, never a 500.
-@Suite struct ServiceFuzzTests {
+@Suite(.cleansUp) struct ServiceFuzzTests {
     enum Caller { case nobody, user, administrator }
 
     struct Seed {
@@ -83,7 +83,6 @@ import Testing
 
     @Test func mutatedBodiesNeverFailTheServer() async throws {
         let fixture = try await Fixture.make()
-        defer { Task { await fixture.server.stop() } }
         let seeds = fixture.seeds().filter { $0.body != nil }
         for seed in seeds {
             let response = try await fixture.send(seed)
@@ -104,7 +103,6 @@ import Testing
 
     @Test func oddPathSegmentsNeverFailTheServer() async throws {
         let fixture = try await Fixture.make()
-        defer { Task { await fixture.server.stop() } }
         let oddSegments = [
             "", "..", "%2e%2e", "%2F", "%00", "%ZZ", "😀", "%F0%9F%98%80", String(repeating: "x", count: 5000), "-1", "0",
             "9223372036854775808", "iCloud.", "a%20b", "%22%3B", "production", "_defaultZone",

@@ -10,7 +10,7 @@ import Testing
 /// A full disk, as SQLite sees one (`max_page_count` makes it answer SQLITE_FULL as it does on ENOSPC):
 /// writes are refused whole with `TRY_AGAIN_LATER`, reads go on, and once there is room again the same
 /// writes go through, a device's pending ones included.
-@Suite struct StorageFullTests {
+@Suite(.cleansUp) struct StorageFullTests {
     /// Caps the database at the pages it has now (or lifts the cap).
     static func fillDisk(_ server: TestServer, full: Bool) async throws {
         let store = try #require(server.store as? SQLiteStore)
@@ -26,7 +26,6 @@ import Testing
 
     @Test func keyValueWritesWaitForRoomAndLoseNothing() async throws {
         let server = try await TestServer.start()
-        defer { Task { await server.stop() } }
         let app = try await server.seedApp()
         let ann = try await server.signIn(email: "ann@example.com", device: "phone")
         let path = "/kv/1/\(app.storeIdentifier)"
@@ -56,7 +55,6 @@ import Testing
 
     @Test func recordBatchesAreRefusedWhole() async throws {
         let fixture = try await DatabaseFixture.make()
-        defer { Task { await fixture.stop() } }
         _ = try await fixture.modify(#"{"operations":[{"operationType":"create","record":{"recordName":"kept","recordType":"Notes","fields":{"text":{"value":"a"}}}}]}"#)
         try await Self.fillDisk(fixture.server, full: true)
         let big = String(repeating: "z", count: 100_000)

@@ -1,11 +1,12 @@
 import Foundation
 import NimbusCore
 import NimbusStore
+import NimbusTestingCore
 import Testing
 
 /// Grants in scopes, entry audiences (what sharing part of a zone stands on) and role memberships, run per
 /// backend.
-@Suite struct AccessConformanceTests {
+@Suite(.cleansUp) struct AccessConformanceTests {
     let zones = IndexConformanceTests()
 
     func makeAccount(_ store: any Store) async throws -> String {

@@ -1,10 +1,11 @@
 import Foundation
 import NimbusCore
 import NimbusStore
+import NimbusTestingCore
 import Testing
 
 /// Zone transactions, zone management and index queries, run per backend.
-@Suite struct IndexConformanceTests {
+@Suite(.cleansUp) struct IndexConformanceTests {
     static let service = ZoneAddress.Service(rawValue: "db:iCloud.com.example.Cloudy:development:private")
 
     func makeZone(_ store: any Store, _ name: String = "Lists", account: String? = nil) async throws -> ZoneKey {

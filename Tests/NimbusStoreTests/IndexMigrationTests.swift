@@ -2,18 +2,19 @@ import Foundation
 import GRDB
 import NimbusCore
 @testable import NimbusStore
+import NimbusTestingCore
 import Testing
 
 /// A database written before index rows named their fields by id still answers every query after the
 /// migration, and writes over its entries replace their old rows.
-@Suite struct IndexMigrationTests {
+@Suite(.cleansUp) struct IndexMigrationTests {
     static let service = ZoneAddress.Service(rawValue: "db:iCloud.com.example.Cloudy:development:private")
     /// The zone `databaseWithTextFieldNames` writes.
     let zone = ZoneKey(accountID: "_ann", address: ZoneAddress(service: Self.service, name: "Lists"))
 
     /// A database as the release before field ids left it: three items and a list in one zone.
     func databaseWithTextFieldNames() throws -> String {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("nimbus-store-\(UUIDString.random())")
+        let directory = TestResources.temporaryDirectory(prefix: "nimbus-store")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let path = directory.appendingPathComponent("nimbus.sqlite").path
         let queue = try DatabaseQueue(path: path)
@@ -96,7 +97,9 @@ import Testing
         withExtendedLifetime(store) {}
         _ = try SQLiteStore(path: path) { reported.append($0) }
         #expect(reported.count == 1, "an up-to-date database has nothing to report")
-        let fresh = FileManager.default.temporaryDirectory.appendingPathComponent("nimbus-store-\(UUIDString.random()).sqlite").path
+        let freshDirectory = TestResources.temporaryDirectory(prefix: "nimbus-store")
+        try FileManager.default.createDirectory(at: freshDirectory, withIntermediateDirectories: true)
+        let fresh = freshDirectory.appendingPathComponent("nimbus.sqlite").path
         _ = try SQLiteStore(path: fresh) { reported.append($0) }
         #expect(reported.count == 1, "creating a database is no migration to warn about")
     }

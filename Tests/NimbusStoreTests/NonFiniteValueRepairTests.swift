@@ -2,17 +2,18 @@ import Foundation
 import GRDB
 import NimbusCore
 @testable import NimbusStore
+import NimbusTestingCore
 import Testing
 
 /// Records stored before numbers beyond a Double's range were refused held `"value":null` where a
 /// DOUBLE was; opening such a database repairs them so every reader can decode them again.
-@Suite struct NonFiniteValueRepairTests {
+@Suite(.cleansUp) struct NonFiniteValueRepairTests {
     static let records = "db:iCloud.com.example.Cloudy:development:public"
 
     /// A database as the release before the repair left it: two broken records, two sound ones that
     /// merely mention null, and a key-value entry.
     func databaseWithBrokenRecords() throws -> String {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("nimbus-store-\(UUIDString.random())")
+        let directory = TestResources.temporaryDirectory(prefix: "nimbus-store")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let path = directory.appendingPathComponent("nimbus.sqlite").path
         let queue = try DatabaseQueue(path: path)

@@ -1,6 +1,7 @@
 import Testing
 import Foundation
 import NimbusCore
+import NimbusTestingCore
 import NimbusStore
 
 /// The backends the conformance suite runs against; a backend is done when every test passes on it.
@@ -12,7 +13,7 @@ enum StoreBackend: String, CaseIterable, CustomTestStringConvertible, Sendable {
     func makeStore() throws -> any Store {
         switch self {
         case .sqlite:
-            let directory = FileManager.default.temporaryDirectory.appendingPathComponent("nimbus-store-\(UUIDString.random())")
+            let directory = TestResources.temporaryDirectory(prefix: "nimbus-store")
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
             return try SQLiteStore(path: directory.appendingPathComponent("nimbus.sqlite").path)
         }

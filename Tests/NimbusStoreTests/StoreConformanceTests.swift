@@ -1,10 +1,11 @@
 import Foundation
 import NimbusCore
 @testable import NimbusStore
+import NimbusTestingCore
 import Testing
 
 /// The contract every Store backend keeps, written once and run per backend.
-@Suite struct StoreConformanceTests {
+@Suite(.cleansUp) struct StoreConformanceTests {
     static let zoneAddress = ZoneAddress(service: .keyValue, name: "98Z3R5XU29.com.example.Cloudy")
 
     func makeAccount(_ store: any Store, email: String = "ann@example.com") async throws -> String {
@@ -220,9 +221,9 @@ import Testing
     }
 }
 
-@Suite struct SQLiteMigrationTests {
+@Suite(.cleansUp) struct SQLiteMigrationTests {
     @Test func aDatabaseFromANewerNimbusIsRefused() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("nimbus-store-\(UUIDString.random())")
+        let directory = TestResources.temporaryDirectory(prefix: "nimbus-store")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let path = directory.appendingPathComponent("nimbus.sqlite").path
         try SQLiteStore.simulateNewerVersion(path: path, migration: "2099-01-01-from-the-future")
@@ -232,7 +233,7 @@ import Testing
     }
 
     @Test func theDatabaseRunsInWriteAheadLogMode() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("nimbus-store-\(UUIDString.random())")
+        let directory = TestResources.temporaryDirectory(prefix: "nimbus-store")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let path = directory.appendingPathComponent("nimbus.sqlite").path
         let store = try SQLiteStore(path: path)
@@ -243,7 +244,7 @@ import Testing
     /// A commit is acknowledged only once the write-ahead log is synced (GRDB turns the writer to
     /// NORMAL, which syncs only at checkpoints, so a power cut could lose acknowledged writes).
     @Test func everyCommitIsSyncedToDisk() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("nimbus-store-\(UUIDString.random())")
+        let directory = TestResources.temporaryDirectory(prefix: "nimbus-store")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let store = try SQLiteStore(path: directory.appendingPathComponent("nimbus.sqlite").path)
         let full = 2
@@ -251,7 +252,7 @@ import Testing
     }
 
     @Test func reopeningKeepsData() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("nimbus-store-\(UUIDString.random())")
+        let directory = TestResources.temporaryDirectory(prefix: "nimbus-store")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let path = directory.appendingPathComponent("nimbus.sqlite").path
         try await SQLiteStore(path: path).createTeam(Team(teamID: "98Z3R5XU29", name: "T"))

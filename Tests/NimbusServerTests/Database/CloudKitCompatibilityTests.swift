@@ -6,7 +6,7 @@ import Testing
 /// Request bodies shaped like Apple's CloudKit Web Services examples (reference §1.4–1.9), sent as a
 /// CloudKit web client sends them (`text/plain` JSON, credentials in the query), with the answers read
 /// as plain JSON so that every key name and value type is checked, not just what Nimbus's decoders accept.
-@Suite struct CloudKitCompatibilityTests {
+@Suite(.cleansUp) struct CloudKitCompatibilityTests {
     typealias JSON = [String: Any]
 
     static func json(_ response: RawResponse) throws -> JSON {
@@ -31,7 +31,6 @@ import Testing
 
     @Test func recordsModifyQueryLookupAndChangesAnswerInCloudKitsShapes() async throws {
         let fixture = try await DatabaseFixture.make()
-        defer { Task { await fixture.stop() } }
 
         // records/modify: create with fields whose types are left to the server, as Apple's examples do.
         let modify = try Self.json(
@@ -91,7 +90,6 @@ import Testing
 
     @Test func numbersAsStringsSendsAndTakesINT64ValuesAsStrings() async throws {
         let fixture = try await DatabaseFixture.make()
-        defer { Task { await fixture.stop() } }
         _ = try await fixture.post("zones/modify", #"{"operations":[\#(ZoneAndChangeTests.zoneOperation("create", "Z"))]}"#)
         // Past 2^53, where a JavaScript number would lose digits.
         let big = "9007199254740993"
@@ -130,7 +128,6 @@ import Testing
 
     @Test func zonesAndDatabaseChangesAnswerInCloudKitsShapes() async throws {
         let fixture = try await DatabaseFixture.make()
-        defer { Task { await fixture.stop() } }
         let created = try Self.json(
             try await fixture.post("zones/modify", #"{"operations":[{"operationType":"create","zone":{"zoneID":{"zoneName":"myCustomZone"}}}]}"#))
         let zone = try #require((created["zones"] as? [JSON])?.first)

@@ -6,7 +6,7 @@ import Testing
 
 /// Request shapes that CloudKit Web Services clients written by others send, and endpoints they call,
 /// as raw CloudKit JSON.
-@Suite struct CloudKitShapeTests {
+@Suite(.cleansUp) struct CloudKitShapeTests {
     typealias JSON = [String: Any]
 
     static func json(_ response: RawResponse) throws -> JSON {

@@ -4,7 +4,7 @@ import NimbusTesting
 import Testing
 
 /// Every record database route answers malformed bodies with a 4xx and a code: never a 500.
-@Suite struct DatabaseBadInputTests {
+@Suite(.cleansUp) struct DatabaseBadInputTests {
     static let posts = [
         "records/modify", "records/lookup", "records/query", "records/changes", "records/accept", "zones/lookup", "zones/modify",
         "zones/changes", "changes/database", "changes/zone", "subscriptions/lookup", "subscriptions/modify", "assets/upload",
@@ -20,7 +20,6 @@ import Testing
     @Test(arguments: posts)
     func malformedBodiesGetAClientError(_ operation: String) async throws {
         let fixture = try await DatabaseFixture.make()
-        defer { Task { await fixture.stop() } }
         for database in ["private", "public", "shared"] {
             for body in Self.bodies {
                 let response = try await fixture.post(operation, body, database: database)

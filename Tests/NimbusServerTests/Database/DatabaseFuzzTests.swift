@@ -5,7 +5,7 @@ import Testing
 
 /// Valid CloudKit request bodies with one or two parts replaced (`JSONMutator`): every answer is a 2xx, or
 /// a 4xx with a code, never a 500.
-@Suite struct DatabaseFuzzTests {
+@Suite(.cleansUp) struct DatabaseFuzzTests {
     /// A well-formed body for each route, touching most of what the route reads.
     static let seeds: [(operation: String, body: String)] = [
         (
@@ -42,7 +42,6 @@ import Testing
 
     @Test func mutatedBodiesNeverFailTheServer() async throws {
         let fixture = try await DatabaseFixture.make()
-        defer { Task { await fixture.stop() } }
         // The unmutated bodies first, so the record type, zone and subscription they name exist.
         for seed in Self.seeds { _ = try await fixture.post(seed.operation, seed.body) }
         var mutator = JSONMutator(seed: 2026_11_22)

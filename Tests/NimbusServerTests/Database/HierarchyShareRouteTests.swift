@@ -5,7 +5,7 @@ import Testing
 
 /// Hierarchy shares over CloudKit Web Services' wire: `forRecord` on the share, `share` on the root,
 /// `ALREADY_SHARED`, and what a participant's requests reveal of records outside the share.
-@Suite struct HierarchyShareRouteTests {
+@Suite(.cleansUp) struct HierarchyShareRouteTests {
     static let zone = #""zoneID":{"zoneName":"Trips"}"#
 
     static func save(_ name: String, type: String = "Items", parent: String? = nil, fields: String = "") -> String {
@@ -19,7 +19,6 @@ import Testing
 
     @Test func theWireCarriesForRecordAndShareAndRefusesASecondShare() async throws {
         let fixture = try await DatabaseFixture.make()
-        defer { Task { await fixture.stop() } }
         let bob = try await fixture.server.signIn(email: "bob@example.com", device: "laptop")
         _ = try await fixture.post("zones/modify", #"{"operations":[\#(ZoneAndChangeTests.zoneOperation("create", "Trips"))]}"#)
         let saved = try await fixture.modify(
@@ -105,7 +104,6 @@ import Testing
 
     @Test func aShareAndItsRootSaveInOneBatchInEitherOrder() async throws {
         let fixture = try await DatabaseFixture.make()
-        defer { Task { await fixture.stop() } }
         _ = try await fixture.server.signIn(email: "bob@example.com", device: "laptop")
         _ = try await fixture.post("zones/modify", #"{"operations":[\#(ZoneAndChangeTests.zoneOperation("create", "Trips"))]}"#)
         let saved = try await fixture.modify(

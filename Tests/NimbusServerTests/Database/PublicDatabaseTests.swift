@@ -7,7 +7,7 @@ import Testing
 
 /// The public database: everyone reads, signed-in users create, creators write — unless the schema's
 /// grants say otherwise.
-@Suite struct PublicDatabaseTests {
+@Suite(.cleansUp) struct PublicDatabaseTests {
     static func create(_ name: String, type: String = "Posts", text: String = "hello") -> String {
         #"{"operations":[{"operationType":"create","record":{"recordName":"\#(name)","recordType":"\#(type)","fields":{"text":{"value":"\#(text)"}}}}]}"#
     }
@@ -16,7 +16,6 @@ import Testing
 
     @Test func defaultRolesLetEveryoneReadAndOnlyTheCreatorWrite() async throws {
         let fixture = try await DatabaseFixture.make()
-        defer { Task { await fixture.stop() } }
         let bob = try await fixture.server.signIn(email: "bob@example.com", device: "laptop")
         let created = try Self.results(try await fixture.post("records/modify", Self.create("p1"), database: "public"))
         #expect(created.codes == [nil])
@@ -57,7 +56,6 @@ import Testing
 
     @Test func grantsInTheSchemaRestrictReading() async throws {
         let fixture = try await DatabaseFixture.make()
-        defer { Task { await fixture.stop() } }
         let bob = try await fixture.server.signIn(email: "bob@example.com", device: "laptop")
         let admin = try await fixture.server.signInAdministrator()
         let client = NimbusClient(session: admin, apiToken: nil)
@@ -84,7 +82,6 @@ import Testing
 
     @Test func customRolesGrantWhatTheSchemaSaysToTheirMembers() async throws {
         let fixture = try await DatabaseFixture.make()
-        defer { Task { await fixture.stop() } }
         let bob = try await fixture.server.signIn(email: "bob@example.com", device: "laptop")
         let admin = NimbusClient(session: try await fixture.server.signInAdministrator(), apiToken: nil)
         let roles = "/admin/1/containers/\(fixture.app.container)/roles/development"

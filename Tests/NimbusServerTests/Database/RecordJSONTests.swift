@@ -1,12 +1,13 @@
 import Foundation
 import NimbusCore
 import NimbusStore
+import NimbusTestingCore
 import Testing
 
 @testable import NimbusServer
 
 /// Spliced records must read exactly as coded ones: same record, whatever the text holds.
-@Suite struct RecordJSONTests {
+@Suite(.cleansUp) struct RecordJSONTests {
     @Test func aSplicedRecordDecodesToTheCodedOne() throws {
         let stamp = RecordWire.Stamp(timestamp: 1_700_000_000_000, userRecordName: "_abc", deviceID: "d\"1")
         let record = StoredRecord(

@@ -4,7 +4,7 @@ import NimbusTesting
 import Testing
 
 /// Each `records/modify` operation type, change tags, conflicts and atomic batches.
-@Suite struct RecordModifyTests {
+@Suite(.cleansUp) struct RecordModifyTests {
     static func op(_ type: String, _ name: String, tag: String? = nil, recordType: String? = "Items", fields: String? = nil) -> String {
         var record = [#""recordName":"\#(name)""#]
         if let recordType { record.append(#""recordType":"\#(recordType)""#) }
@@ -22,7 +22,6 @@ import Testing
 
     @Test func everyOperationType() async throws {
         let fixture = try await DatabaseFixture.make()
-        defer { Task { await fixture.stop() } }
         let created = try await fixture.modify(Self.batch(Self.op("create", "a", fields: #""name":{"value":"milk"},"number":{"value":1}"#)))
         let tag = try #require(created[0].record?.recordChangeTag)
         #expect(try await fixture.modify(Self.batch(Self.op("create", "a"))).codes == [.exists])
@@ -64,7 +63,6 @@ import Testing
 
     @Test func aCreateWithoutANameGetsAUUID() async throws {
         let fixture = try await DatabaseFixture.make()
-        defer { Task { await fixture.stop() } }
         let created = try await fixture.modify(#"{"operations":[{"operationType":"create","record":{"recordType":"Items"}}]}"#)
         let name = try #require(created[0].record?.recordName)
         #expect(UUID(uuidString: name) != nil)
@@ -72,7 +70,6 @@ import Testing
 
     @Test func atomicBatchesInCustomZonesFailWhole() async throws {
         let fixture = try await DatabaseFixture.make()
-        defer { Task { await fixture.stop() } }
         let zone = try await fixture.post("zones/modify", #"{"operations":[{"operationType":"create","zone":{"zoneID":{"zoneName":"Lists"}}}]}"#)
         #expect(zone.status == 200)
         _ = try await fixture.modify(Self.batch(Self.op("create", "taken"), zone: "Lists"))
@@ -95,7 +92,6 @@ import Testing
 
     @Test func validatingReferences() async throws {
         let fixture = try await DatabaseFixture.make()
-        defer { Task { await fixture.stop() } }
         let reference = #""list":{"value":{"recordName":"groceries","action":"VALIDATE"},"type":"REFERENCE"}"#
         #expect(try await fixture.modify(Self.batch(Self.op("create", "i1", fields: reference))).codes == [.validatingReferenceError])
         // Target and referrer in one batch, target first: accepted.
@@ -107,7 +103,6 @@ import Testing
 
     @Test func deleteSelfCascadesThroughChainsInOneTransaction() async throws {
         let fixture = try await DatabaseFixture.make()
-        defer { Task { await fixture.stop() } }
         func child(_ name: String, of parent: String) -> String {
             Self.op("create", name, recordType: "Nodes", fields: #""up":{"value":{"recordName":"\#(parent)","action":"DELETE_SELF"},"type":"REFERENCE"}"#)
         }
@@ -121,7 +116,6 @@ import Testing
 
     @Test func limitsAndMalformedOperations() async throws {
         let fixture = try await DatabaseFixture.make()
-        defer { Task { await fixture.stop() } }
         let big = String(repeating: "x", count: 1_000_001)
         let oversized = try await fixture.modify(Self.batch(Self.op("create", "big", fields: #""name":{"value":"\#(big)"}"#)))
         #expect(oversized.codes == [.requestTooLarge])
@@ -147,10 +141,9 @@ import Testing
 }
 
 /// The user quota: records and their assets count; a batch over it is refused whole; cleaning up works.
-@Suite struct QuotaTests {
+@Suite(.cleansUp) struct QuotaTests {
     @Test func aFullAccountCannotGrowButCanCleanUp() async throws {
         let server = try await TestServer.start { $0.userQuotaBytes = 2_500 }
-        defer { Task { await server.stop() } }
         let app = try await server.seedApp()
         let ann = try await server.signIn(email: "ann@example.com", device: "phone")
         let base = "/database/1/\(app.container)/development/private/records/modify"

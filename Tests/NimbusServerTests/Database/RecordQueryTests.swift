@@ -4,7 +4,7 @@ import NimbusTesting
 import Testing
 
 /// `records/query` over HTTP: every comparator, sorting, system fields, paging and index errors.
-@Suite struct RecordQueryTests {
+@Suite(.cleansUp) struct RecordQueryTests {
     /// Items with a name, a number, tags, a location and a note, saved into the default zone.
     static func seed(_ fixture: DatabaseFixture) async throws {
         let items: [(String, String, Int, [String], Double, Double, String)] = [
@@ -34,7 +34,6 @@ import Testing
 
     @Test func everyComparator() async throws {
         let fixture = try await DatabaseFixture.make()
-        defer { Task { await fixture.stop() } }
         try await Self.seed(fixture)
         let cases: [(String, [String])] = [
             (Self.filter("name", "EQUALS", #""milk""#), ["i1"]),
@@ -89,7 +88,6 @@ import Testing
 
     @Test func pagesContinueWhereTheLastEnded() async throws {
         let fixture = try await DatabaseFixture.make()
-        defer { Task { await fixture.stop() } }
         let operations = (0..<25).map { #"{"operationType":"create","record":{"recordName":"r\#($0)","recordType":"Items","fields":{"number":{"value":\#($0)}}}}"# }
         _ = try await fixture.modify(#"{"operations":[\#(operations.joined(separator: ","))]}"#)
         var seen = [String?]()
@@ -109,7 +107,6 @@ import Testing
 
     @Test func badFiltersAndUnindexedFieldsAreClearErrors() async throws {
         let fixture = try await DatabaseFixture.make()
-        defer { Task { await fixture.stop() } }
         try await Self.seed(fixture)
         func error(_ body: String, environment: String = "development") async throws -> NimbusError? {
             try await fixture.post("records/query", body, environment: environment).error
@@ -136,7 +133,6 @@ import Testing
 
     @Test func aSearchOfAllTextLooksThroughTheSearchableFieldsOnly() async throws {
         let fixture = try await DatabaseFixture.make()
-        defer { Task { await fixture.stop() } }
         _ = try await fixture.server.store.updateSchemaText(container: fixture.app.container, environment: "production") { _ in
             ("DEFINE SCHEMA\nRECORD TYPE Items (___recordID REFERENCE QUERYABLE, name STRING QUERYABLE, note STRING SEARCHABLE);\n", [])
         }
@@ -162,7 +158,6 @@ import Testing
 
     @Test func queriesTooBigForOneStatementAreRefusedAtTheLimits() async throws {
         let fixture = try await DatabaseFixture.make()
-        defer { Task { await fixture.stop() } }
         try await Self.seed(fixture)
         func query(filters: [String] = [], sorts: Int = 1) async throws -> RawResponse {
             let sortBy = Array(repeating: #"{"fieldName":"number"}"#, count: sorts).joined(separator: ",")

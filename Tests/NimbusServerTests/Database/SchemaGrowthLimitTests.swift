@@ -5,7 +5,7 @@ import Testing
 
 /// A development schema grows with saves, but only so far: a request adds at most 200 fields, a record
 /// type has at most 1,000, and a refused request adds nothing.
-@Suite struct SchemaGrowthLimitTests {
+@Suite(.cleansUp) struct SchemaGrowthLimitTests {
     static func record(_ name: String, fields: Range<Int>, prefix: String = "f") -> String {
         let fields = fields.map { #""\#(prefix)\#($0)":{"value":\#($0)}"# }.joined(separator: ",")
         return #"{"operationType":"create","record":{"recordType":"Wide","recordName":"\#(name)","fields":{\#(fields)}}}"#

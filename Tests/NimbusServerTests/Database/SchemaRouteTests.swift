@@ -5,10 +5,9 @@ import NimbusTesting
 import Testing
 
 /// Schema export, import and deploy: production only grows, and adding an index needs no rebuild.
-@Suite struct SchemaRouteTests {
+@Suite(.cleansUp) struct SchemaRouteTests {
     @Test func developmentGrowsThenDeploysAdditivelyToProduction() async throws {
         let fixture = try await DatabaseFixture.make()
-        defer { Task { await fixture.stop() } }
         let admin = try await fixture.server.signInAdministrator()
         let client = NimbusClient(session: admin, apiToken: nil)
         let base = "/admin/1/containers/\(fixture.app.container)/schema"
@@ -69,7 +68,6 @@ import Testing
 
     @Test func failedSavesLeaveTheDevelopmentSchemaAsItWas() async throws {
         let fixture = try await DatabaseFixture.make()
-        defer { Task { await fixture.stop() } }
         typealias Modify = RecordModifyTests
         func schema() async throws -> String {
             try await fixture.server.store.schemaText(container: fixture.app.container, environment: "development") ?? ""
@@ -110,7 +108,6 @@ import Testing
 
     @Test func declaringASystemFieldsIndexIndexesTheRecordsStoredBefore() async throws {
         let fixture = try await DatabaseFixture.make()
-        defer { Task { await fixture.stop() } }
         typealias Modify = RecordModifyTests
         let client = NimbusClient(session: try await fixture.server.signInAdministrator(), apiToken: nil)
         let deploy = "/admin/1/containers/\(fixture.app.container)/schema/deploy"
@@ -151,7 +148,6 @@ import Testing
 
     @Test func aSaveIndexesByTheSchemaItsTransactionSees() async throws {
         let fixture = try await DatabaseFixture.make()
-        defer { Task { await fixture.stop() } }
         typealias Modify = RecordModifyTests
         let container = fixture.app.container
         #expect(try await fixture.modify(Modify.batch(Modify.op("create", "i1", fields: #""name":{"value":"milk"}"#))).codes == [nil])

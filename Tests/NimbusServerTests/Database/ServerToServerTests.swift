@@ -6,7 +6,7 @@ import NimbusTesting
 import Testing
 
 /// Server-to-server keys: requests signed as CloudKit's are act as the key's creator in the public database.
-@Suite struct ServerToServerTests {
+@Suite(.cleansUp) struct ServerToServerTests {
     struct Signed {
         let fixture: DatabaseFixture
         let keyID: String
@@ -35,7 +35,6 @@ import Testing
     @Test func signedRequestsActAsTheKeysCreatorInThePublicDatabase() async throws {
         let (signed, admin) = try await Self.make()
         let server = signed.fixture.server
-        defer { Task { await server.stop() } }
         let create = #"{"operations":[{"operationType":"create","record":{"recordName":"news","recordType":"Announcements","fields":{"text":{"value":"hi"}}}}]}"#
         let saved = try await signed.post("records/modify", create)
         #expect(saved.status == 200, "\(String(decoding: saved.body, as: UTF8.self))")
@@ -51,7 +50,6 @@ import Testing
     @Test func badSignaturesStaleDatesAndPrivateDatabasesAreRefused() async throws {
         let (signed, admin) = try await Self.make()
         let server = signed.fixture.server
-        defer { Task { await server.stop() } }
         let query = #"{"query":{"recordType":"Announcements"}}"#
         #expect(try await signed.post("records/query", query, signer: P256.Signing.PrivateKey()).errorCode == .authenticationFailed)
         #expect(try await signed.post("records/query", query, date: Date().addingTimeInterval(-3600)).errorCode == .authenticationFailed)

@@ -5,7 +5,7 @@ import Testing
 
 /// The shopping-list app over CloudKit Web Services' wire format: lists, items referencing their list
 /// with DELETE_SELF, queries by list sorted by name, a field added later, cascading deletes.
-@Suite struct ShoppingListTests {
+@Suite(.cleansUp) struct ShoppingListTests {
     static func item(_ name: String, _ title: String, list: String, extra: String = "") -> String {
         #"{"operationType":"create","record":{"recordName":"\#(name)","recordType":"Items","fields":{"name":{"value":"\#(title)"},"#
             + #""list":{"value":{"recordName":"\#(list)","action":"DELETE_SELF"},"type":"REFERENCE"}\#(extra)}}}"#
@@ -13,7 +13,6 @@ import Testing
 
     @Test func listsItemsQueriesAndCascadingDeletes() async throws {
         let fixture = try await DatabaseFixture.make()
-        defer { Task { await fixture.stop() } }
         let saved = try await fixture.modify(
             #"{"operations":[{"operationType":"create","record":{"recordName":"groceries","recordType":"Lists","fields":{"title":{"value":"Groceries"}}}},"#
                 + #"{"operationType":"create","record":{"recordName":"hardware","recordType":"Lists","fields":{"title":{"value":"Hardware"}}}},"#
@@ -54,7 +53,6 @@ import Testing
 
     @Test func theDevelopmentSchemaGrowsWithSavesAndProductionRefusesUnknownTypes() async throws {
         let fixture = try await DatabaseFixture.make()
-        defer { Task { await fixture.stop() } }
         _ = try await fixture.modify(#"{"operations":["# + Self.item("i1", "milk", list: "l") + "]}")
         let schema = try #require(try await fixture.server.store.schemaText(container: fixture.app.container, environment: "development"))
         let parsed = try Schema(parsing: schema)

@@ -6,7 +6,7 @@ import Testing
 
 /// The sign-in page behind `AUTHENTICATION_REQUIRED`'s redirectURL, handing web auth tokens back the
 /// way CloudKit's does.
-@Suite struct WebSignInTests {
+@Suite(.cleansUp) struct WebSignInTests {
     static func form(_ fields: [(String, String)]) -> Data {
         var allowed = CharacterSet.alphanumerics
         allowed.insert(charactersIn: "-._~")
@@ -15,7 +15,6 @@ import Testing
 
     @Test func aWebClientSignsInThroughTheRedirectAndUsesTheToken() async throws {
         let server = try await TestServer.start { $0.webSignInOrigins = ["https://app.example.com"] }
-        defer { Task { await server.stop() } }
         let app = try await server.seedApp()
         _ = try await server.signIn(email: "ann@example.com", device: "phone")
         let query = "/database/1/\(app.container)/development/private/records/query?ckAPIToken=\(app.apiToken)"
@@ -59,7 +58,6 @@ import Testing
 
     @Test func untrustedOriginsAndUnknownTokensAreRefused() async throws {
         let server = try await TestServer.start { $0.webSignInOrigins = ["https://app.example.com"] }
-        defer { Task { await server.stop() } }
         let app = try await server.seedApp()
         let evil = try await server.request(.GET, "/auth/1/web/signin?ckAPIToken=\(app.apiToken)&callback=https://evil.example.net/steal")
         #expect(evil.errorCode == .badRequest)

@@ -7,7 +7,7 @@ import Testing
 
 /// Values a record, a query, a subscription or a key-value batch can carry: what JSON cannot hold
 /// faithfully is refused with `BAD_REQUEST` and changes nothing; what clients commonly send is read.
-@Suite struct WireValueTests {
+@Suite(.cleansUp) struct WireValueTests {
     static func create(_ name: String, fields: String) -> String {
         #"{"operations":[{"operationType":"create","record":{"recordType":"Reading","recordName":"\#(name)","fields":{\#(fields)}}}]}"#
     }

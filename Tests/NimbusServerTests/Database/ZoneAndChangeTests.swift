@@ -4,14 +4,13 @@ import NimbusTesting
 import Testing
 
 /// Zones, the database and zone change feeds, and who may see what.
-@Suite struct ZoneAndChangeTests {
+@Suite(.cleansUp) struct ZoneAndChangeTests {
     static func zoneOperation(_ type: String, _ name: String) -> String {
         #"{"operationType":"\#(type)","zone":{"zoneID":{"zoneName":"\#(name)"}}}"#
     }
 
     @Test func zonesAreCreatedListedDeletedAndReportedInTheDatabaseFeed() async throws {
         let fixture = try await DatabaseFixture.make()
-        defer { Task { await fixture.stop() } }
         let start = try await fixture.post("changes/database", "{}").decode(DatabaseChangesResponse.self)
         #expect(start.zones.isEmpty)
 
@@ -45,7 +44,6 @@ import Testing
 
     @Test func zoneChangesPageTombstonesAndRefuseForeignTokens() async throws {
         let fixture = try await DatabaseFixture.make()
-        defer { Task { await fixture.stop() } }
         _ = try await fixture.post("zones/modify", #"{"operations":[\#(Self.zoneOperation("create", "Lists")),\#(Self.zoneOperation("create", "Other"))]}"#)
         let operations = (0..<5).map { #"{"operationType":"create","record":{"recordName":"r\#($0)","recordType":"Items"}}"# }
         _ = try await fixture.modify(#"{"operations":[\#(operations.joined(separator: ","))],"zoneID":{"zoneName":"Lists"}}"#)
@@ -75,7 +73,6 @@ import Testing
 
     @Test func usersSeeOnlyTheirOwnDatabases() async throws {
         let fixture = try await DatabaseFixture.make()
-        defer { Task { await fixture.stop() } }
         let bob = try await fixture.server.signIn(email: "bob@example.com", device: "laptop")
         _ = try await fixture.modify(#"{"operations":[{"operationType":"create","record":{"recordName":"secret","recordType":"Items"}}]}"#)
         let bobsLookup = try await fixture.post("records/lookup", #"{"records":[{"recordName":"secret"}]}"#, session: bob)
@@ -91,7 +88,6 @@ import Testing
 
     @Test func sharesNeedACustomZoneKnownPermissionsAndForHierarchiesARoot() async throws {
         let fixture = try await DatabaseFixture.make()
-        defer { Task { await fixture.stop() } }
         _ = try await fixture.server.signIn(email: "bob@example.com", device: "laptop")
         _ = try await fixture.post("zones/modify", #"{"operations":[\#(Self.zoneOperation("create", "Z"))]}"#)
         func share(_ name: String, zone: String, permission: String = "READ_ONLY", publicPermission: String = "NONE") async throws -> RawResponse {
@@ -116,7 +112,6 @@ import Testing
 
     @Test func credentialsAndPathsAreChecked() async throws {
         let fixture = try await DatabaseFixture.make()
-        defer { Task { await fixture.stop() } }
         let base = "/database/1/\(fixture.app.container)/development/private/records/query"
         let body = Data(#"{"query":{"recordType":"Items"}}"#.utf8)
         let noSession = try await fixture.server.request(.POST, base + "?ckAPIToken=\(fixture.app.apiToken)", body: body)

@@ -1,0 +1,2 @@
+// Tests that use a server get the light helpers (seeded randomness, waiting, cleanup) with it.
+@_exported import NimbusTestingCore
