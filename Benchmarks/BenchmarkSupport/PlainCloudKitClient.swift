@@ -30,7 +30,8 @@ public struct PlainCloudKitClient: Sendable {
     /// Creates one record with an untyped text field, as a web page saving a note would.
     public func createNote() async throws {
         try await post(
-            modifyURL, #"{"operations":[{"operationType":"create","record":{"recordType":"Notes","fields":{"text":{"value":"a note"}}}}]}"#,
+            modifyURL,
+            #"{"operations":[{"operationType":"create","record":{"recordType":"Notes","fields":{"text":{"value":"a note"}}}}]}"#,
             expecting: "recordChangeTag")
     }
 

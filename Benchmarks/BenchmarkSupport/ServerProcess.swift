@@ -1,6 +1,6 @@
 import Foundation
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 import NimbusCore
 import NimbusKit
@@ -62,7 +62,8 @@ public final class ServerProcess: @unchecked Sendable {
     /// Declares QUERYABLE and SORTABLE indexes on system fields of a record type in the development schema
     /// as `nimbus schema import` would, which indexes the records already stored; how long the import took.
     public func indexSystemFields(_ fields: [String], of type: String) async throws -> Duration {
-        let session = try await NimbusAccount.signIn(server: url, email: "admin@bench.local", password: Self.password, deviceName: "bench")
+        let session = try await NimbusAccount.signIn(
+            server: url, email: "admin@bench.local", password: Self.password, deviceName: "bench")
         let client = NimbusClient(server: url, sessionToken: session.sessionToken)
         let path = "/admin/1/containers/\(container)/schema/development"
         let current: SchemaDocument = try await client.send(.GET, path)
@@ -163,13 +164,16 @@ public final class ServerProcess: @unchecked Sendable {
             "Baseline: 4 KiB write + fdatasync in the data directory", String(format: "%.0f µs", sync), target: "(reference)",
             met: true)
         table.add(
-            "Ceiling for sequential acknowledged writes (1 / (GET + sync))", String(format: "%.0f/s", 1_000_000 / (roundTrip + sync)),
+            "Ceiling for sequential acknowledged writes (1 / (GET + sync))",
+            String(format: "%.0f/s", 1_000_000 / (roundTrip + sync)),
             target: "(reference)", met: true)
         table.add(
-            "Baseline: a key-value write's synced commit alone (SQLite)", String(format: "%.0f µs", commit), target: "(reference)",
+            "Baseline: a key-value write's synced commit alone (SQLite)", String(format: "%.0f µs", commit),
+            target: "(reference)",
             met: true)
         table.add(
-            "Ceiling for sequential key-value writes (1 / (GET + commit))", String(format: "%.0f/s", 1_000_000 / (roundTrip + commit)),
+            "Ceiling for sequential key-value writes (1 / (GET + commit))",
+            String(format: "%.0f/s", 1_000_000 / (roundTrip + commit)),
             target: "(reference)", met: true)
         return roundTrip
     }

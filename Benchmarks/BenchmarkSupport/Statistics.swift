@@ -55,7 +55,6 @@ public func median(runs: Int, _ measure: () async throws -> Double) async throws
     return Summary(median: values[values.count / 2], low: values.first!, high: values.last!)
 }
 
-
 extension Duration {
     public var milliseconds: Double {
         let (seconds, attoseconds) = components

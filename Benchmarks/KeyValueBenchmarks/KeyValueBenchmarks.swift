@@ -55,7 +55,9 @@ enum KeyValueBenchmarks {
                 return run.batchesPerSecond
             }
             table.add("Sequential batches/s (1 client)", sequential.text, target: "≥ 2,000", met: sequential.median >= 2000)
-            table.add("Server CPU per sequential batch", String(format: "%.0f µs", Percentiles(cpuPerBatch).at(50)), target: "(reference)", met: true)
+            table.add(
+                "Server CPU per sequential batch", String(format: "%.0f µs", Percentiles(cpuPerBatch).at(50)),
+                target: "(reference)", met: true)
             let concurrent = try await median(runs: 3) {
                 try await writeThroughput(server, clients: 16, batchesPerClient: 1000).batchesPerSecond
             }
@@ -84,7 +86,8 @@ enum KeyValueBenchmarks {
         let store = try UbiquitousKeyValueStore(
             configuration: .init(
                 session: session, apiToken: server.apiToken, storeIdentifier: server.storeIdentifier,
-                localDirectory: FileManager.default.temporaryDirectory.appendingPathComponent("nimbus-bench-\(UUIDString.random())")))
+                localDirectory: FileManager.default.temporaryDirectory.appendingPathComponent(
+                    "nimbus-bench-\(UUIDString.random())")))
         let health = NimbusClient(server: server.url)
         func latencies() async throws -> (health: [Double], write: [Double]) {
             var (healthTimes, writeTimes) = ([Double](), [Double]())
@@ -104,7 +107,9 @@ enum KeyValueBenchmarks {
         var openDuring = [Int]()
         var reopened = 0
         var cpu = (idle: [Double](), held: [Double]())
-        func measured(_ body: () async throws -> (health: [Double], write: [Double])) async throws -> ((health: [Double], write: [Double]), Double) {
+        func measured(_ body: () async throws -> (health: [Double], write: [Double])) async throws -> (
+            (health: [Double], write: [Double]), Double
+        ) {
             let (start, before) = (ContinuousClock.now, try server.cpuSeconds())
             let result = try await body()
             return (result, (try server.cpuSeconds() - before) / ((ContinuousClock.now - start).milliseconds / 1000))
@@ -116,7 +121,8 @@ enum KeyValueBenchmarks {
             cpu.idle.append(quietCPU)
             let slow = SlowClients()
             FileHandle.standardError.write(Data("[\(Date())] opening 2,000 slow connections\n".utf8))
-            try await slow.start(port: server.url.port!, count: 2000, addresses: (2...9).map { "127.0.0.\($0)" }, interval: .seconds(1))
+            try await slow.start(
+                port: server.url.port!, count: 2000, addresses: (2...9).map { "127.0.0.\($0)" }, interval: .seconds(1))
             openDuring.append(slow.counts.open)
             let (busy, busyCPU) = try await measured(latencies)
             openDuring.append(slow.counts.open)
@@ -129,10 +135,12 @@ enum KeyValueBenchmarks {
         let (idleHealth, heldHealth) = (Percentiles(idle.health), Percentiles(held.health))
         let (idleWrite, heldWrite) = (Percentiles(idle.write), Percentiles(held.write))
         table.add(
-            "GET /health p99, idle / 2,000 slow connections open", String(format: "%.2f / %.2f ms", idleHealth.at(99), heldHealth.at(99)),
+            "GET /health p99, idle / 2,000 slow connections open",
+            String(format: "%.2f / %.2f ms", idleHealth.at(99), heldHealth.at(99)),
             target: "≤ 10 ms held", met: heldHealth.at(99) <= 10)
         table.add(
-            "Key-value write p99, idle / 2,000 slow connections open", String(format: "%.2f / %.2f ms", idleWrite.at(99), heldWrite.at(99)),
+            "Key-value write p99, idle / 2,000 slow connections open",
+            String(format: "%.2f / %.2f ms", idleWrite.at(99), heldWrite.at(99)),
             target: "≤ 10 ms held", met: heldWrite.at(99) <= 10)
         table.add(
             "Slow connections open while measuring (min), reopened after the head timeout",
@@ -252,7 +260,6 @@ enum KeyValueBenchmarks {
         return (after - before) / connections
     }
 }
-
 
 /// A count shared between tasks.
 final class Counter: Sendable {

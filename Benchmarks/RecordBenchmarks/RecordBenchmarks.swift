@@ -70,13 +70,15 @@ enum RecordBenchmarks {
             // 1,000,000 records, the ratio swung from 1.2× to 2.4× with the drift alone. Alternating puts the
             // drift on both sizes alike, so the ratio compares the sizes.
             let smallServer = try await ServerProcess(
-                nimbus: nimbus, port: server.url.port! + 1, extraArguments: ["--session-rate", "1000000", "--token-rate", "1000000"])
+                nimbus: nimbus, port: server.url.port! + 1,
+                extraArguments: ["--session-rate", "1000000", "--token-rate", "1000000"])
             defer { smallServer.stop() }
             let smallDatabase = CloudContainer(
                 identifier: smallServer.container, session: try await smallServer.signIn("records@bench.local", device: "bench"),
                 apiToken: smallServer.apiToken
             ).privateCloudDatabase
-            let small = QueriedZone(database: smallDatabase, zone: try await smallDatabase.save(RecordZone(zoneName: "Query")).zoneID)
+            let small = QueriedZone(
+                database: smallDatabase, zone: try await smallDatabase.save(RecordZone(zoneName: "Query")).zoneID)
             let large = QueriedZone(database: database, zone: try await database.save(RecordZone(zoneName: "Query")).zoneID)
             progress("seeding 10,000 records")
             try await seed(small.database, zone: small.zone, range: 0..<10_000)
@@ -100,7 +102,9 @@ enum RecordBenchmarks {
     /// One record per request, from one plain CloudKit JSON client, from 64 at once, and from the SDK, each
     /// with the server's CPU per request beside that of `/health` measured in between (the host drifts).
     @MainActor
-    static func cloudKitClientRows(_ server: ServerProcess, session: NimbusSession, database: CloudDatabase, into table: inout ResultTable)
+    static func cloudKitClientRows(
+        _ server: ServerProcess, session: NimbusSession, database: CloudDatabase, into table: inout ResultTable
+    )
         async throws
     {
         let single = PlainCloudKitClient(server: server, session: session, connections: 1)
@@ -150,10 +154,12 @@ enum RecordBenchmarks {
             let cpu = row.cpu.sorted()[1]
             let health = row.health.sorted()[1]
             table.add(
-                "\(row.name): requests/s", String(format: "%.0f (%.0f–%.0f)", rate, row.rate.min()!, row.rate.max()!), target: "(reference)",
+                "\(row.name): requests/s", String(format: "%.0f (%.0f–%.0f)", rate, row.rate.min()!, row.rate.max()!),
+                target: "(reference)",
                 met: true)
             table.add(
-                "\(row.name): server CPU per request (/health's)", String(format: "%.0f µs (%.0f µs, %.1f×)", cpu, health, cpu / health),
+                "\(row.name): server CPU per request (/health's)",
+                String(format: "%.0f µs (%.0f µs, %.1f×)", cpu, health, cpu / health),
                 target: "≤ 3× /health", met: cpu <= 3 * health)
         }
     }

@@ -21,7 +21,8 @@ enum ShoppingList {
     static func run(_ options: Options) async throws {
         let session = try await NimbusAccount.signIn(
             server: options.server, email: options.email, password: options.password, deviceName: "ShoppingList example")
-        let database = CloudContainer(identifier: options.container, session: session, apiToken: options.apiToken).privateCloudDatabase
+        let database = CloudContainer(identifier: options.container, session: session, apiToken: options.apiToken)
+            .privateCloudDatabase
         let zone = try await database.save(RecordZone(zoneName: "Shopping")).zoneID
 
         var list = Record(recordType: "Lists", zoneID: zone)
@@ -46,8 +47,11 @@ enum ShoppingList {
         var coffee = try sorted.first { $0["name"] == "coffee" }.unwrapped("coffee")
         coffee["number"] = 2
         coffee = try await database.save(coffee)
-        let counted = try await database.allRecords(matching: Query(recordType: "Items", predicate: "number >= 2"), inZoneWith: zone)
-        print("Items with a number: " + counted.map { "\($0["name"] ?? "") ×\($0["number"] ?? 0 as Int64)" }.joined(separator: ", "))
+        let counted = try await database.allRecords(
+            matching: Query(recordType: "Items", predicate: "number >= 2"), inZoneWith: zone)
+        print(
+            "Items with a number: " + counted.map { "\($0["name"] ?? "") ×\($0["number"] ?? 0 as Int64)" }.joined(separator: ", ")
+        )
 
         try await database.deleteRecord(withID: list.recordID)
         let left = try await database.allRecords(matching: Query(recordType: "Items"), inZoneWith: zone)
@@ -72,7 +76,9 @@ enum ShoppingList {
             guard let server = values["server"].flatMap(URL.init(string:)), let email = values["email"],
                 let password = values["password"], let apiToken = values["api-token"], let container = values["container"]
             else { throw UsageError() }
-            (self.server, self.email, self.password, self.apiToken, self.container) = (server, email, password, apiToken, container)
+            (self.server, self.email, self.password, self.apiToken, self.container) = (
+                server, email, password, apiToken, container
+            )
         }
     }
 

@@ -20,7 +20,8 @@ public struct LineLogHandler: LogHandler {
 
     /// Logs to standard error, or to `write` (tests).
     public init(
-        label: String, format: Format, write: @escaping @Sendable (String) -> Void = { FileHandle.standardError.write(Data($0.utf8)) }
+        label: String, format: Format,
+        write: @escaping @Sendable (String) -> Void = { FileHandle.standardError.write(Data($0.utf8)) }
     ) {
         self.label = label
         self.format = format

@@ -88,7 +88,8 @@ public struct NimbusServer: Sendable {
         app.addServices(
             PushShutdown(push: push),
             WatermarkShutdown(recorder: state.watermarks),
-            AssetCollection(collector: AssetCollector(server: state), interval: configuration.assetCollectionInterval, logger: state.logger))
+            AssetCollection(
+                collector: AssetCollector(server: state), interval: configuration.assetCollectionInterval, logger: state.logger))
         return app
     }
 

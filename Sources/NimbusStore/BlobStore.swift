@@ -60,11 +60,14 @@ public final class LocalBlobStore: BlobStore {
     public func sweep(keeping live: Set<String>, writtenBefore cutoff: Date) throws -> Int {
         let live = Set(live.map { $0.lowercased() })
         var deleted = 0
-        for file in try FileManager.default.contentsOfDirectory(at: directory, includingPropertiesForKeys: [.contentModificationDateKey]) {
+        for file in try FileManager.default.contentsOfDirectory(
+            at: directory, includingPropertiesForKeys: [.contentModificationDateKey])
+        {
             let name = file.lastPathComponent
             let unfinished = name.hasPrefix(LocalBlobWriter.unfinishedPrefix)
             guard unfinished || (Secrets.isAPITokenShaped(name) && !live.contains(name)),
-                let written = try file.resourceValues(forKeys: [.contentModificationDateKey]).contentModificationDate, written < cutoff
+                let written = try file.resourceValues(forKeys: [.contentModificationDateKey]).contentModificationDate,
+                written < cutoff
             else { continue }
             try FileManager.default.removeItem(at: file)
             deleted += 1

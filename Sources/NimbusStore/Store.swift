@@ -35,7 +35,8 @@ public protocol AccountStore: Sendable {
     /// The accounts that chose to be discoverable and match one of the emails (any case), phone numbers
     /// (as `AccountProfile.normalizedPhoneNumber` writes them) or ids; all of them, up to `limit`, when
     /// all three are nil.
-    func discoverableAccounts(emails: [String]?, phoneNumbers: [String]?, ids: [String]?, limit: Int) async throws -> [AccountRecord]
+    func discoverableAccounts(emails: [String]?, phoneNumbers: [String]?, ids: [String]?, limit: Int) async throws
+        -> [AccountRecord]
 
     /// Creates the device or, when it exists for the same account, renames it and marks it seen.
     func saveDevice(_ device: DeviceRecord) async throws

@@ -12,7 +12,8 @@ public struct AccountRecord: Sendable, Hashable {
     public var profile: AccountProfile
 
     public init(
-        id: String, email: String, passwordHash: String, isAdministrator: Bool, createdAt: Date, profile: AccountProfile = AccountProfile()
+        id: String, email: String, passwordHash: String, isAdministrator: Bool, createdAt: Date,
+        profile: AccountProfile = AccountProfile()
     ) {
         self.id = id
         self.email = email
@@ -86,7 +87,9 @@ public struct ServerKeyRecord: Sendable, Hashable {
     public var name: String
     public var revoked: Bool
 
-    public init(id: String, container: String, publicKeyPEM: String, creatorAccountID: String, name: String, revoked: Bool = false) {
+    public init(
+        id: String, container: String, publicKeyPEM: String, creatorAccountID: String, name: String, revoked: Bool = false
+    ) {
         self.id = id
         self.container = container
         self.publicKeyPEM = publicKeyPEM
@@ -110,7 +113,9 @@ public struct AssetUploadRecord: Sendable, Hashable {
     public var blob: StoredBlob?
     public var receiptDigest: String?
 
-    public init(id: String, owner: String, container: String, expiresAt: Date, blob: StoredBlob? = nil, receiptDigest: String? = nil) {
+    public init(
+        id: String, owner: String, container: String, expiresAt: Date, blob: StoredBlob? = nil, receiptDigest: String? = nil
+    ) {
         self.id = id
         self.owner = owner
         self.container = container

@@ -24,7 +24,8 @@ extension TestServer {
         _ bytes: Data, timeout: Duration = .seconds(10), sent: @escaping @Sendable () -> Void = {}
     ) async throws -> RawExchange {
         try await rawExchange(
-            pieces: stride(from: 0, to: bytes.count, by: 1 << 16).map { bytes[$0..<min($0 + (1 << 16), bytes.count)] }, timeout: timeout,
+            pieces: stride(from: 0, to: bytes.count, by: 1 << 16).map { bytes[$0..<min($0 + (1 << 16), bytes.count)] },
+            timeout: timeout,
             sent: sent)
     }
 

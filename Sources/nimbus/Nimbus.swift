@@ -9,7 +9,8 @@ struct Nimbus: AsyncParsableCommand {
         abstract: "A self-hostable iCloud: key-value store, documents and records.",
         discussion: "Every option has an environment twin (NIMBUS_PORT for --port, and so on).",
         subcommands: [
-            Serve.self, Admin.self, SignUp.self, LogIn.self, LogOut.self, Profile.self, KeyValueCommand.self, RecordsCommand.self, ZonesCommand.self,
+            Serve.self, Admin.self, SignUp.self, LogIn.self, LogOut.self, Profile.self, KeyValueCommand.self, RecordsCommand.self,
+            ZonesCommand.self,
             SchemaCommand.self,
         ]
     )

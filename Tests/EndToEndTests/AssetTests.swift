@@ -17,8 +17,14 @@ import Testing
     @Test func aFileSavedOnOneDeviceDownloadsOnAnother() async throws {
         let server = try await TestServer.start()
         let app = try await server.seedApp()
-        let phone = CloudContainer(identifier: app.container, session: try await server.signIn(email: "ann@example.com", device: "phone"), apiToken: app.apiToken).privateCloudDatabase
-        let laptop = CloudContainer(identifier: app.container, session: try await server.signIn(email: "ann@example.com", device: "laptop"), apiToken: app.apiToken).privateCloudDatabase
+        let phone = CloudContainer(
+            identifier: app.container, session: try await server.signIn(email: "ann@example.com", device: "phone"),
+            apiToken: app.apiToken
+        ).privateCloudDatabase
+        let laptop = CloudContainer(
+            identifier: app.container, session: try await server.signIn(email: "ann@example.com", device: "laptop"),
+            apiToken: app.apiToken
+        ).privateCloudDatabase
         let (url, bytes) = try Self.file(bytes: 1_500_000)
 
         var photo = Record(recordType: "Photos")
@@ -38,9 +44,11 @@ import Testing
 
         // Sending the fetched asset back unchanged keeps the file.
         fetched["title"] = "Beach at dusk"
-        fetched = try await laptop.modifyRecords(saving: [fetched], deleting: [], savePolicy: .allKeys).saveResults[fetched.recordID]!.get()
+        fetched = try await laptop.modifyRecords(saving: [fetched], deleting: [], savePolicy: .allKeys).saveResults[
+            fetched.recordID]!.get()
         let kept = try #require(fetched["image"] as Asset?)
-        #expect(kept.size == 1_500_000 && kept.fileChecksum == saved.fileChecksum, "the stored size and checksum survive a re-save")
+        #expect(
+            kept.size == 1_500_000 && kept.fileChecksum == saved.fileChecksum, "the stored size and checksum survive a re-save")
         #expect(try await phone.download(kept) == bytes)
         let schema = try #require(try await server.store.schemaText(container: app.container, environment: "development"))
         #expect(schema.contains("image ASSET"))
@@ -56,29 +64,35 @@ import Testing
         var photo = Record(recordType: "Photos")
         photo["image"] = Asset(fileURL: url)
         photo = try await ann.save(photo)
-        let downloadURL = try #require((photo["image"] as Asset?).flatMap { asset -> String? in
-            if case .asset(let value) = asset.fieldValue { value.downloadURL } else { nil }
-        })
+        let downloadURL = try #require(
+            (photo["image"] as Asset?).flatMap { asset -> String? in
+                if case .asset(let value) = asset.fieldValue { value.downloadURL } else { nil }
+            })
         let path = String(downloadURL.drop { $0 != "/" }.dropFirst(2).drop { $0 != "/" })
 
         // A download URL works, a tampered one does not, and it expires.
         #expect(try await server.request(.GET, path).status == 200)
-        #expect(try await server.request(.GET, path.replacingOccurrences(of: "signature=", with: "signature=0")).errorCode == .accessDenied)
+        #expect(
+            try await server.request(.GET, path.replacingOccurrences(of: "signature=", with: "signature=0")).errorCode
+                == .accessDenied)
         server.clock.advance(by: 2 * 3600)
         #expect(try await server.request(.GET, path).errorCode == .accessDenied)
 
         // Another user cannot put ann's file in a record by naming it.
         let assetID = try #require(path.split(separator: "/").last?.split(separator: "?").first)
         let base = "/database/1/\(app.container)/development/private/"
-        let stolen = #"{"operations":[{"operationType":"create","record":{"recordType":"Photos","fields":{"image":{"value":{"assetID":"\#(assetID)"},"type":"ASSETID"}}}}]}"#
+        let stolen =
+            #"{"operations":[{"operationType":"create","record":{"recordType":"Photos","fields":{"image":{"value":{"assetID":"\#(assetID)"},"type":"ASSETID"}}}}]}"#
         let taken = try await server.request(.POST, base + "records/modify", session: bob, apiToken: app.apiToken, json: stolen)
         guard case .failure(let refusal) = try taken.decode(RecordsResponse.self).records.first else {
             Issue.record("a record naming another user's file must not save")
             return
         }
         #expect(refusal.serverErrorCode == .badRequest)
-        let unreceipted = #"{"operations":[{"operationType":"create","record":{"recordType":"Photos","fields":{"album":{"value":[{"fileChecksum":"x","size":1}],"type":"ASSETID_LIST"}}}}]}"#
-        let listed = try await server.request(.POST, base + "records/modify", session: bob, apiToken: app.apiToken, json: unreceipted)
+        let unreceipted =
+            #"{"operations":[{"operationType":"create","record":{"recordType":"Photos","fields":{"album":{"value":[{"fileChecksum":"x","size":1}],"type":"ASSETID_LIST"}}}}]}"#
+        let listed = try await server.request(
+            .POST, base + "records/modify", session: bob, apiToken: app.apiToken, json: unreceipted)
         guard case .failure(let listRefusal) = try listed.decode(RecordsResponse.self).records.first else {
             Issue.record("an asset list without receipts must not save")
             return
@@ -88,7 +102,8 @@ import Testing
         // Upload URLs: one use, a size limit, and 15 minutes.
         let tokens = try await server.request(
             .POST, base + "assets/upload", session: annSession, apiToken: app.apiToken,
-            json: #"{"tokens":[{"recordType":"Photos","fieldName":"image"},{"recordType":"Photos","fieldName":"image"},{"recordType":"Photos","fieldName":"image"}]}"#
+            json:
+                #"{"tokens":[{"recordType":"Photos","fieldName":"image"},{"recordType":"Photos","fieldName":"image"},{"recordType":"Photos","fieldName":"image"}]}"#
         ).decode(AssetUploadResponse.self).tokens
         let uploadPaths = tokens.map { String($0.url.drop { $0 != "/" }.dropFirst(2).drop { $0 != "/" }) }
         #expect(try await server.request(.POST, uploadPaths[0], body: Data(count: 10)).status == 200)
@@ -123,7 +138,10 @@ import Testing
             .POST, base + "assets/upload", session: session, apiToken: app.apiToken,
             json: #"{"tokens":[{"recordType":"Photos","fieldName":"image"}]}"#
         ).decode(AssetUploadResponse.self).tokens[0]
-        #expect(try await server.request(.POST, String(token.url.drop { $0 != "/" }.dropFirst(2).drop { $0 != "/" }), body: Data(count: 10)).status == 200)
+        #expect(
+            try await server.request(
+                .POST, String(token.url.drop { $0 != "/" }.dropFirst(2).drop { $0 != "/" }), body: Data(count: 10)
+            ).status == 200)
         #expect(try blobCount() == 5)
 
         // Recent files stay (a receipt may still bring them into a record); once no receipt can, only

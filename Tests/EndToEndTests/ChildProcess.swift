@@ -50,7 +50,9 @@ struct ChildProcess {
 
     /// Starts the program, runs `body` with what it prints (collected as it comes), then sends it SIGTERM
     /// and returns how it ended: killed, if it has not ended `within` the time after SIGTERM.
-    func whileRunning(within deadline: Duration = .seconds(20), _ body: (Printed) async throws -> Void) async throws -> TerminationStatus {
+    func whileRunning(within deadline: Duration = .seconds(20), _ body: (Printed) async throws -> Void) async throws
+        -> TerminationStatus
+    {
         let result = try await Subprocess.run(configuration, input: .none, output: .sequence, error: .discarded) { execution in
             let printed = Printed(processID: execution.processIdentifier.value)
             try await withThrowingTaskGroup(of: Void.self) { group in

@@ -27,7 +27,8 @@ import Testing
 
     /// `nimbus` with `arguments`, talking to the test server whatever the tests' own environment says.
     static func process(_ arguments: [String], server: TestServer) throws -> ChildProcess {
-        try ChildProcess(executable: executable, arguments: arguments, environment: environment(server: server.url.absoluteString))
+        try ChildProcess(
+            executable: executable, arguments: arguments, environment: environment(server: server.url.absoluteString))
     }
 
     /// The tests' environment without its `NIMBUS_` variables, and with `NIMBUS_SERVER` if given.
@@ -64,7 +65,8 @@ import Testing
 
             let set = try await Self.run(["kv", "set", "--config", phone, "bookmark", "chapter 3"], server: server)
             #expect(set.status == 0, "\(set.stderr)")
-            #expect(try await Self.run(["kv", "set", "--config", phone, "count", "42", "--type", "int"], server: server).status == 0)
+            #expect(
+                try await Self.run(["kv", "set", "--config", phone, "count", "42", "--type", "int"], server: server).status == 0)
             #expect(await eventually { watched.value.contains(#""bookmark":{"type":"STRING","value":"chapter 3"}"#) })
             #expect(await eventually { watched.value.contains(#""count":{"type":"INT64","value":42}"#) })
 
@@ -110,18 +112,21 @@ import Testing
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         // Started as many systems start services, with a soft limit of 1,024 open files.
         let serve = try ChildProcess(
-            executable: URL(fileURLWithPath: "/bin/sh"), arguments: ["-c", "ulimit -Sn 1024 && exec \"$0\" serve --port 0", Self.executable.path],
+            executable: URL(fileURLWithPath: "/bin/sh"),
+            arguments: ["-c", "ulimit -Sn 1024 && exec \"$0\" serve --port 0", Self.executable.path],
             environment: Self.environment(server: nil), workingDirectory: directory)
         let ending = try await serve.whileRunning { output in
             #expect(await eventually { output.value.contains("Nimbus is serving http://127.0.0.1:") })
             #expect(output.value.contains("password:"), "the first start prints the administrator's credentials")
             let port = try #require(output.value.split(separator: "127.0.0.1:").last?.prefix { $0.isNumber })
-            let health = try await NimbusClient(server: URL(string: "http://127.0.0.1:\(port)")!).sendRaw(.GET, "/health", body: nil)
+            let health = try await NimbusClient(server: URL(string: "http://127.0.0.1:\(port)")!).sendRaw(
+                .GET, "/health", body: nil)
             #expect(String(decoding: health, as: UTF8.self).contains("ok"))
             #expect(FileManager.default.fileExists(atPath: directory.appendingPathComponent("nimbus-data/nimbus.sqlite").path))
             // The server raised its soft limit to the hard one, so slow clients cannot use up its sockets.
             let limits = try String(contentsOfFile: "/proc/\(output.processID)/limits", encoding: .utf8)
-            let files = try #require(limits.split(separator: "\n").first { $0.hasPrefix("Max open files") }?.split(separator: " "))
+            let files = try #require(
+                limits.split(separator: "\n").first { $0.hasPrefix("Max open files") }?.split(separator: " "))
             #expect(files.count >= 5 && files[3] == files[4] && files[3] != "1024", "\(files)")
         }
         #expect(ending == .exited(0), "SIGTERM ends the server cleanly")
@@ -135,10 +140,15 @@ import Testing
         environment["NIMBUS_HEARTBEAT"] = "soon"
         let directory = TestServer.temporaryDirectory()
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        let serve = try await ChildProcess(executable: Self.executable, arguments: ["serve"], environment: environment, workingDirectory: directory).run()
+        let serve = try await ChildProcess(
+            executable: Self.executable, arguments: ["serve"], environment: environment, workingDirectory: directory
+        ).run()
         #expect(serve.status == 1)
-        #expect(serve.stderr.contains(#"NIMBUS_PORT is "80a", not a whole number"#) && serve.stderr.contains("NIMBUS_HEARTBEAT"), "\(serve.stderr)")
-        #expect(!FileManager.default.fileExists(atPath: directory.appendingPathComponent("nimbus-data").path), "nothing was started")
+        #expect(
+            serve.stderr.contains(#"NIMBUS_PORT is "80a", not a whole number"#) && serve.stderr.contains("NIMBUS_HEARTBEAT"),
+            "\(serve.stderr)")
+        #expect(
+            !FileManager.default.fileExists(atPath: directory.appendingPathComponent("nimbus-data").path), "nothing was started")
     }
 
     @Test func serveRefusesADatabaseFromANewerVersion() async throws {

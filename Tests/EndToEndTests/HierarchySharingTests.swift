@@ -48,13 +48,21 @@ import Testing
         let (bob, cat, eve, owner, zone) = (trips.users[1], trips.users[2], trips.users[3], trips.owner, trips.zone)
         let share = try await owner.share(
             RecordID(recordName: "japan", zoneID: zone),
-            with: [.init(emailAddress: "bob@example.com", permission: .readWrite), .init(emailAddress: "cat@example.com", permission: .readOnly)])
+            with: [
+                .init(emailAddress: "bob@example.com", permission: .readWrite),
+                .init(emailAddress: "cat@example.com", permission: .readOnly),
+            ])
         #expect(share.rootRecordID?.recordName == "japan" && share.participants.count == 2)
-        #expect(try await owner.record(for: RecordID(recordName: "japan", zoneID: zone)).share?.recordID.recordName == share.recordID.recordName)
+        #expect(
+            try await owner.record(for: RecordID(recordName: "japan", zoneID: zone)).share?.recordID.recordName
+                == share.recordID.recordName)
         // Sharing again replaces the participants of the same share.
         let again = try await owner.share(
             RecordID(recordName: "japan", zoneID: zone),
-            with: [.init(emailAddress: "bob@example.com", permission: .readWrite), .init(emailAddress: "cat@example.com", permission: .readOnly)])
+            with: [
+                .init(emailAddress: "bob@example.com", permission: .readWrite),
+                .init(emailAddress: "cat@example.com", permission: .readOnly),
+            ])
         #expect(again.recordID.recordName == share.recordID.recordName)
 
         let shared = try await bob.sharedCloudDatabase.acceptShare(share.shortGUID)
@@ -70,10 +78,18 @@ import Testing
         await #expect(throws: NimbusError.self) { _ = try await owner.fetchShare(RecordID(recordName: "japan", zoneID: zone)) }
 
         // Queries, lookups and the change feed hold the hierarchy and nothing else of the zone.
-        #expect(Self.names(try await participant.allRecords(matching: Query(recordType: "Items"), inZoneWith: shared)) == ["passport", "visa", "yen"])
-        #expect(Self.names(try await participant.allRecords(matching: Query(recordType: "Lists"), inZoneWith: shared)) == ["japan"])
-        await #expect(throws: NimbusError.self) { _ = try await participant.record(for: RecordID(recordName: "gift", zoneID: shared)) }
-        await #expect(throws: NimbusError.self) { _ = try await participant.record(for: RecordID(recordName: "secret", zoneID: shared)) }
+        #expect(
+            Self.names(try await participant.allRecords(matching: Query(recordType: "Items"), inZoneWith: shared)) == [
+                "passport", "visa", "yen",
+            ])
+        #expect(
+            Self.names(try await participant.allRecords(matching: Query(recordType: "Lists"), inZoneWith: shared)) == ["japan"])
+        await #expect(throws: NimbusError.self) {
+            _ = try await participant.record(for: RecordID(recordName: "gift", zoneID: shared))
+        }
+        await #expect(throws: NimbusError.self) {
+            _ = try await participant.record(for: RecordID(recordName: "secret", zoneID: shared))
+        }
         let first = try await participant.recordZoneChanges(inZoneWith: shared, since: nil)
         #expect(Self.names(first.modifications) == ["japan", "passport", share.recordID.recordName, "visa", "yen"].sorted())
         #expect(first.deletions.isEmpty)
@@ -86,21 +102,31 @@ import Testing
         var renamed = try await participant.record(for: RecordID(recordName: "japan", zoneID: shared))
         renamed["name"] = "Japan 2027"
         _ = try await participant.save(renamed)
-        for refused in [Self.record("Items", "loose", zone: shared), Self.record("Items", "sneak", zone: shared, parent: "secret")] {
+        for refused in [
+            Self.record("Items", "loose", zone: shared), Self.record("Items", "sneak", zone: shared, parent: "secret"),
+        ] {
             await #expect(throws: NimbusError.self) { _ = try await participant.save(refused) }
         }
-        await #expect(throws: NimbusError.self) { _ = try await participant.save(Self.record("Items", "gift", zone: shared, parent: "japan")) }
-        await #expect(throws: NimbusError.self) { _ = try await participant.deleteRecord(withID: RecordID(recordName: "japan", zoneID: shared)) }
+        await #expect(throws: NimbusError.self) {
+            _ = try await participant.save(Self.record("Items", "gift", zone: shared, parent: "japan"))
+        }
+        await #expect(throws: NimbusError.self) {
+            _ = try await participant.deleteRecord(withID: RecordID(recordName: "japan", zoneID: shared))
+        }
         _ = try await participant.deleteRecord(withID: RecordID(recordName: "yen", zoneID: shared))
         await #expect(throws: NimbusError.self) {
             _ = try await cat.sharedCloudDatabase.save(Self.record("Items", "cake", zone: shared, parent: "japan"))
         }
-        #expect(try await owner.record(for: RecordID(recordName: "gift", zoneID: zone))["name"] == "gift", "the unshared record is untouched")
+        #expect(
+            try await owner.record(for: RecordID(recordName: "gift", zoneID: zone))["name"] == "gift",
+            "the unshared record is untouched")
         #expect(try await owner.record(for: RecordID(recordName: "japan", zoneID: zone))["name"] == "Japan 2027")
 
         // A record in the hierarchy cannot root another share.
         await #expect(throws: NimbusError.self) {
-            _ = try await owner.share(RecordID(recordName: "rail-pass", zoneID: zone), with: [.init(emailAddress: "cat@example.com", permission: .readOnly)])
+            _ = try await owner.share(
+                RecordID(recordName: "rail-pass", zoneID: zone),
+                with: [.init(emailAddress: "cat@example.com", permission: .readOnly)])
         }
 
         // The owner moves visa out and deletes passport; changes elsewhere in the zone stay unseen.
@@ -117,13 +143,20 @@ import Testing
         let later = try await participant.recordZoneChanges(inZoneWith: shared, since: token)
         #expect(later.modifications.isEmpty)
         #expect(later.deletions.map(\.recordName).sorted() == ["passport", "visa"])
-        #expect(Self.names(try await participant.allRecords(matching: Query(recordType: "Items"), inZoneWith: shared)) == ["rail-pass"])
-        await #expect(throws: NimbusError.self) { _ = try await participant.record(for: RecordID(recordName: "visa", zoneID: shared)) }
+        #expect(
+            Self.names(try await participant.allRecords(matching: Query(recordType: "Items"), inZoneWith: shared)) == [
+                "rail-pass"
+            ])
+        await #expect(throws: NimbusError.self) {
+            _ = try await participant.record(for: RecordID(recordName: "visa", zoneID: shared))
+        }
 
         // Ending the share takes the zone out of participants' shared databases.
         try await owner.unshare(share)
         #expect(try await participant.allRecordZones().isEmpty)
-        await #expect(throws: NimbusError.self) { _ = try await participant.allRecords(matching: Query(recordType: "Items"), inZoneWith: shared) }
+        await #expect(throws: NimbusError.self) {
+            _ = try await participant.allRecords(matching: Query(recordType: "Items"), inZoneWith: shared)
+        }
         #expect(try await owner.record(for: RecordID(recordName: "japan", zoneID: zone)).share == nil)
     }
 
@@ -139,11 +172,13 @@ import Testing
         _ = try await ann.privateCloudDatabase.deleteRecord(withID: RecordID(recordName: "japan", zoneID: zone))
         await #expect(throws: NimbusError.self) { _ = try await ann.privateCloudDatabase.record(for: share.recordID) }
         #expect(try await bob.sharedCloudDatabase.allRecordZones().isEmpty)
-        #expect(try await ann.privateCloudDatabase.record(for: RecordID(recordName: "passport", zoneID: zone))["name"] == "passport")
+        #expect(
+            try await ann.privateCloudDatabase.record(for: RecordID(recordName: "passport", zoneID: zone))["name"] == "passport")
     }
 
     @Test func sharedDatabaseSubscriptionsHearOnlyOfSharedRecords() async throws {
-        let trips = try await Self.trips(users: ["bob"], records: [("Lists", "secret", nil), ("Lists", "japan", nil), ("Items", "passport", "japan")])
+        let trips = try await Self.trips(
+            users: ["bob"], records: [("Lists", "secret", nil), ("Lists", "japan", nil), ("Items", "passport", "japan")])
         let (ann, bob, zone) = (trips.users[0], trips.users[1], trips.zone)
         var secret = try await ann.privateCloudDatabase.record(for: RecordID(recordName: "secret", zoneID: zone))
         let passportID = RecordID(recordName: "passport", zoneID: zone)
@@ -175,12 +210,17 @@ import Testing
         _ = await heard.first { $0.subscriptionID == "mine" }
         let sharedChanges = heard.all.filter { $0.subscriptionID == "shared-changes" }
         #expect(sharedChanges.count == 1)
-        #expect(sharedChanges.first?.databaseScope == "shared" && sharedChanges.first?.zoneID == ZoneID(zoneName: "Trips", ownerRecordName: shared.ownerName))
+        #expect(
+            sharedChanges.first?.databaseScope == "shared"
+                && sharedChanges.first?.zoneID == ZoneID(zoneName: "Trips", ownerRecordName: shared.ownerName))
     }
 
     @Test func aParticipantsTokensExpireWhenWhatIsSharedWithThemChanges() async throws {
         let trips = try await Self.trips(
-            users: ["bob"], records: [("Lists", "japan", nil), ("Items", "passport", "japan"), ("Lists", "peru", nil), ("Items", "boots", "peru")])
+            users: ["bob"],
+            records: [
+                ("Lists", "japan", nil), ("Items", "passport", "japan"), ("Lists", "peru", nil), ("Items", "boots", "peru"),
+            ])
         let (bob, owner, zone) = (trips.users[1], trips.owner, trips.zone)
         let bobsShare = [Share.Participant(emailAddress: "bob@example.com", permission: .readOnly)]
         let japan = try await owner.share(RecordID(recordName: "japan", zoneID: zone), with: bobsShare)
@@ -191,7 +231,9 @@ import Testing
         // A second share of the same zone: records older than bob's token join his view, so the token expires.
         let peru = try await owner.share(RecordID(recordName: "peru", zoneID: zone), with: bobsShare)
         _ = try await bob.sharedCloudDatabase.acceptShare(peru.shortGUID)
-        await #expect(throws: NimbusError.self) { _ = try await bob.sharedCloudDatabase.recordZoneChanges(inZoneWith: shared, since: first.changeToken) }
+        await #expect(throws: NimbusError.self) {
+            _ = try await bob.sharedCloudDatabase.recordZoneChanges(inZoneWith: shared, since: first.changeToken)
+        }
         let again = try await bob.sharedCloudDatabase.recordZoneChanges(inZoneWith: shared, since: nil)
         #expect(Self.names(again.modifications).contains("boots"))
 

@@ -59,7 +59,8 @@ import Testing
             ("distanceToLocation:fromLocation:(location, %@) < 5000", [berlin], ["apples", "avocado"]),
             // Comparisons, either way round.
             ("number == 2", [], ["milk"]), ("number = %@", [2], ["milk"]), ("number != 2", [], ["apples", "avocado", "mints"]),
-            ("number <> 2", [], ["apples", "avocado", "mints"]), ("number < 2", [], ["apples"]), ("number =< 2", [], ["apples", "milk"]),
+            ("number <> 2", [], ["apples", "avocado", "mints"]), ("number < 2", [], ["apples"]),
+            ("number =< 2", [], ["apples", "milk"]),
             ("number > 5", [], ["mints"]), ("number => 5", [], ["avocado", "mints"]), ("5 < number", [], ["mints"]),
             ("2 >= number", [], ["apples", "milk"]), ("number BETWEEN {2, 5}", [], ["avocado", "milk"]),
             ("%K == %@", ["name", "mints"], ["mints"]), ("done == true", [], ["avocado", "mints"]),

@@ -17,7 +17,8 @@ import Testing
         _ = try await run(["signup", "--email", "ann@example.com", "--password", TestServer.password], server)
         let login = try await run(
             [
-                "login", "--config", device, "--email", "ann@example.com", "--password", TestServer.password, "--api-token", app.apiToken,
+                "login", "--config", device, "--email", "ann@example.com", "--password", TestServer.password, "--api-token",
+                app.apiToken,
                 "--container", app.container,
             ], server)
         #expect(login.status == 0, "\(login.stderr)")
@@ -25,7 +26,8 @@ import Testing
 
         #expect(try await run(["zones", "create", "Shopping"] + c, server).status == 0)
         #expect(try await run(["zones", "list"] + c, server).stdout.contains("Shopping"))
-        let list = try await run(["records", "save", "Lists", "--name", "groceries", "--field", "title=Groceries", "--zone", "Shopping"] + c, server)
+        let list = try await run(
+            ["records", "save", "Lists", "--name", "groceries", "--field", "title=Groceries", "--zone", "Shopping"] + c, server)
         #expect(list.status == 0, "\(list.stderr)")
         for (name, number) in [("milk", 2), ("apples", 6), ("bread", 1)] {
             let saved = try await run(
@@ -64,12 +66,16 @@ import Testing
         let admin = TestServer.temporaryDirectory().path
         _ = try await server.signInAdministrator()
         let login = try await run(
-            ["login", "--config", admin, "--email", "root@nimbus.test", "--password", TestServer.password, "--container", app.container], server)
+            [
+                "login", "--config", admin, "--email", "root@nimbus.test", "--password", TestServer.password, "--container",
+                app.container,
+            ], server)
         #expect(login.status == 0, "\(login.stderr)")
         let c = ["--config", admin]
         let file = TestServer.temporaryDirectory().appendingPathComponent("schema.ckdb")
         try FileManager.default.createDirectory(at: file.deletingLastPathComponent(), withIntermediateDirectories: true)
-        try "DEFINE SCHEMA\n    RECORD TYPE Items (name STRING QUERYABLE SORTABLE, number INT64);\n".write(to: file, atomically: true, encoding: .utf8)
+        try "DEFINE SCHEMA\n    RECORD TYPE Items (name STRING QUERYABLE SORTABLE, number INT64);\n".write(
+            to: file, atomically: true, encoding: .utf8)
 
         let imported = try await run(["schema", "import", file.path] + c, server)
         #expect(imported.status == 0, "\(imported.stderr)")
@@ -85,7 +91,8 @@ import Testing
         #expect(retyped.status == 1 && retyped.stderr.contains("Items.name"))
 
         // Custom roles: declared in the schema, given to and taken from accounts.
-        try "DEFINE SCHEMA\n    CREATE ROLE Editors;\n    RECORD TYPE Items (name STRING QUERYABLE SORTABLE, number INT64, GRANT WRITE TO Editors);\n"
+        try
+            "DEFINE SCHEMA\n    CREATE ROLE Editors;\n    RECORD TYPE Items (name STRING QUERYABLE SORTABLE, number INT64, GRANT WRITE TO Editors);\n"
             .write(to: file, atomically: true, encoding: .utf8)
         #expect(try await run(["schema", "import", file.path] + c, server).status == 0)
         let given = try await run(["schema", "roles", "--give", "Editors", "--email", "ann@example.com"] + c, server)

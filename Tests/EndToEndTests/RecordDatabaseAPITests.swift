@@ -13,7 +13,8 @@ import Testing
         var saved = [Record]()
         for start in stride(from: 0, to: count, by: 200) {
             let records = (start..<min(start + 200, count)).map { number in
-                var record = Record(recordType: "Items", recordID: RecordID(recordName: String(format: "item-%03d", number), zoneID: zone))
+                var record = Record(
+                    recordType: "Items", recordID: RecordID(recordName: String(format: "item-%03d", number), zoneID: zone))
                 record["number"] = number
                 record["name"] = "item \(number)"
                 return record
@@ -32,7 +33,8 @@ import Testing
 
         var query = try Query(recordType: "Items", predicate: "number >= 20")
         query.sortDescriptors = [.init(key: "number")]
-        var (page, cursor) = try await database.records(matching: query, inZoneWith: zone, desiredKeys: ["number"], resultsLimit: 100)
+        var (page, cursor) = try await database.records(
+            matching: query, inZoneWith: zone, desiredKeys: ["number"], resultsLimit: 100)
         var pages = [page]
         while let next = cursor {
             (page, cursor) = try await database.records(continuingMatchFrom: next)

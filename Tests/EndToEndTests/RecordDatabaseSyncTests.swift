@@ -52,15 +52,20 @@ import Testing
         var milk = try #require(fetched.last)
         milk["number"] = 2
         milk = try await laptop.save(milk)
-        let counted = try await phone.records(matching: try Query(recordType: "Items", predicate: "number > 1"), inZoneWith: zone.zoneID)
+        let counted = try await phone.records(
+            matching: try Query(recordType: "Items", predicate: "number > 1"), inZoneWith: zone.zoneID)
         #expect(counted.matchResults.map(\.recordID) == [milk.recordID])
-        let searched = try await phone.records(matching: try Query(recordType: "Items", predicate: "self CONTAINS 'MILK'"), inZoneWith: zone.zoneID)
+        let searched = try await phone.records(
+            matching: try Query(recordType: "Items", predicate: "self CONTAINS 'MILK'"), inZoneWith: zone.zoneID)
         #expect(searched.matchResults.map(\.recordID) == [milk.recordID], "a search of all text finds a word in any text field")
 
         // The phone's copy of milk is now stale: saving it is a conflict carrying all three versions.
         var stale = try #require(items.first { $0["name"] == "milk" })
         stale = try await phone.record(for: stale.recordID)
-        let fresh = try await laptop.save({ var record = milk; record["number"] = 3; return record }())
+        let fresh = try await laptop.save(
+            {
+                var record = milk; record["number"] = 3; return record
+            }())
         stale["number"] = 5
         do {
             _ = try await phone.save(stale)
@@ -72,7 +77,8 @@ import Testing
             #expect(conflict.ancestorRecord?["number"] == 2 as Int64?)
         }
         // changedKeys overwrites only what the phone changed.
-        let merged = try await phone.modifyRecords(saving: [stale], deleting: [], savePolicy: .changedKeys).saveResults[stale.recordID]!.get()
+        let merged = try await phone.modifyRecords(saving: [stale], deleting: [], savePolicy: .changedKeys).saveResults[
+            stale.recordID]!.get()
         #expect(merged["number"] == 5 as Int64? && merged["name"] == "milk")
 
         // The laptop follows the zone's changes; deleting the list deletes its items.

@@ -8,7 +8,8 @@ import Testing
 /// read-only or read-write; others never see it.
 @Suite(.cleansUp) struct SharingTests {
     static func container(_ server: TestServer, _ app: TestServer.SeededApp, _ email: String) async throws -> CloudContainer {
-        CloudContainer(identifier: app.container, session: try await server.signIn(email: email, device: email), apiToken: app.apiToken)
+        CloudContainer(
+            identifier: app.container, session: try await server.signIn(email: email, device: email), apiToken: app.apiToken)
     }
 
     static func item(_ name: String, zone: RecordZoneID) -> Record {
@@ -28,7 +29,11 @@ import Testing
         let zone = try await ann.privateCloudDatabase.save(RecordZone(zoneName: "Household")).zoneID
         _ = try await ann.privateCloudDatabase.save(Self.item("milk", zone: zone))
         let share = try await ann.privateCloudDatabase.shareZone(
-            zone, with: [.init(emailAddress: "bob@example.com", permission: .readWrite), .init(emailAddress: "cat@example.com", permission: .readOnly)])
+            zone,
+            with: [
+                .init(emailAddress: "bob@example.com", permission: .readWrite),
+                .init(emailAddress: "cat@example.com", permission: .readOnly),
+            ])
         #expect(share.participants.count == 2 && share.participants.allSatisfy { !$0.accepted })
 
         // Before accepting, the zone is not in bob's shared database.
@@ -53,8 +58,11 @@ import Testing
         let notification = await heard.first { $0.subscriptionID == "household" }
         #expect(notification?.databaseScope == "private" && notification?.zoneID.zoneName == "Household")
         #expect(bread.lastModifiedUserRecordName != nil)
-        await #expect(throws: NimbusError.self) { _ = try await cat.sharedCloudDatabase.save(Self.item("cake", zone: sharedZone)) }
-        #expect(try await cat.sharedCloudDatabase.allRecords(matching: Query(recordType: "Items"), inZoneWith: sharedZone).count == 2)
+        await #expect(throws: NimbusError.self) {
+            _ = try await cat.sharedCloudDatabase.save(Self.item("cake", zone: sharedZone))
+        }
+        #expect(
+            try await cat.sharedCloudDatabase.allRecords(matching: Query(recordType: "Items"), inZoneWith: sharedZone).count == 2)
         await #expect(throws: NimbusError.self) { _ = try await eve.sharedCloudDatabase.acceptShare(share.shortGUID) }
         await #expect(throws: NimbusError.self) {
             _ = try await eve.sharedCloudDatabase.records(matching: Query(recordType: "Items"), inZoneWith: sharedZone)
@@ -65,7 +73,8 @@ import Testing
 
         // Participants cannot change the share, and a read-only one does not grow the schema by trying to write.
         await #expect(throws: NimbusError.self) {
-            _ = try await bob.sharedCloudDatabase.shareZone(sharedZone, with: [.init(emailAddress: "eve@example.com", permission: .readWrite)])
+            _ = try await bob.sharedCloudDatabase.shareZone(
+                sharedZone, with: [.init(emailAddress: "eve@example.com", permission: .readWrite)])
         }
         var colored = Self.item("paint", zone: sharedZone)
         colored["color"] = "red"
@@ -81,7 +90,8 @@ import Testing
             _ = try await cat.sharedCloudDatabase.records(matching: Query(recordType: "Items"), inZoneWith: sharedZone)
         }
         #expect(try await bob.sharedCloudDatabase.allRecordZones().map(\.zoneID) == [sharedZone])
-        let remaining = try await ann.privateCloudDatabase.shareZone(zone, with: [.init(emailAddress: "bob@example.com", permission: .readWrite)])
+        let remaining = try await ann.privateCloudDatabase.shareZone(
+            zone, with: [.init(emailAddress: "bob@example.com", permission: .readWrite)])
         #expect(remaining.participants.map(\.accepted) == [true], "bob's acceptance survives the owner saving the share again")
 
         // The owner sees bob's write; unsharing removes the zone from participants' shared databases.
@@ -99,11 +109,13 @@ import Testing
         let ann = try await Self.container(server, app, "ann@example.com")
         _ = try await Self.container(server, app, "bob@example.com")
         await #expect(throws: NimbusError.self) {
-            _ = try await ann.privateCloudDatabase.shareZone(.default, with: [.init(emailAddress: "bob@example.com", permission: .readOnly)])
+            _ = try await ann.privateCloudDatabase.shareZone(
+                .default, with: [.init(emailAddress: "bob@example.com", permission: .readOnly)])
         }
         let zone = try await ann.privateCloudDatabase.save(RecordZone(zoneName: "Z")).zoneID
         await #expect(throws: NimbusError.self) {
-            _ = try await ann.privateCloudDatabase.shareZone(zone, with: [.init(emailAddress: "nobody@example.com", permission: .readOnly)])
+            _ = try await ann.privateCloudDatabase.shareZone(
+                zone, with: [.init(emailAddress: "nobody@example.com", permission: .readOnly)])
         }
     }
 }

@@ -12,7 +12,9 @@ import Testing
         var database: CloudDatabase { container.privateCloudDatabase }
     }
 
-    static func device(_ server: TestServer, _ app: TestServer.SeededApp, email: String = "ann@example.com", name: String) async throws -> Device {
+    static func device(_ server: TestServer, _ app: TestServer.SeededApp, email: String = "ann@example.com", name: String)
+        async throws -> Device
+    {
         let session = try await server.signIn(email: email, device: name)
         return Device(container: CloudContainer(identifier: app.container, session: session, apiToken: app.apiToken))
     }

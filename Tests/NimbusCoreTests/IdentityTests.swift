@@ -125,7 +125,8 @@ import Testing
 
 @Suite(.cleansUp) struct WireTimeTests {
     @Test func theWireRangeRoundTripsExactly() {
-        for milliseconds: Int64 in [Date.wireMilliseconds.lowerBound, -1, 0, 1_700_000_000_123, Date.wireMilliseconds.upperBound] {
+        for milliseconds: Int64 in [Date.wireMilliseconds.lowerBound, -1, 0, 1_700_000_000_123, Date.wireMilliseconds.upperBound]
+        {
             #expect(Date(wireMilliseconds: milliseconds)?.milliseconds == milliseconds)
         }
         #expect(Date(wireMilliseconds: Date.wireMilliseconds.upperBound + 1) == nil)

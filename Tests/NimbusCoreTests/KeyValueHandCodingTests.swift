@@ -22,7 +22,8 @@ import Testing
     }
 
     @Test func batchesReadTheSameEitherWay() throws {
-        let operations = Self.samples.enumerated().map { KeyValueOperation.set("key\($0.offset)", $0.element) } + [.remove("gone")]
+        let operations =
+            Self.samples.enumerated().map { KeyValueOperation.set("key\($0.offset)", $0.element) } + [.remove("gone")]
         let request = KeyValueModifyRequest(operations: operations)
         #expect(try KeyValueModifyRequest.decode(request.encoded()).operations == operations)
         #expect(try JSONDecoder().decode(KeyValueModifyRequest.self, from: request.encoded()).operations == operations)

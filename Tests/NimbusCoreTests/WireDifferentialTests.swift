@@ -10,20 +10,26 @@ import Testing
 /// round prints its seed and body, and repeats.
 @Suite(.cleansUp) struct WireDifferentialTests {
     static let oddNumbers = [
-        "1e400", "-1e999", "1e-400", "2e-324", "01", "-01", "+1", "1.", ".5", "1.0", "1e2", "1E+2", "-0", "0e-400", "9223372036854775807",
-        "9223372036854775808", "-9223372036854775808", "1795464170588.9714", "4.9e-324", "1.7976931348623157e308", "1.7976931348623159e308",
+        "1e400", "-1e999", "1e-400", "2e-324", "01", "-01", "+1", "1.", ".5", "1.0", "1e2", "1E+2", "-0", "0e-400",
+        "9223372036854775807",
+        "9223372036854775808", "-9223372036854775808", "1795464170588.9714", "4.9e-324", "1.7976931348623157e308",
+        "1.7976931348623159e308",
         "8640000000000000", "8640000000000001", "100e-2", "0.1", "-", "1e", "1.5e+", "Infinity", "NaN",
     ]
     static let oddStrings: [[UInt8]] = [
-        [0xFF], [0xC0, 0x80], [0xE2, 0x82], [0xED, 0xA0, 0x80], [0xF4, 0x90, 0x80, 0x80], Array(#"\u0000"#.utf8), Array(#"\ud800"#.utf8),
-        Array(#"\udc00\ud800"#.utf8), Array(#"\ud83d\ude00"#.utf8), Array(#"\/\b\f"#.utf8), Array(#"\x"#.utf8), [0x09], Array("é😀".utf8),
+        [0xFF], [0xC0, 0x80], [0xE2, 0x82], [0xED, 0xA0, 0x80], [0xF4, 0x90, 0x80, 0x80], Array(#"\u0000"#.utf8),
+        Array(#"\ud800"#.utf8),
+        Array(#"\udc00\ud800"#.utf8), Array(#"\ud83d\ude00"#.utf8), Array(#"\/\b\f"#.utf8), Array(#"\x"#.utf8), [0x09],
+        Array("é😀".utf8),
         Array(#"\u00"#.utf8),
     ]
     static let oddValues = ["null", "{}", "[]", "true", #""x""#, "[null]", #"{"value":null}"#, "[1,\"a\"]", "{\"recordName\":5}"]
 
     /// A random record as a client might send it, every field type included.
     static func record(_ random: inout SeededGenerator) -> RecordWire {
-        func double() -> Double { [0.5, -2.25, 1e-7, 1.7976931348623157e308, 5e-324, 3, -0.0][Int.random(in: 0..<7, using: &random)] }
+        func double() -> Double {
+            [0.5, -2.25, 1e-7, 1.7976931348623157e308, 5e-324, 3, -0.0][Int.random(in: 0..<7, using: &random)]
+        }
         let values: [FieldValue] = [
             .string("text \"quoted\" \\ \u{1} é😀"), .int64(Int64.random(in: .min ... .max, using: &random)), .double(double()),
             .timestamp(Date(milliseconds: Int64.random(in: Date.wireMilliseconds, using: &random))), .bytes(Data([0, 255, 7])),
@@ -36,7 +42,9 @@ import Testing
         var fields = [String: FieldValue]()
         for index in 0..<Int.random(in: 0...6, using: &random) { fields["f\(index)"] = values.randomElement(using: &random)! }
         // Assets take the Codable path by design; a few keep it tested.
-        if Int.random(in: 0..<20, using: &random) == 0 { fields["asset"] = .asset(AssetValue(fileChecksum: "c", size: 2, receipt: "r")) }
+        if Int.random(in: 0..<20, using: &random) == 0 {
+            fields["asset"] = .asset(AssetValue(fileChecksum: "c", size: 2, receipt: "r"))
+        }
         var record = RecordWire(recordName: "r\(Int.random(in: 0...9, using: &random))", recordType: "T", fields: fields)
         if Bool.random(using: &random) { record.recordChangeTag = "1z" }
         if Bool.random(using: &random) { record.clearedFields = ["gone"] }
@@ -74,7 +82,9 @@ import Testing
                 let at = Int.random(in: string.lowerBound...string.upperBound, using: &random)
                 bytes.insert(contentsOf: oddStrings.randomElement(using: &random)!, at: at)
             case 2:
-                guard let value = (tokens.numbers + tokens.strings.map { $0.lowerBound - 1..<$0.upperBound + 1 }).randomElement(using: &random)
+                guard
+                    let value = (tokens.numbers + tokens.strings.map { $0.lowerBound - 1..<$0.upperBound + 1 }).randomElement(
+                        using: &random)
                 else { continue }
                 bytes.replaceSubrange(value, with: Array(oddValues.randomElement(using: &random)!.utf8))
             case 3:
@@ -133,14 +143,20 @@ import Testing
             if byte == UInt8(ascii: "\"") {
                 let start = index + 1
                 index += 1
-                while index < bytes.count, bytes[index] != UInt8(ascii: "\"") { index += bytes[index] == UInt8(ascii: "\\") ? 2 : 1 }
+                while index < bytes.count, bytes[index] != UInt8(ascii: "\"") {
+                    index += bytes[index] == UInt8(ascii: "\\") ? 2 : 1
+                }
                 guard index < bytes.count else { break }
                 strings.append(start..<index)
                 index += 1
                 if index < bytes.count, bytes[index] == UInt8(ascii: ":") {
                     var end = index + 1
-                    while end < bytes.count, ![UInt8(ascii: ","), UInt8(ascii: "}"), UInt8(ascii: "{"), UInt8(ascii: "[")].contains(bytes[end]) { end += 1 }
-                    if end < bytes.count, bytes[end] != UInt8(ascii: "{"), bytes[end] != UInt8(ascii: "[") { members.append(start - 1..<end) }
+                    while end < bytes.count,
+                        ![UInt8(ascii: ","), UInt8(ascii: "}"), UInt8(ascii: "{"), UInt8(ascii: "[")].contains(bytes[end])
+                    { end += 1 }
+                    if end < bytes.count, bytes[end] != UInt8(ascii: "{"), bytes[end] != UInt8(ascii: "[") {
+                        members.append(start - 1..<end)
+                    }
                 }
             } else if byte == UInt8(ascii: "-") || (48...57).contains(byte) {
                 let start = index
@@ -166,7 +182,8 @@ import Testing
             // Stricter than JSONDecoder by design: a repeated key; bad text or numbers in parts JSONDecoder skips
             // without reading; and an INT64 such as 1e-400, which JSONDecoder reads as 0.
             let stricter = [
-                "appears twice", "not valid UTF-8", "control character", "lone UTF-16 surrogate", "beyond the range", "not a JSON value",
+                "appears twice", "not valid UTF-8", "control character", "lone UTF-16 surrogate", "beyond the range",
+                "not a JSON value",
                 "leading zero", "no digits", "unknown escape", "four hex digits",
             ]
             #expect(
@@ -192,15 +209,24 @@ import Testing
         var (handled, accepted) = (0, 0)
         for round in 0..<1500 {
             let request = RecordsModifyRequest(
-                operations: (0..<Int.random(in: 1...3, using: &random)).map { _ in RecordOperation(.forceUpdate, Self.record(&random)) },
-                zoneID: Bool.random(using: &random) ? ZoneID(zoneName: "Z") : nil, atomic: Bool.random(using: &random) ? false : nil)
+                operations: (0..<Int.random(in: 1...3, using: &random)).map { _ in
+                    RecordOperation(.forceUpdate, Self.record(&random))
+                },
+                zoneID: Bool.random(using: &random) ? ZoneID(zoneName: "Z") : nil,
+                atomic: Bool.random(using: &random) ? false : nil)
             // Written by hand and by JSONEncoder, both read back as the request.
             let handWritten = try request.encoded()
-            #expect(try JSONDecoder().decode(RecordsModifyRequest.self, from: handWritten).operations == request.operations, "seed \(seed) round \(round)")
-            #expect(try RecordsModifyRequest.decode(JSONEncoder().encode(request)).operations == request.operations, "seed \(seed) round \(round)")
+            #expect(
+                try JSONDecoder().decode(RecordsModifyRequest.self, from: handWritten).operations == request.operations,
+                "seed \(seed) round \(round)")
+            #expect(
+                try RecordsModifyRequest.decode(JSONEncoder().encode(request)).operations == request.operations,
+                "seed \(seed) round \(round)")
             let body = round % 4 == 0 ? Array(handWritten) : Self.mangle(try Self.canonical(handWritten), &random)
             let context = "seed \(seed) round \(round): \(String(decoding: body, as: UTF8.self).prefix(600))"
-            let whole = Self.compare(body, as: ModifyOperations.self, hand: { ModifyOperations(try RecordsModifyRequest.byHand($0)) }, context: context)
+            let whole = Self.compare(
+                body, as: ModifyOperations.self, hand: { ModifyOperations(try RecordsModifyRequest.byHand($0)) }, context: context
+            )
             if whole.handled { handled += 1 }
             if whole.accepted { accepted += 1 }
         }

@@ -93,7 +93,8 @@ import Testing
         #expect(entitle.errorCode == .notFound)
         let seeded = try await server.seedApp()
         let unknownContainer = try await server.request(
-            .POST, "/admin/1/apps/\(seeded.bundleID)/entitlements", session: admin, json: #"{"container":"iCloud.com.example.Unknown"}"#)
+            .POST, "/admin/1/apps/\(seeded.bundleID)/entitlements", session: admin,
+            json: #"{"container":"iCloud.com.example.Unknown"}"#)
         #expect(unknownContainer.status == 404)
         #expect(unknownContainer.error?.reason.contains("iCloud.com.example.Unknown") == true)
         let tokenForUnknown = try await server.request(

@@ -33,7 +33,9 @@ import Testing
             Self.head(path, session: ann, apiToken: app.apiToken, contentLength: body.count) + body)
         #expect(exchange.sentAll, "the server stopped reading the body")
         #expect(exchange.closedByServer)
-        #expect(exchange.text.hasPrefix("HTTP/1.1 413") && exchange.text.contains("REQUEST_TOO_LARGE"), "\(exchange.text.prefix(200))")
+        #expect(
+            exchange.text.hasPrefix("HTTP/1.1 413") && exchange.text.contains("REQUEST_TOO_LARGE"), "\(exchange.text.prefix(200))"
+        )
         let values = try await server.request(.GET, "/kv/1/\(app.storeIdentifier)/values", session: ann, apiToken: app.apiToken)
         #expect(values.status == 200 && !String(decoding: values.body, as: UTF8.self).contains("xxx"), "nothing was written")
     }
@@ -56,7 +58,8 @@ import Testing
         #expect(silent.closedByServer && silent.received.isEmpty)
         let unfinishedHead = try await server.rawExchange(Data("GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n".utf8))
         #expect(unfinishedHead.closedByServer && unfinishedHead.received.isEmpty)
-        let whole = try await server.rawExchange(Data("GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".utf8))
+        let whole = try await server.rawExchange(
+            Data("GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".utf8))
         #expect(whole.text.hasPrefix("HTTP/1.1 200"), "\(whole.text.prefix(200))")
     }
 
@@ -82,10 +85,24 @@ import Testing
     /// Requests the decoder cannot read, or whose URL or headers are larger than the server reads, are
     /// answered at once with a status and a code that say which, and the connection is closed.
     @Test(arguments: [
-        ("a stray byte in the request line", Data("GET /he".utf8) + [0xFF] + Data("alth HTTP/1.1\r\nHost: x\r\n\r\n".utf8), 400, ErrorCode.badRequest),
-        ("a 100 KB header", Data("GET /health HTTP/1.1\r\nHost: x\r\nX-Big: \(String(repeating: "a", count: 100_000))\r\n\r\n".utf8), 431, .headersTooLarge),
-        ("10,000 headers", Data(("GET /health HTTP/1.1\r\nHost: x\r\n" + (0..<10_000).map { "X-H\($0): v\r\n" }.joined() + "\r\n").utf8), 431, .headersTooLarge),
-        ("a 1 MB URL", Data("GET /health?\(String(repeating: "a", count: 1_000_000)) HTTP/1.1\r\nHost: x\r\n\r\n".utf8), 414, .uriTooLong),
+        (
+            "a stray byte in the request line", Data("GET /he".utf8) + [0xFF] + Data("alth HTTP/1.1\r\nHost: x\r\n\r\n".utf8),
+            400, ErrorCode.badRequest
+        ),
+        (
+            "a 100 KB header",
+            Data("GET /health HTTP/1.1\r\nHost: x\r\nX-Big: \(String(repeating: "a", count: 100_000))\r\n\r\n".utf8), 431,
+            .headersTooLarge
+        ),
+        (
+            "10,000 headers",
+            Data(("GET /health HTTP/1.1\r\nHost: x\r\n" + (0..<10_000).map { "X-H\($0): v\r\n" }.joined() + "\r\n").utf8), 431,
+            .headersTooLarge
+        ),
+        (
+            "a 1 MB URL", Data("GET /health?\(String(repeating: "a", count: 1_000_000)) HTTP/1.1\r\nHost: x\r\n\r\n".utf8), 414,
+            .uriTooLong
+        ),
     ])
     func malformedRequestsAreAnsweredAtOnce(_ name: String, request: Data, status: Int, code: ErrorCode) async throws {
         let server = try await TestServer.start()
@@ -112,19 +129,24 @@ import Testing
         }
         do {
             // Ten seconds of head, a byte every 50 ms: cut off long before its end.
-            let head = Data("GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Padding: \(String(repeating: "p", count: 160))\r\n\r\n".utf8)
+            let head = Data(
+                "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Padding: \(String(repeating: "p", count: 160))\r\n\r\n".utf8)
             let slowly = head.map { Data([$0]) }
             let first = try await server.rawExchange(pieces: slowly, pause: .milliseconds(50), timeout: .seconds(30))
             #expect(first.closedByServer && first.received.isEmpty && !first.sentAll)
 
             let answered = Data("GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".utf8)
-            let second = try await server.rawExchange(pieces: [answered, Data()] + slowly, pause: .milliseconds(50), timeout: .seconds(30))
+            let second = try await server.rawExchange(
+                pieces: [answered, Data()] + slowly, pause: .milliseconds(50), timeout: .seconds(30))
             #expect(second.closedByServer && !second.sentAll)
-            #expect(second.text.hasPrefix("HTTP/1.1 200") && second.text.components(separatedBy: "HTTP/1.1").count == 2, "\(second.text.debugDescription)")
+            #expect(
+                second.text.hasPrefix("HTTP/1.1 200") && second.text.components(separatedBy: "HTTP/1.1").count == 2,
+                "\(second.text.debugDescription)")
 
             // Idle between requests for longer than the head timeout: the next request is still served.
             let idle = try await server.rawExchange(
-                pieces: [answered, Data(), Data(), answered.dropLast(4) + Data("\r\nConnection: close\r\n\r\n".utf8)], pause: .milliseconds(500),
+                pieces: [answered, Data(), Data(), answered.dropLast(4) + Data("\r\nConnection: close\r\n\r\n".utf8)],
+                pause: .milliseconds(500),
                 timeout: .seconds(20))
             #expect(idle.text.components(separatedBy: "HTTP/1.1 200").count == 3, "\(idle.text)")
         } catch {
@@ -140,7 +162,9 @@ import Testing
         do {
             let (sent, sentOne) = AsyncStream.makeStream(of: Void.self)
             let held = (0..<4).map { _ in
-                Task { try await server.rawExchange(pieces: [Data("GET /he".utf8)], timeout: .seconds(4), sent: { sentOne.yield() }) }
+                Task {
+                    try await server.rawExchange(pieces: [Data("GET /he".utf8)], timeout: .seconds(4), sent: { sentOne.yield() })
+                }
             }
             var connected = sent.makeAsyncIterator()
             for _ in held { await connected.next() }

@@ -28,7 +28,8 @@ struct JSONMutator {
             let repeatElement = path.last is Int && Bool.random(using: &random)
             let oddity = try JSONSerialization.jsonObject(
                 with: Data(Self.oddities.randomElement(using: &random)!.utf8), options: .fragmentsAllowed)
-            body = Self.replacing(body, at: path[...], with: oddity, copies: repeatElement ? Int.random(in: 2...300, using: &random) : 1)
+            body = Self.replacing(
+                body, at: path[...], with: oddity, copies: repeatElement ? Int.random(in: 2...300, using: &random) : 1)
         }
         return String(decoding: try JSONSerialization.data(withJSONObject: body), as: UTF8.self)
     }

@@ -4,8 +4,8 @@ import Testing
 
 @Suite(.cleansUp) struct MemoryAllocatorTests {
     #if canImport(Glibc)
-    @Test func glibcTakesTheThresholds() {
-        #expect(MemoryAllocator.keepFreedMemory())
-    }
+        @Test func glibcTakesTheThresholds() {
+            #expect(MemoryAllocator.keepFreedMemory())
+        }
     #endif
 }

@@ -40,12 +40,16 @@ import Testing
             for (method, operation) in operations {
                 let responses = try #require(operation["responses"] as? [String: Any])
                 #expect(responses["default"] == nil, "\(method) \(path)")
-                #expect(responses.keys.contains { $0.hasPrefix("2") || $0 == "101" } && responses["429"] != nil, "\(method) \(path)")
+                #expect(
+                    responses.keys.contains { $0.hasPrefix("2") || $0 == "101" } && responses["429"] != nil, "\(method) \(path)")
             }
         }
         let modify = try #require(paths["/database/1/{container}/{environment}/{database}/records/modify"]?["post"])
         let parameters = try #require(modify["parameters"] as? [[String: Any]])
-        let enums = Dictionary(uniqueKeysWithValues: parameters.map { ($0["name"] as! String, ($0["schema"] as? [String: Any])?["enum"] as? [String]) })
+        let enums = Dictionary(
+            uniqueKeysWithValues: parameters.map {
+                ($0["name"] as! String, ($0["schema"] as? [String: Any])?["enum"] as? [String])
+            })
         #expect(enums["environment"] == ["development", "production"] && enums["database"] == ["private", "public", "shared"])
         #expect((paths["/auth/1/signout"]?["post"]?["responses"] as? [String: Any])?["204"] != nil)
         let schemas = try #require((document["components"] as? [String: Any])?["schemas"] as? [String: [String: Any]])

@@ -60,7 +60,9 @@ import WSClient
 
     /// Sets `key` in the app's key-value store from `session`'s device: one change to the store's zone.
     @discardableResult
-    static func set(_ key: String, on server: TestServer, app: TestServer.SeededApp, as session: NimbusSession) async throws -> RawResponse {
+    static func set(_ key: String, on server: TestServer, app: TestServer.SeededApp, as session: NimbusSession) async throws
+        -> RawResponse
+    {
         try await server.request(
             .POST, "/kv/1/\(app.storeIdentifier)/modify", session: session, apiToken: app.apiToken,
             json: #"{"operations":[{"operationType":"set","key":"\#(key)","value":{"type":"BOOLEAN","value":true}}]}"#)
@@ -168,10 +170,13 @@ import WSClient
         let (device, phone, zone, app) = try await connectedDevice(server, afterSetting: ["a", "b"])
 
         try await device.send(.binary(ByteBuffer(bytes: [0, 1, 2, 255])))
-        for text in ["", "null", "{", #"{"type":"applied"}"#, #"{"type":"applied","zone":{"service":"kv","name":5},"sequence":1}"#] {
+        for text in [
+            "", "null", "{", #"{"type":"applied"}"#, #"{"type":"applied","zone":{"service":"kv","name":5},"sequence":1}"#,
+        ] {
             try await device.send(.text(text))
         }
-        try await device.send(PushMessage(type: .applied, zone: ZoneAddress(service: .keyValue, name: "98Z3R5XU29.com.example.Other"), sequence: 1))
+        try await device.send(
+            PushMessage(type: .applied, zone: ZoneAddress(service: .keyValue, name: "98Z3R5XU29.com.example.Other"), sequence: 1))
         try await device.send(PushMessage(type: .zoneMoved, zone: zone, sequence: 1))
         try await device.send(PushMessage(type: .applied, zone: zone, sequence: -5))
         // More than the zone holds: recorded as all there is, not as changes that never happened.

@@ -27,15 +27,19 @@ import Testing
         static func make() async throws -> Fixture {
             let server = try await TestServer.start()
             return Fixture(
-                server: server, app: try await server.seedApp(), ann: try await server.signIn(email: "ann@example.com", device: "phone"),
+                server: server, app: try await server.seedApp(),
+                ann: try await server.signIn(email: "ann@example.com", device: "phone"),
                 administrator: try await server.signInAdministrator())
         }
 
         func send(_ seed: Seed, path: String? = nil, body: String? = nil) async throws -> RawResponse {
             switch seed.caller {
             case .nobody: try await server.request(seed.method, path ?? seed.path, json: body ?? seed.body)
-            case .user: try await server.request(seed.method, path ?? seed.path, session: ann, apiToken: app.apiToken, json: body ?? seed.body)
-            case .administrator: try await server.request(seed.method, path ?? seed.path, session: administrator, json: body ?? seed.body)
+            case .user:
+                try await server.request(
+                    seed.method, path ?? seed.path, session: ann, apiToken: app.apiToken, json: body ?? seed.body)
+            case .administrator:
+                try await server.request(seed.method, path ?? seed.path, session: administrator, json: body ?? seed.body)
             }
         }
 
@@ -50,32 +54,52 @@ import Testing
                     body: #"{"operations":[{"operationType":"set","key":"k","value":{"type":"STRING","value":"v"}},"#
                         + #"{"operationType":"set","key":"d","value":{"type":"DICTIONARY","value":{"n":{"type":"INT64","value":1},"#
                         + #""l":{"type":"LIST","value":[{"type":"TIMESTAMP","value":1700000000000},{"type":"BYTES","value":"aGk="},"#
-                        + #"{"type":"DOUBLE","value":1.5},{"type":"BOOLEAN","value":true}]}}}},{"operationType":"remove","key":"x"}]}"#),
+                        + #"{"type":"DOUBLE","value":1.5},{"type":"BOOLEAN","value":true}]}}}},{"operationType":"remove","key":"x"}]}"#
+                ),
                 Seed(method: .POST, caller: .user, path: "\(kv)/changes", body: #"{"resultsLimit":10}"#),
                 Seed(method: .GET, caller: .user, path: "\(kv)/values"),
-                Seed(method: .POST, caller: .nobody, path: "/auth/1/signup", body: #"{"email":"fuzz@example.com","password":"a long password"}"#),
+                Seed(
+                    method: .POST, caller: .nobody, path: "/auth/1/signup",
+                    body: #"{"email":"fuzz@example.com","password":"a long password"}"#),
                 Seed(
                     method: .POST, caller: .nobody, path: "/auth/1/signin",
-                    body: #"{"email":"ann@example.com","password":"\#(TestServer.password)","deviceName":"fuzzer","deviceID":"fuzz-device"}"#),
+                    body:
+                        #"{"email":"ann@example.com","password":"\#(TestServer.password)","deviceName":"fuzzer","deviceID":"fuzz-device"}"#
+                ),
                 Seed(method: .GET, caller: .user, path: "/auth/1/devices"),
-                Seed(method: .POST, caller: .administrator, path: "/admin/1/teams", body: #"{"teamID":"FUZZ123456","name":"Fuzz"}"#),
+                Seed(
+                    method: .POST, caller: .administrator, path: "/admin/1/teams", body: #"{"teamID":"FUZZ123456","name":"Fuzz"}"#
+                ),
                 Seed(
                     method: .POST, caller: .administrator, path: "/admin/1/apps",
-                    body: #"{"bundleID":"com.example.Fuzz","teamID":"\#(app.teamID)","keyValueStoreIdentifier":"\#(app.teamID).com.example.Fuzz"}"#),
-                Seed(method: .POST, caller: .administrator, path: "/admin/1/containers", body: #"{"identifier":"iCloud.com.example.Fuzz","teamID":"\#(app.teamID)"}"#),
-                Seed(method: .POST, caller: .administrator, path: "/admin/1/apps/\(app.bundleID)/entitlements", body: #"{"container":"\#(container)"}"#),
+                    body:
+                        #"{"bundleID":"com.example.Fuzz","teamID":"\#(app.teamID)","keyValueStoreIdentifier":"\#(app.teamID).com.example.Fuzz"}"#
+                ),
+                Seed(
+                    method: .POST, caller: .administrator, path: "/admin/1/containers",
+                    body: #"{"identifier":"iCloud.com.example.Fuzz","teamID":"\#(app.teamID)"}"#),
+                Seed(
+                    method: .POST, caller: .administrator, path: "/admin/1/apps/\(app.bundleID)/entitlements",
+                    body: #"{"container":"\#(container)"}"#),
                 Seed(
                     method: .POST, caller: .administrator, path: "/admin/1/tokens",
                     body: #"{"container":"\#(container)","bundleID":"\#(app.bundleID)","name":"fuzz"}"#),
                 Seed(
                     method: .POST, caller: .administrator, path: "/admin/1/keys",
-                    body: String(decoding: try! JSONEncoder().encode(CreateServerKeyRequest(container: container, publicKey: publicKey)), as: UTF8.self)),
+                    body: String(
+                        decoding: try! JSONEncoder().encode(CreateServerKeyRequest(container: container, publicKey: publicKey)),
+                        as: UTF8.self)),
                 Seed(
                     method: .PUT, caller: .administrator, path: "/admin/1/containers/\(container)/schema/development",
-                    body: #"{"text":"DEFINE SCHEMA\n  CREATE ROLE Editors;\n  RECORD TYPE Notes (\n    text STRING QUERYABLE SEARCHABLE,\n    GRANT WRITE TO \"Editors\"\n  );\n"}"#),
-                Seed(method: .POST, caller: .administrator, path: "/admin/1/containers/\(container)/schema/deploy", body: #"{"dryRun":true}"#),
+                    body:
+                        #"{"text":"DEFINE SCHEMA\n  CREATE ROLE Editors;\n  RECORD TYPE Notes (\n    text STRING QUERYABLE SEARCHABLE,\n    GRANT WRITE TO \"Editors\"\n  );\n"}"#
+                ),
                 Seed(
-                    method: .POST, caller: .administrator, path: "/admin/1/containers/\(container)/roles/development/Editors/members",
+                    method: .POST, caller: .administrator, path: "/admin/1/containers/\(container)/schema/deploy",
+                    body: #"{"dryRun":true}"#),
+                Seed(
+                    method: .POST, caller: .administrator,
+                    path: "/admin/1/containers/\(container)/roles/development/Editors/members",
                     body: #"{"email":"ann@example.com"}"#),
             ]
         }
@@ -119,7 +143,9 @@ import Testing
             let response = try await fixture.send(seed, path: path)
             #expect(response.status < 500, "round \(round): \(seed.method) \(path.prefix(300))")
             if response.status >= 400 {
-                #expect(response.error != nil, "round \(round): \(path.prefix(300)) answered \(response.status) without an error code")
+                #expect(
+                    response.error != nil, "round \(round): \(path.prefix(300)) answered \(response.status) without an error code"
+                )
             }
         }
         #expect(try await fixture.server.request(.GET, "/health").status == 200)

@@ -29,12 +29,17 @@ import Testing
         let app = try await server.seedApp()
         let ann = try await server.signIn(email: "ann@example.com", device: "phone")
         let path = "/kv/1/\(app.storeIdentifier)"
-        #expect(try await server.request(.POST, "\(path)/modify", session: ann, apiToken: app.apiToken, json: Self.bigValue("first")).status == 200)
+        #expect(
+            try await server.request(.POST, "\(path)/modify", session: ann, apiToken: app.apiToken, json: Self.bigValue("first"))
+                .status == 200)
 
         try await Self.fillDisk(server, full: true)
-        let refused = try await server.request(.POST, "\(path)/modify", session: ann, apiToken: app.apiToken, json: Self.bigValue("second"))
+        let refused = try await server.request(
+            .POST, "\(path)/modify", session: ann, apiToken: app.apiToken, json: Self.bigValue("second"))
         #expect(refused.status == 503)
-        #expect(refused.errorCode == .tryAgainLater && refused.error?.retryAfter != nil, "\(String(decoding: refused.body, as: UTF8.self))")
+        #expect(
+            refused.errorCode == .tryAgainLater && refused.error?.retryAfter != nil,
+            "\(String(decoding: refused.body, as: UTF8.self))")
         #expect(refused.headers["Retry-After"].first != nil)
         let values = try await server.request(.GET, "\(path)/values", session: ann, apiToken: app.apiToken)
         #expect(values.status == 200)
@@ -55,14 +60,21 @@ import Testing
 
     @Test func recordBatchesAreRefusedWhole() async throws {
         let fixture = try await DatabaseFixture.make()
-        _ = try await fixture.modify(#"{"operations":[{"operationType":"create","record":{"recordName":"kept","recordType":"Notes","fields":{"text":{"value":"a"}}}}]}"#)
+        _ = try await fixture.modify(
+            #"{"operations":[{"operationType":"create","record":{"recordName":"kept","recordType":"Notes","fields":{"text":{"value":"a"}}}}]}"#
+        )
         try await Self.fillDisk(fixture.server, full: true)
         let big = String(repeating: "z", count: 100_000)
-        let batch = #"{"operations":["#
-            + (0..<5).map { #"{"operationType":"create","record":{"recordName":"n\#($0)","recordType":"Notes","fields":{"text":{"value":"\#(big)"}}}}"# }
+        let batch =
+            #"{"operations":["#
+            + (0..<5).map {
+                #"{"operationType":"create","record":{"recordName":"n\#($0)","recordType":"Notes","fields":{"text":{"value":"\#(big)"}}}}"#
+            }
             .joined(separator: ",") + "]}"
         let refused = try await fixture.post("records/modify", batch)
-        #expect(refused.status == 503 && refused.errorCode == .tryAgainLater, "\(String(decoding: refused.body.prefix(300), as: UTF8.self))")
+        #expect(
+            refused.status == 503 && refused.errorCode == .tryAgainLater,
+            "\(String(decoding: refused.body.prefix(300), as: UTF8.self))")
         let found = try await fixture.query(#"{"query":{"recordType":"Notes"}}"#)
         #expect(found.records.names == ["kept"])
 
@@ -76,7 +88,9 @@ import Testing
         let full = try #require(FileHandle(forWritingAtPath: "/dev/full"))
         let noSpace = #expect(throws: (any Error).self) { try full.write(contentsOf: Data(repeating: 0, count: 4096)) }
         #expect(noSpace.map(LocalBlobWriter.storeError) as? StoreError == .storageFull)
-        let missing = #expect(throws: (any Error).self) { try FileHandle(forWritingTo: URL(fileURLWithPath: "/nonexistent/file")) }
+        let missing = #expect(throws: (any Error).self) {
+            try FileHandle(forWritingTo: URL(fileURLWithPath: "/nonexistent/file"))
+        }
         #expect(missing.map(LocalBlobWriter.storeError) as? StoreError == nil)
     }
 }

@@ -11,7 +11,8 @@ import Testing
 
     func makeAccount(_ store: any Store) async throws -> String {
         let id = Secrets.userRecordName()
-        try await store.createAccount(AccountRecord(id: id, email: "\(id)@example.com", passwordHash: "x", isAdministrator: false, createdAt: Date()))
+        try await store.createAccount(
+            AccountRecord(id: id, email: "\(id)@example.com", passwordHash: "x", isAdministrator: false, createdAt: Date()))
         return id
     }
 
@@ -44,21 +45,28 @@ import Testing
         _ = try await store.transact(zone, creating: true) { transaction in
             try transaction.setGrants([ZoneGrant(scope: "trip", grantee: ann, permission: .read)], scope: "trip")
             try transaction.setGrants(
-                [ZoneGrant(scope: "party", grantee: ann, permission: .readWrite), ZoneGrant(scope: "party", grantee: bob, permission: .read)],
+                [
+                    ZoneGrant(scope: "party", grantee: ann, permission: .readWrite),
+                    ZoneGrant(scope: "party", grantee: bob, permission: .read),
+                ],
                 scope: "party")
         }
         try await store.acceptGrant(zone, scope: "party", grantee: ann)
         await #expect(throws: StoreError.self) { try await store.acceptGrant(zone, scope: "trip", grantee: bob) }
         var grants = try await store.grants(zone)
-        #expect(grants.filter { $0.grantee == ann }.map { "\($0.scope):\($0.permission.rawValue):\($0.accepted)" } == [
-            "party:readWrite:true", "trip:read:false",
-        ])
+        #expect(
+            grants.filter { $0.grantee == ann }.map { "\($0.scope):\($0.permission.rawValue):\($0.accepted)" } == [
+                "party:readWrite:true", "trip:read:false",
+            ])
         // Replacing one scope keeps the acceptance of grantees it keeps and leaves the other scopes alone.
         _ = try await store.transact(zone, creating: false) { transaction in
             try transaction.setGrants([ZoneGrant(scope: "party", grantee: ann, permission: .read)], scope: "party")
         }
         grants = try await store.grants(zone)
-        #expect(grants.map { "\($0.scope):\($0.grantee == ann ? "ann" : "bob"):\($0.accepted)" } == ["party:ann:true", "trip:ann:false"])
+        #expect(
+            grants.map { "\($0.scope):\($0.grantee == ann ? "ann" : "bob"):\($0.accepted)" } == [
+                "party:ann:true", "trip:ann:false",
+            ])
         let granted = try await store.grantedZones(grantee: ann, service: IndexConformanceTests.service)
         #expect(granted.map(\.grant.scope) == ["party", "trip"])
         #expect(try await store.grantedZones(grantee: bob, service: IndexConformanceTests.service).isEmpty)
@@ -71,19 +79,33 @@ import Testing
         try await store.createContainer(Container(identifier: "iCloud.com.x.y", teamID: "98Z3R5XU29"))
         let (ann, bob) = (try await makeAccount(store), try await makeAccount(store))
         let container = "iCloud.com.x.y"
-        try await store.setRoleMember(RoleMember(role: "Editors", accountID: ann), container: container, environment: "production", member: true)
-        try await store.setRoleMember(RoleMember(role: "Editors", accountID: ann), container: container, environment: "production", member: true)
-        try await store.setRoleMember(RoleMember(role: "Readers", accountID: bob), container: container, environment: "production", member: true)
-        try await store.setRoleMember(RoleMember(role: "Editors", accountID: bob), container: container, environment: "development", member: true)
-        #expect(try await store.roleMembers(container: container, environment: "production") == [
-            RoleMember(role: "Editors", accountID: ann), RoleMember(role: "Readers", accountID: bob),
-        ])
-        try await store.setRoleMember(RoleMember(role: "Editors", accountID: ann), container: container, environment: "production", member: false)
-        try await store.setRoleMember(RoleMember(role: "Editors", accountID: ann), container: container, environment: "production", member: false)
-        #expect(try await store.roleMembers(container: container, environment: "production") == [RoleMember(role: "Readers", accountID: bob)])
-        #expect(try await store.roleMembers(container: container, environment: "development") == [RoleMember(role: "Editors", accountID: bob)])
+        try await store.setRoleMember(
+            RoleMember(role: "Editors", accountID: ann), container: container, environment: "production", member: true)
+        try await store.setRoleMember(
+            RoleMember(role: "Editors", accountID: ann), container: container, environment: "production", member: true)
+        try await store.setRoleMember(
+            RoleMember(role: "Readers", accountID: bob), container: container, environment: "production", member: true)
+        try await store.setRoleMember(
+            RoleMember(role: "Editors", accountID: bob), container: container, environment: "development", member: true)
+        #expect(
+            try await store.roleMembers(container: container, environment: "production") == [
+                RoleMember(role: "Editors", accountID: ann), RoleMember(role: "Readers", accountID: bob),
+            ])
+        try await store.setRoleMember(
+            RoleMember(role: "Editors", accountID: ann), container: container, environment: "production", member: false)
+        try await store.setRoleMember(
+            RoleMember(role: "Editors", accountID: ann), container: container, environment: "production", member: false)
+        #expect(
+            try await store.roleMembers(container: container, environment: "production") == [
+                RoleMember(role: "Readers", accountID: bob)
+            ])
+        #expect(
+            try await store.roleMembers(container: container, environment: "development") == [
+                RoleMember(role: "Editors", accountID: bob)
+            ])
         await #expect(throws: (any Error).self) {
-            try await store.setRoleMember(RoleMember(role: "Editors", accountID: "nobody"), container: container, environment: "production", member: true)
+            try await store.setRoleMember(
+                RoleMember(role: "Editors", accountID: "nobody"), container: container, environment: "production", member: true)
         }
     }
 }

@@ -15,7 +15,9 @@ import Testing
         } else {
             accountID = Secrets.userRecordName()
             try await store.createAccount(
-                AccountRecord(id: accountID, email: "\(accountID)@example.com", passwordHash: "x", isAdministrator: false, createdAt: Date()))
+                AccountRecord(
+                    id: accountID, email: "\(accountID)@example.com", passwordHash: "x", isAdministrator: false, createdAt: Date()
+                ))
         }
         return ZoneKey(accountID: accountID, address: ZoneAddress(service: Self.service, name: name))
     }
@@ -73,7 +75,9 @@ import Testing
     func equalityFilterWithSortAndPaging(_ backend: StoreBackend) async throws {
         let store = try backend.makeStore()
         let zone = try await makeZone(store)
-        for (key, name, list) in [("1", "milk", "groceries"), ("2", "bread", "groceries"), ("3", "nails", "hardware"), ("4", "apples", "groceries")] {
+        for (key, name, list) in [
+            ("1", "milk", "groceries"), ("2", "bread", "groceries"), ("3", "nails", "hardware"), ("4", "apples", "groceries"),
+        ] {
             try await saveItem(store, zone, key, name: name, number: Int64(key)!, list: list)
         }
         let byName = IndexQuery(
@@ -93,11 +97,14 @@ import Testing
     func everyKindOfMatch(_ backend: StoreBackend) async throws {
         let store = try backend.makeStore()
         let zone = try await makeZone(store)
-        try await saveItem(store, zone, "1", name: "milk", number: 1, list: "g", tags: ["dairy", "cold"], location: (52.52, 13.405))
+        try await saveItem(
+            store, zone, "1", name: "milk", number: 1, list: "g", tags: ["dairy", "cold"], location: (52.52, 13.405))
         try await saveItem(store, zone, "2", name: "mints", number: 5, list: "g", tags: ["sweet"], location: (48.8566, 2.3522))
         try await saveItem(store, zone, "3", name: "bread", number: 9, list: "g", location: (52.50, 13.40))
         func matching(_ conditions: IndexCondition...) async throws -> [String] {
-            try await keys(store, IndexQuery(zones: [zone], kind: "Items", conditions: conditions, sort: [IndexSort(field: "number")], limit: 10))
+            try await keys(
+                store,
+                IndexQuery(zones: [zone], kind: "Items", conditions: conditions, sort: [IndexSort(field: "number")], limit: 10))
         }
         #expect(try await matching(IndexCondition(field: "name", .prefix("mi"))) == ["1", "2"])
         #expect(try await matching(IndexCondition(field: "name", .prefix("mi"), negated: true)) == ["3"])
@@ -108,7 +115,9 @@ import Testing
         #expect(try await matching(IndexCondition(field: "tags", .equal(.text("cold")), negated: true)) == ["2", "3"])
         #expect(
             try await matching(
-                IndexCondition(field: "tags", .equal(.text("dairy"))), IndexCondition(field: "tags", .equal(.text("cold")))) == ["1"])
+                IndexCondition(field: "tags", .equal(.text("dairy"))), IndexCondition(field: "tags", .equal(.text("cold")))) == [
+                    "1"
+                ])
         // A condition on several fields holds when any of them has a matching row.
         let either = ["name", "tags"]
         #expect(try await matching(IndexCondition(anyOf: either, .equal(.text("sweet")))) == ["2"])
@@ -120,7 +129,10 @@ import Testing
         #expect(try await matching(IndexCondition(anyOf: [], .equal(.text("milk")))) == [])
         #expect(try await matching(IndexCondition(anyOf: [], .equal(.text("milk")), negated: true)) == ["1", "2", "3"])
         // Berlin's two points are ~2.3 km apart; Paris is ~880 km away.
-        #expect(try await matching(IndexCondition(field: "location", .within(meters: 5_000, latitude: 52.52, longitude: 13.405))) == ["1", "3"])
+        #expect(
+            try await matching(IndexCondition(field: "location", .within(meters: 5_000, latitude: 52.52, longitude: 13.405))) == [
+                "1", "3",
+            ])
         let nearestParis = IndexQuery(
             zones: [zone], kind: "Items",
             sort: [IndexSort(field: "location", order: .distance(latitude: 48.85, longitude: 2.35))], limit: 10)
@@ -139,14 +151,24 @@ import Testing
             try transaction.put("avocado-note", payload: Data("x".utf8), size: 1)
             try transaction.index("avocado-note", kind: "Notes", rows: [])
         }
-        func keys(_ conditions: [IndexCondition], sort: [IndexSort] = [IndexSort(field: IndexEntry.keyField)]) async throws -> [String] {
+        func keys(_ conditions: [IndexCondition], sort: [IndexSort] = [IndexSort(field: IndexEntry.keyField)]) async throws
+            -> [String]
+        {
             try await self.keys(store, IndexQuery(zones: [zone], kind: "Items", conditions: conditions, sort: sort, limit: 10))
         }
         let key = IndexEntry.keyField
-        #expect(try await keys([IndexCondition(field: key, .prefix("ap"))]) == ["apple", "apricot"], "other kinds are not matched")
+        #expect(
+            try await keys([IndexCondition(field: key, .prefix("ap"))]) == ["apple", "apricot"], "other kinds are not matched")
         #expect(try await keys([IndexCondition(field: key, .equal(.text("banana")))]) == ["banana"])
-        #expect(try await keys([IndexCondition(field: key, .oneOf([.text("apple"), .text("banana")])), IndexCondition(field: "number", .greaterThan(.integer(2)))]) == ["apple"])
-        #expect(try await keys([IndexCondition(field: "number", .lessThan(.integer(3))), IndexCondition(field: key, .prefix("ap"), negated: true)]) == ["banana"])
+        #expect(
+            try await keys([
+                IndexCondition(field: key, .oneOf([.text("apple"), .text("banana")])),
+                IndexCondition(field: "number", .greaterThan(.integer(2))),
+            ]) == ["apple"])
+        #expect(
+            try await keys([
+                IndexCondition(field: "number", .lessThan(.integer(3))), IndexCondition(field: key, .prefix("ap"), negated: true),
+            ]) == ["banana"])
         #expect(try await keys([], sort: [IndexSort(field: key, ascending: false)]) == ["banana", "apricot", "apple"])
         #expect(try await keys([IndexCondition(field: key, .greaterThan(.text("apricot")))]) == ["banana"])
     }
@@ -157,7 +179,8 @@ import Testing
         let zone = try await makeZone(store)
         try await saveItem(store, zone, "10", name: "007", number: 7, list: "g")
         try await saveItem(store, zone, "9", name: "7", number: 7, list: "g")
-        let byPrefix = IndexQuery(zones: [zone], kind: "Items", conditions: [IndexCondition(field: "name", .prefix("00"))], limit: 10)
+        let byPrefix = IndexQuery(
+            zones: [zone], kind: "Items", conditions: [IndexCondition(field: "name", .prefix("00"))], limit: 10)
         #expect(try await keys(store, byPrefix) == ["10"])
         let byName = IndexQuery(zones: [zone], kind: "Items", sort: [IndexSort(field: "name")], limit: 10)
         #expect(try await keys(store, byName) == ["10", "9"], "text sorts as text: \"007\" before \"7\"")
@@ -194,9 +217,11 @@ import Testing
         try await saveItem(store, lists, "1", name: "milk", number: 1, list: "g")
         try await store.deleteZone(archive)
         await #expect(throws: StoreError.missing("zone Archive")) { try await store.deleteZone(archive) }
-        let later = try await store.zoneChanges(accountID: lists.accountID, service: Self.service, after: start.sequence, limit: 10)
+        let later = try await store.zoneChanges(
+            accountID: lists.accountID, service: Self.service, after: start.sequence, limit: 10)
         #expect(later.changes == [.init(name: "Lists", deleted: false), .init(name: "Archive", deleted: true)])
-        let paged = try await store.zoneChanges(accountID: lists.accountID, service: Self.service, after: start.sequence, limit: 1)
+        let paged = try await store.zoneChanges(
+            accountID: lists.accountID, service: Self.service, after: start.sequence, limit: 1)
         #expect(paged.moreComing && paged.changes.map(\.name) == ["Lists"])
         #expect(try await store.zones(accountID: lists.accountID, service: Self.service).map(\.name) == ["Lists"])
         // A recreated zone is a new zone: its id differs, so old tokens of it are recognisably stale.
@@ -252,7 +277,8 @@ import Testing
         _ = try await store.transact(lists, creating: false) { transaction in
             try transaction.put("milk", payload: Data("milk".utf8), size: 4)
             try transaction.index(
-                "milk", kind: "Items", rows: [IndexEntry(field: "name", value: .text("milk")), IndexEntry(field: "size", value: .integer(4))])
+                "milk", kind: "Items",
+                rows: [IndexEntry(field: "name", value: .text("milk")), IndexEntry(field: "size", value: .integer(4))])
         }
         let backfill = IndexBackfill(servicePrefix: "db:iCloud.com.example.Cloudy:development:", kind: "Items") { payload in
             [IndexEntry(field: "size", value: .integer(Int64(payload.count)))]
@@ -333,14 +359,16 @@ import Testing
                 "b", kind: "Items",
                 rows: [
                     IndexEntry(field: "name", value: .text("second")), IndexEntry(field: "code", value: .text("naïve ☕️")),
-                    IndexEntry(field: "ratio", value: .real(0.25)), IndexEntry(field: "at", value: .point(latitude: 1.5, longitude: -2)),
+                    IndexEntry(field: "ratio", value: .real(0.25)),
+                    IndexEntry(field: "at", value: .point(latitude: 1.5, longitude: -2)),
                 ])
             try transaction.put("c", payload: Data("c".utf8), size: 1)
             try transaction.put("c", payload: nil, size: 0)
             #expect(throws: StoreError.self) { try transaction.index("c", kind: "Items", rows: []) }
         }
         for (name, key) in [("first", "a"), ("second", "b")] {
-            let query = IndexQuery(zones: [zone], kind: "Items", conditions: [IndexCondition(field: "name", .equal(.text(name)))], limit: 10)
+            let query = IndexQuery(
+                zones: [zone], kind: "Items", conditions: [IndexCondition(field: "name", .equal(.text(name)))], limit: 10)
             #expect(try await keys(store, query) == [key])
         }
         // Every kind of value is stored whole: text beyond ASCII, reals, points.
@@ -350,7 +378,8 @@ import Testing
         ] {
             #expect(try await keys(store, IndexQuery(zones: [zone], kind: "Items", conditions: [condition], limit: 10)) == ["b"])
         }
-        let prefix = IndexQuery(zones: [zone], kind: "Items", conditions: [IndexCondition(field: "code", .equal(.text("naïve")))], limit: 10)
+        let prefix = IndexQuery(
+            zones: [zone], kind: "Items", conditions: [IndexCondition(field: "code", .equal(.text("naïve")))], limit: 10)
         #expect(try await keys(store, prefix).isEmpty, "equality is on the whole text")
     }
 }

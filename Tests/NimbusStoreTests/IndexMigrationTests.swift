@@ -47,13 +47,17 @@ import Testing
     @Test func queriesFindTheRowsWrittenBeforeTheMigration() async throws {
         let store = try SQLiteStore(path: try databaseWithTextFieldNames())
         func keys(_ conditions: [IndexCondition], sort: [IndexSort] = [], kind: String = "Items") async throws -> [String] {
-            try await store.query(IndexQuery(zones: [zone], kind: kind, conditions: conditions, sort: sort, limit: 10)).map(\.entry.key)
+            try await store.query(IndexQuery(zones: [zone], kind: kind, conditions: conditions, sort: sort, limit: 10)).map(
+                \.entry.key)
         }
         let groceries = IndexCondition(field: "list", .equal(.text("groceries")))
         #expect(try await keys([groceries], sort: [IndexSort(field: "name")]) == ["bread", "milk"])
         #expect(try await keys([], sort: [IndexSort(field: "number", ascending: false)]) == ["milk", "nails", "bread"])
         #expect(try await keys([IndexCondition(field: "tags", .allOf([.text("cold"), .text("dairy")]))]) == ["milk"])
-        #expect(try await keys([IndexCondition(field: "location", .within(meters: 1_000, latitude: 52.52, longitude: 13.4))]) == ["milk"])
+        #expect(
+            try await keys([IndexCondition(field: "location", .within(meters: 1_000, latitude: 52.52, longitude: 13.4))]) == [
+                "milk"
+            ])
         #expect(try await keys([IndexCondition(field: IndexEntry.keyField, .prefix("n"))]) == ["nails"])
         #expect(try await keys([IndexCondition(field: "name", .equal(.text("groceries")))], kind: "Lists") == ["groceries"])
         #expect(try await keys([groceries], kind: "Lists") == [], "a field of one kind is not the same-named field of another")
@@ -91,7 +95,13 @@ import Testing
         let path = try databaseWithTextFieldNames()
         var reported = [[String]]()
         let store = try SQLiteStore(path: path) { reported.append($0) }
-        #expect(reported == [["2026-11-22-index-field-ids", "2026-11-22-index-rows-unchecked", "2026-11-23-repair-non-finite-record-values", "2026-11-23-account-profiles"]])
+        #expect(
+            reported == [
+                [
+                    "2026-11-22-index-field-ids", "2026-11-22-index-rows-unchecked", "2026-11-23-repair-non-finite-record-values",
+                    "2026-11-23-account-profiles",
+                ]
+            ])
         let log = try FileManager.default.attributesOfItem(atPath: path + "-wal")
         #expect(log[.size] as? Int == 0)
         withExtendedLifetime(store) {}
@@ -122,7 +132,8 @@ import Testing
         }
         #expect(
             names.map { "\($0.1).\($0.2)" } == [
-                "Items.", "Items.list", "Items.location", "Items.name", "Items.number", "Items.size", "Items.tags", "Items.tokens:name",
+                "Items.", "Items.list", "Items.location", "Items.name", "Items.number", "Items.size", "Items.tags",
+                "Items.tokens:name",
                 "Lists.", "Lists.name",
             ])
         #expect(names.allSatisfy { IndexFieldID.of(kind: $0.1, field: $0.2) == $0.0 })

@@ -18,9 +18,11 @@ import Testing
         let path = directory.appendingPathComponent("nimbus.sqlite").path
         let queue = try DatabaseQueue(path: path)
         try SQLiteStore.migrator.migrate(queue, upTo: "2026-11-22-index-rows-unchecked")
-        let stamp = #""created":{"timestamp":1,"userRecordName":"_a","deviceID":"d"},"modified":{"timestamp":1,"userRecordName":"_a","deviceID":"d"}"#
+        let stamp =
+            #""created":{"timestamp":1,"userRecordName":"_a","deviceID":"d"},"modified":{"timestamp":1,"userRecordName":"_a","deviceID":"d"}"#
         let payloads = [
-            "broken": #"{"recordType":"T","fields":{"x":{"value":null,"type":"DOUBLE"},"name":{"value":"a","type":"STRING"}},"# + stamp + "}",
+            "broken": #"{"recordType":"T","fields":{"x":{"value":null,"type":"DOUBLE"},"name":{"value":"a","type":"STRING"}},"#
+                + stamp + "}",
             "list": #"{"recordType":"T","fields":{"l":{"value":[1.5,null,2],"type":"DOUBLE_LIST"}},"# + stamp + "}",
             "sound": #"{"recordType":"T","fields":{"note":{"value":"null and void","type":"STRING"}},"# + stamp + "}",
         ]
@@ -33,7 +35,9 @@ import Testing
                     INSERT INTO entry_index (zone_id, sequence, field, position, value, longitude) VALUES
                         (1, 1, 11, 0, 9e999, NULL), (1, 2, 12, 1, -9e999, NULL), (1, 2, 12, 0, 1.5, NULL);
                     """,
-                arguments: [Self.records, payloads.values.map(\.utf8.count).reduce(0, +), Data(#"{"type":"STRING","value":null}"#.utf8)])
+                arguments: [
+                    Self.records, payloads.values.map(\.utf8.count).reduce(0, +), Data(#"{"type":"STRING","value":null}"#.utf8),
+                ])
             for (sequence, key) in ["broken", "list", "sound"].enumerated() {
                 try db.execute(
                     sql: "INSERT INTO entries (zone_id, key, payload, size, sequence) VALUES (1, ?, ?, ?, ?)",
@@ -45,12 +49,15 @@ import Testing
 
     @Test func brokenValuesAreRemovedAndTheRestKept() async throws {
         let store = try SQLiteStore(path: try databaseWithBrokenRecords())
-        let zone = ZoneKey(accountID: "_public", address: ZoneAddress(service: .init(rawValue: Self.records), name: "_defaultZone"))
-        let entries = Dictionary(uniqueKeysWithValues: try await store.entries(zone, keys: ["broken", "list", "sound"]).map { ($0.key, $0) })
+        let zone = ZoneKey(
+            accountID: "_public", address: ZoneAddress(service: .init(rawValue: Self.records), name: "_defaultZone"))
+        let entries = Dictionary(
+            uniqueKeysWithValues: try await store.entries(zone, keys: ["broken", "list", "sound"]).map { ($0.key, $0) })
         func fields(_ key: String) throws -> JSONTree? { try JSONTree(parsing: try #require(entries[key]?.payload))["fields"] }
         #expect(try fields("broken") == .object([("name", .object([("value", .string("a")), ("type", .string("STRING"))]))]))
         #expect(try fields("list")?["l"]?["value"] == .array([.number("1.5"), .number("2")]))
-        #expect(try fields("sound")?["note"]?["value"] == .string("null and void"), "a record that only mentions null is untouched")
+        #expect(
+            try fields("sound")?["note"]?["value"] == .string("null and void"), "a record that only mentions null is untouched")
         #expect(entries.values.map(\.sequence).sorted() == [1, 2, 3], "change tags stay")
 
         let (sizes, liveBytes, indexRows, keyValue) = try await store.pool.read { db in

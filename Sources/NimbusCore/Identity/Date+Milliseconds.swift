@@ -33,7 +33,9 @@ extension Date {
     /// rounded to the millisecond; nil outside `wireMilliseconds`.
     public init?(roundingWireMilliseconds milliseconds: Double) {
         let rounded = milliseconds.rounded()
-        guard rounded >= Double(Self.wireMilliseconds.lowerBound), rounded <= Double(Self.wireMilliseconds.upperBound) else { return nil }
+        guard rounded >= Double(Self.wireMilliseconds.lowerBound), rounded <= Double(Self.wireMilliseconds.upperBound) else {
+            return nil
+        }
         self.init(milliseconds: Int64(rounded))
     }
 }

@@ -85,7 +85,8 @@ public struct AssetValue: Hashable, Codable, Sendable {
     public var assetID: String?
 
     public init(
-        fileChecksum: String? = nil, size: Int64? = nil, receipt: String? = nil, downloadURL: String? = nil, assetID: String? = nil
+        fileChecksum: String? = nil, size: Int64? = nil, receipt: String? = nil, downloadURL: String? = nil,
+        assetID: String? = nil
     ) {
         self.fileChecksum = fileChecksum
         self.size = size
@@ -155,7 +156,8 @@ extension FieldValue: Codable {
             case "LOCATION": try container.encode(try elements(\.location), forKey: .value)
             case "ASSETID": try container.encode(try elements(\.asset), forKey: .value)
             default:
-                throw EncodingError.invalidValue(self, .init(codingPath: encoder.codingPath, debugDescription: "unknown list type"))
+                throw EncodingError.invalidValue(
+                    self, .init(codingPath: encoder.codingPath, debugDescription: "unknown list type"))
             }
         }
         try container.encode(typeName, forKey: .type)
@@ -174,7 +176,8 @@ extension FieldValue: Codable {
     private static func integer(_ container: KeyedDecodingContainer<CodingKeys>) throws -> Int64 {
         if let integer = try? container.decode(Int64.self, forKey: .value) { return integer }
         guard let integer = Int64(try container.decode(String.self, forKey: .value)) else {
-            throw DecodingError.dataCorruptedError(forKey: .value, in: container, debugDescription: "an INT64 value is a whole number")
+            throw DecodingError.dataCorruptedError(
+                forKey: .value, in: container, debugDescription: "an INT64 value is a whole number")
         }
         return integer
     }
@@ -183,7 +186,8 @@ extension FieldValue: Codable {
         if let integers = try? container.decode([Int64].self, forKey: .value) { return integers }
         return try container.decode([String].self, forKey: .value).map { text in
             guard let integer = Int64(text) else {
-                throw DecodingError.dataCorruptedError(forKey: .value, in: container, debugDescription: "an INT64 value is a whole number")
+                throw DecodingError.dataCorruptedError(
+                    forKey: .value, in: container, debugDescription: "an INT64 value is a whole number")
             }
             return integer
         }
@@ -199,25 +203,33 @@ extension FieldValue: Codable {
         case "REFERENCE": return .reference(try container.decode(RecordReference.self, forKey: .value))
         case "LOCATION": return .location(try container.decode(Location.self, forKey: .value))
         case "ASSETID", "ASSET": return .asset(try container.decode(AssetValue.self, forKey: .value))
-        case "STRING_LIST": return .list(try container.decode([String].self, forKey: .value).map(FieldValue.string), elementType: "STRING")
+        case "STRING_LIST":
+            return .list(try container.decode([String].self, forKey: .value).map(FieldValue.string), elementType: "STRING")
         case "INT64_LIST": return .list(try integers(container).map(FieldValue.int64), elementType: "INT64")
-        case "DOUBLE_LIST": return .list(try container.decode([Double].self, forKey: .value).map(FieldValue.double), elementType: "DOUBLE")
+        case "DOUBLE_LIST":
+            return .list(try container.decode([Double].self, forKey: .value).map(FieldValue.double), elementType: "DOUBLE")
         case "TIMESTAMP_LIST":
             let dates = try container.decode([Double].self, forKey: .value).map { milliseconds in
-                guard let date = Date(roundingWireMilliseconds: milliseconds) else { throw Date.outOfRange(forKey: .value, in: container) }
+                guard let date = Date(roundingWireMilliseconds: milliseconds) else {
+                    throw Date.outOfRange(forKey: .value, in: container)
+                }
                 return FieldValue.timestamp(date)
             }
             return .list(dates, elementType: "TIMESTAMP")
         case "BYTES_LIST":
-            return .list(try container.decode([String].self, forKey: .value).map { .bytes(try bytes($0, container)) }, elementType: "BYTES")
+            return .list(
+                try container.decode([String].self, forKey: .value).map { .bytes(try bytes($0, container)) }, elementType: "BYTES"
+            )
         case "REFERENCE_LIST":
-            return .list(try container.decode([RecordReference].self, forKey: .value).map(FieldValue.reference), elementType: "REFERENCE")
+            return .list(
+                try container.decode([RecordReference].self, forKey: .value).map(FieldValue.reference), elementType: "REFERENCE")
         case "ASSETID_LIST", "ASSET_LIST":
             return .list(try container.decode([AssetValue].self, forKey: .value).map(FieldValue.asset), elementType: "ASSETID")
         case "LOCATION_LIST":
             return .list(try container.decode([Location].self, forKey: .value).map(FieldValue.location), elementType: "LOCATION")
         default:
-            throw DecodingError.dataCorruptedError(forKey: .type, in: container, debugDescription: "unknown field type \"\(type)\"")
+            throw DecodingError.dataCorruptedError(
+                forKey: .type, in: container, debugDescription: "unknown field type \"\(type)\"")
         }
     }
 

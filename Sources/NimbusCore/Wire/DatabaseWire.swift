@@ -73,7 +73,9 @@ public struct QuerySort: Codable, Sendable, Hashable {
     public var ascending: Bool?
     public var relativeLocation: FieldValue?
 
-    public init(fieldName: String? = nil, systemFieldName: String? = nil, ascending: Bool? = nil, relativeLocation: FieldValue? = nil) {
+    public init(
+        fieldName: String? = nil, systemFieldName: String? = nil, ascending: Bool? = nil, relativeLocation: FieldValue? = nil
+    ) {
         self.fieldName = fieldName
         self.systemFieldName = systemFieldName
         self.ascending = ascending
@@ -93,7 +95,8 @@ public struct RecordsQueryRequest: Codable, Sendable {
     public var numbersAsStrings: Bool?
 
     public init(
-        query: RecordQuery, zoneID: ZoneID? = nil, zoneWide: Bool? = nil, resultsLimit: Int? = nil, continuationMarker: String? = nil,
+        query: RecordQuery, zoneID: ZoneID? = nil, zoneWide: Bool? = nil, resultsLimit: Int? = nil,
+        continuationMarker: String? = nil,
         desiredKeys: [String]? = nil
     ) {
         self.query = query
@@ -267,7 +270,9 @@ public struct ZoneChangesRequest: Codable, Sendable {
     public var numberAsStrings: Bool?
     public var numbersAsStrings: Bool?
 
-    public init(zones: [ZoneChangesOptions], resultsLimit: Int? = nil, desiredKeys: [String]? = nil, desiredRecordTypes: [String]? = nil) {
+    public init(
+        zones: [ZoneChangesOptions], resultsLimit: Int? = nil, desiredKeys: [String]? = nil, desiredRecordTypes: [String]? = nil
+    ) {
         self.zones = zones
         self.resultsLimit = resultsLimit
         self.desiredKeys = desiredKeys

@@ -17,7 +17,8 @@ public indirect enum JSONTree: Sendable, Equatable {
         case (.number(let x), .number(let y)): x == y
         case (.string(let x), .string(let y)): x == y
         case (.array(let x), .array(let y)): x == y
-        case (.object(let x), .object(let y)): x.count == y.count && zip(x, y).allSatisfy { $0.key == $1.key && $0.value == $1.value }
+        case (.object(let x), .object(let y)):
+            x.count == y.count && zip(x, y).allSatisfy { $0.key == $1.key && $0.value == $1.value }
         default: false
         }
     }
@@ -68,7 +69,9 @@ public indirect enum JSONTree: Sendable, Equatable {
         }
 
         mutating func skipWhitespace() {
-            while index < bytes.count, bytes[index] == 0x20 || bytes[index] == 0x0A || bytes[index] == 0x0D || bytes[index] == 0x09 {
+            while index < bytes.count,
+                bytes[index] == 0x20 || bytes[index] == 0x0A || bytes[index] == 0x0D || bytes[index] == 0x09
+            {
                 index += 1
             }
         }
@@ -115,10 +118,14 @@ public indirect enum JSONTree: Sendable, Equatable {
                 let keyOffset = index
                 let key = try string()
                 if members.count < 16 {
-                    if members.contains(where: { $0.key == key }) { throw ParseError(offset: keyOffset, "the key \"\(key)\" appears twice") }
+                    if members.contains(where: { $0.key == key }) {
+                        throw ParseError(offset: keyOffset, "the key \"\(key)\" appears twice")
+                    }
                 } else {
                     if keys.isEmpty { keys = Set(members.map(\.key)) }
-                    guard keys.insert(key).inserted else { throw ParseError(offset: keyOffset, "the key \"\(key)\" appears twice") }
+                    guard keys.insert(key).inserted else {
+                        throw ParseError(offset: keyOffset, "the key \"\(key)\" appears twice")
+                    }
                 }
                 skipWhitespace()
                 try expect(UInt8(ascii: ":"), "a colon after the key")
@@ -183,7 +190,8 @@ public indirect enum JSONTree: Sendable, Equatable {
             }
             let text = String(decoding: bytes[start..<index], as: UTF8.self)
             guard let value = Double(text), value.isFinite, value != 0 || !significant else {
-                throw ParseError(offset: start, "the number \(text.prefix(40)) is beyond the range of a 64-bit floating-point number")
+                throw ParseError(
+                    offset: start, "the number \(text.prefix(40)) is beyond the range of a 64-bit floating-point number")
             }
             return text
         }
@@ -230,15 +238,21 @@ public indirect enum JSONTree: Sendable, Equatable {
                         let escapeStart = index - 2
                         var code = try hex4()
                         if (0xD800..<0xDC00).contains(code) {
-                            guard index + 1 < bytes.count, bytes[index] == UInt8(ascii: "\\"), bytes[index + 1] == UInt8(ascii: "u") else {
+                            guard index + 1 < bytes.count, bytes[index] == UInt8(ascii: "\\"),
+                                bytes[index + 1] == UInt8(ascii: "u")
+                            else {
                                 throw ParseError(offset: escapeStart, "a lone UTF-16 surrogate")
                             }
                             index += 2
                             let low = try hex4()
-                            guard (0xDC00..<0xE000).contains(low) else { throw ParseError(offset: escapeStart, "a lone UTF-16 surrogate") }
+                            guard (0xDC00..<0xE000).contains(low) else {
+                                throw ParseError(offset: escapeStart, "a lone UTF-16 surrogate")
+                            }
                             code = 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00)
                         }
-                        guard let scalar = Unicode.Scalar(code) else { throw ParseError(offset: escapeStart, "a lone UTF-16 surrogate") }
+                        guard let scalar = Unicode.Scalar(code) else {
+                            throw ParseError(offset: escapeStart, "a lone UTF-16 surrogate")
+                        }
                         scalars.append(scalar)
                     default: throw ParseError(offset: index - 2, "an unknown escape in a string")
                     }
@@ -254,7 +268,10 @@ public indirect enum JSONTree: Sendable, Equatable {
         /// The bytes as text; invalid UTF-8 is refused, not replaced (two different byte strings must not
         /// become one name).
         func text(_ range: Range<Int>) throws(ParseError) -> String {
-            guard let text = bytes.withUnsafeBufferPointer({ String(validating: UnsafeBufferPointer(rebasing: $0[range]), as: UTF8.self) })
+            guard
+                let text = bytes.withUnsafeBufferPointer({
+                    String(validating: UnsafeBufferPointer(rebasing: $0[range]), as: UTF8.self)
+                })
             else { throw ParseError(offset: range.lowerBound, "a string that is not valid UTF-8") }
             return text
         }

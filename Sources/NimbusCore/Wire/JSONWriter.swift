@@ -51,7 +51,6 @@ public struct JSONWriter {
     public mutating func append(json: some Sequence<UInt8>) { bytes.append(contentsOf: json) }
 }
 
-
 extension JSONWriter {
     /// A parsed document written back out: members in their order, numbers as their text.
     public mutating func tree(_ tree: JSONTree) {

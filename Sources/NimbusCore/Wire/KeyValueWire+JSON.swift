@@ -32,7 +32,9 @@ extension KeyValue: HandDecodable {
             guard let elements = value.array else { throw UnsupportedJSON() }
             self = .array(try elements.map(KeyValue.init(tree:)))
         case "DICTIONARY":
-            guard case .object(let entries) = value, Set(entries.map(\.key)).count == entries.count else { throw UnsupportedJSON() }
+            guard case .object(let entries) = value, Set(entries.map(\.key)).count == entries.count else {
+                throw UnsupportedJSON()
+            }
             self = .dictionary(Dictionary(uniqueKeysWithValues: try entries.map { ($0.key, try KeyValue(tree: $0.value)) }))
         default: throw UnsupportedJSON()
         }

@@ -45,7 +45,8 @@ extension RecordWire {
 
 extension RecordWire.Stamp {
     init(tree: JSONTree) throws {
-        guard let timestamp = tree["timestamp"]?.int64, let user = tree["userRecordName"]?.string, let device = tree["deviceID"]?.string
+        guard let timestamp = tree["timestamp"]?.int64, let user = tree["userRecordName"]?.string,
+            let device = tree["deviceID"]?.string
         else { throw UnsupportedJSON() }
         self.init(timestamp: timestamp, userRecordName: user, deviceID: device)
     }
@@ -112,14 +113,18 @@ extension FieldValue {
     }
 
     /// The element types of lists the hand decoder reads (assets' go the `Codable` way).
-    private static let listElementTypes: Set<String> = ["STRING", "INT64", "DOUBLE", "TIMESTAMP", "BYTES", "REFERENCE", "LOCATION"]
+    private static let listElementTypes: Set<String> = [
+        "STRING", "INT64", "DOUBLE", "TIMESTAMP", "BYTES", "REFERENCE", "LOCATION",
+    ]
 
     private static func value(_ tree: JSONTree, type: String) throws -> FieldValue {
         if type.hasSuffix("_LIST") {
             guard let elements = tree.array else { throw UnsupportedJSON() }
             let elementType = String(type.dropLast(5))
             guard Self.listElementTypes.contains(elementType) else { throw UnsupportedJSON() }
-            return .list(try elements.map { try value($0, type: elementType) }, elementType: elementType == "ASSET" ? "ASSETID" : elementType)
+            return .list(
+                try elements.map { try value($0, type: elementType) },
+                elementType: elementType == "ASSET" ? "ASSETID" : elementType)
         }
         switch type {
         case "STRING": return .string(try RecordWire.text(tree))
@@ -130,7 +135,9 @@ extension FieldValue {
             guard let real = tree.double else { throw UnsupportedJSON() }
             return .double(real)
         case "TIMESTAMP":
-            guard let date = tree.int64.flatMap(Date.init(wireMilliseconds:)) ?? tree.double.flatMap(Date.init(roundingWireMilliseconds:))
+            guard
+                let date = tree.int64.flatMap(Date.init(wireMilliseconds:))
+                    ?? tree.double.flatMap(Date.init(roundingWireMilliseconds:))
             else { throw UnsupportedJSON() }
             return .timestamp(date)
         case "BYTES":
@@ -151,11 +158,14 @@ extension ZoneChangesResponse: HandDecodable {
             zones: try zones.map { zone in
                 guard let zoneID = try zone["zoneID"].map(ZoneID.init(tree:)) else { throw UnsupportedJSON() }
                 if let code = zone["serverErrorCode"]?.string {
-                    return ZoneChanges(zoneID: zoneID, error: NimbusError(ErrorCode(rawValue: code), zone["reason"]?.string ?? code))
+                    return ZoneChanges(
+                        zoneID: zoneID, error: NimbusError(ErrorCode(rawValue: code), zone["reason"]?.string ?? code))
                 }
-                guard let records = zone["records"]?.array, let token = zone["syncToken"]?.string, let more = zone["moreComing"]?.bool
+                guard let records = zone["records"]?.array, let token = zone["syncToken"]?.string,
+                    let more = zone["moreComing"]?.bool
                 else { throw UnsupportedJSON() }
-                return ZoneChanges(zoneID: zoneID, records: try records.map(RecordWire.init(tree:)), syncToken: token, moreComing: more)
+                return ZoneChanges(
+                    zoneID: zoneID, records: try records.map(RecordWire.init(tree:)), syncToken: token, moreComing: more)
             })
     }
 }
@@ -163,8 +173,11 @@ extension ZoneChangesResponse: HandDecodable {
 extension RecordsQueryResponse: HandDecodable {
     /// Reads the value by hand, declining (`UnsupportedJSON`) what it does not handle.
     public static func byHand(_ tree: JSONTree) throws -> RecordsQueryResponse {
-        guard let records = tree["records"]?.array, records.allSatisfy({ $0["serverErrorCode"] == nil }) else { throw UnsupportedJSON() }
+        guard let records = tree["records"]?.array, records.allSatisfy({ $0["serverErrorCode"] == nil }) else {
+            throw UnsupportedJSON()
+        }
         return RecordsQueryResponse(
-            records: try records.map { .record(try RecordWire(tree: $0)) }, continuationMarker: tree["continuationMarker"]?.string)
+            records: try records.map { .record(try RecordWire(tree: $0)) }, continuationMarker: tree["continuationMarker"]?.string
+        )
     }
 }

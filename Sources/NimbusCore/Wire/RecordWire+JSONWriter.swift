@@ -18,7 +18,9 @@ extension FieldValue {
         case .int64(let integer): json.numbersAsStrings ? json.string(String(integer)) : json.int(integer)
         case .double(let real):
             // JSON has no infinity or NaN, and a null value would clear the field.
-            guard real.isFinite else { throw EncodingError.invalidValue(real, .init(codingPath: [], debugDescription: "a DOUBLE must be finite")) }
+            guard real.isFinite else {
+                throw EncodingError.invalidValue(real, .init(codingPath: [], debugDescription: "a DOUBLE must be finite"))
+            }
             json.double(real)
         case .timestamp(let date): json.int(date.milliseconds)
         case .bytes(let data): json.string(data.base64EncodedString())
@@ -115,7 +117,9 @@ extension RecordWire {
         if let recordName { key("\"recordName\":", &json); json.string(recordName) }
         if let recordType { key("\"recordType\":", &json); json.string(recordType) }
         if let recordChangeTag { key("\"recordChangeTag\":", &json); json.string(recordChangeTag) }
-        if fields != nil || clearedFields != nil { key("\"fields\":", &json); try json.fields(fields ?? [:], cleared: clearedFields) }
+        if fields != nil || clearedFields != nil {
+            key("\"fields\":", &json); try json.fields(fields ?? [:], cleared: clearedFields)
+        }
         if let zoneID { key("\"zoneID\":", &json); zoneID.write(to: &json) }
         if let created { key("\"created\":", &json); created.write(to: &json) }
         if let modified { key("\"modified\":", &json); modified.write(to: &json) }
@@ -194,7 +198,8 @@ extension RecordsModifyRequest: HandDecodable {
         else { throw UnsupportedJSON() }
         var request = RecordsModifyRequest(
             operations: try operations.map { operation in
-                guard case .object(let keys) = operation, keys.allSatisfy({ ["operationType", "record", "desiredKeys"].contains($0.key) }),
+                guard case .object(let keys) = operation,
+                    keys.allSatisfy({ ["operationType", "record", "desiredKeys"].contains($0.key) }),
                     let type = operation["operationType"]?.string.flatMap(RecordOperation.OperationType.init(rawValue:)),
                     let record = operation["record"], operation["desiredKeys"] == nil
                 else { throw UnsupportedJSON() }
@@ -241,7 +246,9 @@ extension RecordsResponse: HandDecodable {
 
     /// Reads the value by hand, declining (`UnsupportedJSON`) what it does not handle.
     public static func byHand(_ tree: JSONTree) throws -> RecordsResponse {
-        guard let records = tree["records"]?.array, records.allSatisfy({ $0["serverErrorCode"] == nil }) else { throw UnsupportedJSON() }
+        guard let records = tree["records"]?.array, records.allSatisfy({ $0["serverErrorCode"] == nil }) else {
+            throw UnsupportedJSON()
+        }
         return RecordsResponse(
             records: try records.map { .record(try RecordWire(tree: $0)) }, syncToken: tree["syncToken"]?.string,
             moreComing: tree["moreComing"]?.bool)

@@ -42,7 +42,9 @@ public struct NotificationInfo: Codable, Sendable, Hashable {
     public var shouldBadge: Bool?
     public var shouldSendContentAvailable: Bool?
 
-    public init(alertBody: String? = nil, soundName: String? = nil, shouldBadge: Bool? = nil, shouldSendContentAvailable: Bool? = nil) {
+    public init(
+        alertBody: String? = nil, soundName: String? = nil, shouldBadge: Bool? = nil, shouldSendContentAvailable: Bool? = nil
+    ) {
         self.alertBody = alertBody
         self.soundName = soundName
         self.shouldBadge = shouldBadge
@@ -156,7 +158,8 @@ public struct RecordNotification: Codable, Sendable, Hashable {
 
     public init(
         notificationType: Kind, subscriptionID: String, containerIdentifier: String, environment: String, databaseScope: String,
-        zoneID: ZoneID, recordName: String? = nil, queryNotificationReason: Reason? = nil, notificationInfo: NotificationInfo? = nil
+        zoneID: ZoneID, recordName: String? = nil, queryNotificationReason: Reason? = nil,
+        notificationInfo: NotificationInfo? = nil
     ) {
         self.notificationType = notificationType
         self.subscriptionID = subscriptionID

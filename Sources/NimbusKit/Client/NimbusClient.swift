@@ -50,7 +50,9 @@ public struct NimbusClient: Sendable {
     public func send<Response: Decodable>(_ method: HTTPMethod, _ path: String, body: (some Encodable)? = nil as Never?)
         async throws -> Response
     {
-        try await send(method, path, body: body.map { try JSONEncoder().encode($0) }) { try JSONDecoder().decode(Response.self, from: $0) }
+        try await send(method, path, body: body.map { try JSONEncoder().encode($0) }) {
+            try JSONDecoder().decode(Response.self, from: $0)
+        }
     }
 
     /// Sends a body the caller encoded and reads the answer with `decode` (for wire types coded by hand).
@@ -81,7 +83,9 @@ public struct NimbusClient: Sendable {
         try await transfer(method, url: url, headers: [:], body: body, contentType: "application/octet-stream")
     }
 
-    private func transfer(_ method: HTTPMethod, url: String, headers: HTTPHeaders, body: Data?, contentType: String) async throws -> Data {
+    private func transfer(_ method: HTTPMethod, url: String, headers: HTTPHeaders, body: Data?, contentType: String) async throws
+        -> Data
+    {
         let path = url
         var request = HTTPClientRequest(url: url)
         request.method = method

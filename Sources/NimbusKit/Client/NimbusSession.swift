@@ -52,7 +52,8 @@ public enum NimbusAccount {
     /// user record name (CloudKit's user discoverability). Returns the profile as stored.
     @discardableResult
     public static func updateProfile(_ session: NimbusSession, _ profile: AccountProfile) async throws -> AccountProfile {
-        try await NimbusClient(server: session.server, sessionToken: session.sessionToken).send(.PUT, "/auth/1/profile", body: profile)
+        try await NimbusClient(server: session.server, sessionToken: session.sessionToken).send(
+            .PUT, "/auth/1/profile", body: profile)
     }
 
     /// Revokes the session on the server.

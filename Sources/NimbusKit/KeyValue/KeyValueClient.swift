@@ -26,6 +26,8 @@ public struct KeyValueClient: Sendable {
     }
 
     public func modify(_ operations: [KeyValueOperation]) async throws -> KeyValueModifyResponse {
-        try await client.send(.POST, base + "/modify", body: KeyValueModifyRequest(operations: operations).encoded(), decode: KeyValueModifyResponse.decode)
+        try await client.send(
+            .POST, base + "/modify", body: KeyValueModifyRequest(operations: operations).encoded(),
+            decode: KeyValueModifyResponse.decode)
     }
 }

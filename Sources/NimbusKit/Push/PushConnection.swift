@@ -74,7 +74,9 @@ final class PushConnection: Sendable {
                     self.connectedSinceLastAttempt.withLock { $0 = true }
                     let decoder = JSONDecoder()
                     for try await message in inbound.messages(maxSize: 1 << 16) {
-                        guard case .text(let text) = message, let push = try? decoder.decode(PushMessage.self, from: Data(text.utf8)) else {
+                        guard case .text(let text) = message,
+                            let push = try? decoder.decode(PushMessage.self, from: Data(text.utf8))
+                        else {
                             continue
                         }
                         if push.type == .connected {

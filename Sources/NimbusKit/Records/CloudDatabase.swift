@@ -40,13 +40,16 @@ public struct CloudDatabase: Sendable {
     }
 
     /// Fetches records by ID (all of one zone per request, as the wire protocol addresses zones).
-    public func records(for recordIDs: [RecordID], desiredKeys: [String]? = nil) async throws -> [RecordID: Result<Record, any Error>] {
+    public func records(for recordIDs: [RecordID], desiredKeys: [String]? = nil) async throws -> [RecordID: Result<
+        Record, any Error
+    >] {
         var results = [RecordID: Result<Record, any Error>]()
         for (zoneID, ids) in Dictionary(grouping: recordIDs, by: \.zoneID) {
             for chunk in ids.chunked(RecordLimits.maxOperations) {
                 let answer: RecordsResponse = try await post(
                     "records/lookup",
-                    RecordsLookupRequest(records: chunk.map { .init(recordName: $0.recordName) }, zoneID: zoneID.wire, desiredKeys: desiredKeys))
+                    RecordsLookupRequest(
+                        records: chunk.map { .init(recordName: $0.recordName) }, zoneID: zoneID.wire, desiredKeys: desiredKeys))
                 try Self.requireOneItemEach(answer, chunk.count)
                 for (id, item) in zip(chunk, answer.records) {
                     results[id] = Result { try Self.record(item, zoneID: zoneID) }
@@ -115,7 +118,9 @@ public struct CloudDatabase: Sendable {
             let tokens: AssetUploadResponse = try await post(
                 "assets/upload",
                 AssetUploadRequest(
-                    tokens: fields.map { .init(recordName: record.recordID.recordName, recordType: record.recordType, fieldName: $0) },
+                    tokens: fields.map {
+                        .init(recordName: record.recordID.recordName, recordType: record.recordType, fieldName: $0)
+                    },
                     zoneID: record.recordID.zoneID.wire))
             for (field, token) in zip(fields, tokens.tokens) {
                 let file = record.pendingUploads[field]!
@@ -192,7 +197,9 @@ public struct CloudDatabase: Sendable {
     }
 
     public func records(continuingMatchFrom cursor: QueryCursor) async throws -> (matchResults: [Record], cursor: QueryCursor?) {
-        try await page(cursor.query, zoneID: cursor.zoneID, desiredKeys: cursor.desiredKeys, resultsLimit: cursor.resultsLimit, marker: cursor.marker)
+        try await page(
+            cursor.query, zoneID: cursor.zoneID, desiredKeys: cursor.desiredKeys, resultsLimit: cursor.resultsLimit,
+            marker: cursor.marker)
     }
 
     /// Every record a query matches, page after page.
@@ -206,7 +213,8 @@ public struct CloudDatabase: Sendable {
         return found
     }
 
-    private func page(_ query: Query, zoneID: RecordZoneID?, desiredKeys: [String]?, resultsLimit: Int?, marker: String?) async throws
+    private func page(_ query: Query, zoneID: RecordZoneID?, desiredKeys: [String]?, resultsLimit: Int?, marker: String?)
+        async throws
         -> (matchResults: [Record], cursor: QueryCursor?)
     {
         let request = RecordsQueryRequest(
@@ -244,7 +252,9 @@ public struct CloudDatabase: Sendable {
 
     public func allRecordZones() async throws -> [RecordZone] {
         let answer: ZonesResponse = try await container.client.send(.GET, path("zones/list"))
-        return answer.zones.compactMap { if case .zone(let zone) = $0 { RecordZone(zoneID: RecordZoneID(zone.zoneID)) } else { nil } }
+        return answer.zones.compactMap {
+            if case .zone(let zone) = $0 { RecordZone(zoneID: RecordZoneID(zone.zoneID)) } else { nil }
+        }
     }
 
     // MARK: Subscriptions
@@ -266,7 +276,8 @@ public struct CloudDatabase: Sendable {
     public func deleteSubscription(withID id: String) async throws {
         let answer: SubscriptionsResponse = try await post(
             "subscriptions/modify",
-            SubscriptionsModifyRequest(operations: [.init(.delete, Subscription(subscriptionID: id, subscriptionType: .database))]))
+            SubscriptionsModifyRequest(operations: [.init(.delete, Subscription(subscriptionID: id, subscriptionType: .database))]
+            ))
         _ = try Self.subscription(answer)
     }
 
@@ -290,10 +301,13 @@ public struct CloudDatabase: Sendable {
     }
 
     /// Records changed and deleted in a zone since a token (nil: since the beginning), latest state only.
-    public func recordZoneChanges(inZoneWith zoneID: RecordZoneID, since token: ServerChangeToken?, resultsLimit: Int? = nil) async throws
+    public func recordZoneChanges(inZoneWith zoneID: RecordZoneID, since token: ServerChangeToken?, resultsLimit: Int? = nil)
+        async throws
         -> RecordZoneChanges
     {
-        let request = ZoneChangesRequest(zones: [ZoneChangesOptions(zoneID: zoneID.wire, syncToken: token?.value, resultsLimit: resultsLimit)])
+        let request = ZoneChangesRequest(zones: [
+            ZoneChangesOptions(zoneID: zoneID.wire, syncToken: token?.value, resultsLimit: resultsLimit)
+        ])
         let answer = try await container.client.send(
             .POST, path("changes/zone"), body: try JSONEncoder().encode(request), decode: ZoneChangesResponse.decode)
         guard let zone = answer.zones.first else { throw NimbusError(.internalError, "the server answered no zone") }

@@ -22,7 +22,8 @@ public struct Share: Sendable, Hashable {
 
         var wire: ShareParticipant {
             ShareParticipant(
-                userIdentity: .init(userRecordName: userRecordName, emailAddress: emailAddress), permission: permission.rawValue, type: "USER")
+                userIdentity: .init(userRecordName: userRecordName, emailAddress: emailAddress), permission: permission.rawValue,
+                type: "USER")
         }
 
         init(_ wire: ShareParticipant) {

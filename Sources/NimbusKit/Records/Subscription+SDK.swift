@@ -17,7 +17,10 @@ extension Subscription {
     }
 
     /// Fires for any change in the database.
-    public static func database(_ id: String, firesOnce: Bool = false, notificationInfo: NotificationInfo? = nil) -> Subscription {
-        Subscription(subscriptionID: id, subscriptionType: .database, firesOnce: firesOnce ? true : nil, notificationInfo: notificationInfo)
+    public static func database(_ id: String, firesOnce: Bool = false, notificationInfo: NotificationInfo? = nil) -> Subscription
+    {
+        Subscription(
+            subscriptionID: id, subscriptionType: .database, firesOnce: firesOnce ? true : nil, notificationInfo: notificationInfo
+        )
     }
 }

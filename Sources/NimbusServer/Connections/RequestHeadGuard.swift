@@ -132,7 +132,8 @@ final class MalformedRequestResponder: ChannelDuplexHandler, RemovableChannelHan
         case is RequestLineTooLong:
             answer = NimbusError(.uriTooLong, "the request's URL is longer than \(state.maxRequestLineBytes) bytes")
         case HTTPParserError.headerOverflow:
-            answer = NimbusError(.headersTooLarge, "the request's headers are too large or too many (at most 80 KB and 1,000 headers)")
+            answer = NimbusError(
+                .headersTooLarge, "the request's headers are too large or too many (at most 80 KB and 1,000 headers)")
         case is HTTPParserError:
             answer = .badRequest("the request is not valid HTTP/1.1")
         default:
@@ -147,8 +148,11 @@ final class MalformedRequestResponder: ChannelDuplexHandler, RemovableChannelHan
         }
         let body = (try? JSONEncoder().encode(answer)) ?? Data()
         var head = HTTPResponseHead(
-            version: .http1_1, status: .custom(code: UInt(answer.code.httpStatus), reasonPhrase: Self.reason(answer.code.httpStatus)))
-        head.headers = ["Content-Type": "application/json; charset=utf-8", "Content-Length": String(body.count), "Connection": "close"]
+            version: .http1_1,
+            status: .custom(code: UInt(answer.code.httpStatus), reasonPhrase: Self.reason(answer.code.httpStatus)))
+        head.headers = [
+            "Content-Type": "application/json; charset=utf-8", "Content-Length": String(body.count), "Connection": "close",
+        ]
         context.write(wrapOutboundOut(.head(head)), promise: nil)
         context.write(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(bytes: body)))), promise: nil)
         context.writeAndFlush(wrapOutboundOut(.end(nil))).assumeIsolated().whenComplete { _ in

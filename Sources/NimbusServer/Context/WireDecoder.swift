@@ -50,7 +50,9 @@ public struct WireDecoder: RequestDecoder {
         case .keyNotFound(let key, let context): return "\(path(context.codingPath + [key])) is required"
         case .dataCorrupted(let context):
             guard context.codingPath.isEmpty else { return "\(path(context.codingPath)): \(context.debugDescription)" }
-            if let parse = context.underlyingError as? JSONTree.ParseError { return "not valid JSON (\(parse.reason) at byte \(parse.offset))" }
+            if let parse = context.underlyingError as? JSONTree.ParseError {
+                return "not valid JSON (\(parse.reason) at byte \(parse.offset))"
+            }
             return "not valid JSON"
         @unknown default: return "unreadable"
         }

@@ -54,15 +54,19 @@ struct AuthenticationMiddleware<Context: CredentialContext>: RouterMiddleware {
                 "a signed request needs \(RequestSignature.dateHeader) and \(RequestSignature.signatureHeader) headers")
         }
         guard let date = RequestSignature.parse(dateText), abs(date.timeIntervalSince(now)) <= RequestSignature.freshness else {
-            throw NimbusError.authenticationFailed("the request's date is missing, malformed or more than 10 minutes from the server's clock")
+            throw NimbusError.authenticationFailed(
+                "the request's date is missing, malformed or more than 10 minutes from the server's clock")
         }
-        guard Secrets.isAPITokenShaped(keyID), let key = try await server.store.serverKey(id: keyID.lowercased()), !key.revoked else {
+        guard Secrets.isAPITokenShaped(keyID), let key = try await server.store.serverKey(id: keyID.lowercased()), !key.revoked
+        else {
             throw NimbusError.authenticationFailed("the server-to-server key is unknown or revoked")
         }
         guard
-            RequestSignature.verify(signature: signature, date: dateText, body: body, path: request.uri.path, publicKeyPEM: key.publicKeyPEM)
+            RequestSignature.verify(
+                signature: signature, date: dateText, body: body, path: request.uri.path, publicKeyPEM: key.publicKeyPEM)
         else {
-            throw NimbusError.authenticationFailed("the request signature does not verify (date:base64(SHA-256(body)):path, ECDSA P-256)")
+            throw NimbusError.authenticationFailed(
+                "the request signature does not verify (date:base64(SHA-256(body)):path, ECDSA P-256)")
         }
         return key
     }

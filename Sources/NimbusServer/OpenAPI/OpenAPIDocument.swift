@@ -50,147 +50,189 @@ enum OpenAPIDocument {
         var emptySuccesses: [Int] = []
     }
 
-    static let operations: [Operation] = [
-        Operation(method: "get", path: "/health", summary: "Liveness check", access: .open, response: "Health"),
-        Operation(method: "get", path: "/metrics", summary: "Prometheus metrics", access: .open, responseType: "text/plain"),
-        Operation(method: "get", path: "/openapi.json", summary: "This document", access: .open),
-        Operation(
-            method: "post", path: "/auth/1/signup", summary: "Create an account", access: .open,
-            request: "SignUpRequest", response: "SignUpResponse", errors: [409]),
-        Operation(
-            method: "post", path: "/auth/1/signin", summary: "Sign in and register the device", access: .open,
-            request: "SignInRequest", response: "SignInResponse"),
-        Operation(method: "post", path: "/auth/1/signout", summary: "Revoke the session", access: .session, status: 204),
-        Operation(
-            method: "get", path: "/auth/1/web/signin", summary: "Sign-in page that hands a web auth token to a trusted web origin",
-            access: .open, responseType: "text/html"),
-        Operation(
-            method: "post", path: "/auth/1/web/signin", summary: "Sign-in form submission (application/x-www-form-urlencoded)",
-            access: .open, responseType: "text/html"),
-        Operation(
-            method: "get", path: "/auth/1/me", summary: "The signed-in account and device", access: .session,
-            response: "CallerResponse"),
-        Operation(
-            method: "get", path: "/auth/1/profile", summary: "The signed-in user's names, phone number and discoverability",
-            access: .session, response: "AccountProfile"),
-        Operation(
-            method: "put", path: "/auth/1/profile", summary: "Replace the signed-in user's profile", access: .session,
-            request: "AccountProfile", response: "AccountProfile"),
-        Operation(
-            method: "get", path: "/auth/1/devices", summary: "The account's devices and their watermarks",
-            access: .session, response: "DeviceList"),
-        Operation(
-            method: "get", path: "/push/1", summary: "WebSocket of zone-moved messages for this device",
-            access: .session, status: 101, errors: [426]),
-        Operation(
-            method: "get", path: "/push/1/courier/{token}",
-            summary: "Long poll for a web client's next notification (204 when none came in time)", access: .open,
-            response: "RecordNotification", errors: [404], emptySuccesses: [204]),
-        Operation(
-            method: "get", path: "/kv/1/{store}/values", summary: "The whole key-value store", access: .service,
-            response: "KeyValueSnapshot"),
-        Operation(
-            method: "post", path: "/kv/1/{store}/changes", summary: "Key-value changes since a token",
-            access: .service, request: "KeyValueChangesRequest", response: "KeyValueChangesResponse"),
-        Operation(
-            method: "post", path: "/kv/1/{store}/modify", summary: "Set and remove keys in one atomic batch",
-            access: .service, request: "KeyValueModifyRequest", response: "KeyValueModifyResponse"),
-        Operation(method: "get", path: "/admin/1/teams", summary: "List teams", access: .administrator),
-        Operation(
-            method: "post", path: "/admin/1/teams", summary: "Create a team", access: .administrator,
-            request: "CreateTeamRequest", response: "Team"),
-        Operation(method: "get", path: "/admin/1/apps", summary: "List apps", access: .administrator),
-        Operation(
-            method: "post", path: "/admin/1/apps", summary: "Create an app", access: .administrator,
-            request: "CreateAppRequest", response: "App"),
-        Operation(method: "get", path: "/admin/1/containers", summary: "List containers", access: .administrator),
-        Operation(
-            method: "post", path: "/admin/1/containers", summary: "Create a container", access: .administrator,
-            request: "Container", response: "Container"),
-        Operation(
-            method: "post", path: "/admin/1/apps/{bundleID}/entitlements", summary: "Entitle an app to a container",
-            access: .administrator, request: "EntitlementRequest", response: "App"),
-        Operation(
-            method: "delete", path: "/admin/1/apps/{bundleID}/entitlements/{container}",
-            summary: "Remove a container from an app's entitlements", access: .administrator, response: "App"),
-        Operation(method: "get", path: "/admin/1/tokens", summary: "List API tokens", access: .administrator),
-        Operation(
-            method: "post", path: "/admin/1/tokens", summary: "Create an API token for an app and container",
-            access: .administrator, request: "CreateAPITokenRequest", response: "CreatedAPIToken"),
-        Operation(
-            method: "delete", path: "/admin/1/tokens/{tokenID}", summary: "Revoke an API token",
-            access: .administrator, status: 204),
-        Operation(method: "get", path: "/admin/1/users", summary: "List accounts", access: .administrator),
-        Operation(method: "get", path: "/admin/1/keys", summary: "List server-to-server keys", access: .administrator),
-        Operation(
-            method: "post", path: "/admin/1/keys", summary: "Register a server-to-server key (EC P-256 public key, PEM)",
-            access: .administrator, request: "CreateServerKeyRequest", response: "ServerKeyInfo"),
-        Operation(method: "delete", path: "/admin/1/keys/{keyID}", summary: "Revoke a server-to-server key", access: .administrator, status: 204),
-        Operation(
-            method: "get", path: "/admin/1/containers/{container}/schema/{environment}",
-            summary: "A container environment's schema as CloudKit schema text", access: .administrator, response: "SchemaDocument"),
-        Operation(
-            method: "put", path: "/admin/1/containers/{container}/schema/{environment}",
-            summary: "Import a schema into development (additions only)", access: .administrator, request: "SchemaDocument",
-            response: "SchemaDocument"),
-        Operation(
-            method: "get", path: "/admin/1/containers/{container}/roles/{environment}",
-            summary: "A container environment's custom security roles and their members", access: .administrator, response: "RoleList"),
-        Operation(
-            method: "post", path: "/admin/1/containers/{container}/roles/{environment}/{role}/members",
-            summary: "Give a custom security role to the account with an email address", access: .administrator,
-            request: "RoleMemberRequest", response: "RoleList"),
-        Operation(
-            method: "delete", path: "/admin/1/containers/{container}/roles/{environment}/{role}/members/{userRecordName}",
-            summary: "Take a custom security role from an account", access: .administrator),
-        Operation(
-            method: "post", path: "/admin/1/containers/{container}/schema/deploy",
-            summary: "Deploy the development schema to production (additive only)", access: .administrator,
-            request: "SchemaDeployRequest", response: "SchemaDeployResponse"),
-        Operation(
-            method: "post", path: "/assets/1/upload/{id}", summary: "Upload an asset's bytes to a URL from assets/upload (15 minutes)",
-            access: .open, response: "AssetUploadResult", errors: [404]),
-        Operation(
-            method: "get", path: "/assets/1/download/{assetID}", summary: "Download an asset by a signed URL from a fetched record",
-            access: .open, responseType: "application/octet-stream", errors: [403, 404]),
-    ] + databaseOperations
+    static let operations: [Operation] =
+        [
+            Operation(method: "get", path: "/health", summary: "Liveness check", access: .open, response: "Health"),
+            Operation(method: "get", path: "/metrics", summary: "Prometheus metrics", access: .open, responseType: "text/plain"),
+            Operation(method: "get", path: "/openapi.json", summary: "This document", access: .open),
+            Operation(
+                method: "post", path: "/auth/1/signup", summary: "Create an account", access: .open,
+                request: "SignUpRequest", response: "SignUpResponse", errors: [409]),
+            Operation(
+                method: "post", path: "/auth/1/signin", summary: "Sign in and register the device", access: .open,
+                request: "SignInRequest", response: "SignInResponse"),
+            Operation(method: "post", path: "/auth/1/signout", summary: "Revoke the session", access: .session, status: 204),
+            Operation(
+                method: "get", path: "/auth/1/web/signin",
+                summary: "Sign-in page that hands a web auth token to a trusted web origin",
+                access: .open, responseType: "text/html"),
+            Operation(
+                method: "post", path: "/auth/1/web/signin",
+                summary: "Sign-in form submission (application/x-www-form-urlencoded)",
+                access: .open, responseType: "text/html"),
+            Operation(
+                method: "get", path: "/auth/1/me", summary: "The signed-in account and device", access: .session,
+                response: "CallerResponse"),
+            Operation(
+                method: "get", path: "/auth/1/profile", summary: "The signed-in user's names, phone number and discoverability",
+                access: .session, response: "AccountProfile"),
+            Operation(
+                method: "put", path: "/auth/1/profile", summary: "Replace the signed-in user's profile", access: .session,
+                request: "AccountProfile", response: "AccountProfile"),
+            Operation(
+                method: "get", path: "/auth/1/devices", summary: "The account's devices and their watermarks",
+                access: .session, response: "DeviceList"),
+            Operation(
+                method: "get", path: "/push/1", summary: "WebSocket of zone-moved messages for this device",
+                access: .session, status: 101, errors: [426]),
+            Operation(
+                method: "get", path: "/push/1/courier/{token}",
+                summary: "Long poll for a web client's next notification (204 when none came in time)", access: .open,
+                response: "RecordNotification", errors: [404], emptySuccesses: [204]),
+            Operation(
+                method: "get", path: "/kv/1/{store}/values", summary: "The whole key-value store", access: .service,
+                response: "KeyValueSnapshot"),
+            Operation(
+                method: "post", path: "/kv/1/{store}/changes", summary: "Key-value changes since a token",
+                access: .service, request: "KeyValueChangesRequest", response: "KeyValueChangesResponse"),
+            Operation(
+                method: "post", path: "/kv/1/{store}/modify", summary: "Set and remove keys in one atomic batch",
+                access: .service, request: "KeyValueModifyRequest", response: "KeyValueModifyResponse"),
+            Operation(method: "get", path: "/admin/1/teams", summary: "List teams", access: .administrator),
+            Operation(
+                method: "post", path: "/admin/1/teams", summary: "Create a team", access: .administrator,
+                request: "CreateTeamRequest", response: "Team"),
+            Operation(method: "get", path: "/admin/1/apps", summary: "List apps", access: .administrator),
+            Operation(
+                method: "post", path: "/admin/1/apps", summary: "Create an app", access: .administrator,
+                request: "CreateAppRequest", response: "App"),
+            Operation(method: "get", path: "/admin/1/containers", summary: "List containers", access: .administrator),
+            Operation(
+                method: "post", path: "/admin/1/containers", summary: "Create a container", access: .administrator,
+                request: "Container", response: "Container"),
+            Operation(
+                method: "post", path: "/admin/1/apps/{bundleID}/entitlements", summary: "Entitle an app to a container",
+                access: .administrator, request: "EntitlementRequest", response: "App"),
+            Operation(
+                method: "delete", path: "/admin/1/apps/{bundleID}/entitlements/{container}",
+                summary: "Remove a container from an app's entitlements", access: .administrator, response: "App"),
+            Operation(method: "get", path: "/admin/1/tokens", summary: "List API tokens", access: .administrator),
+            Operation(
+                method: "post", path: "/admin/1/tokens", summary: "Create an API token for an app and container",
+                access: .administrator, request: "CreateAPITokenRequest", response: "CreatedAPIToken"),
+            Operation(
+                method: "delete", path: "/admin/1/tokens/{tokenID}", summary: "Revoke an API token",
+                access: .administrator, status: 204),
+            Operation(method: "get", path: "/admin/1/users", summary: "List accounts", access: .administrator),
+            Operation(method: "get", path: "/admin/1/keys", summary: "List server-to-server keys", access: .administrator),
+            Operation(
+                method: "post", path: "/admin/1/keys", summary: "Register a server-to-server key (EC P-256 public key, PEM)",
+                access: .administrator, request: "CreateServerKeyRequest", response: "ServerKeyInfo"),
+            Operation(
+                method: "delete", path: "/admin/1/keys/{keyID}", summary: "Revoke a server-to-server key", access: .administrator,
+                status: 204),
+            Operation(
+                method: "get", path: "/admin/1/containers/{container}/schema/{environment}",
+                summary: "A container environment's schema as CloudKit schema text", access: .administrator,
+                response: "SchemaDocument"),
+            Operation(
+                method: "put", path: "/admin/1/containers/{container}/schema/{environment}",
+                summary: "Import a schema into development (additions only)", access: .administrator, request: "SchemaDocument",
+                response: "SchemaDocument"),
+            Operation(
+                method: "get", path: "/admin/1/containers/{container}/roles/{environment}",
+                summary: "A container environment's custom security roles and their members", access: .administrator,
+                response: "RoleList"),
+            Operation(
+                method: "post", path: "/admin/1/containers/{container}/roles/{environment}/{role}/members",
+                summary: "Give a custom security role to the account with an email address", access: .administrator,
+                request: "RoleMemberRequest", response: "RoleList"),
+            Operation(
+                method: "delete", path: "/admin/1/containers/{container}/roles/{environment}/{role}/members/{userRecordName}",
+                summary: "Take a custom security role from an account", access: .administrator),
+            Operation(
+                method: "post", path: "/admin/1/containers/{container}/schema/deploy",
+                summary: "Deploy the development schema to production (additive only)", access: .administrator,
+                request: "SchemaDeployRequest", response: "SchemaDeployResponse"),
+            Operation(
+                method: "post", path: "/assets/1/upload/{id}",
+                summary: "Upload an asset's bytes to a URL from assets/upload (15 minutes)",
+                access: .open, response: "AssetUploadResult", errors: [404]),
+            Operation(
+                method: "get", path: "/assets/1/download/{assetID}",
+                summary: "Download an asset by a signed URL from a fetched record",
+                access: .open, responseType: "application/octet-stream", errors: [403, 404]),
+        ] + databaseOperations
 
     /// CloudKit Web Services' record database, under `/database/1/{container}/{environment}/{database}`.
-    static let databaseOperations: [Operation] = [
-        ("post", "records/modify", "Create, update, replace and delete records", "RecordsModifyRequest", "RecordsResponse"),
-        ("post", "records/lookup", "Fetch records by name", "RecordsLookupRequest", "RecordsResponse"),
-        ("post", "records/query", "Query records of a type", "RecordsQueryRequest", "RecordsQueryResponse"),
-        ("post", "records/changes", "One zone's record changes since a token", "RecordsChangesRequest", "RecordsResponse"),
-        ("post", "records/accept", "Accept shares by shortGUID (shared database)", "AcceptSharesRequest", "ZonesResponse"),
-        ("post", "assets/upload", "Upload URLs for asset fields", "AssetUploadRequest", "AssetUploadResponse"),
-        ("get", "zones/list", "The database's zones", nil, "ZonesResponse"),
-        ("post", "zones/lookup", "Fetch zones by name", "ZonesLookupRequest", "ZonesResponse"),
-        ("post", "zones/modify", "Create and delete zones", "ZonesModifyRequest", "ZonesResponse"),
-        ("post", "zones/changes", "Zones changed since a database token", "DatabaseChangesRequest", "DatabaseChangesResponse"),
-        ("post", "changes/database", "Zones changed since a database token", "DatabaseChangesRequest", "DatabaseChangesResponse"),
-        ("post", "changes/zone", "Record changes of several zones since their tokens", "ZoneChangesRequest", "ZoneChangesResponse"),
-        ("get", "subscriptions/list", "The caller's subscriptions", nil, "SubscriptionsResponse"),
-        ("post", "subscriptions/lookup", "Fetch subscriptions by ID", "SubscriptionsLookupRequest", "SubscriptionsResponse"),
-        ("post", "subscriptions/modify", "Create, update and delete subscriptions", "SubscriptionsModifyRequest", "SubscriptionsResponse"),
-        ("post", "assets/rereference", "Fresh receipts for asset files records hold", "AssetRereferenceRequest", "AssetRereferenceResponse"),
-        ("get", "users/caller", "The signed-in user's identity", nil, "UsersResponse"),
-        ("get", "users/current", "The signed-in user's record name and names (older form of users/caller)", nil, "CurrentUserResponse"),
-        ("post", "users/discover", "Discoverable users by email, phone number or record name", "UsersDiscoverRequest", "UsersResponse"),
-        ("get", "users/discover", "Every discoverable user", nil, "UsersResponse"),
-        ("post", "users/lookup/email", "Discoverable users by email (legacy)", "UsersLookupRequest", "LegacyUsersResponse"),
-        ("post", "users/lookup/id", "Discoverable users by record name (legacy)", "UsersLookupRequest", "LegacyUsersResponse"),
-    ].map { method, operation, summary, request, response in
-        Operation(
-            method: method, path: "/database/1/{container}/{environment}/{database}/" + operation, summary: summary,
-            access: .database, request: request, response: response)
-    } + [
-        ("create", "A push token and web courier URL for this user's notifications", "TokensCreateRequest", "TokensCreateResponse"),
-        ("register", "Deliver this user's notifications to a token from tokens/create", "TokensRegisterRequest", "TokensRegisterResponse"),
-    ].map { operation, summary, request, response in
-        Operation(
-            method: "post", path: "/database/1/{container}/{environment}/tokens/" + operation, summary: summary, access: .database,
-            request: request, response: response)
-    }
+    static let databaseOperations: [Operation] =
+        [
+            ("post", "records/modify", "Create, update, replace and delete records", "RecordsModifyRequest", "RecordsResponse"),
+            ("post", "records/lookup", "Fetch records by name", "RecordsLookupRequest", "RecordsResponse"),
+            ("post", "records/query", "Query records of a type", "RecordsQueryRequest", "RecordsQueryResponse"),
+            ("post", "records/changes", "One zone's record changes since a token", "RecordsChangesRequest", "RecordsResponse"),
+            ("post", "records/accept", "Accept shares by shortGUID (shared database)", "AcceptSharesRequest", "ZonesResponse"),
+            ("post", "assets/upload", "Upload URLs for asset fields", "AssetUploadRequest", "AssetUploadResponse"),
+            ("get", "zones/list", "The database's zones", nil, "ZonesResponse"),
+            ("post", "zones/lookup", "Fetch zones by name", "ZonesLookupRequest", "ZonesResponse"),
+            ("post", "zones/modify", "Create and delete zones", "ZonesModifyRequest", "ZonesResponse"),
+            (
+                "post", "zones/changes", "Zones changed since a database token", "DatabaseChangesRequest",
+                "DatabaseChangesResponse"
+            ),
+            (
+                "post", "changes/database", "Zones changed since a database token", "DatabaseChangesRequest",
+                "DatabaseChangesResponse"
+            ),
+            (
+                "post", "changes/zone", "Record changes of several zones since their tokens", "ZoneChangesRequest",
+                "ZoneChangesResponse"
+            ),
+            ("get", "subscriptions/list", "The caller's subscriptions", nil, "SubscriptionsResponse"),
+            ("post", "subscriptions/lookup", "Fetch subscriptions by ID", "SubscriptionsLookupRequest", "SubscriptionsResponse"),
+            (
+                "post", "subscriptions/modify", "Create, update and delete subscriptions", "SubscriptionsModifyRequest",
+                "SubscriptionsResponse"
+            ),
+            (
+                "post", "assets/rereference", "Fresh receipts for asset files records hold", "AssetRereferenceRequest",
+                "AssetRereferenceResponse"
+            ),
+            ("get", "users/caller", "The signed-in user's identity", nil, "UsersResponse"),
+            (
+                "get", "users/current", "The signed-in user's record name and names (older form of users/caller)", nil,
+                "CurrentUserResponse"
+            ),
+            (
+                "post", "users/discover", "Discoverable users by email, phone number or record name", "UsersDiscoverRequest",
+                "UsersResponse"
+            ),
+            ("get", "users/discover", "Every discoverable user", nil, "UsersResponse"),
+            ("post", "users/lookup/email", "Discoverable users by email (legacy)", "UsersLookupRequest", "LegacyUsersResponse"),
+            (
+                "post", "users/lookup/id", "Discoverable users by record name (legacy)", "UsersLookupRequest",
+                "LegacyUsersResponse"
+            ),
+        ].map { method, operation, summary, request, response in
+            Operation(
+                method: method, path: "/database/1/{container}/{environment}/{database}/" + operation, summary: summary,
+                access: .database, request: request, response: response)
+        }
+        + [
+            (
+                "create", "A push token and web courier URL for this user's notifications", "TokensCreateRequest",
+                "TokensCreateResponse"
+            ),
+            (
+                "register", "Deliver this user's notifications to a token from tokens/create", "TokensRegisterRequest",
+                "TokensRegisterResponse"
+            ),
+        ].map { operation, summary, request, response in
+            Operation(
+                method: "post", path: "/database/1/{container}/{environment}/tokens/" + operation, summary: summary,
+                access: .database,
+                request: request, response: response)
+        }
 
     static var document: JSONValue {
         var paths = [(String, JSONValue)]()
@@ -247,7 +289,8 @@ enum OpenAPIDocument {
         var members: [(String, JSONValue)] = [("summary", .string(operation.summary)), ("security", operation.access.security)]
         let parameters = operation.path.split(separator: "/").filter { $0.hasPrefix("{") }.map { segment -> JSONValue in
             let name = String(segment.dropFirst().dropLast())
-            let schema: JSONValue = parameterValues[name].map { ["type": "string", "enum": .array($0.map { .string($0) })] } ?? ["type": "string"]
+            let schema: JSONValue =
+                parameterValues[name].map { ["type": "string", "enum": .array($0.map { .string($0) })] } ?? ["type": "string"]
             return ["name": .string(name), "in": "path", "required": true, "schema": schema]
         }
         if !parameters.isEmpty { members.append(("parameters", .array(parameters))) }
@@ -257,14 +300,24 @@ enum OpenAPIDocument {
         let success: JSONValue =
             operation.response.map {
                 ["description": "Success", "content": [operation.responseType: ["schema": reference($0)]]]
-            } ?? (operation.responseType == "application/json" ? ["description": "Success"]
+            }
+            ?? (operation.responseType == "application/json"
+                ? ["description": "Success"]
                 : ["description": "Success", "content": [operation.responseType: [:]]])
         var responses: [(String, JSONValue)] = [(String(operation.status), success)]
-        for status in operation.emptySuccesses { responses.append((String(status), ["description": "Success, with nothing to answer"])) }
+        for status in operation.emptySuccesses {
+            responses.append((String(status), ["description": "Success, with nothing to answer"]))
+        }
         let errors = Set(everyOperationsErrors + operation.access.errors + operation.errors).sorted()
         for status in errors {
             responses.append(
-                (String(status), ["description": .string(errorDescription(status)), "content": ["application/json": ["schema": reference("Error")]]]))
+                (
+                    String(status),
+                    [
+                        "description": .string(errorDescription(status)),
+                        "content": ["application/json": ["schema": reference("Error")]],
+                    ]
+                ))
         }
         members.append(("responses", .object(responses)))
         return .object(members)

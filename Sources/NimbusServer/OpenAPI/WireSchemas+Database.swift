@@ -9,28 +9,43 @@ extension WireSchemas {
         (
             "FieldValue",
             object(
-                [("value", anyValue), ("type", ["type": "string", "description": "STRING, INT64, DOUBLE, TIMESTAMP, BYTES, REFERENCE, LOCATION or a *_LIST type"])],
+                [
+                    ("value", anyValue),
+                    (
+                        "type",
+                        [
+                            "type": "string",
+                            "description": "STRING, INT64, DOUBLE, TIMESTAMP, BYTES, REFERENCE, LOCATION or a *_LIST type",
+                        ]
+                    ),
+                ],
                 required: ["value"])
         ),
         (
             "Stamp",
-            object([("timestamp", integer), ("userRecordName", string), ("deviceID", string)], required: ["timestamp", "userRecordName", "deviceID"])
+            object(
+                [("timestamp", integer), ("userRecordName", string), ("deviceID", string)],
+                required: ["timestamp", "userRecordName", "deviceID"])
         ),
         (
             "Record",
-            notAnError(object(
-                [
-                    ("recordName", string), ("recordType", string), ("recordChangeTag", string),
-                    ("fields", ["type": "object", "additionalProperties": ref("FieldValue")]), ("zoneID", ref("ZoneID")),
-                    ("created", ref("Stamp")), ("modified", ref("Stamp")), ("deleted", boolean), ("parent", anyValue),
-                    ("share", anyValue), ("forRecord", anyValue), ("participants", ["type": "array", "items": anyValue]),
-                    ("publicPermission", string), ("shortGUID", string),
-                ], required: []))
+            notAnError(
+                object(
+                    [
+                        ("recordName", string), ("recordType", string), ("recordChangeTag", string),
+                        ("fields", ["type": "object", "additionalProperties": ref("FieldValue")]), ("zoneID", ref("ZoneID")),
+                        ("created", ref("Stamp")), ("modified", ref("Stamp")), ("deleted", boolean), ("parent", anyValue),
+                        ("share", anyValue), ("forRecord", anyValue), ("participants", ["type": "array", "items": anyValue]),
+                        ("publicPermission", string), ("shortGUID", string),
+                    ], required: []))
         ),
         (
             "RecordError",
             object(
-                [("recordName", string), ("reason", string), ("serverErrorCode", string), ("uuid", string), ("serverRecord", ref("Record"))],
+                [
+                    ("recordName", string), ("reason", string), ("serverErrorCode", string), ("uuid", string),
+                    ("serverRecord", ref("Record")),
+                ],
                 required: ["reason", "serverErrorCode", "uuid"])
         ),
         ("RecordOrError", ["oneOf": [ref("Record"), ref("RecordError")]]),
@@ -45,7 +60,13 @@ extension WireSchemas {
                                 [
                                     (
                                         "operationType",
-                                        ["type": "string", "enum": ["create", "update", "forceUpdate", "replace", "forceReplace", "delete", "forceDelete"]]
+                                        [
+                                            "type": "string",
+                                            "enum": [
+                                                "create", "update", "forceUpdate", "replace", "forceReplace", "delete",
+                                                "forceDelete",
+                                            ],
+                                        ]
                                     ), ("record", ref("Record")),
                                 ], required: ["operationType", "record"]))
                     ), ("zoneID", ref("ZoneID")), ("atomic", boolean), ("desiredKeys", strings), ("numbersAsStrings", boolean),
@@ -53,7 +74,9 @@ extension WireSchemas {
         ),
         (
             "RecordsResponse",
-            object([("records", array(of: ref("RecordOrError"))), ("syncToken", string), ("moreComing", boolean)], required: ["records"])
+            object(
+                [("records", array(of: ref("RecordOrError"))), ("syncToken", string), ("moreComing", boolean)],
+                required: ["records"])
         ),
         (
             "RecordsLookupRequest",
@@ -66,12 +89,19 @@ extension WireSchemas {
         (
             "QueryFilter",
             object(
-                [("fieldName", string), ("systemFieldName", string), ("comparator", string), ("fieldValue", ref("FieldValue")), ("distance", number)],
+                [
+                    ("fieldName", string), ("systemFieldName", string), ("comparator", string), ("fieldValue", ref("FieldValue")),
+                    ("distance", number),
+                ],
                 required: ["comparator", "fieldValue"])
         ),
         (
             "QuerySort",
-            object([("fieldName", string), ("systemFieldName", string), ("ascending", boolean), ("relativeLocation", ref("FieldValue"))], required: [])
+            object(
+                [
+                    ("fieldName", string), ("systemFieldName", string), ("ascending", boolean),
+                    ("relativeLocation", ref("FieldValue")),
+                ], required: [])
         ),
         (
             "RecordsQueryRequest",
@@ -80,13 +110,20 @@ extension WireSchemas {
                     (
                         "query",
                         object(
-                            [("recordType", string), ("filterBy", array(of: ref("QueryFilter"))), ("sortBy", array(of: ref("QuerySort")))],
+                            [
+                                ("recordType", string), ("filterBy", array(of: ref("QueryFilter"))),
+                                ("sortBy", array(of: ref("QuerySort"))),
+                            ],
                             required: ["recordType"])
-                    ), ("zoneID", ref("ZoneID")), ("zoneWide", boolean), ("resultsLimit", integer), ("continuationMarker", string),
+                    ), ("zoneID", ref("ZoneID")), ("zoneWide", boolean), ("resultsLimit", integer),
+                    ("continuationMarker", string),
                     ("desiredKeys", strings), ("numbersAsStrings", boolean),
                 ], required: ["query"])
         ),
-        ("RecordsQueryResponse", object([("records", array(of: ref("RecordOrError"))), ("continuationMarker", string)], required: ["records"])),
+        (
+            "RecordsQueryResponse",
+            object([("records", array(of: ref("RecordOrError"))), ("continuationMarker", string)], required: ["records"])
+        ),
         (
             "RecordsChangesRequest",
             object(
@@ -95,13 +132,21 @@ extension WireSchemas {
                     ("numbersAsStrings", boolean),
                 ], required: ["zoneID"])
         ),
-        ("Zone", notAnError(object([("zoneID", ref("ZoneID")), ("syncToken", string), ("atomic", boolean), ("deleted", boolean)], required: ["zoneID"]))),
+        (
+            "Zone",
+            notAnError(
+                object(
+                    [("zoneID", ref("ZoneID")), ("syncToken", string), ("atomic", boolean), ("deleted", boolean)],
+                    required: ["zoneID"]))
+        ),
         (
             "ZoneOrError",
             [
                 "oneOf": [
                     ref("Zone"),
-                    object([("zoneID", ref("ZoneID")), ("reason", string), ("serverErrorCode", string), ("uuid", string)], required: ["zoneID", "serverErrorCode"]),
+                    object(
+                        [("zoneID", ref("ZoneID")), ("reason", string), ("serverErrorCode", string), ("uuid", string)],
+                        required: ["zoneID", "serverErrorCode"]),
                 ]
             ]
         ),
@@ -123,7 +168,9 @@ extension WireSchemas {
         ("DatabaseChangesRequest", object([("syncToken", string), ("resultsLimit", integer)], required: [])),
         (
             "DatabaseChangesResponse",
-            object([("zones", array(of: ref("Zone"))), ("syncToken", string), ("moreComing", boolean)], required: ["zones", "syncToken", "moreComing"])
+            object(
+                [("zones", array(of: ref("Zone"))), ("syncToken", string), ("moreComing", boolean)],
+                required: ["zones", "syncToken", "moreComing"])
         ),
         (
             "ZoneChangesRequest",
@@ -134,7 +181,8 @@ extension WireSchemas {
                         array(
                             of: object(
                                 [
-                                    ("zoneID", ref("ZoneID")), ("syncToken", string), ("resultsLimit", integer), ("desiredKeys", strings),
+                                    ("zoneID", ref("ZoneID")), ("syncToken", string), ("resultsLimit", integer),
+                                    ("desiredKeys", strings),
                                     ("desiredRecordTypes", strings),
                                 ], required: []))
                     ), ("resultsLimit", integer), ("desiredKeys", strings), ("desiredRecordTypes", strings),
@@ -170,21 +218,45 @@ extension WireSchemas {
             "AssetUploadRequest",
             object(
                 [
-                    ("tokens", array(of: object([("recordName", string), ("recordType", string), ("fieldName", string)], required: ["recordType", "fieldName"]))),
+                    (
+                        "tokens",
+                        array(
+                            of: object(
+                                [("recordName", string), ("recordType", string), ("fieldName", string)],
+                                required: ["recordType", "fieldName"]))
+                    ),
                     ("zoneID", ref("ZoneID")),
                 ], required: ["tokens"])
         ),
         (
             "AssetUploadResponse",
-            object([("tokens", array(of: object([("recordName", string), ("fieldName", string), ("url", string)], required: ["fieldName", "url"])))], required: ["tokens"])
+            object(
+                [
+                    (
+                        "tokens",
+                        array(
+                            of: object(
+                                [("recordName", string), ("fieldName", string), ("url", string)], required: ["fieldName", "url"]))
+                    )
+                ], required: ["tokens"])
         ),
         (
             "AssetUploadResult",
             object(
-                [("singleFile", object([("fileChecksum", string), ("size", integer), ("receipt", string)], required: ["fileChecksum", "size", "receipt"]))],
+                [
+                    (
+                        "singleFile",
+                        object(
+                            [("fileChecksum", string), ("size", integer), ("receipt", string)],
+                            required: ["fileChecksum", "size", "receipt"])
+                    )
+                ],
                 required: ["singleFile"])
         ),
-        ("AcceptSharesRequest", object([("shortGUIDs", array(of: object([("value", string)], required: ["value"])))], required: ["shortGUIDs"])),
+        (
+            "AcceptSharesRequest",
+            object([("shortGUIDs", array(of: object([("value", string)], required: ["value"])))], required: ["shortGUIDs"])
+        ),
         ("SchemaDocument", object([("text", string)], required: ["text"])),
         ("RoleMemberRequest", object([("email", string)], required: ["email"])),
         (
@@ -198,7 +270,13 @@ extension WireSchemas {
                             "items": object(
                                 [
                                     ("role", string),
-                                    ("members", ["type": "array", "items": object([("userRecordName", string), ("email", string)], required: [])]),
+                                    (
+                                        "members",
+                                        [
+                                            "type": "array",
+                                            "items": object([("userRecordName", string), ("email", string)], required: []),
+                                        ]
+                                    ),
                                 ], required: ["role", "members"]),
                         ]
                     )
@@ -207,7 +285,9 @@ extension WireSchemas {
         ("SchemaDeployRequest", object([("dryRun", boolean)], required: [])),
         (
             "SchemaDeployResponse",
-            object([("changes", strings), ("violations", strings), ("deployed", boolean)], required: ["changes", "violations", "deployed"])
+            object(
+                [("changes", strings), ("violations", strings), ("deployed", boolean)],
+                required: ["changes", "violations", "deployed"])
         ),
         (
             "Subscription",
@@ -227,14 +307,19 @@ extension WireSchemas {
                         "operations",
                         array(
                             of: object(
-                                [("operationType", ["type": "string", "enum": ["create", "update", "delete"]]), ("subscription", ref("Subscription"))],
+                                [
+                                    ("operationType", ["type": "string", "enum": ["create", "update", "delete"]]),
+                                    ("subscription", ref("Subscription")),
+                                ],
                                 required: ["operationType", "subscription"]))
                     )
                 ], required: ["operations"])
         ),
         (
             "SubscriptionsLookupRequest",
-            object([("subscriptions", array(of: object([("subscriptionID", string)], required: ["subscriptionID"])))], required: ["subscriptions"])
+            object(
+                [("subscriptions", array(of: object([("subscriptionID", string)], required: ["subscriptionID"])))],
+                required: ["subscriptions"])
         ),
         ("SubscriptionsResponse", object([("subscriptions", array(of: anyValue))], required: ["subscriptions"])),
         ("LookupInfo", object([("emailAddress", string), ("phoneNumber", string), ("userRecordName", string)], required: [])),
@@ -248,22 +333,41 @@ extension WireSchemas {
         ),
         ("UsersResponse", object([("users", array(of: ref("UserIdentity")))], required: ["users"])),
         ("UsersDiscoverRequest", object([("lookupInfos", array(of: ref("LookupInfo")))], required: ["lookupInfos"])),
-        ("CurrentUserResponse", object([("userRecordName", string), ("firstName", string), ("lastName", string)], required: ["userRecordName"])),
-        ("UsersLookupRequest", object([("users", array(of: object([("emailAddress", string), ("userRecordName", string)], required: [])))], required: ["users"])),
+        (
+            "CurrentUserResponse",
+            object([("userRecordName", string), ("firstName", string), ("lastName", string)], required: ["userRecordName"])
+        ),
+        (
+            "UsersLookupRequest",
+            object(
+                [("users", array(of: object([("emailAddress", string), ("userRecordName", string)], required: [])))],
+                required: ["users"])
+        ),
         (
             "LegacyUsersResponse",
             object(
                 [
                     (
                         "users",
-                        array(of: object([("userRecordName", string), ("firstName", string), ("lastName", string), ("emailAddress", string)], required: ["userRecordName"]))
+                        array(
+                            of: object(
+                                [
+                                    ("userRecordName", string), ("firstName", string), ("lastName", string),
+                                    ("emailAddress", string),
+                                ], required: ["userRecordName"]))
                     )
                 ], required: ["users"])
         ),
         (
             "AssetRereferenceRequest",
             object(
-                [("assets", array(of: object([("recordName", string), ("fieldName", string)], required: ["recordName", "fieldName"]))), ("zoneID", ref("ZoneID"))],
+                [
+                    (
+                        "assets",
+                        array(
+                            of: object([("recordName", string), ("fieldName", string)], required: ["recordName", "fieldName"]))
+                    ), ("zoneID", ref("ZoneID")),
+                ],
                 required: ["assets"])
         ),
         (
@@ -275,25 +379,46 @@ extension WireSchemas {
                         array(
                             of: [
                                 "oneOf": [
-                                    object([("recordName", string), ("fieldName", string), ("value", anyValue), ("type", string)], required: ["recordName", "fieldName", "value", "type"]),
+                                    object(
+                                        [("recordName", string), ("fieldName", string), ("value", anyValue), ("type", string)],
+                                        required: ["recordName", "fieldName", "value", "type"]),
                                     ref("RecordError"),
                                 ]
                             ])
                     )
                 ], required: ["assets"])
         ),
-        ("TokensCreateRequest", object([("apnsEnvironment", ["type": "string", "enum": ["development", "production"]])], required: [])),
-        ("TokensCreateResponse", object([("apnsEnvironment", string), ("apnsToken", string), ("webcourierURL", string)], required: ["apnsEnvironment", "apnsToken", "webcourierURL"])),
-        ("TokensRegisterRequest", object([("apnsEnvironment", ["type": "string", "enum": ["development", "production"]]), ("apnsToken", string)], required: ["apnsToken"])),
-        ("TokensRegisterResponse", object([("apnsEnvironment", string), ("apnsToken", string)], required: ["apnsEnvironment", "apnsToken"])),
+        (
+            "TokensCreateRequest",
+            object([("apnsEnvironment", ["type": "string", "enum": ["development", "production"]])], required: [])
+        ),
+        (
+            "TokensCreateResponse",
+            object(
+                [("apnsEnvironment", string), ("apnsToken", string), ("webcourierURL", string)],
+                required: ["apnsEnvironment", "apnsToken", "webcourierURL"])
+        ),
+        (
+            "TokensRegisterRequest",
+            object(
+                [("apnsEnvironment", ["type": "string", "enum": ["development", "production"]]), ("apnsToken", string)],
+                required: ["apnsToken"])
+        ),
+        (
+            "TokensRegisterResponse",
+            object([("apnsEnvironment", string), ("apnsToken", string)], required: ["apnsEnvironment", "apnsToken"])
+        ),
         (
             "RecordNotification",
             object(
                 [
-                    ("notificationType", ["type": "string", "enum": ["query", "recordZone", "database"]]), ("subscriptionID", string),
-                    ("containerIdentifier", string), ("environment", string), ("databaseScope", string), ("zoneID", ref("ZoneID")),
+                    ("notificationType", ["type": "string", "enum": ["query", "recordZone", "database"]]),
+                    ("subscriptionID", string),
+                    ("containerIdentifier", string), ("environment", string), ("databaseScope", string),
+                    ("zoneID", ref("ZoneID")),
                     ("recordName", string), ("queryNotificationReason", string), ("notificationInfo", anyValue),
-                ], required: ["notificationType", "subscriptionID", "containerIdentifier", "environment", "databaseScope", "zoneID"])
+                ],
+                required: ["notificationType", "subscriptionID", "containerIdentifier", "environment", "databaseScope", "zoneID"])
         ),
     ]
 }

@@ -52,7 +52,9 @@ enum WireSchemas {
         ),
         (
             "AccountProfile",
-            object([("firstName", string), ("lastName", string), ("phoneNumber", string), ("discoverable", boolean)], required: ["discoverable"])
+            object(
+                [("firstName", string), ("lastName", string), ("phoneNumber", string), ("discoverable", boolean)],
+                required: ["discoverable"])
         ),
         ("ZoneAddress", object([("service", string), ("name", string)], required: ["service", "name"])),
         (

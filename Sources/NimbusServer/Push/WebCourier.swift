@@ -31,7 +31,8 @@ final class WebCourier: Sendable {
         let token = Secrets.apiToken()
         let dropped = mailboxes.withLock { mailboxes in
             var dropped = [CheckedContinuation<RecordNotification?, Never>]()
-            for (token, mailbox) in mailboxes where now.timeIntervalSince(mailbox.lastActive) > Self.idleLifetime && mailbox.waiter == nil {
+            for (token, mailbox) in mailboxes
+            where now.timeIntervalSince(mailbox.lastActive) > Self.idleLifetime && mailbox.waiter == nil {
                 mailboxes[token] = nil
             }
             let own = mailboxes.filter { $0.value.accountID == accountID }.sorted { $0.value.lastActive < $1.value.lastActive }

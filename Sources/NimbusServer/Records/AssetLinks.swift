@@ -13,7 +13,8 @@ struct AssetLinks: Sendable {
 
     func url(assetID: String) -> String {
         let expires = now.addingTimeInterval(Self.lifetime).milliseconds
-        return "\(baseURL)/assets/1/download/\(assetID)?expires=\(expires)&signature=\(Self.signature(key: key, assetID: assetID, expires: expires))"
+        return
+            "\(baseURL)/assets/1/download/\(assetID)?expires=\(expires)&signature=\(Self.signature(key: key, assetID: assetID, expires: expires))"
     }
 
     static func signature(key: [UInt8], assetID: String, expires: Int64) -> String {

@@ -20,7 +20,8 @@ enum FieldTypes {
         case (.int64(let integer), "DOUBLE"): return .double(Double(integer))
         case (.int64(let milliseconds), "TIMESTAMP"): return Date(wireMilliseconds: milliseconds).map(FieldValue.timestamp)
         // What `Date`'s own encoding writes: milliseconds with a fraction.
-        case (.double(let milliseconds), "TIMESTAMP"): return Date(roundingWireMilliseconds: milliseconds).map(FieldValue.timestamp)
+        case (.double(let milliseconds), "TIMESTAMP"):
+            return Date(roundingWireMilliseconds: milliseconds).map(FieldValue.timestamp)
         case (.list(let values, _), _) where wireType.hasSuffix("_LIST"):
             let elementType = String(wireType.dropLast(5))
             var conformed = [FieldValue]()

@@ -23,7 +23,9 @@ enum OutgoingRecord: Sendable {
             return .stored(name: entry.key, sequence: entry.sequence, zoneID: zoneID, payload: payload)
         }
         return .wire(
-            links.apply(try StoredRecord(entry: entry).wire(name: entry.key, sequence: entry.sequence, zoneID: zoneID, desiredKeys: desiredKeys)))
+            links.apply(
+                try StoredRecord(entry: entry).wire(
+                    name: entry.key, sequence: entry.sequence, zoneID: zoneID, desiredKeys: desiredKeys)))
     }
 }
 
@@ -53,7 +55,6 @@ extension JSONWriter {
         raw("]")
     }
 
-
     var body: JSONBody { JSONBody(bytes: bytes) }
 }
 
@@ -62,6 +63,8 @@ struct JSONBody: ResponseGenerator {
     var bytes: [UInt8]
 
     func response(from request: Request, context: some RequestContext) throws -> Response {
-        Response(status: .ok, headers: [.contentType: "application/json; charset=utf-8"], body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
+        Response(
+            status: .ok, headers: [.contentType: "application/json; charset=utf-8"],
+            body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
     }
 }

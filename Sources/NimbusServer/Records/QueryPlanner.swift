@@ -60,11 +60,13 @@ struct QueryPlanner {
         // All text is no field a schema could give an index.
         guard target.name != RecordIndexer.allTokensField else {
             return .badRequest(
-                "\(target.name) (all text) is searched with CONTAINS_ALL_TOKENS or CONTAINS_ANY_TOKENS only; it cannot be \(index)")
+                "\(target.name) (all text) is searched with CONTAINS_ALL_TOKENS or CONTAINS_ANY_TOKENS only; it cannot be \(index)"
+            )
         }
         return .badRequest(
             "field \(target.name) of record type \(recordType.name) is not \(index); add the index to the schema "
-                + "(`\(Schema.quoted(target.name)) \(target.wireType.replacingOccurrences(of: "_LIST", with: "")) \(index)`) and deploy it")
+                + "(`\(Schema.quoted(target.name)) \(target.wireType.replacingOccurrences(of: "_LIST", with: "")) \(index)`) and deploy it"
+        )
     }
 
     /// What one query may ask, so that it stays one SQL statement SQLite takes: a statement joins at most

@@ -33,10 +33,11 @@ struct RecordAccess: Sendable {
 
     func allows(_ permission: Schema.Grant.Permission, _ type: Schema.RecordType?, creator: String?) -> Bool {
         if let shared { return permission == .read || shared.widest == .readWrite }
-        return ownsDatabase || Self.grants(type).contains { grant in
-            (grant.permissions.contains(permission) || (permission == .read && grant.permissions.contains(.write)))
-                && holds(grant.role, creator: creator)
-        }
+        return ownsDatabase
+            || Self.grants(type).contains { grant in
+                (grant.permissions.contains(permission) || (permission == .read && grant.permissions.contains(.write)))
+                    && holds(grant.role, creator: creator)
+            }
     }
 
     /// In a shared hierarchy: the shares whose records the caller may see (nil: no such restriction).

@@ -60,7 +60,9 @@ struct RecordWriter {
         let current = try entry.flatMap(LiveRecord.init)
         let requested = operation.record
         try hideUnshared(operation, current: current)
-        if let current, current.record.share != nil, !access.ownsDatabase, operation.type == .delete || operation.type == .forceDelete {
+        if let current, current.record.share != nil, !access.ownsDatabase,
+            operation.type == .delete || operation.type == .forceDelete
+        {
             try leave(operation.name, current)
             return RecordWire(recordName: operation.name, zoneID: zoneID).deleted()
         }
@@ -72,7 +74,8 @@ struct RecordWriter {
                         .conflict,
                         requested.recordChangeTag == nil
                             ? "\(operation.type.rawValue) needs the record's recordChangeTag; fetch the record first"
-                            : "record \(operation.name) was changed since tag \(requested.recordChangeTag!); fetch it, merge and retry"),
+                            : "record \(operation.name) was changed since tag \(requested.recordChangeTag!); fetch it, merge and retry"
+                    ),
                     serverRecord: wire(operation.name, current.record, current.sequence))
             }
         }
@@ -97,14 +100,17 @@ struct RecordWriter {
             if current == nil, operation.type == .replace {
                 throw OperationFailure(.notFound("record \(operation.name) does not exist; create it instead"))
             }
-            return try save(operation.name, fields: requested.fields ?? [:], over: current, tombstone: entry, requested: requested)
+            return try save(
+                operation.name, fields: requested.fields ?? [:], over: current, tombstone: entry, requested: requested)
         }
     }
 
     /// In a shared hierarchy, records outside the caller's shares do not exist for them: changing or
     /// deleting one answers as for a missing record, and only creating one says that the name is taken.
     private func hideUnshared(_ operation: PreparedOperation, current: LiveRecord?) throws {
-        guard let current, let shared = access.shared, shared.permission(covering: current.membership.current) == nil else { return }
+        guard let current, let shared = access.shared, shared.permission(covering: current.membership.current) == nil else {
+            return
+        }
         // The same answers, word for word, as for a record that does not exist.
         switch operation.type {
         case .delete, .forceDelete: throw OperationFailure(.notFound("record \(operation.name) does not exist"))
@@ -131,7 +137,8 @@ struct RecordWriter {
             throw OperationFailure(
                 .accessDenied(
                     current == nil
-                        ? "you may not create \(typeName ?? "these") records here" : "you may not change record \(operation.name)"))
+                        ? "you may not create \(typeName ?? "these") records here" : "you may not change record \(operation.name)"
+                ))
         }
         if let shared = access.shared, let current {
             guard shared.permission(covering: current.membership.current) == .readWrite else {
@@ -145,7 +152,9 @@ struct RecordWriter {
 
     /// Saves a record over its current version, or over nothing (`tombstone` then holds what a deleted
     /// record left: the shares it was in, whose participants must still learn of its fate).
-    private func save(_ name: String, fields: [String: FieldValue], over current: LiveRecord?, tombstone: Entry?, requested: RecordWire)
+    private func save(
+        _ name: String, fields: [String: FieldValue], over current: LiveRecord?, tombstone: Entry?, requested: RecordWire
+    )
         throws -> RecordWire
     {
         guard let recordType = current?.record.recordType ?? requested.recordType else {
@@ -166,12 +175,15 @@ struct RecordWriter {
         record.sharedAs = current?.record.sharedAs
         for (field, reference) in record.references {
             if let zone = reference.zoneID, zone.zoneName != zoneID.zoneName {
-                throw OperationFailure(.badRequest("reference \(field) points into zone \(zone.zoneName); references stay within a zone"))
+                throw OperationFailure(
+                    .badRequest("reference \(field) points into zone \(zone.zoneName); references stay within a zone"))
             }
             if reference.action == .validate, reference.recordName != name {
                 guard let target = try visible(reference.recordName) else {
                     throw OperationFailure(
-                        NimbusError(.validatingReferenceError, "field \(field) references record \(reference.recordName), which does not exist"))
+                        NimbusError(
+                            .validatingReferenceError,
+                            "field \(field) references record \(reference.recordName), which does not exist"))
                 }
                 // A VALIDATE reference keeps its target from being deleted: in the public database, where
                 // records of many users meet, it may only point at a record the caller may change.
@@ -225,15 +237,18 @@ struct RecordWriter {
 
     /// Writes a version of a record (payload, index rows, the shares it is in) and logs the change.
     @discardableResult
-    private func store(_ name: String, _ record: StoredRecord, membership: ShareMembership, before: StoredRecord?) throws -> Int64 {
+    private func store(_ name: String, _ record: StoredRecord, membership: ShareMembership, before: StoredRecord?) throws -> Int64
+    {
         let payload = try record.encoded()
         guard payload.count <= Self.maxRecordBytes else {
             throw OperationFailure(
-                NimbusError(.requestTooLarge, "record \(name) is \(payload.count) bytes; a record holds at most 1 MB besides its assets"))
+                NimbusError(
+                    .requestTooLarge, "record \(name) is \(payload.count) bytes; a record holds at most 1 MB besides its assets"))
         }
         // What the record counts against its owner's quota: its bytes and its assets' files.
         let assetBytes = record.fields.values.flatMap(StoredRecord.assets).reduce(0) { $0 + ($1.size ?? 0) }
-        let sequence = try transaction.put(name, payload: payload, size: payload.count + Int(assetBytes), audience: membership.audience)
+        let sequence = try transaction.put(
+            name, payload: payload, size: payload.count + Int(assetBytes), audience: membership.audience)
         let systemFields = RecordIndexer.indexedSystemFields(schema.recordTypes.first { $0.name == record.recordType })
         try transaction.index(
             name, kind: record.recordType,
@@ -258,7 +273,8 @@ struct RecordWriter {
             throw OperationFailure(.badRequest("a share record cannot be the root of a shared hierarchy"))
         }
         if let other = root.record.sharedAs ?? root.membership.current, other != share {
-            throw OperationFailure(NimbusError(.alreadyShared, "record \(name) is already in share \(other); a record is in one share at most"))
+            throw OperationFailure(
+                NimbusError(.alreadyShared, "record \(name) is already in share \(other); a record is in one share at most"))
         }
         return name
     }
@@ -312,7 +328,9 @@ struct RecordWriter {
             for type in schema.recordTypes {
                 for child in try transaction.keys(kind: type.name, field: RecordIndexer.parentField, value: .text(parent))
                 where visited.insert(child).inserted {
-                    guard let live = try live(child), live.record.sharedAs == nil, live.membership.current != share else { continue }
+                    guard let live = try live(child), live.record.sharedAs == nil, live.membership.current != share else {
+                        continue
+                    }
                     try store(child, live.record, membership: live.membership.moved(to: share), before: live.record)
                     pending.append(child)
                 }
@@ -331,7 +349,9 @@ struct RecordWriter {
         for (name, value) in fields {
             guard let field = type.fields.first(where: { $0.name == name }) else {
                 throw OperationFailure(
-                    .badRequest("record type \(recordType) has no field \(name) in this environment's schema; add it in development and deploy"))
+                    .badRequest(
+                        "record type \(recordType) has no field \(name) in this environment's schema; add it in development and deploy"
+                    ))
             }
             guard let typed = FieldTypes.conform(value, to: field.wireType) else {
                 throw OperationFailure(.badRequest("field \(name) of \(recordType) is \(field.wireType), not \(value.typeName)"))
@@ -357,10 +377,12 @@ struct RecordWriter {
                 }
                 if redeemedAssets.contains(id) { return value }
                 guard let stored = held[id] else {
-                    throw OperationFailure(.badRequest("field \(name) names an asset file without its upload receipt (\(id.prefix(8))…)"))
+                    throw OperationFailure(
+                        .badRequest("field \(name) names an asset file without its upload receipt (\(id.prefix(8))…)"))
                 }
                 return .asset(stored)
-            case .list(let values, let elementType): return .list(try values.map { try resolve($0, name) }, elementType: elementType)
+            case .list(let values, let elementType):
+                return .list(try values.map { try resolve($0, name) }, elementType: elementType)
             default: return value
             }
         }
@@ -368,7 +390,6 @@ struct RecordWriter {
         for (name, value) in fields { resolved[name] = try resolve(value, name) }
         return resolved
     }
-
 
     /// Deletes a record with every record that references it with DELETE_SELF, recursively; refuses when a
     /// record outside that set references one of them with VALIDATE.
@@ -381,9 +402,11 @@ struct RecordWriter {
             let target = doomed[next]
             next += 1
             for (kind, field) in referenceFields {
-                for referrer in try transaction.keys(kind: kind, field: field, value: .text(target)) where !members.contains(referrer) {
+                for referrer in try transaction.keys(kind: kind, field: field, value: .text(target))
+                where !members.contains(referrer) {
                     guard let record = try live(referrer)?.record else { continue }
-                    let actions = record.references.filter { $0.field == field && $0.reference.recordName == target }.map(\.reference.action)
+                    let actions = record.references.filter { $0.field == field && $0.reference.recordName == target }.map(
+                        \.reference.action)
                     if actions.contains(.deleteSelf) {
                         doomed.append(referrer)
                         members.insert(referrer)
@@ -400,14 +423,16 @@ struct RecordWriter {
                     record.record.share == nil
                 else {
                     throw OperationFailure(
-                        .accessDenied("deleting \(root) would delete records you may not delete (they reference it with DELETE_SELF)"))
+                        .accessDenied(
+                            "deleting \(root) would delete records you may not delete (they reference it with DELETE_SELF)"))
                 }
             }
         }
         if let blocker = validating.first(where: { !members.contains($0.referrer) }) {
             let referrer = try visible(blocker.referrer) == nil ? "a record not shared with you" : "record \(blocker.referrer)"
             throw OperationFailure(
-                NimbusError(.validatingReferenceError, "\(referrer) references \(blocker.target) with VALIDATE; it must change first"))
+                NimbusError(
+                    .validatingReferenceError, "\(referrer) references \(blocker.target) with VALIDATE; it must change first"))
         }
         let removed = try doomed.compactMap { name in try remove(name).map { (name, $0) } }
         // A shared root takes its share along; records left without their parent leave its share.

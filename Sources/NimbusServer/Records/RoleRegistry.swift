@@ -25,7 +25,9 @@ final class RoleRegistry: Sendable {
         return found
     }
 
-    func setMember(_ membership: RoleMember, container: String, environment: RecordDatabase.Environment, member: Bool) async throws {
+    func setMember(_ membership: RoleMember, container: String, environment: RecordDatabase.Environment, member: Bool)
+        async throws
+    {
         try await store.setRoleMember(membership, container: container, environment: environment.rawValue, member: member)
         cache.withLock {
             $0.generation += 1

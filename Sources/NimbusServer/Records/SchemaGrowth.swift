@@ -25,7 +25,8 @@ struct SchemaGrowth {
     /// deploy, an import or another batch may have committed since the cache was read (a system field's
     /// newly declared index, whose rows the change added to the records stored before, must be written
     /// for these records too).
-    init(_ database: RecordDatabase, cached: SchemaRegistry.Stored, records: [Record], in transaction: any ZoneTransaction) throws {
+    init(_ database: RecordDatabase, cached: SchemaRegistry.Stored, records: [Record], in transaction: any ZoneTransaction) throws
+    {
         self.records = records
         let text = try transaction.schemaText(container: database.container, environment: database.environment.rawValue)
         let current = text == cached.text ? cached.schema : try text.map { try Schema(parsing: $0) } ?? Schema()
@@ -44,7 +45,8 @@ struct SchemaGrowth {
         let added = additions.reduce(0) { $0 + $1.fields.count }
         guard added <= maxNewFieldsPerRequest else {
             throw .badRequest(
-                "this request would add \(added) fields to the schema; one request may add at most \(maxNewFieldsPerRequest) (split it, or import the schema)")
+                "this request would add \(added) fields to the schema; one request may add at most \(maxNewFieldsPerRequest) (split it, or import the schema)"
+            )
         }
         for (type, fields) in additions {
             let total = (schema.recordTypes.first { $0.name == type }?.fields.count ?? 0) + fields.count
@@ -56,7 +58,9 @@ struct SchemaGrowth {
 
     /// Stores the additions of the records saved (worked out only when the batch may add something);
     /// whether there were any.
-    func commit(saved: @autoclosure () -> Set<String>, _ database: RecordDatabase, in transaction: any ZoneTransaction) throws -> Bool {
+    func commit(saved: @autoclosure () -> Set<String>, _ database: RecordDatabase, in transaction: any ZoneTransaction) throws
+        -> Bool
+    {
         guard let stored else { return false }
         let saved = saved()
         let grown = SchemaRegistry.extended(

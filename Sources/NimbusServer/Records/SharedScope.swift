@@ -52,7 +52,8 @@ extension SharedScope {
     private var digest: String {
         switch self {
         case .zone: String(Secrets.digest("zone").prefix(16))
-        case .hierarchies(let shares): String(Secrets.digest("shares\n" + shares.keys.sorted().joined(separator: "\n")).prefix(16))
+        case .hierarchies(let shares):
+            String(Secrets.digest("shares\n" + shares.keys.sorted().joined(separator: "\n")).prefix(16))
         }
     }
 
@@ -65,7 +66,9 @@ extension SharedScope {
         let parts = text.split(separator: ".", maxSplits: 2)
         guard parts.count == 3, parts[0] == "p1" else { throw .badRequest("syncToken is not a token this server issued") }
         guard parts[1] == digest else {
-            throw NimbusError(.changeTokenExpired, "what is shared with you in this zone changed since this syncToken; fetch again without a token")
+            throw NimbusError(
+                .changeTokenExpired,
+                "what is shared with you in this zone changed since this syncToken; fetch again without a token")
         }
         return try ChangeToken(encoded: String(parts[2]))
     }

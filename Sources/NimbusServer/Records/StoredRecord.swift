@@ -26,7 +26,9 @@ struct StoredRecord: Codable, Sendable {
         record.parent = parent
         record.share = sharedAs.map { RecordReference(recordName: $0, zoneID: zoneID, action: RecordReference.Action.none) }
         if let share {
-            record.forRecord = share.root.map { RecordReference(recordName: $0, zoneID: zoneID, action: RecordReference.Action.none) }
+            record.forRecord = share.root.map {
+                RecordReference(recordName: $0, zoneID: zoneID, action: RecordReference.Action.none)
+            }
             record.publicPermission = "NONE"
             record.participants = share.participants.map(\.wire)
             record.shortGUID = share.shortGUID
@@ -86,7 +88,10 @@ struct StoredRecord: Codable, Sendable {
         }
     }
 
-    init(recordType: String, fields: [String: FieldValue], created: RecordWire.Stamp, modified: RecordWire.Stamp, parent: RecordReference?) {
+    init(
+        recordType: String, fields: [String: FieldValue], created: RecordWire.Stamp, modified: RecordWire.Stamp,
+        parent: RecordReference?
+    ) {
         self.recordType = recordType
         self.fields = fields
         self.created = created

@@ -50,10 +50,15 @@ final class SubscriptionRegistry: Sendable {
     }
 
     /// Saves (nil: deletes) subscriptions of one subscriber in one commit.
-    func save(_ changes: [(id: String, subscription: Subscription?)], subscriber: String, in database: RecordDatabase) async throws {
+    func save(_ changes: [(id: String, subscription: Subscription?)], subscriber: String, in database: RecordDatabase)
+        async throws
+    {
         let mutations = try changes.map { change in
-            let payload = try change.subscription.map { try JSONEncoder().encode(Stored(subscriber: subscriber, subscription: $0)) }
-            return EntryMutation(key: Self.key(subscriber: subscriber, id: change.id), payload: payload, size: payload?.count ?? 0)
+            let payload = try change.subscription.map {
+                try JSONEncoder().encode(Stored(subscriber: subscriber, subscription: $0))
+            }
+            return EntryMutation(
+                key: Self.key(subscriber: subscriber, id: change.id), payload: payload, size: payload?.count ?? 0)
         }
         _ = try await store.commit(zone(database), mutations: mutations) { _ in }
         cache.withLock {

@@ -41,14 +41,16 @@ struct AdminRoutes {
         admin.get("users") { _, _ in ListResponse(items: try await service.users()) }
         admin.get("keys") { _, _ in ListResponse(items: try await service.server.store.serverKeys().map(\.info)) }
         admin.post("keys") { request, context in
-            try await service.createServerKey(try await request.decode(as: CreateServerKeyRequest.self, context: context), creator: context.session)
+            try await service.createServerKey(
+                try await request.decode(as: CreateServerKeyRequest.self, context: context), creator: context.session)
         }
         admin.delete("keys/:keyID") { _, context in
             try await service.revokeServerKey(id: context.parameters.require("keyID"))
             return HTTPResponse.Status.noContent
         }
         admin.get("containers/:container/schema/:environment") { _, context in
-            try await schemas.export(container: context.parameters.require("container"), environment: context.parameters.require("environment"))
+            try await schemas.export(
+                container: context.parameters.require("container"), environment: context.parameters.require("environment"))
         }
         admin.put("containers/:container/schema/:environment") { request, context in
             try await schemas.importSchema(
@@ -57,10 +59,12 @@ struct AdminRoutes {
         }
         admin.post("containers/:container/schema/deploy") { request, context in
             try await schemas.deploy(
-                container: context.parameters.require("container"), try await request.decode(as: SchemaDeployRequest.self, context: context))
+                container: context.parameters.require("container"),
+                try await request.decode(as: SchemaDeployRequest.self, context: context))
         }
         admin.get("containers/:container/roles/:environment") { _, context in
-            try await roles.list(container: context.parameters.require("container"), environment: context.parameters.require("environment"))
+            try await roles.list(
+                container: context.parameters.require("container"), environment: context.parameters.require("environment"))
         }
         admin.post("containers/:container/roles/:environment/:role/members") { request, context in
             try await roles.add(

@@ -16,7 +16,9 @@ struct AuthRoutes {
         }
         let page = WebSignInPage(service: service)
         auth.get("web/signin") { request, _ in
-            try await page.form(Dictionary(request.uri.queryParameters.map { (String($0.key), String($0.value)) }, uniquingKeysWith: { a, _ in a }))
+            try await page.form(
+                Dictionary(
+                    request.uri.queryParameters.map { (String($0.key), String($0.value)) }, uniquingKeysWith: { a, _ in a }))
         }
         auth.post("web/signin") { request, _ in
             let body = try await request.body.collect(

@@ -23,13 +23,17 @@ struct DatabaseRoutes {
         post(database, "zones/changes", DatabaseChangesRequest.self, service.databaseChanges)
         post(database, "changes/database", DatabaseChangesRequest.self, service.databaseChanges)
         post(database, "changes/zone", ZoneChangesRequest.self, service.zoneChanges)
-        database.get("subscriptions/list") { request, context in try await service.listSubscriptions(try await authorize(request, context)) }
+        database.get("subscriptions/list") { request, context in
+            try await service.listSubscriptions(try await authorize(request, context))
+        }
         post(database, "subscriptions/lookup", SubscriptionsLookupRequest.self, service.lookupSubscriptions)
         post(database, "subscriptions/modify", SubscriptionsModifyRequest.self, service.modifySubscriptions)
         database.get("users/caller") { request, context in try service.caller(try await authorize(request, context)) }
         database.get("users/current") { request, context in try await service.currentUser(try await authorize(request, context)) }
         post(database, "users/discover", UsersDiscoverRequest.self, service.discoverUsers)
-        database.get("users/discover") { request, context in try await service.discoverAllUsers(try await authorize(request, context)) }
+        database.get("users/discover") { request, context in
+            try await service.discoverAllUsers(try await authorize(request, context))
+        }
         post(database, "users/lookup/email", UsersLookupRequest.self, service.lookupUsersByEmail)
         post(database, "users/lookup/id", UsersLookupRequest.self, service.lookupUsersByID)
 
@@ -37,11 +41,13 @@ struct DatabaseRoutes {
         let tokens = router.group("database/1/:container/:environment/tokens", context: DatabaseRequestContext.self)
         tokens.post("create") { request, context in
             try service.createNotificationToken(
-                try await authorize(request, context, database: "private"), try await request.decode(as: TokensCreateRequest.self, context: context))
+                try await authorize(request, context, database: "private"),
+                try await request.decode(as: TokensCreateRequest.self, context: context))
         }
         tokens.post("register") { request, context in
             try service.registerNotificationToken(
-                try await authorize(request, context, database: "private"), try await request.decode(as: TokensRegisterRequest.self, context: context))
+                try await authorize(request, context, database: "private"),
+                try await request.decode(as: TokensRegisterRequest.self, context: context))
         }
     }
 
@@ -50,7 +56,8 @@ struct DatabaseRoutes {
         router.get("push/1/courier/:token") { _, context -> Response in
             do {
                 let notification = try await server.push.courier.poll(
-                    token: context.parameters.require("token"), timeout: server.configuration.courierPollTimeout, now: server.configuration.now())
+                    token: context.parameters.require("token"), timeout: server.configuration.courierPollTimeout,
+                    now: server.configuration.now())
                 guard let notification else { return Response(status: .noContent) }
                 return Response(
                     status: .ok, headers: [.contentType: "application/json; charset=utf-8"],
@@ -66,7 +73,8 @@ struct DatabaseRoutes {
     /// Upload and download URLs of assets: their own credentials (an unguessable upload id, a signature).
     static func registerTransfers(_ transfers: AssetTransfers, on router: Router<AppRequestContext>) {
         router.post("assets/1/upload/:id") { request, context in
-            try await transfers.upload(id: context.parameters.require("id"), body: request.body, contentType: request.headers[.contentType])
+            try await transfers.upload(
+                id: context.parameters.require("id"), body: request.body, contentType: request.headers[.contentType])
         }
         router.get("assets/1/download/:assetID") { request, context in
             try await transfers.download(
@@ -75,7 +83,9 @@ struct DatabaseRoutes {
         }
     }
 
-    private func authorize(_ request: Request, _ context: DatabaseRequestContext, database name: String? = nil) async throws -> RecordDatabase {
+    private func authorize(_ request: Request, _ context: DatabaseRequestContext, database name: String? = nil) async throws
+        -> RecordDatabase
+    {
         var database = try await service.authorize(
             context, container: context.parameters.require("container"), environment: context.parameters.require("environment"),
             database: try name ?? context.parameters.require("database"), apiToken: request.uri.queryParameters.get("ckAPIToken"))

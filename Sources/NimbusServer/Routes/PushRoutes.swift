@@ -11,7 +11,8 @@ struct PushRoutes {
     /// On the HTTP router: a `GET /push/1` that did not ask for a WebSocket is told to.
     static func registerUpgradeRequired(on router: Router<AppRequestContext>) {
         router.get("/push/1") { _, _ -> Response in
-            throw NimbusError(.upgradeRequired, "/push/1 is a WebSocket: send the request with `Connection: Upgrade` and `Upgrade: websocket`")
+            throw NimbusError(
+                .upgradeRequired, "/push/1 is a WebSocket: send the request with `Connection: Upgrade` and `Upgrade: websocket`")
         }
     }
 

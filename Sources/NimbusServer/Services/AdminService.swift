@@ -79,7 +79,8 @@ struct AdminService: Sendable {
                     + "openssl ec -in key.pem -pubout)")
         }
         let record = ServerKeyRecord(
-            id: Secrets.apiToken(), container: request.container, publicKeyPEM: request.publicKey, creatorAccountID: creator.accountID,
+            id: Secrets.apiToken(), container: request.container, publicKeyPEM: request.publicKey,
+            creatorAccountID: creator.accountID,
             name: request.name ?? "server key")
         try await server.store.createServerKey(record)
         return record.info

@@ -89,7 +89,8 @@ struct AuthService: Sendable {
             guard number.utf8.count <= 32, let normalized = AccountProfile.normalizedPhoneNumber(number),
                 number.unicodeScalars.allSatisfy({ ("0"..."9").contains($0) || " +-().".unicodeScalars.contains($0) })
             else {
-                throw NimbusError.badRequest("phoneNumber \"\(number.prefix(40))\" must be digits, with spaces, dashes or a leading +")
+                throw NimbusError.badRequest(
+                    "phoneNumber \"\(number.prefix(40))\" must be digits, with spaces, dashes or a leading +")
             }
             profile.phoneNumber = normalized
         }

@@ -7,7 +7,8 @@ extension ChangeToken {
     func validated(against state: ZoneState?) throws(NimbusError) -> ChangeToken {
         let valid = zoneID == 0 ? sequence == 0 : (zoneID == state?.id && sequence <= state!.sequence)
         guard valid else {
-            throw NimbusError(.changeTokenExpired, "syncToken does not belong to this zone's history; fetch again without a token")
+            throw NimbusError(
+                .changeTokenExpired, "syncToken does not belong to this zone's history; fetch again without a token")
         }
         return self
     }

@@ -32,8 +32,9 @@ final class MultipartFile {
     init?(contentType: String?) {
         guard let contentType, contentType.lowercased().hasPrefix("multipart/") else { return nil }
         let parameters = contentType.split(separator: ";").dropFirst().map { $0.trimmingCharacters(in: .whitespaces) }
-        guard let boundary = parameters.first(where: { $0.lowercased().hasPrefix("boundary=") }).map({ String($0.dropFirst(9)) })
-            .map({ $0.hasPrefix("\"") && $0.hasSuffix("\"") && $0.count >= 2 ? String($0.dropFirst().dropLast()) : $0 }),
+        guard
+            let boundary = parameters.first(where: { $0.lowercased().hasPrefix("boundary=") }).map({ String($0.dropFirst(9)) })
+                .map({ $0.hasPrefix("\"") && $0.hasSuffix("\"") && $0.count >= 2 ? String($0.dropFirst().dropLast()) : $0 }),
             (1...70).contains(boundary.utf8.count)
         else { return nil }
         parser = MultipartParser(boundary: boundary)

@@ -25,14 +25,16 @@ extension RecordService {
             try Identifiers.validateSchemaName(token.fieldName, what: "fieldName")
             let type = schema.recordTypes.first { $0.name == token.recordType }
             guard access.allows(.create, type, creator: nil) || access.allows(.write, type, creator: caller.userRecordName) else {
-                throw NimbusError.accessDenied("you may not save \(token.recordType) records here, so you may not upload their files")
+                throw NimbusError.accessDenied(
+                    "you may not save \(token.recordType) records here, so you may not upload their files")
             }
             let id = Secrets.apiToken()
             try await server.store.createAssetUpload(
                 AssetUploadRecord(
                     id: id, owner: caller.userRecordName, container: database.container,
                     expiresAt: server.configuration.now().addingTimeInterval(Self.uploadLifetime)))
-            tokens.append(.init(recordName: token.recordName, fieldName: token.fieldName, url: "\(database.baseURL)/assets/1/upload/\(id)"))
+            tokens.append(
+                .init(recordName: token.recordName, fieldName: token.fieldName, url: "\(database.baseURL)/assets/1/upload/\(id)"))
         }
         return AssetUploadResponse(tokens: tokens)
     }
@@ -40,7 +42,9 @@ extension RecordService {
     /// `assets/rereference`: a fresh receipt for each file of the named asset fields of records the caller
     /// can read, so that records elsewhere in the container can hold the same files (the files stay while
     /// any record holds them, as every asset file does).
-    func rereferenceAssets(_ database: RecordDatabase, _ request: AssetRereferenceRequest) async throws -> AssetRereferenceResponse {
+    func rereferenceAssets(_ database: RecordDatabase, _ request: AssetRereferenceRequest) async throws
+        -> AssetRereferenceResponse
+    {
         let caller = try database.requireCaller()
         guard (1...Self.maxOperations).contains(request.assets.count) else {
             throw NimbusError.badRequest("assets must name 1 to \(Self.maxOperations) fields")
@@ -64,7 +68,10 @@ extension RecordService {
                 continue
             }
             let record = try StoredRecord(entry: entry)
-            guard access.allows(.read, schema.recordTypes.first { $0.name == record.recordType }, creator: record.created.userRecordName) else {
+            guard
+                access.allows(
+                    .read, schema.recordTypes.first { $0.name == record.recordType }, creator: record.created.userRecordName)
+            else {
                 answer.append(failure(.accessDenied("you may not read \(record.recordType) records")))
                 continue
             }
@@ -117,7 +124,8 @@ extension RecordService {
         return redeemed
     }
 
-    private func redeem(_ value: FieldValue, caller: String, database: RecordDatabase, into redeemed: inout Set<String>) async throws
+    private func redeem(_ value: FieldValue, caller: String, database: RecordDatabase, into redeemed: inout Set<String>)
+        async throws
         -> FieldValue
     {
         switch value {
@@ -207,7 +215,8 @@ struct AssetTransfers: Sendable {
 
     func download(assetID: String, expires: String?, signature: String?, context: some RequestContext) async throws -> Response {
         guard let expires = expires.flatMap(Int64.init), let signature,
-            Secrets.constantTimeEquals(signature, AssetLinks.signature(key: server.urlSigningKey, assetID: assetID, expires: expires))
+            Secrets.constantTimeEquals(
+                signature, AssetLinks.signature(key: server.urlSigningKey, assetID: assetID, expires: expires))
         else {
             throw NimbusError.accessDenied("this download URL is not one the server signed")
         }
@@ -216,6 +225,7 @@ struct AssetTransfers: Sendable {
         }
         guard let file = server.blobs.file(assetID) else { throw NimbusError.notFound("the asset's file is gone") }
         let body = try await FileIO().loadFile(path: file.path, context: context)
-        return Response(status: .ok, headers: [.contentType: "application/octet-stream", .cacheControl: "private, max-age=3600"], body: body)
+        return Response(
+            status: .ok, headers: [.contentType: "application/octet-stream", .cacheControl: "private, max-age=3600"], body: body)
     }
 }

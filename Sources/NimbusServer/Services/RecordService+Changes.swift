@@ -17,9 +17,11 @@ extension RecordService {
             let zoneID = options.zoneID ?? .defaultZone
             do {
                 let page = try await changes(
-                    database, zoneID: zoneID, syncToken: options.syncToken, resultsLimit: options.resultsLimit ?? request.resultsLimit,
+                    database, zoneID: zoneID, syncToken: options.syncToken,
+                    resultsLimit: options.resultsLimit ?? request.resultsLimit,
                     desiredKeys: options.desiredKeys ?? request.desiredKeys,
-                    desiredRecordTypes: options.desiredRecordTypes ?? request.desiredRecordTypes, numbersAsStrings: numbersAsStrings)
+                    desiredRecordTypes: options.desiredRecordTypes ?? request.desiredRecordTypes,
+                    numbersAsStrings: numbersAsStrings)
                 json.raw("{\"zoneID\":")
                 page.zoneID.write(to: &json)
                 json.raw(",")
@@ -81,7 +83,8 @@ extension RecordService {
             }
             if let types = desiredRecordTypes, !types.contains(try StoredRecord(entry: entry).recordType) { continue }
             records.append(
-                try OutgoingRecord.make(entry, zoneID: wireZoneID, desiredKeys: desiredKeys, numbersAsStrings: numbersAsStrings, links: links))
+                try OutgoingRecord.make(
+                    entry, zoneID: wireZoneID, desiredKeys: desiredKeys, numbersAsStrings: numbersAsStrings, links: links))
         }
         return ChangesPage(
             zoneID: wireZoneID, records: try await withAcceptance(records, zone: zone), syncToken: database.syncToken(page.token),

@@ -10,7 +10,9 @@ extension RecordService {
         }
         var zones: [ZoneKey]
         if request.zoneWide == true, request.zoneID == nil, database.scope != .shared {
-            zones = try await server.store.zones(accountID: database.owner, service: database.service).map { database.zone($0.name) }
+            zones = try await server.store.zones(accountID: database.owner, service: database.service).map {
+                database.zone($0.name)
+            }
         } else {
             let (view, name) = try await target(request.zoneID, in: database)
             database = view
@@ -28,7 +30,8 @@ extension RecordService {
         switch RecordAccess(database).readScope(recordType) {
         case .all: break
         case .ownRecords:
-            conditions.append(IndexCondition(field: RecordIndexer.createdByField, .equal(.text(try database.requireCaller().userRecordName))))
+            conditions.append(
+                IndexCondition(field: RecordIndexer.createdByField, .equal(.text(try database.requireCaller().userRecordName))))
         case .none:
             _ = try database.requireCaller()
             throw NimbusError.accessDenied("you may not read \(recordType.name) records")
@@ -41,7 +44,8 @@ extension RecordService {
         let offset = try request.continuationMarker.map(Self.offset(marker:)) ?? 0
 
         let matches = try await server.store.query(
-            IndexQuery(zones: zones, kind: recordType.name, conditions: conditions, sort: plan.sort, offset: offset, limit: limit + 1))
+            IndexQuery(
+                zones: zones, kind: recordType.name, conditions: conditions, sort: plan.sort, offset: offset, limit: limit + 1))
         let links = links(database)
         let records = try matches.prefix(limit).map { match in
             try OutgoingRecord.make(

@@ -12,11 +12,14 @@ extension RecordService {
     /// Share records a batch saves, resolved to accounts: a zone of the owner's private database (a share
     /// named `cloudkit.zoneshare`), or the hierarchy under a record of it (any other share, `forRecord`
     /// naming the root), is shared with each participant, read-only or read-write, once they accept.
-    func resolveShares(_ operations: [PreparedOperation], database: RecordDatabase, zoneName: String) async throws -> [String: StoredShare] {
+    func resolveShares(_ operations: [PreparedOperation], database: RecordDatabase, zoneName: String) async throws -> [String:
+        StoredShare]
+    {
         var shares = [String: StoredShare]()
         for operation in operations where operation.record.recordType == Self.shareType {
             guard database.scope == .private, zoneName != RecordDatabase.defaultZoneName else {
-                throw NimbusError.badRequest("share a custom zone of your private database, or records in one (the default zone cannot be shared)")
+                throw NimbusError.badRequest(
+                    "share a custom zone of your private database, or records in one (the default zone cannot be shared)")
             }
             guard (operation.record.publicPermission ?? "NONE") == "NONE" else {
                 throw NimbusError.badRequest("publicPermission must be NONE: shares go to named participants")
@@ -37,17 +40,22 @@ extension RecordService {
                 guard let account else {
                     throw NimbusError.badRequest("a participant has no Nimbus account; they must sign up first")
                 }
-                guard account.id != database.owner, !participants.contains(where: { $0.userRecordName == account.id }) else { continue }
+                guard account.id != database.owner, !participants.contains(where: { $0.userRecordName == account.id }) else {
+                    continue
+                }
                 let permission: ZoneGrant.Permission
                 switch participant.permission {
                 case "READ_ONLY": permission = .read
                 case "READ_WRITE": permission = .readWrite
-                default: throw NimbusError.badRequest("a participant's permission is READ_ONLY or READ_WRITE, not \(participant.permission)")
+                default:
+                    throw NimbusError.badRequest(
+                        "a participant's permission is READ_ONLY or READ_WRITE, not \(participant.permission)")
                 }
                 participants.append(.init(userRecordName: account.id, emailAddress: account.email, permission: permission))
             }
             shares[operation.name] = StoredShare(
-                participants: participants, shortGUID: Self.shortGUID(owner: database.owner, zone: zoneName, share: operation.name))
+                participants: participants,
+                shortGUID: Self.shortGUID(owner: database.owner, zone: zoneName, share: operation.name))
         }
         return shares
     }
@@ -66,7 +74,9 @@ extension RecordService {
 
     /// The same for the records of a change feed.
     func withAcceptance(_ records: [OutgoingRecord], zone: ZoneKey) async throws -> [OutgoingRecord] {
-        guard records.contains(where: { if case .wire(let record) = $0 { record.participants != nil } else { false } }) else { return records }
+        guard records.contains(where: { if case .wire(let record) = $0 { record.participants != nil } else { false } }) else {
+            return records
+        }
         let grants = try await server.store.grants(zone).filter(\.accepted)
         return records.map { item in
             guard case .wire(var record) = item else { return item }
@@ -83,7 +93,8 @@ extension RecordService {
     static func share(shortGUID: String) -> (owner: String, zone: String, share: String)? {
         guard shortGUID.utf8.count <= 1024, let bytes = Base64.decode(shortGUID) else { return nil }
         // Account ids and zone names hold no "/"; a share's record name may, so it comes last.
-        let parts = String(decoding: bytes, as: UTF8.self).split(separator: "/", maxSplits: 3, omittingEmptySubsequences: false).map(String.init)
+        let parts = String(decoding: bytes, as: UTF8.self).split(separator: "/", maxSplits: 3, omittingEmptySubsequences: false)
+            .map(String.init)
         switch (parts.first, parts.count) {
         case ("z1", 3): return (parts[1], parts[2], zoneShareName)
         case ("h1", 4): return (parts[1], parts[2], parts[3])
@@ -101,21 +112,29 @@ extension RecordService {
         }
         var answer = [ZoneResult]()
         for item in request.shortGUIDs {
-            guard let (owner, zoneName, share) = Self.share(shortGUID: item.value), (try? Identifiers.validateZoneName(zoneName)) != nil
+            guard let (owner, zoneName, share) = Self.share(shortGUID: item.value),
+                (try? Identifiers.validateZoneName(zoneName)) != nil
             else {
-                answer.append(.failure(ZoneError(zoneID: .defaultZone, error: .badRequest("\(item.value) is not a share's shortGUID"))))
+                answer.append(
+                    .failure(ZoneError(zoneID: .defaultZone, error: .badRequest("\(item.value) is not a share's shortGUID"))))
                 continue
             }
             let zoneID = ZoneID(zoneName: zoneName, ownerRecordName: owner)
             let zone = ZoneKey(
-                accountID: owner, address: ZoneAddress(service: RecordDatabase.service(database.container, database.environment, .private), name: zoneName))
+                accountID: owner,
+                address: ZoneAddress(
+                    service: RecordDatabase.service(database.container, database.environment, .private), name: zoneName))
             do {
                 try await server.store.acceptGrant(zone, scope: share, grantee: caller.userRecordName)
-                let scope = SharedScope(grants: try await server.store.grants(zone).filter { $0.grantee == caller.userRecordName })
+                let scope = SharedScope(
+                    grants: try await server.store.grants(zone).filter { $0.grantee == caller.userRecordName })
                 let state = try await server.store.zoneState(zone)
                 answer.append(.zone(ZoneWire(zoneID: zoneID, syncToken: state.flatMap { scope?.token($0.token) }, atomic: true)))
             } catch StoreError.missing {
-                answer.append(.failure(ZoneError(zoneID: zoneID, error: NimbusError(.zoneNotFound, "zone \(zoneName) has no such share with you"))))
+                answer.append(
+                    .failure(
+                        ZoneError(
+                            zoneID: zoneID, error: NimbusError(.zoneNotFound, "zone \(zoneName) has no such share with you"))))
             }
         }
         return ZonesResponse(zones: answer)
@@ -148,7 +167,9 @@ extension RecordWire {
         let accepted = Set(acceptedGrants.filter { $0.scope == recordName }.map(\.grantee))
         self.participants = participants.map { participant in
             var participant = participant
-            if let name = participant.userIdentity.userRecordName, accepted.contains(name) { participant.acceptanceStatus = "ACCEPTED" }
+            if let name = participant.userIdentity.userRecordName, accepted.contains(name) {
+                participant.acceptanceStatus = "ACCEPTED"
+            }
             return participant
         }
     }

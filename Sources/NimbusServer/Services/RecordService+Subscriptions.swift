@@ -8,22 +8,29 @@ extension RecordService {
     func listSubscriptions(_ database: RecordDatabase) async throws -> SubscriptionsResponse {
         let caller = try database.requireCaller()
         let subscriptions = try await server.subscriptions.subscriptions(of: caller.userRecordName, in: database)
-        return SubscriptionsResponse(subscriptions: subscriptions.sorted { $0.subscriptionID < $1.subscriptionID }.map { .subscription($0) })
+        return SubscriptionsResponse(
+            subscriptions: subscriptions.sorted { $0.subscriptionID < $1.subscriptionID }.map { .subscription($0) })
     }
 
-    func lookupSubscriptions(_ database: RecordDatabase, _ request: SubscriptionsLookupRequest) async throws -> SubscriptionsResponse {
+    func lookupSubscriptions(_ database: RecordDatabase, _ request: SubscriptionsLookupRequest) async throws
+        -> SubscriptionsResponse
+    {
         let caller = try database.requireCaller()
         let mine = try await server.subscriptions.subscriptions(of: caller.userRecordName, in: database)
         return SubscriptionsResponse(
             subscriptions: request.subscriptions.map { item in
                 mine.first { $0.subscriptionID == item.subscriptionID }.map { .subscription($0) }
                     ?? .failure(
-                        SubscriptionError(subscriptionID: item.subscriptionID, error: .notFound("subscription \(item.subscriptionID) does not exist")))
+                        SubscriptionError(
+                            subscriptionID: item.subscriptionID,
+                            error: .notFound("subscription \(item.subscriptionID) does not exist")))
             })
     }
 
     /// Creates, updates and deletes the caller's subscriptions; each operation succeeds or fails alone.
-    func modifySubscriptions(_ database: RecordDatabase, _ request: SubscriptionsModifyRequest) async throws -> SubscriptionsResponse {
+    func modifySubscriptions(_ database: RecordDatabase, _ request: SubscriptionsModifyRequest) async throws
+        -> SubscriptionsResponse
+    {
         let caller = try database.requireCaller()
         guard (1...Self.maxOperations).contains(request.operations.count) else {
             throw NimbusError.badRequest("operations must hold 1 to \(Self.maxOperations) operations")
@@ -45,7 +52,9 @@ extension RecordService {
                 switch operation.operationType {
                 case .delete:
                     // Clients name the subscription by its ID alone; the answer is the subscription deleted.
-                    guard let deleted = existing.removeValue(forKey: id) else { throw NimbusError.notFound("subscription \(id) does not exist") }
+                    guard let deleted = existing.removeValue(forKey: id) else {
+                        throw NimbusError.notFound("subscription \(id) does not exist")
+                    }
                     subscription = deleted
                     changes.append((id, nil))
                 case .create, .update:
@@ -55,7 +64,8 @@ extension RecordService {
                     try validate(&subscription, database: database, schema: schema)
                     existing[id] = subscription
                     guard existing.count <= Self.maxSubscriptionsPerUser else {
-                        throw NimbusError(.quotaExceeded, "a user has at most \(Self.maxSubscriptionsPerUser) subscriptions per database")
+                        throw NimbusError(
+                            .quotaExceeded, "a user has at most \(Self.maxSubscriptionsPerUser) subscriptions per database")
                     }
                     changes.append((id, subscription))
                 }
@@ -87,17 +97,22 @@ extension RecordService {
             _ = try QueryPlanner(recordType: type).plan(filters: query.filterBy ?? [], sorts: [])
             subscription.firesOn = subscription.firesOn ?? Subscription.Event.allCases
         case .zone:
-            guard database.scope != .public else { throw NimbusError.badRequest("the public database has only query subscriptions") }
+            guard database.scope != .public else {
+                throw NimbusError.badRequest("the public database has only query subscriptions")
+            }
             subscription.zoneID = subscription.zoneID ?? .defaultZone
         case .database:
-            guard database.scope != .public else { throw NimbusError.badRequest("the public database has only query subscriptions") }
+            guard database.scope != .public else {
+                throw NimbusError.badRequest("the public database has only query subscriptions")
+            }
         }
     }
 
     /// Sends the notifications a committed batch fires, over the subscribers' push sockets. In the shared
     /// database, `participants` says what each participant was shared: they hear of changes they may see.
     func notifySubscribers(
-        _ database: RecordDatabase, zoneName: String, changes: [RecordChange], schema: Schema, participants: [String: SharedScope] = [:]
+        _ database: RecordDatabase, zoneName: String, changes: [RecordChange], schema: Schema,
+        participants: [String: SharedScope] = [:]
     ) async {
         let subscriptions: [SubscriptionRegistry.Stored]
         do {
@@ -109,7 +124,9 @@ extension RecordService {
         guard !subscriptions.isEmpty, let last = changes.last else { return }
         let roles: [String: Set<String>]
         do {
-            roles = database.scope == .public ? try await server.roles.holders(container: database.container, environment: database.environment) : [:]
+            roles =
+                database.scope == .public
+                ? try await server.roles.holders(container: database.container, environment: database.environment) : [:]
         } catch {
             server.logger.error("could not read security roles", metadata: ["error": "\(error)"])
             return
@@ -123,10 +140,12 @@ extension RecordService {
                 // In a private database only its owner's subscriptions can see its changes.
                 guard stored.subscriber == database.owner else { continue }
             case .shared:
-                guard let scope = participants[stored.subscriber], changes.contains(where: { scope.reaches($0.membership) }) else { continue }
+                guard let scope = participants[stored.subscriber], changes.contains(where: { scope.reaches($0.membership) })
+                else { continue }
             }
             let fired = notifications(
-                for: stored, database: database, zoneName: zoneName, changes: changes, schema: schema, roles: roles[stored.subscriber] ?? [])
+                for: stored, database: database, zoneName: zoneName, changes: changes, schema: schema,
+                roles: roles[stored.subscriber] ?? [])
             for notification in fired {
                 server.push.publish(
                     to: stored.subscriber,
@@ -146,7 +165,8 @@ extension RecordService {
     }
 
     private func notifications(
-        for stored: SubscriptionRegistry.Stored, database: RecordDatabase, zoneName: String, changes: [RecordChange], schema: Schema,
+        for stored: SubscriptionRegistry.Stored, database: RecordDatabase, zoneName: String, changes: [RecordChange],
+        schema: Schema,
         roles: Set<String>
     ) -> [RecordNotification] {
         let subscription = stored.subscription
@@ -155,7 +175,8 @@ extension RecordService {
         {
             RecordNotification(
                 notificationType: kind, subscriptionID: subscription.subscriptionID, containerIdentifier: database.container,
-                environment: database.environment.rawValue, databaseScope: database.scope.rawValue, zoneID: database.zoneID(zoneName),
+                environment: database.environment.rawValue, databaseScope: database.scope.rawValue,
+                zoneID: database.zoneID(zoneName),
                 recordName: record, queryNotificationReason: reason, notificationInfo: subscription.notificationInfo)
         }
         switch subscription.subscriptionType {
@@ -163,9 +184,11 @@ extension RecordService {
             // As CloudKit's: changes in custom zones only.
             return zoneName == RecordDatabase.defaultZoneName ? [] : [notification(.database)]
         case .zone:
-            return (subscription.zoneID?.zoneName ?? RecordDatabase.defaultZoneName) == zoneName ? [notification(.recordZone)] : []
+            return (subscription.zoneID?.zoneName ?? RecordDatabase.defaultZoneName) == zoneName
+                ? [notification(.recordZone)] : []
         case .query:
-            guard let query = subscription.query, subscription.zoneWide == true || (subscription.zoneID?.zoneName ?? RecordDatabase.defaultZoneName) == zoneName,
+            guard let query = subscription.query,
+                subscription.zoneWide == true || (subscription.zoneID?.zoneName ?? RecordDatabase.defaultZoneName) == zoneName,
                 let type = schema.recordTypes.first(where: { $0.name == query.recordType })
             else { return [] }
             guard let conditions = try? QueryPlanner(recordType: type).plan(filters: query.filterBy ?? [], sorts: []).conditions

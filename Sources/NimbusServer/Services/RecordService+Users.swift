@@ -23,7 +23,8 @@ extension RecordService {
     func discoverUsers(_ database: RecordDatabase, _ request: UsersDiscoverRequest) async throws -> UsersResponse {
         _ = try database.requireCaller()
         try Self.checkLookupCount(request.lookupInfos.count, "lookupInfos")
-        for info in request.lookupInfos where [info.emailAddress, info.phoneNumber, info.userRecordName].compactMap({ $0 }).count != 1 {
+        for info in request.lookupInfos
+        where [info.emailAddress, info.phoneNumber, info.userRecordName].compactMap({ $0 }).count != 1 {
             throw NimbusError.badRequest("each of lookupInfos names one of emailAddress, phoneNumber or userRecordName")
         }
         let found = try await server.store.discoverableAccounts(
@@ -43,7 +44,8 @@ extension RecordService {
 
     func discoverAllUsers(_ database: RecordDatabase) async throws -> UsersResponse {
         _ = try database.requireCaller()
-        let found = try await server.store.discoverableAccounts(emails: nil, phoneNumbers: nil, ids: nil, limit: Self.maxDiscoverableListed)
+        let found = try await server.store.discoverableAccounts(
+            emails: nil, phoneNumbers: nil, ids: nil, limit: Self.maxDiscoverableListed)
         return UsersResponse(users: found.map { Self.identity($0, lookupInfo: UserIdentity.LookupInfo(userRecordName: $0.id)) })
     }
 
@@ -60,7 +62,8 @@ extension RecordService {
     ) async throws -> LegacyUsersResponse {
         let infos = try request.users.map { item in
             guard let value = item[keyPath: key] else { throw NimbusError.badRequest("each of users names its \(name)") }
-            return name == "emailAddress" ? UserIdentity.LookupInfo(emailAddress: value) : UserIdentity.LookupInfo(userRecordName: value)
+            return name == "emailAddress"
+                ? UserIdentity.LookupInfo(emailAddress: value) : UserIdentity.LookupInfo(userRecordName: value)
         }
         let found = try await discoverUsers(database, UsersDiscoverRequest(lookupInfos: infos))
         return LegacyUsersResponse(
@@ -72,13 +75,16 @@ extension RecordService {
     }
 
     private static func checkLookupCount(_ count: Int, _ key: String) throws {
-        guard (1...maxLookups).contains(count) else { throw NimbusError.badRequest("\(key) must hold 1 to \(maxLookups) lookups") }
+        guard (1...maxLookups).contains(count) else {
+            throw NimbusError.badRequest("\(key) must hold 1 to \(maxLookups) lookups")
+        }
     }
 
     /// A discoverable user as others see them: their names, and only the lookup that found them (never
     /// their other addresses).
     private static func identity(_ account: AccountRecord, lookupInfo: UserIdentity.LookupInfo) -> UserIdentity {
-        let names = account.profile.firstName == nil && account.profile.lastName == nil
+        let names =
+            account.profile.firstName == nil && account.profile.lastName == nil
             ? nil : UserIdentity.NameComponents(givenName: account.profile.firstName, familyName: account.profile.lastName)
         return UserIdentity(userRecordName: account.id, lookupInfo: lookupInfo, nameComponents: names)
     }

@@ -8,14 +8,19 @@ extension RecordService {
         let caller = try database.requireCaller()
         let environment = try Self.apnsEnvironment(request.apnsEnvironment, database)
         let token = server.push.courier.create(
-            accountID: caller.userRecordName, container: database.container, environment: environment, now: server.configuration.now())
-        return TokensCreateResponse(apnsEnvironment: environment, apnsToken: token, webcourierURL: "\(database.baseURL)/push/1/courier/\(token)")
+            accountID: caller.userRecordName, container: database.container, environment: environment,
+            now: server.configuration.now())
+        return TokensCreateResponse(
+            apnsEnvironment: environment, apnsToken: token, webcourierURL: "\(database.baseURL)/push/1/courier/\(token)")
     }
 
-    func registerNotificationToken(_ database: RecordDatabase, _ request: TokensRegisterRequest) throws -> TokensRegisterResponse {
+    func registerNotificationToken(_ database: RecordDatabase, _ request: TokensRegisterRequest) throws -> TokensRegisterResponse
+    {
         let caller = try database.requireCaller()
         let environment = try Self.apnsEnvironment(request.apnsEnvironment, database)
-        guard server.push.courier.register(token: request.apnsToken, accountID: caller.userRecordName, now: server.configuration.now())
+        guard
+            server.push.courier.register(
+                token: request.apnsToken, accountID: caller.userRecordName, now: server.configuration.now())
         else {
             throw NimbusError.notFound("apnsToken is not a token tokens/create gave you (or it expired); create another")
         }

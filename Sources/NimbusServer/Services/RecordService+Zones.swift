@@ -9,7 +9,8 @@ extension RecordService {
                 zones: try await sharedZones(database).map { zone, scope in
                     .zone(
                         ZoneWire(
-                            zoneID: ZoneID(zoneName: zone.name, ownerRecordName: zone.owner), syncToken: scope.token(zone.state.token), atomic: true))
+                            zoneID: ZoneID(zoneName: zone.name, ownerRecordName: zone.owner),
+                            syncToken: scope.token(zone.state.token), atomic: true))
                 })
         }
         let zones = try await server.store.zones(accountID: database.owner, service: database.service)
@@ -39,7 +40,8 @@ extension RecordService {
             } else if name == RecordDatabase.defaultZoneName {
                 answer.append(.zone(ZoneWire(zoneID: database.zoneID(name), atomic: false)))
             } else {
-                answer.append(.failure(ZoneError(zoneID: zone.zoneID, error: NimbusError(.zoneNotFound, "zone \(name) does not exist"))))
+                answer.append(
+                    .failure(ZoneError(zoneID: zone.zoneID, error: NimbusError(.zoneNotFound, "zone \(name) does not exist"))))
             }
         }
         return ZonesResponse(zones: answer)
@@ -49,7 +51,8 @@ extension RecordService {
     /// does natively; deleting a zone deletes its records.
     func modifyZones(_ database: RecordDatabase, _ request: ZonesModifyRequest) async throws -> ZonesResponse {
         guard database.scope == .private else {
-            throw NimbusError.badRequest("zones are created in the private database; the public database has only the default zone")
+            throw NimbusError.badRequest(
+                "zones are created in the private database; the public database has only the default zone")
         }
         guard (1...Self.maxOperations).contains(request.operations.count) else {
             throw NimbusError.badRequest("operations must hold 1 to \(Self.maxOperations) operations")
@@ -63,7 +66,9 @@ extension RecordService {
             let zone = database.zone(name)
             guard name != RecordDatabase.defaultZoneName else {
                 answer.append(
-                    .failure(ZoneError(zoneID: operation.zone.zoneID, error: .badRequest("the default zone cannot be created or deleted"))))
+                    .failure(
+                        ZoneError(
+                            zoneID: operation.zone.zoneID, error: .badRequest("the default zone cannot be created or deleted"))))
                 continue
             }
             do {
@@ -83,7 +88,10 @@ extension RecordService {
                 }
                 server.push.publish(to: database.owner, PushMessage(type: .zoneMoved, zone: zone.address, sequence: 0))
             } catch StoreError.missing {
-                answer.append(.failure(ZoneError(zoneID: operation.zone.zoneID, error: NimbusError(.zoneNotFound, "zone \(name) does not exist"))))
+                answer.append(
+                    .failure(
+                        ZoneError(zoneID: operation.zone.zoneID, error: NimbusError(.zoneNotFound, "zone \(name) does not exist"))
+                    ))
             }
         }
         return ZonesResponse(zones: answer)
@@ -98,7 +106,9 @@ extension RecordService {
             let zones = try await sharedZones(database)
             return DatabaseChangesResponse(
                 zones: zones.map { zone, scope in
-                    ZoneWire(zoneID: ZoneID(zoneName: zone.name, ownerRecordName: zone.owner), syncToken: scope.token(zone.state.token))
+                    ZoneWire(
+                        zoneID: ZoneID(zoneName: zone.name, ownerRecordName: zone.owner), syncToken: scope.token(zone.state.token)
+                    )
                 },
                 syncToken: DatabaseChangeToken(sequence: 0).encoded, moreComing: false)
         }
@@ -107,7 +117,8 @@ extension RecordService {
             throw NimbusError.badRequest("resultsLimit must be between 1 and \(Self.maxResults)")
         }
         let since = try request.syncToken.map { try DatabaseChangeToken(encoded: $0).sequence } ?? 0
-        let page = try await server.store.zoneChanges(accountID: database.owner, service: database.service, after: since, limit: limit)
+        let page = try await server.store.zoneChanges(
+            accountID: database.owner, service: database.service, after: since, limit: limit)
         guard since <= page.sequence else {
             throw NimbusError(.changeTokenExpired, "syncToken is ahead of this database's history; fetch again without a token")
         }
@@ -124,6 +135,8 @@ extension RecordService {
     }
 
     private func wire(_ name: String, _ state: ZoneState, _ database: RecordDatabase) -> ZoneWire {
-        ZoneWire(zoneID: database.zoneID(name), syncToken: database.syncToken(state.token), atomic: name != RecordDatabase.defaultZoneName)
+        ZoneWire(
+            zoneID: database.zoneID(name), syncToken: database.syncToken(state.token),
+            atomic: name != RecordDatabase.defaultZoneName)
     }
 }

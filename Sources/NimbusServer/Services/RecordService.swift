@@ -24,7 +24,8 @@ struct RecordService: Sendable {
             }
             guard credential.app.containers.contains(container) else {
                 throw NimbusError.accessDenied(
-                    "container \(container) is not in app \(credential.app.bundleID)'s entitlements; add it with `nimbus admin entitle`")
+                    "container \(container) is not in app \(credential.app.bundleID)'s entitlements; add it with `nimbus admin entitle`"
+                )
             }
             caller = session.map { RecordDatabase.Caller(userRecordName: $0.accountID, deviceID: $0.deviceID) }
         case .serverKey(let key):
@@ -43,7 +44,8 @@ struct RecordService: Sendable {
             throw NimbusError.badRequest("database must be private, public or shared, not \(database)")
         }
         let answer = { (owner: String) in
-            var database = RecordDatabase(container: container, environment: environment, scope: scope, caller: caller, owner: owner)
+            var database = RecordDatabase(
+                container: container, environment: environment, scope: scope, caller: caller, owner: owner)
             if let apiToken, Secrets.isAPITokenShaped(apiToken) { database.signInURL += "?ckAPIToken=" + apiToken }
             return database
         }
@@ -53,7 +55,8 @@ struct RecordService: Sendable {
             // Custom security roles grant only in the public database.
             var database = answer(RecordDatabase.publicOwner)
             if let caller {
-                database.roles = try await server.roles.holders(container: container, environment: environment)[caller.userRecordName] ?? []
+                database.roles =
+                    try await server.roles.holders(container: container, environment: environment)[caller.userRecordName] ?? []
             }
             return database
         }
@@ -65,14 +68,18 @@ struct RecordService: Sendable {
         guard database.scope == .shared else { return (database, try zoneName(zoneID, in: database)) }
         let caller = try database.requireCaller()
         guard let zoneID, let owner = zoneID.ownerRecordName, zoneID.zoneName != RecordDatabase.defaultZoneName else {
-            throw NimbusError(.zoneNotFound, "the shared database holds zones others shared with you: name the zone and its owner")
+            throw NimbusError(
+                .zoneNotFound, "the shared database holds zones others shared with you: name the zone and its owner")
         }
         try Identifiers.validateZoneName(zoneID.zoneName)
         let zone = ZoneKey(
             accountID: owner,
-            address: ZoneAddress(service: RecordDatabase.service(database.container, database.environment, .private), name: zoneID.zoneName))
-        guard let scope = SharedScope(grants: try await server.store.grants(zone).filter { $0.grantee == caller.userRecordName }) else {
-            throw NimbusError(.zoneNotFound, "zone \(zoneID.zoneName) of \(owner) is not shared with you (or the share is not accepted)")
+            address: ZoneAddress(
+                service: RecordDatabase.service(database.container, database.environment, .private), name: zoneID.zoneName))
+        guard let scope = SharedScope(grants: try await server.store.grants(zone).filter { $0.grantee == caller.userRecordName })
+        else {
+            throw NimbusError(
+                .zoneNotFound, "zone \(zoneID.zoneName) of \(owner) is not shared with you (or the share is not accepted)")
         }
         return (database.sharedView(owner: owner, scope: scope), zoneID.zoneName)
     }
@@ -82,7 +89,8 @@ struct RecordService: Sendable {
     func zoneName(_ zoneID: ZoneID?, in database: RecordDatabase) throws -> String {
         guard let zoneID else { return RecordDatabase.defaultZoneName }
         if let owner = zoneID.ownerRecordName, owner != database.owner, owner != RecordDatabase.publicOwnerRecordName {
-            throw NimbusError.accessDenied("zone \(zoneID.zoneName) belongs to another user; the private database holds only yours")
+            throw NimbusError.accessDenied(
+                "zone \(zoneID.zoneName) belongs to another user; the private database holds only yours")
         }
         if database.scope == .public, zoneID.zoneName != RecordDatabase.defaultZoneName {
             throw NimbusError(.zoneNotFound, "the public database has only the default zone, not \(zoneID.zoneName)")
@@ -108,7 +116,9 @@ struct RecordService: Sendable {
                 throw NimbusError.badRequest("\(operation.operationType.rawValue) needs the record's recordName")
             }
             try Identifiers.validateRecordName(name)
-            if let type = operation.record.recordType, type != Self.shareType { try Identifiers.validateSchemaName(type, what: "recordType") }
+            if let type = operation.record.recordType, type != Self.shareType {
+                try Identifiers.validateSchemaName(type, what: "recordType")
+            }
             for field in Array(operation.record.fields?.keys ?? [:].keys) + (operation.record.clearedFields ?? []) {
                 try Identifiers.validateSchemaName(field, what: "field name")
             }
@@ -130,18 +140,23 @@ struct RecordService: Sendable {
         let current = cached.schema
         let growing = try await typedFields(operations, zone: zone, shared: database.shared).filter { _, type, _ in
             let existing = current.recordTypes.first { $0.name == type }
-            return access.allows(.create, existing, creator: nil) || access.allows(.write, existing, creator: caller.userRecordName)
+            return access.allows(.create, existing, creator: nil)
+                || access.allows(.write, existing, creator: caller.userRecordName)
         }
         let stamp = RecordWire.Stamp(
             timestamp: server.configuration.now().milliseconds, userRecordName: caller.userRecordName, deviceID: caller.deviceID)
         let writer = (
-            schema: cached, growing: growing, stamp: stamp, zoneID: database.zoneID(zoneName), desiredKeys: request.desiredKeys, access: access,
+            schema: cached, growing: growing, stamp: stamp, zoneID: database.zoneID(zoneName), desiredKeys: request.desiredKeys,
+            access: access,
             redeemed: redeemed, shares: shares
         )
         // The owner's quota covers their private databases of the container, in every environment.
         let quota =
             database.storageScope == .private
-            ? (servicePrefix: "\(RecordDatabase.servicePrefix)\(database.container):", bytes: Int(server.configuration.userQuotaBytes)) : nil
+            ? (
+                servicePrefix: "\(RecordDatabase.servicePrefix)\(database.container):",
+                bytes: Int(server.configuration.userQuotaBytes)
+            ) : nil
         let atomic = !isDefaultZone && (request.atomic ?? true)
         let prepared = operations
         let results: [RecordResult]
@@ -149,7 +164,8 @@ struct RecordService: Sendable {
         let schema: Schema
         let schemaGrew: Bool
         do {
-            ((results, changes, schema, schemaGrew), _) = try await server.store.transact(zone, creating: isDefaultZone) { transaction in
+            ((results, changes, schema, schemaGrew), _) = try await server.store.transact(zone, creating: isDefaultZone) {
+                transaction in
                 let growth = try SchemaGrowth(database, cached: writer.schema, records: writer.growing, in: transaction)
                 let writer = RecordWriter(
                     transaction: transaction, schema: growth.schema, stamp: writer.stamp, zoneID: writer.zoneID,
@@ -159,14 +175,16 @@ struct RecordService: Sendable {
                 // Share records go last, so a batch may save a hierarchy's root after the share naming it
                 // (as CloudKit clients send `[share, root]`); answers stay in request order.
                 var results = [RecordResult?](repeating: nil, count: prepared.count)
-                let order = prepared.indices.filter { prepared[$0].record.recordType != Self.shareType }
+                let order =
+                    prepared.indices.filter { prepared[$0].record.recordType != Self.shareType }
                     + prepared.indices.filter { prepared[$0].record.recordType == Self.shareType }
                 for index in order {
                     let operation = prepared[index]
                     do {
                         results[index] = .record(try writer.apply(operation))
                     } catch let failure as OperationFailure {
-                        let error = RecordError(recordName: operation.name, error: failure.error, serverRecord: failure.serverRecord)
+                        let error = RecordError(
+                            recordName: operation.name, error: failure.error, serverRecord: failure.serverRecord)
                         if atomic { throw AtomicBatchFailure(failed: index, error, operations: prepared) }
                         results[index] = .failure(error)
                     }
@@ -177,11 +195,15 @@ struct RecordService: Sendable {
                     guard used <= quota.bytes || used <= usedBefore else {
                         throw NimbusError(
                             .quotaExceeded,
-                            "the owner's storage is full: this batch would hold \(used) bytes of \(quota.bytes); delete records or assets")
+                            "the owner's storage is full: this batch would hold \(used) bytes of \(quota.bytes); delete records or assets"
+                        )
                     }
                 }
                 let grew = try growth.commit(
-                    saved: Set(prepared.indices.filter { if case .record = results[$0] { true } else { false } }.map { prepared[$0].name }),
+                    saved: Set(
+                        prepared.indices.filter { if case .record = results[$0] { true } else { false } }.map {
+                            prepared[$0].name
+                        }),
                     database, in: transaction)
                 return (results.compactMap { $0 }, writer.log.changes, growth.schema, grew)
             }
@@ -200,7 +222,8 @@ struct RecordService: Sendable {
             do {
                 answer = try await withAcceptance(answer, zone: zone)
             } catch {
-                server.logger.error("could not read a share's acceptances for a committed answer", metadata: ["error": "\(error)"])
+                server.logger.error(
+                    "could not read a share's acceptances for a committed answer", metadata: ["error": "\(error)"])
             }
         }
         return JSONBody(bytes: try RecordsResponse(records: answer).encoded(numbersAsStrings: request.numbersAsStrings == true))
@@ -223,7 +246,9 @@ struct RecordService: Sendable {
         do {
             grants = try await server.store.grants(zone)
         } catch {
-            server.logger.error("could not tell a shared zone's participants of a commit", metadata: ["zone": "\(zone.address)", "error": "\(error)"])
+            server.logger.error(
+                "could not tell a shared zone's participants of a commit",
+                metadata: ["zone": "\(zone.address)", "error": "\(error)"])
             return
         }
         var participants = [String: SharedScope]()
@@ -235,7 +260,8 @@ struct RecordService: Sendable {
             participants[grantee] = scope
         }
         if !participants.isEmpty {
-            await notifySubscribers(database.participantsView, zoneName: zoneName, changes: changes, schema: schema, participants: participants)
+            await notifySubscribers(
+                database.participantsView, zoneName: zoneName, changes: changes, schema: schema, participants: participants)
         }
     }
 
@@ -278,13 +304,15 @@ struct RecordService: Sendable {
             records: try request.records.map { item in
                 // In a shared hierarchy, records outside the caller's shares do not exist for them.
                 guard let entry = found[item.recordName], entry.payload != nil, access.shared?.sees(entry) ?? true else {
-                    return .failure(RecordError(recordName: item.recordName, error: .notFound("record \(item.recordName) does not exist")))
+                    return .failure(
+                        RecordError(recordName: item.recordName, error: .notFound("record \(item.recordName) does not exist")))
                 }
                 let record = try StoredRecord(entry: entry)
                 let type = schema.recordTypes.first { $0.name == record.recordType }
                 guard access.allows(.read, type, creator: record.created.userRecordName) else {
                     return .failure(
-                        RecordError(recordName: item.recordName, error: .accessDenied("you may not read \(record.recordType) records")))
+                        RecordError(
+                            recordName: item.recordName, error: .accessDenied("you may not read \(record.recordType) records")))
                 }
                 return .record(
                     links.apply(

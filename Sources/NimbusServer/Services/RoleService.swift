@@ -16,25 +16,30 @@ struct RoleService: Sendable {
         for role in schema.roles {
             var members = [RoleInfo.Member]()
             for account in holders.filter({ $0.value.contains(role) }).keys.sorted() {
-                members.append(RoleInfo.Member(userRecordName: account, email: try await server.store.account(id: account)?.email ?? ""))
+                members.append(
+                    RoleInfo.Member(userRecordName: account, email: try await server.store.account(id: account)?.email ?? ""))
             }
             roles.append(RoleInfo(role: role, members: members))
         }
         return ListResponse(items: roles)
     }
 
-    func add(container: String, environment: String, role: String, _ request: RoleMemberRequest) async throws -> ListResponse<RoleInfo> {
+    func add(container: String, environment: String, role: String, _ request: RoleMemberRequest) async throws -> ListResponse<
+        RoleInfo
+    > {
         let environmentName = environment
         let (container, environment) = (try await schemas.container(container), try schemas.environment(environment))
         try await requireRole(role, container: container, environment: environment)
         guard let account = try await server.store.account(email: request.email) else {
             throw NimbusError.notFound("no account has the email address \(request.email)")
         }
-        try await server.roles.setMember(RoleMember(role: role, accountID: account.id), container: container, environment: environment, member: true)
+        try await server.roles.setMember(
+            RoleMember(role: role, accountID: account.id), container: container, environment: environment, member: true)
         return try await list(container: container, environment: environmentName)
     }
 
-    func remove(container: String, environment: String, role: String, userRecordName: String) async throws -> HTTPResponse.Status {
+    func remove(container: String, environment: String, role: String, userRecordName: String) async throws -> HTTPResponse.Status
+    {
         let (container, environment) = (try await schemas.container(container), try schemas.environment(environment))
         try await requireRole(role, container: container, environment: environment)
         try await server.roles.setMember(

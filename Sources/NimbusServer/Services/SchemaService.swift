@@ -20,7 +20,8 @@ struct SchemaService: Sendable {
     }
 
     func export(container: String, environment: String) async throws -> SchemaDocument {
-        let schema = try await server.schemas.schema(container: try await self.container(container), environment: try self.environment(environment))
+        let schema = try await server.schemas.schema(
+            container: try await self.container(container), environment: try self.environment(environment))
         return SchemaDocument(text: schema.text)
     }
 
@@ -42,7 +43,8 @@ struct SchemaService: Sendable {
             let diff = SchemaDiff(from: current, to: imported)
             guard diff.isDeployable else {
                 throw NimbusError.badRequest(
-                    "the import would remove or retype what development has: " + diff.violations.map(\.description).joined(separator: "; "))
+                    "the import would remove or retype what development has: "
+                        + diff.violations.map(\.description).joined(separator: "; "))
             }
             return imported
         }
@@ -65,7 +67,8 @@ struct SchemaService: Sendable {
             // Checked again inside the update: a deploy racing another must not remove what it added.
             let diff = SchemaDiff(from: current, to: development)
             guard diff.isDeployable else {
-                throw NimbusError.badRequest("production is additive-only: " + diff.violations.map(\.description).joined(separator: "; "))
+                throw NimbusError.badRequest(
+                    "production is additive-only: " + diff.violations.map(\.description).joined(separator: "; "))
             }
             return development
         }
@@ -77,7 +80,8 @@ struct SchemaService: Sendable {
             try Identifiers.validateSchemaName(type.name, what: "record type")
             guard type.fields.count <= SchemaGrowth.maxFieldsPerType else {
                 throw NimbusError.badRequest(
-                    "record type \(type.name) has \(type.fields.count) fields; a record type has at most \(SchemaGrowth.maxFieldsPerType)")
+                    "record type \(type.name) has \(type.fields.count) fields; a record type has at most \(SchemaGrowth.maxFieldsPerType)"
+                )
             }
             for field in type.fields {
                 guard let systemType = Schema.systemFieldTypes[field.name] else {

@@ -33,7 +33,8 @@ struct WebSignInPage: Sendable {
         do {
             signedIn = try await service.signIn(SignInRequest(email: form.email, password: form.password, deviceName: deviceName))
         } catch let error as NimbusError where error.code == .authenticationFailed || error.code == .throttled {
-            return Self.html(status: error.code == .throttled ? .tooManyRequests : .unauthorized, Self.page(form, error: error.reason))
+            return Self.html(
+                status: error.code == .throttled ? .tooManyRequests : .unauthorized, Self.page(form, error: error.reason))
         }
         let token = signedIn.sessionToken
         if let callback = form.callback {
@@ -49,14 +50,16 @@ struct WebSignInPage: Sendable {
     /// The API token must be one of the server's; callback and origin must be trusted origins.
     private func validate(_ form: Form) async throws {
         guard Secrets.isAPITokenShaped(form.apiToken),
-            try await server.store.credentials(sessionDigest: nil, apiTokenDigest: Secrets.digest(form.apiToken.lowercased())).apiToken?
+            try await server.store.credentials(sessionDigest: nil, apiTokenDigest: Secrets.digest(form.apiToken.lowercased()))
+                .apiToken?
                 .revoked == false
         else {
             throw NimbusError.authenticationFailed("the sign-in page needs the app's ckAPIToken")
         }
         if let callback = form.callback {
             guard let url = URL(string: callback), let origin = Self.origin(of: url), trusted(origin) else {
-                throw NimbusError.badRequest("callback \(callback) is not on an origin this server hands tokens to (see --web-origins)")
+                throw NimbusError.badRequest(
+                    "callback \(callback) is not on an origin this server hands tokens to (see --web-origins)")
             }
         }
         if let origin = form.origin, !trusted(origin) {
@@ -78,13 +81,15 @@ struct WebSignInPage: Sendable {
             status: status,
             headers: [
                 .contentType: "text/html; charset=utf-8", .cacheControl: "no-store",
-                .contentSecurityPolicy: "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'",
+                .contentSecurityPolicy:
+                    "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'",
             ],
             body: .init(byteBuffer: .init(string: body)))
     }
 
     private static func page(_ form: Form, error: String?) -> String {
-        let hidden = [("ckAPIToken", form.apiToken), ("callback", form.callback), ("origin", form.origin)].compactMap { name, value in
+        let hidden = [("ckAPIToken", form.apiToken), ("callback", form.callback), ("origin", form.origin)].compactMap {
+            name, value in
             value.map { #"<input type="hidden" name="\#(name)" value="\#(escape($0))">"# }
         }
         return """
@@ -105,9 +110,10 @@ struct WebSignInPage: Sendable {
 
     /// After signing in without a callback: the token goes to the opening window, for a trusted origin only.
     private static func handOver(token: String, origin: String?) -> String {
-        let script = origin.map { origin in
-            "<script>if (window.opener) { window.opener.postMessage({ckWebAuthToken: \(jsonString(token))}, \(jsonString(origin))); window.close(); }</script>"
-        } ?? ""
+        let script =
+            origin.map { origin in
+                "<script>if (window.opener) { window.opener.postMessage({ckWebAuthToken: \(jsonString(token))}, \(jsonString(origin))); window.close(); }</script>"
+            } ?? ""
         return """
             <!doctype html>
             <html><head><meta charset="utf-8"><title>Signed in</title></head><body>

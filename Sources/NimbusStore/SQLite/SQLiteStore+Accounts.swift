@@ -54,14 +54,17 @@ extension SQLiteStore: AccountStore {
         try await read { db in
             guard emails != nil || phoneNumbers != nil || ids != nil else {
                 return try Row.fetchAll(
-                    try db.cachedStatement(sql: "SELECT * FROM accounts WHERE discoverable ORDER BY id LIMIT ?"), arguments: [limit]
+                    try db.cachedStatement(sql: "SELECT * FROM accounts WHERE discoverable ORDER BY id LIMIT ?"),
+                    arguments: [limit]
                 ).map(Self.account)
             }
             var found = [String: AccountRecord]()
             for (column, values) in [("email", emails ?? []), ("phone_number", phoneNumbers ?? []), ("id", ids ?? [])] {
                 let statement = try db.cachedStatement(sql: "SELECT * FROM accounts WHERE \(column) = ? AND discoverable")
                 for value in values {
-                    for account in try Row.fetchAll(statement, arguments: [value]).map(Self.account) { found[account.id] = account }
+                    for account in try Row.fetchAll(statement, arguments: [value]).map(Self.account) {
+                        found[account.id] = account
+                    }
                 }
             }
             return found.values.sorted { $0.id < $1.id }.prefix(limit).map { $0 }
@@ -145,7 +148,8 @@ extension SQLiteStore: AccountStore {
             id: row["id"], email: row["email"], passwordHash: row["password_hash"],
             isAdministrator: row["is_administrator"], createdAt: Date(milliseconds: row["created_at"]),
             profile: AccountProfile(
-                firstName: row["first_name"], lastName: row["last_name"], phoneNumber: row["phone_number"], discoverable: row["discoverable"]))
+                firstName: row["first_name"], lastName: row["last_name"], phoneNumber: row["phone_number"],
+                discoverable: row["discoverable"]))
     }
 
     private static func device(_ row: Row) -> DeviceRecord {

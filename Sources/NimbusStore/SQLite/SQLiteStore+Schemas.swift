@@ -34,15 +34,20 @@ extension SQLiteStore: SchemaStore {
                 backfill.servicePrefix,
             ])
         while let row = try listed.next() { versions.append((row[0], row[1])) }
-        let payload = try db.cachedStatement(sql: "SELECT payload FROM entries WHERE zone_id = ? AND sequence = ? AND payload IS NOT NULL")
+        let payload = try db.cachedStatement(
+            sql: "SELECT payload FROM entries WHERE zone_id = ? AND sequence = ? AND payload IS NOT NULL")
         let insert = try db.cachedStatement(
-            sql: "INSERT OR IGNORE INTO entry_index (zone_id, sequence, field, position, value, longitude) VALUES (?, ?, ?, ?, ?, ?)")
+            sql:
+                "INSERT OR IGNORE INTO entry_index (zone_id, sequence, field, position, value, longitude) VALUES (?, ?, ?, ?, ?, ?)"
+        )
         var registered = Set<String>()
         for (zone, sequence) in versions {
             guard let data = try Data.fetchOne(payload, arguments: [zone, sequence]) else { continue }
             for row in try backfill.rows(data) {
                 let field = IndexFieldID.of(kind: backfill.kind, field: row.field)
-                if registered.insert(row.field).inserted { try IndexFieldID.register(field, kind: backfill.kind, field: row.field, db) }
+                if registered.insert(row.field).inserted {
+                    try IndexFieldID.register(field, kind: backfill.kind, field: row.field, db)
+                }
                 let (value, longitude) = columns(row.value)
                 try insert.execute(arguments: [zone, sequence, field, row.position, value, longitude])
             }

@@ -3,7 +3,8 @@ import GRDB
 extension SQLiteStore {
     public func createServerKey(_ key: ServerKeyRecord) async throws {
         try await write(duplicate: "server key \(key.id)") { db in
-            guard try Bool.fetchOne(db, sql: "SELECT 1 FROM containers WHERE identifier = ?", arguments: [key.container]) != nil else {
+            guard try Bool.fetchOne(db, sql: "SELECT 1 FROM containers WHERE identifier = ?", arguments: [key.container]) != nil
+            else {
                 throw StoreError.missing("container \(key.container)")
             }
             try db.execute(
@@ -15,12 +16,14 @@ extension SQLiteStore {
 
     public func serverKey(id: String) async throws -> ServerKeyRecord? {
         try await read { db in
-            try Row.fetchOne(try db.cachedStatement(sql: "SELECT * FROM server_keys WHERE id = ?"), arguments: [id]).map(Self.serverKey)
+            try Row.fetchOne(try db.cachedStatement(sql: "SELECT * FROM server_keys WHERE id = ?"), arguments: [id]).map(
+                Self.serverKey)
         }
     }
 
     public func serverKeys() async throws -> [ServerKeyRecord] {
-        try await read { db in try Row.fetchAll(db, sql: "SELECT * FROM server_keys ORDER BY container, name").map(Self.serverKey) }
+        try await read { db in try Row.fetchAll(db, sql: "SELECT * FROM server_keys ORDER BY container, name").map(Self.serverKey)
+        }
     }
 
     public func revokeServerKey(id: String) async throws {
@@ -32,7 +35,8 @@ extension SQLiteStore {
 
     private static func serverKey(_ row: Row) -> ServerKeyRecord {
         ServerKeyRecord(
-            id: row["id"], container: row["container"], publicKeyPEM: row["public_key_pem"], creatorAccountID: row["creator_account_id"],
+            id: row["id"], container: row["container"], publicKeyPEM: row["public_key_pem"],
+            creatorAccountID: row["creator_account_id"],
             name: row["name"], revoked: row["revoked"])
     }
 }

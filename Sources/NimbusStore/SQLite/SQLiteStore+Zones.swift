@@ -44,14 +44,18 @@ extension SQLiteStore: ZoneStore {
             try db.execute(sql: "DELETE FROM zones WHERE id = ?", arguments: [state.id])
             try db.execute(
                 sql: "INSERT INTO zone_tombstones (account_id, service, name, changed_at) VALUES (?, ?, ?, ?)",
-                arguments: [zone.accountID, zone.address.service.rawValue, zone.address.name, try Self.advanceServiceSequence(zone, db)])
+                arguments: [
+                    zone.accountID, zone.address.service.rawValue, zone.address.name, try Self.advanceServiceSequence(zone, db),
+                ])
         }
     }
 
     public func zones(accountID: String, service: ZoneAddress.Service) async throws -> [ZoneSummary] {
         try await read { db in
             try Row.fetchAll(
-                db, sql: "SELECT name, id, sequence, live_entries, live_bytes FROM zones WHERE account_id = ? AND service = ? ORDER BY name",
+                db,
+                sql:
+                    "SELECT name, id, sequence, live_entries, live_bytes FROM zones WHERE account_id = ? AND service = ? ORDER BY name",
                 arguments: [accountID, service.rawValue]
             ).map { ZoneSummary(name: $0["name"], state: Self.zoneState($0)) }
         }
@@ -61,9 +65,10 @@ extension SQLiteStore: ZoneStore {
         -> ZoneChangePage
     {
         try await read { db in
-            let current = try Int64.fetchOne(
-                db, sql: "SELECT sequence FROM service_sequences WHERE account_id = ? AND service = ?",
-                arguments: [accountID, service.rawValue]) ?? 0
+            let current =
+                try Int64.fetchOne(
+                    db, sql: "SELECT sequence FROM service_sequences WHERE account_id = ? AND service = ?",
+                    arguments: [accountID, service.rawValue]) ?? 0
             let rows = try Row.fetchAll(
                 db,
                 sql: """
@@ -85,7 +90,8 @@ extension SQLiteStore: ZoneStore {
         guard !keys.isEmpty else { return [] }
         return try await read { db in
             guard let state = try Self.state(of: zone, db) else { return [] }
-            let statement = try db.cachedStatement(sql: "SELECT key, payload, sequence, audience FROM entries WHERE zone_id = ? AND key = ?")
+            let statement = try db.cachedStatement(
+                sql: "SELECT key, payload, sequence, audience FROM entries WHERE zone_id = ? AND key = ?")
             return try keys.compactMap { key in try Row.fetchOne(statement, arguments: [state.id, key]).map(Self.entry) }
         }
     }
@@ -112,7 +118,9 @@ extension SQLiteStore: ZoneStore {
             guard let state = try Self.state(of: zone, db) else { return ([], nil) }
             let entries = try Row.fetchAll(
                 try db.cachedStatement(
-                    sql: "SELECT key, payload, sequence, audience FROM entries WHERE zone_id = ? AND payload IS NOT NULL ORDER BY key"),
+                    sql:
+                        "SELECT key, payload, sequence, audience FROM entries WHERE zone_id = ? AND payload IS NOT NULL ORDER BY key"
+                ),
                 arguments: [state.id]
             ).map(Self.entry)
             return (entries, state)
@@ -126,7 +134,8 @@ extension SQLiteStore: ZoneStore {
             }
             let rows = try Row.fetchAll(
                 try db.cachedStatement(
-                    sql: "SELECT key, payload, sequence, audience FROM entries WHERE zone_id = ? AND sequence > ? ORDER BY sequence LIMIT ?"
+                    sql:
+                        "SELECT key, payload, sequence, audience FROM entries WHERE zone_id = ? AND sequence > ? ORDER BY sequence LIMIT ?"
                 ),
                 arguments: [state.id, sequence, limit + 1])
             let entries = rows.prefix(limit).map(Self.entry)
@@ -139,7 +148,9 @@ extension SQLiteStore: ZoneStore {
     public func grants(_ zone: ZoneKey) async throws -> [ZoneGrant] {
         try await read { db in
             guard let state = try Self.state(of: zone, db) else { return [] }
-            return try Row.fetchAll(db, sql: "SELECT * FROM zone_grants WHERE zone_id = ? ORDER BY scope, grantee", arguments: [state.id]).map(Self.grant)
+            return try Row.fetchAll(
+                db, sql: "SELECT * FROM zone_grants WHERE zone_id = ? ORDER BY scope, grantee", arguments: [state.id]
+            ).map(Self.grant)
         }
     }
 
@@ -159,13 +170,16 @@ extension SQLiteStore: ZoneStore {
         try await write { db in
             guard let state = try Self.state(of: zone, db) else { throw StoreError.missing("zone \(zone.address.name)") }
             try db.execute(
-                sql: "UPDATE zone_grants SET accepted = 1 WHERE zone_id = ? AND scope = ? AND grantee = ?", arguments: [state.id, scope, grantee])
+                sql: "UPDATE zone_grants SET accepted = 1 WHERE zone_id = ? AND scope = ? AND grantee = ?",
+                arguments: [state.id, scope, grantee])
             guard db.changesCount == 1 else { throw StoreError.missing("share of zone \(zone.address.name)") }
         }
     }
 
     private static func grant(_ row: Row) -> ZoneGrant {
-        ZoneGrant(scope: row["scope"], grantee: row["grantee"], permission: ZoneGrant.Permission(rawValue: row["permission"]) ?? .read, accepted: row["accepted"])
+        ZoneGrant(
+            scope: row["scope"], grantee: row["grantee"], permission: ZoneGrant.Permission(rawValue: row["permission"]) ?? .read,
+            accepted: row["accepted"])
     }
 
     public func recordWatermarks(_ marks: [DeviceWatermark]) async throws {

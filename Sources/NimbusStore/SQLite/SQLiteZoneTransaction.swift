@@ -25,7 +25,8 @@ final class SQLiteZoneTransaction: ZoneTransaction {
     // API: GRDB's argument arrays and rows cost about as much as the statements themselves.
 
     func entry(_ key: String) throws -> Entry? {
-        let select = try db.cachedStatement(sql: "SELECT payload, size, sequence, audience FROM entries WHERE zone_id = ? AND key = ?")
+        let select = try db.cachedStatement(
+            sql: "SELECT payload, size, sequence, audience FROM entries WHERE zone_id = ? AND key = ?")
         let handle = select.sqliteStatement
         sqlite3_reset(handle)
         sqlite3_bind_int64(handle, 1, state.id)
@@ -56,7 +57,8 @@ final class SQLiteZoneTransaction: ZoneTransaction {
     private func version(_ key: String) throws -> Version? {
         if let lastRead, lastRead.key == key { return lastRead.version }
         return try Row.fetchOne(
-            try db.cachedStatement(sql: "SELECT payload IS NOT NULL AS live, size, sequence FROM entries WHERE zone_id = ? AND key = ?"),
+            try db.cachedStatement(
+                sql: "SELECT payload IS NOT NULL AS live, size, sequence FROM entries WHERE zone_id = ? AND key = ?"),
             arguments: [state.id, key]
         ).map { Version(live: $0["live"], size: $0["size"], sequence: $0["sequence"]) }
     }
@@ -108,7 +110,8 @@ final class SQLiteZoneTransaction: ZoneTransaction {
         } else {
             guard
                 let found = try Int64.fetchOne(
-                    try db.cachedStatement(sql: "SELECT sequence FROM entries WHERE zone_id = ? AND key = ? AND payload IS NOT NULL"),
+                    try db.cachedStatement(
+                        sql: "SELECT sequence FROM entries WHERE zone_id = ? AND key = ? AND payload IS NOT NULL"),
                     arguments: [state.id, key])
             else { throw StoreError.missing("entry \(key)") }
             sequence = found
@@ -151,7 +154,9 @@ final class SQLiteZoneTransaction: ZoneTransaction {
     }
 
     private func error(_ code: Int32, _ statement: Statement) -> DatabaseError {
-        DatabaseError(resultCode: ResultCode(rawValue: code), message: String(cString: sqlite3_errmsg(db.sqliteConnection)), sql: statement.sql)
+        DatabaseError(
+            resultCode: ResultCode(rawValue: code), message: String(cString: sqlite3_errmsg(db.sqliteConnection)),
+            sql: statement.sql)
     }
 
     /// The id of (kind, field), registered in this transaction the first time it indexes under it, so
@@ -186,13 +191,14 @@ final class SQLiteZoneTransaction: ZoneTransaction {
     }
 
     func ownerBytes(servicePrefix: String) throws -> Int {
-        let others = try Int.fetchOne(
-            try db.cachedStatement(
-                sql: """
-                    SELECT coalesce(sum(live_bytes), 0) FROM zones
-                    WHERE account_id = (SELECT account_id FROM zones WHERE id = ?) AND id != ? AND substr(service, 1, ?) = ?
-                    """),
-            arguments: [state.id, state.id, servicePrefix.utf8.count, servicePrefix]) ?? 0
+        let others =
+            try Int.fetchOne(
+                try db.cachedStatement(
+                    sql: """
+                        SELECT coalesce(sum(live_bytes), 0) FROM zones
+                        WHERE account_id = (SELECT account_id FROM zones WHERE id = ?) AND id != ? AND substr(service, 1, ?) = ?
+                        """),
+                arguments: [state.id, state.id, servicePrefix.utf8.count, servicePrefix]) ?? 0
         return others + state.liveBytes
     }
 
@@ -201,12 +207,16 @@ final class SQLiteZoneTransaction: ZoneTransaction {
             try String.fetchAll(
                 try db.cachedStatement(sql: "SELECT grantee FROM zone_grants WHERE zone_id = ? AND scope = ? AND accepted = 1"),
                 arguments: [state.id, scope]))
-        try db.cachedStatement(sql: "DELETE FROM zone_grants WHERE zone_id = ? AND scope = ?").execute(arguments: [state.id, scope])
+        try db.cachedStatement(sql: "DELETE FROM zone_grants WHERE zone_id = ? AND scope = ?").execute(arguments: [
+            state.id, scope,
+        ])
         let insert = try db.cachedStatement(
             sql: "INSERT INTO zone_grants (zone_id, scope, grantee, permission, accepted) VALUES (?, ?, ?, ?, ?)")
         for grant in grants {
             try insert.execute(
-                arguments: [state.id, scope, grant.grantee, grant.permission.rawValue, grant.accepted || accepted.contains(grant.grantee)])
+                arguments: [
+                    state.id, scope, grant.grantee, grant.permission.rawValue, grant.accepted || accepted.contains(grant.grantee),
+                ])
         }
     }
 

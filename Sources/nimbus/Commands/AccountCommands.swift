@@ -42,7 +42,8 @@ struct LogIn: AsyncParsableCommand {
                 server: try client.serverURL, email: email, password: try readPassword(password), deviceName: deviceName,
                 deviceID: previous?.session.deviceID)
             let profile = DeviceProfile(
-                session: session, email: email, apiToken: apiToken ?? Environment.string("NIMBUS_API_TOKEN") ?? previous?.apiToken,
+                session: session, email: email,
+                apiToken: apiToken ?? Environment.string("NIMBUS_API_TOKEN") ?? previous?.apiToken,
                 storeIdentifier: store ?? Environment.string("NIMBUS_STORE") ?? previous?.storeIdentifier,
                 container: container ?? Environment.string("NIMBUS_CONTAINER") ?? previous?.container)
             try profile.save(to: client.configDirectory)

@@ -50,7 +50,8 @@ struct DatabaseOptions: ParsableArguments {
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
             let wire = records.map { record in
                 RecordWire(
-                    recordName: record.recordID.recordName, recordType: record.recordType, recordChangeTag: record.recordChangeTag,
+                    recordName: record.recordID.recordName, recordType: record.recordType,
+                    recordChangeTag: record.recordChangeTag,
                     fields: Dictionary(uniqueKeysWithValues: record.allKeys.map { ($0, record[field: $0]!) }))
             }
             Swift.print(String(decoding: (try? encoder.encode(wire)) ?? Data(), as: UTF8.self))
@@ -60,7 +61,9 @@ struct DatabaseOptions: ParsableArguments {
         Swift.print(
             table(
                 ["recordName"] + fields,
-                records.map { record in [record.recordID.recordName] + fields.map { record[field: $0].map(FieldText.readable) ?? "" } }))
+                records.map { record in
+                    [record.recordID.recordName] + fields.map { record[field: $0].map(FieldText.readable) ?? "" }
+                }))
     }
 }
 
@@ -161,7 +164,9 @@ struct ZonesList: AsyncParsableCommand {
     func run() async throws {
         do {
             let names = try await options.database.allRecordZones().map(\.zoneID.zoneName)
-            print(options.client.json ? "[" + names.map { "\"\($0)\"" }.joined(separator: ",") + "]" : names.joined(separator: "\n"))
+            print(
+                options.client.json ? "[" + names.map { "\"\($0)\"" }.joined(separator: ",") + "]" : names.joined(separator: "\n")
+            )
         } catch {
             fail(error)
         }
@@ -169,7 +174,8 @@ struct ZonesList: AsyncParsableCommand {
 }
 
 struct ZonesCreate: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "create", abstract: "Create a zone (atomic commits, change tracking).")
+    static let configuration = CommandConfiguration(
+        commandName: "create", abstract: "Create a zone (atomic commits, change tracking).")
     @OptionGroup var options: DatabaseOptions
     @Argument(help: "The zone name.") var name: String
 

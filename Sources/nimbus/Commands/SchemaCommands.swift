@@ -40,7 +40,8 @@ struct SchemaOptions: ParsableArguments {
 struct SchemaRoles: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "roles",
-        abstract: "List the custom security roles (CREATE ROLE) and who holds them; give one (--give ROLE --email E) or take one (--take ROLE --email E).",
+        abstract:
+            "List the custom security roles (CREATE ROLE) and who holds them; give one (--give ROLE --email E) or take one (--take ROLE --email E).",
         discussion: "A role's GRANTs apply in the public database to the accounts holding it.")
     @OptionGroup var options: SchemaOptions
     @Option(help: "development or production.") var environment: String = "development"
@@ -56,7 +57,11 @@ struct SchemaRoles: AsyncParsableCommand {
             list = await options.admin.send(.POST, roles + "/\(role)/members", body: RoleMemberRequest(email: email))
         case (nil, let role?, let email?):
             let current: ListResponse<RoleInfo> = await options.admin.send(.GET, roles)
-            guard let holder = current.items.first(where: { $0.role == role })?.members.first(where: { $0.email == email.lowercased() }) else {
+            guard
+                let holder = current.items.first(where: { $0.role == role })?.members.first(where: {
+                    $0.email == email.lowercased()
+                })
+            else {
                 fail(CLIError("\(email) does not hold role \(role) in \(environment)"))
             }
             do {
@@ -91,7 +96,8 @@ struct SchemaExport: AsyncParsableCommand {
 
 struct SchemaImport: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "import", abstract: "Replace the development schema with a file's (it may only add types, fields and indexes).")
+        commandName: "import",
+        abstract: "Replace the development schema with a file's (it may only add types, fields and indexes).")
     @OptionGroup var options: SchemaOptions
     @Argument(help: "A .ckdb file.") var file: String
 
@@ -102,7 +108,8 @@ struct SchemaImport: AsyncParsableCommand {
         } catch {
             fail(CLIError("cannot read \(file): \(error.localizedDescription)"))
         }
-        let document: SchemaDocument = await options.admin.send(.PUT, try options.path + "/development", body: SchemaDocument(text: text))
+        let document: SchemaDocument = await options.admin.send(
+            .PUT, try options.path + "/development", body: SchemaDocument(text: text))
         options.admin.print(document) { "Imported into development:\n" + document.text }
     }
 }
@@ -113,7 +120,8 @@ struct SchemaDiffCommand: AsyncParsableCommand {
     @OptionGroup var options: SchemaOptions
 
     func run() async throws {
-        let diff: SchemaDeployResponse = await options.admin.send(.POST, try options.path + "/deploy", body: SchemaDeployRequest(dryRun: true))
+        let diff: SchemaDeployResponse = await options.admin.send(
+            .POST, try options.path + "/deploy", body: SchemaDeployRequest(dryRun: true))
         options.admin.print(diff) { SchemaDeploy.describe(diff) }
         if !diff.violations.isEmpty { throw ExitCode(1) }
     }
@@ -126,10 +134,12 @@ struct SchemaDeploy: AsyncParsableCommand {
     @OptionGroup var options: SchemaOptions
 
     func run() async throws {
-        let diff: SchemaDeployResponse = await options.admin.send(.POST, try options.path + "/deploy", body: SchemaDeployRequest(dryRun: true))
+        let diff: SchemaDeployResponse = await options.admin.send(
+            .POST, try options.path + "/deploy", body: SchemaDeployRequest(dryRun: true))
         if !options.client.json { print(Self.describe(diff)) }
         guard diff.violations.isEmpty else { throw ExitCode(1) }
-        let deployed: SchemaDeployResponse = await options.admin.send(.POST, try options.path + "/deploy", body: SchemaDeployRequest())
+        let deployed: SchemaDeployResponse = await options.admin.send(
+            .POST, try options.path + "/deploy", body: SchemaDeployRequest())
         options.admin.print(deployed) { "Deployed to production." }
     }
 

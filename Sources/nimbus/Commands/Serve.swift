@@ -41,16 +41,25 @@ struct Serve: AsyncParsableCommand {
     var maxAssetMB: Int = Environment.int("NIMBUS_MAX_ASSET_MB") ?? 50
     @Option(help: "Comma-separated web origins the sign-in page may hand web auth tokens to. [env: NIMBUS_WEB_ORIGINS]")
     var webOrigins: String = Environment.string("NIMBUS_WEB_ORIGINS") ?? ""
-    @Option(help: "The server's address as clients reach it, like https://cloud.example.com, for the URLs answers carry; by default each request's host. [env: NIMBUS_PUBLIC_URL]")
+    @Option(
+        help:
+            "The server's address as clients reach it, like https://cloud.example.com, for the URLs answers carry; by default each request's host. [env: NIMBUS_PUBLIC_URL]"
+    )
     var publicURL: String? = Environment.string("NIMBUS_PUBLIC_URL")
     @Option(help: "Seconds between push heartbeats; silent devices are disconnected. [env: NIMBUS_HEARTBEAT]")
     var heartbeat: Double = Environment.double("NIMBUS_HEARTBEAT") ?? 30
     @Option(help: "Seconds an HTTP connection may sit idle before the server closes it. [env: NIMBUS_IDLE_TIMEOUT]")
     var idleTimeout: Double = Environment.double("NIMBUS_IDLE_TIMEOUT") ?? 75
 
-    @Option(help: "Seconds a request head may take: a new connection's first from its start, later ones from their first byte. [env: NIMBUS_REQUEST_HEAD_TIMEOUT]")
+    @Option(
+        help:
+            "Seconds a request head may take: a new connection's first from its start, later ones from their first byte. [env: NIMBUS_REQUEST_HEAD_TIMEOUT]"
+    )
     var requestHeadTimeout: Double = Environment.double("NIMBUS_REQUEST_HEAD_TIMEOUT") ?? 10
-    @Option(help: "Connections one client address may hold open; more are closed as they arrive. [env: NIMBUS_MAX_CONNECTIONS_PER_ADDRESS]")
+    @Option(
+        help:
+            "Connections one client address may hold open; more are closed as they arrive. [env: NIMBUS_MAX_CONNECTIONS_PER_ADDRESS]"
+    )
     var maxConnectionsPerAddress: Int = Environment.int("NIMBUS_MAX_CONNECTIONS_PER_ADDRESS") ?? 256
 
     func validate() throws {
@@ -62,7 +71,9 @@ struct Serve: AsyncParsableCommand {
             throw ValidationError("rates, session hours, heartbeat, timeouts and connection limits must be positive")
         }
         if let publicURL {
-            guard let url = URL(string: publicURL), url.scheme == "http" || url.scheme == "https", url.host != nil, url.query == nil else {
+            guard let url = URL(string: publicURL), url.scheme == "http" || url.scheme == "https", url.host != nil,
+                url.query == nil
+            else {
                 throw ValidationError("--public-url must be an http or https URL without a query, like https://cloud.example.com")
             }
         }
@@ -81,11 +92,15 @@ struct Serve: AsyncParsableCommand {
         configuration.idleTimeout = .milliseconds(Int(idleTimeout * 1000))
         configuration.requestHeadTimeout = .milliseconds(Int(requestHeadTimeout * 1000))
         configuration.maxConnectionsPerAddress = maxConnectionsPerAddress
-        guard maxAssetMB > 0, userQuotaMB > 0 else { throw ValidationError("--max-asset-mb and --user-quota-mb must be positive") }
+        guard maxAssetMB > 0, userQuotaMB > 0 else {
+            throw ValidationError("--max-asset-mb and --user-quota-mb must be positive")
+        }
         configuration.userQuotaBytes = Int64(userQuotaMB) * 1_000_000
         configuration.maxAssetBytes = Int64(maxAssetMB) * 1_000_000
         configuration.publicURL = publicURL.map { $0.hasSuffix("/") ? String($0.dropLast()) : $0 }
-        configuration.webSignInOrigins = webOrigins.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        configuration.webSignInOrigins = webOrigins.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter {
+            !$0.isEmpty
+        }
         let server: NimbusServer
         do {
             server = try NimbusServer(configuration: configuration)

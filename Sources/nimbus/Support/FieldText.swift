@@ -20,7 +20,9 @@ enum FieldText {
         let type = parts[1].uppercased()
         if type.hasSuffix("_LIST") {
             let element = String(type.dropLast(5))
-            let values = try text.isEmpty ? [] : text.split(separator: ",", omittingEmptySubsequences: false).map { try value(String($0), type: element) }
+            let values =
+                try text.isEmpty
+                ? [] : text.split(separator: ",", omittingEmptySubsequences: false).map { try value(String($0), type: element) }
             return (name, .list(values, elementType: element))
         }
         return (name, try value(text, type: type))
@@ -58,7 +60,9 @@ enum FieldText {
             guard numbers.count == 2 else { throw ValidationError("a LOCATION is latitude,longitude, not \"\(text)\"") }
             return .location(Location(latitude: numbers[0], longitude: numbers[1]))
         default:
-            throw ValidationError("unknown field type \(type); use STRING, INT64, DOUBLE, TIMESTAMP, BYTES, REFERENCE[/DELETE_SELF|/VALIDATE], LOCATION or TYPE_LIST")
+            throw ValidationError(
+                "unknown field type \(type); use STRING, INT64, DOUBLE, TIMESTAMP, BYTES, REFERENCE[/DELETE_SELF|/VALIDATE], LOCATION or TYPE_LIST"
+            )
         }
     }
 

@@ -10,7 +10,8 @@ import Testing
     typealias JSON = [String: Any]
 
     static func json(_ response: RawResponse) throws -> JSON {
-        try #require(try JSONSerialization.jsonObject(with: response.body) as? JSON, "\(String(decoding: response.body, as: UTF8.self))")
+        try #require(
+            try JSONSerialization.jsonObject(with: response.body) as? JSON, "\(String(decoding: response.body, as: UTF8.self))")
     }
 
     /// Checks a record dictionary has CloudKit's keys with CloudKit's value types.
@@ -25,7 +26,8 @@ import Testing
         }
         for stamp in ["created", "modified"] {
             let dictionary = try #require(record[stamp] as? JSON)
-            #expect(dictionary["timestamp"] is NSNumber && dictionary["userRecordName"] is String && dictionary["deviceID"] is String)
+            #expect(
+                dictionary["timestamp"] is NSNumber && dictionary["userRecordName"] is String && dictionary["deviceID"] is String)
         }
     }
 
@@ -68,7 +70,9 @@ import Testing
         #expect(found.count == 1 && (found[0]["fields"] as? JSON)?.keys.sorted() == ["firstName"])
 
         // A per-item failure: HTTP 200, with CloudKit's error keys in the item.
-        let exists = try await fixture.post("records/modify", #"{"operations":[{"operationType":"create","record":{"recordType":"Artist","recordName":"Mei Chen"}}]}"#)
+        let exists = try await fixture.post(
+            "records/modify",
+            #"{"operations":[{"operationType":"create","record":{"recordType":"Artist","recordName":"Mei Chen"}}]}"#)
         #expect(exists.status == 200)
         let failure = try #require((try Self.json(exists)["records"] as? [JSON])?.first)
         #expect(failure["serverErrorCode"] as? String == "EXISTS" && failure["reason"] is String && failure["uuid"] is String)
@@ -77,7 +81,8 @@ import Testing
         // records/lookup and changes/zone.
         let lookup = try Self.json(try await fixture.post("records/lookup", #"{"records":[{"recordName":"Mei Chen"}]}"#))
         try Self.checkRecord(try #require((lookup["records"] as? [JSON])?.first), type: "Artist")
-        let changes = try Self.json(try await fixture.post("changes/zone", #"{"zones":[{"zoneID":{"zoneName":"_defaultZone"}}]}"#))
+        let changes = try Self.json(
+            try await fixture.post("changes/zone", #"{"zones":[{"zoneID":{"zoneName":"_defaultZone"}}]}"#))
         let zone = try #require((changes["zones"] as? [JSON])?.first)
         #expect(zone["syncToken"] is String && zone["moreComing"] is Bool && zone["zoneID"] is JSON && zone["records"] is [JSON])
 
@@ -93,19 +98,24 @@ import Testing
         _ = try await fixture.post("zones/modify", #"{"operations":[\#(ZoneAndChangeTests.zoneOperation("create", "Z"))]}"#)
         // Past 2^53, where a JavaScript number would lose digits.
         let big = "9007199254740993"
-        func int64(_ record: JSON?, _ field: String = "count") -> Any? { ((record?["fields"] as? JSON)?[field] as? JSON)?["value"] }
+        func int64(_ record: JSON?, _ field: String = "count") -> Any? {
+            ((record?["fields"] as? JSON)?[field] as? JSON)?["value"]
+        }
         let modify = try Self.json(
             try await fixture.post(
                 "records/modify",
-                #"{"operations":[{"operationType":"create","record":{"recordType":"Counters","recordName":"c","fields":{"count":{"value":"\#(big)","type":"INT64"},"ratio":{"value":0.5},"steps":{"value":["1","2"],"type":"INT64_LIST"}}}}],"zoneID":{"zoneName":"Z"},"numbersAsStrings":true}"#))
+                #"{"operations":[{"operationType":"create","record":{"recordType":"Counters","recordName":"c","fields":{"count":{"value":"\#(big)","type":"INT64"},"ratio":{"value":0.5},"steps":{"value":["1","2"],"type":"INT64_LIST"}}}}],"zoneID":{"zoneName":"Z"},"numbersAsStrings":true}"#
+            ))
         let saved = (modify["records"] as? [JSON])?.first
         #expect(int64(saved) as? String == big)
         #expect(int64(saved, "steps") as? [String] == ["1", "2"])
         #expect((int64(saved, "ratio") as? NSNumber)?.doubleValue == 0.5, "only INT64 values become strings")
         let zone = #""zoneID":{"zoneName":"Z"}"#
-        let lookup = try Self.json(try await fixture.post("records/lookup", #"{"records":[{"recordName":"c"}],\#(zone),"numbersAsStrings":true}"#))
+        let lookup = try Self.json(
+            try await fixture.post("records/lookup", #"{"records":[{"recordName":"c"}],\#(zone),"numbersAsStrings":true}"#))
         #expect(int64((lookup["records"] as? [JSON])?.first) as? String == big)
-        let query = try Self.json(try await fixture.post("records/query", #"{"query":{"recordType":"Counters"},\#(zone),"numbersAsStrings":true}"#))
+        let query = try Self.json(
+            try await fixture.post("records/query", #"{"query":{"recordType":"Counters"},\#(zone),"numbersAsStrings":true}"#))
         #expect(int64((query["records"] as? [JSON])?.first) as? String == big)
         let changes = try Self.json(try await fixture.post("changes/zone", #"{"zones":[{\#(zone)}],"numberAsStrings":true}"#))
         let changed = ((changes["zones"] as? [JSON])?.first?["records"] as? [JSON])?.first
@@ -117,19 +127,25 @@ import Testing
         let conflict = try Self.json(
             try await fixture.post(
                 "records/modify",
-                #"{"operations":[{"operationType":"update","record":{"recordName":"c","recordChangeTag":"stale","fields":{}}}],\#(zone),"numbersAsStrings":true}"#))
+                #"{"operations":[{"operationType":"update","record":{"recordName":"c","recordChangeTag":"stale","fields":{}}}],\#(zone),"numbersAsStrings":true}"#
+            ))
         let failure = (conflict["records"] as? [JSON])?.first
-        #expect(failure?["serverErrorCode"] as? String == "CONFLICT" && failure?["uuid"] is String && failure?["recordName"] as? String == "c")
+        #expect(
+            failure?["serverErrorCode"] as? String == "CONFLICT" && failure?["uuid"] is String
+                && failure?["recordName"] as? String == "c")
         #expect(int64(failure?["serverRecord"] as? JSON) as? String == big)
         let notANumber = try await fixture.post(
-            "records/modify", #"{"operations":[{"operationType":"create","record":{"recordType":"Counters","fields":{"count":{"value":"many","type":"INT64"}}}}],\#(zone)}"#)
+            "records/modify",
+            #"{"operations":[{"operationType":"create","record":{"recordType":"Counters","fields":{"count":{"value":"many","type":"INT64"}}}}],\#(zone)}"#
+        )
         #expect(notANumber.errorCode == .badRequest)
     }
 
     @Test func zonesAndDatabaseChangesAnswerInCloudKitsShapes() async throws {
         let fixture = try await DatabaseFixture.make()
         let created = try Self.json(
-            try await fixture.post("zones/modify", #"{"operations":[{"operationType":"create","zone":{"zoneID":{"zoneName":"myCustomZone"}}}]}"#))
+            try await fixture.post(
+                "zones/modify", #"{"operations":[{"operationType":"create","zone":{"zoneID":{"zoneName":"myCustomZone"}}}]}"#))
         let zone = try #require((created["zones"] as? [JSON])?.first)
         #expect((zone["zoneID"] as? JSON)?["zoneName"] as? String == "myCustomZone")
         let listed = try Self.json(try await fixture.get("zones/list"))

@@ -12,7 +12,8 @@ import Testing
 
     static let bodies = [
         "", "{", "[]", "null", "7", #"{"operations":7}"#, #"{"records":[{"recordName":5}]}"#, #"{"query":{"recordType":[]}}"#,
-        #"{"zones":[{"zoneID":{"zoneName":"../../x"}}]}"#, #"{"operations":[{"operationType":"create","record":{"recordType":"T","fields":{"f":{"value":{"nested":true}}}}}]}"#,
+        #"{"zones":[{"zoneID":{"zoneName":"../../x"}}]}"#,
+        #"{"operations":[{"operationType":"create","record":{"recordType":"T","fields":{"f":{"value":{"nested":true}}}}}]}"#,
         #"{"syncToken":"AAAA"}"#, #"{"tokens":[{"recordType":"T"}]}"#, #"{"shortGUIDs":[{"value":"%%%"}]}"#,
         #"{"subscriptions":[{}]}"#, String(repeating: "[", count: 10_000),
     ]
@@ -25,7 +26,8 @@ import Testing
                 let response = try await fixture.post(operation, body, database: database)
                 #expect((200..<500).contains(response.status), "\(database) \(operation) \(body.prefix(60)) → \(response.status)")
                 if response.status >= 400 {
-                    #expect(response.error != nil, "\(database) \(operation) \(body.prefix(60)): the error has a body with a code")
+                    #expect(
+                        response.error != nil, "\(database) \(operation) \(body.prefix(60)): the error has a body with a code")
                 }
             }
         }

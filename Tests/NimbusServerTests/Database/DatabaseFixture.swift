@@ -41,7 +41,8 @@ struct DatabaseFixture {
     ) -> String {
         let base = "/database/1/\(app.container)/\(environment)/\(database)/\(operation)?ckAPIToken=\(app.apiToken)"
         guard !anonymous else { return base }
-        return base + "&ckWebAuthToken=" + (session ?? ann).sessionToken.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
+        return base + "&ckWebAuthToken=" + (session ?? ann).sessionToken.addingPercentEncoding(
+            withAllowedCharacters: .alphanumerics)!
     }
 
     func post(
@@ -53,12 +54,14 @@ struct DatabaseFixture {
             headers: [("Content-Type", "text/plain")], body: Data(json.utf8))
     }
 
-    func get(_ operation: String, environment: String = "development", session: NimbusSession? = nil) async throws -> RawResponse {
+    func get(_ operation: String, environment: String = "development", session: NimbusSession? = nil) async throws -> RawResponse
+    {
         try await server.request(.GET, path(operation, environment: environment, session: session))
     }
 
     /// Posts `records/modify` and returns the per-item answers.
-    func modify(_ json: String, environment: String = "development", session: NimbusSession? = nil) async throws -> [RecordResult] {
+    func modify(_ json: String, environment: String = "development", session: NimbusSession? = nil) async throws -> [RecordResult]
+    {
         let response = try await post("records/modify", json, environment: environment, session: session)
         #expect(response.status == 200, "\(String(decoding: response.body, as: UTF8.self))")
         return try response.decode(RecordsResponse.self).records

@@ -54,7 +54,8 @@ import Testing
             let response = try await fixture.post(seed.operation, json, environment: environment, database: database)
             #expect(response.status < 500, "round \(round): \(database) \(environment) \(seed.operation) \(json.prefix(300))")
             if response.status >= 400 {
-                #expect(response.error != nil, "round \(round): \(seed.operation) answered \(response.status) without an error code")
+                #expect(
+                    response.error != nil, "round \(round): \(seed.operation) answered \(response.status) without an error code")
             }
         }
         #expect(try await fixture.server.request(.GET, "/health").status == 200)

@@ -25,12 +25,15 @@ import Testing
         let links = AssetLinks(baseURL: "http://h", key: [1, 2, 3], now: Date())
 
         var json = JSONWriter()
-        try json.records([try OutgoingRecord.make(entry, zoneID: zoneID, desiredKeys: nil, numbersAsStrings: false, links: links)])
+        try json.records([try OutgoingRecord.make(entry, zoneID: zoneID, desiredKeys: nil, numbersAsStrings: false, links: links)]
+        )
         let spliced = try JSONDecoder().decode([RecordWire].self, from: Data(json.bytes))
         #expect(spliced == [record.wire(name: name, sequence: 1234, zoneID: zoneID, desiredKeys: nil)])
 
         // desiredKeys, assets and shares take the coded path.
-        guard case .wire(let partial) = try OutgoingRecord.make(entry, zoneID: zoneID, desiredKeys: ["number"], numbersAsStrings: false, links: links)
+        guard
+            case .wire(let partial) = try OutgoingRecord.make(
+                entry, zoneID: zoneID, desiredKeys: ["number"], numbersAsStrings: false, links: links)
         else {
             Issue.record("desiredKeys must be coded")
             return
@@ -38,7 +41,9 @@ import Testing
         #expect(partial.fields?.keys.sorted() == ["number"])
         // numbersAsStrings: INT64 values go out as strings, and read back as the same numbers.
         var strings = JSONWriter(numbersAsStrings: true)
-        try strings.records([try OutgoingRecord.make(entry, zoneID: zoneID, desiredKeys: nil, numbersAsStrings: true, links: links)])
+        try strings.records([
+            try OutgoingRecord.make(entry, zoneID: zoneID, desiredKeys: nil, numbersAsStrings: true, links: links)
+        ])
         #expect(String(decoding: strings.bytes, as: UTF8.self).contains(#"{"value":"-7","type":"INT64"}"#))
         #expect(try JSONDecoder().decode([RecordWire].self, from: Data(strings.bytes)) == spliced)
         var withAsset = record
@@ -62,7 +67,8 @@ import Testing
                 let text = Data((0..<count).flatMap { _ in nextPiece() })
                 for word in ["\"share", "ASSETID"] {
                     let expected = text.range(of: Data(word.utf8)) != nil
-                    let actual = word == "ASSETID" ? StoredRecord.contains(text, "ASSETID") : StoredRecord.contains(text, "\"share")
+                    let actual =
+                        word == "ASSETID" ? StoredRecord.contains(text, "ASSETID") : StoredRecord.contains(text, "\"share")
                     #expect(actual == expected, "\(String(decoding: text, as: UTF8.self)) / \(word)")
                     if expected { found += 1 }
                 }

@@ -5,7 +5,9 @@ import Testing
 
 /// Each `records/modify` operation type, change tags, conflicts and atomic batches.
 @Suite(.cleansUp) struct RecordModifyTests {
-    static func op(_ type: String, _ name: String, tag: String? = nil, recordType: String? = "Items", fields: String? = nil) -> String {
+    static func op(_ type: String, _ name: String, tag: String? = nil, recordType: String? = "Items", fields: String? = nil)
+        -> String
+    {
         var record = [#""recordName":"\#(name)""#]
         if let recordType { record.append(#""recordType":"\#(recordType)""#) }
         if let tag { record.append(#""recordChangeTag":"\#(tag)""#) }
@@ -22,36 +24,47 @@ import Testing
 
     @Test func everyOperationType() async throws {
         let fixture = try await DatabaseFixture.make()
-        let created = try await fixture.modify(Self.batch(Self.op("create", "a", fields: #""name":{"value":"milk"},"number":{"value":1}"#)))
+        let created = try await fixture.modify(
+            Self.batch(Self.op("create", "a", fields: #""name":{"value":"milk"},"number":{"value":1}"#)))
         let tag = try #require(created[0].record?.recordChangeTag)
         #expect(try await fixture.modify(Self.batch(Self.op("create", "a"))).codes == [.exists])
 
         // update merges the fields it names; the tag moves.
-        let updated = try await fixture.modify(Self.batch(Self.op("update", "a", tag: tag, recordType: nil, fields: #""number":{"value":2}"#)))
+        let updated = try await fixture.modify(
+            Self.batch(Self.op("update", "a", tag: tag, recordType: nil, fields: #""number":{"value":2}"#)))
         let record = try #require(updated[0].record)
         #expect(record.fields == ["name": .string("milk"), "number": .int64(2)])
         #expect(record.recordChangeTag != tag)
         #expect(record.created == created[0].record?.created)
 
         // A stale tag is a conflict that carries the server's record.
-        let stale = try await fixture.modify(Self.batch(Self.op("update", "a", tag: tag, recordType: nil, fields: #""number":{"value":9}"#)))
+        let stale = try await fixture.modify(
+            Self.batch(Self.op("update", "a", tag: tag, recordType: nil, fields: #""number":{"value":9}"#)))
         #expect(stale.codes == [.conflict])
         #expect(stale[0].failure?.serverRecord?.fields?["number"] == .int64(2))
         #expect(stale[0].failure?.serverRecord?.recordChangeTag == record.recordChangeTag)
-        #expect(try await fixture.modify(Self.batch(Self.op("update", "a", recordType: nil, fields: #""number":{"value":9}"#))).codes == [.conflict])
+        #expect(
+            try await fixture.modify(Self.batch(Self.op("update", "a", recordType: nil, fields: #""number":{"value":9}"#))).codes
+                == [.conflict])
 
         // forceUpdate ignores the tag; replace drops fields it does not name.
-        let forced = try await fixture.modify(Self.batch(Self.op("forceUpdate", "a", recordType: nil, fields: #""number":{"value":3}"#)))
+        let forced = try await fixture.modify(
+            Self.batch(Self.op("forceUpdate", "a", recordType: nil, fields: #""number":{"value":3}"#)))
         #expect(forced[0].record?.fields == ["name": .string("milk"), "number": .int64(3)])
         let replaced = try await fixture.modify(
             Self.batch(Self.op("replace", "a", tag: forced[0].record?.recordChangeTag, fields: #""number":{"value":4}"#)))
         #expect(replaced[0].record?.fields == ["number": .int64(4)])
 
         // The force variants create missing records; the others do not.
-        #expect(try await fixture.modify(Self.batch(Self.op("update", "b", tag: "1", fields: #""number":{"value":1}"#))).codes == [.notFound])
+        #expect(
+            try await fixture.modify(Self.batch(Self.op("update", "b", tag: "1", fields: #""number":{"value":1}"#))).codes == [
+                .notFound
+            ])
         #expect(try await fixture.modify(Self.batch(Self.op("replace", "b", tag: "1"))).codes == [.notFound])
-        #expect(try await fixture.modify(Self.batch(Self.op("forceReplace", "b", fields: #""name":{"value":"x"}"#))).codes == [nil])
-        #expect(try await fixture.modify(Self.batch(Self.op("forceUpdate", "c", fields: #""name":{"value":"y"}"#))).codes == [nil])
+        #expect(
+            try await fixture.modify(Self.batch(Self.op("forceReplace", "b", fields: #""name":{"value":"x"}"#))).codes == [nil])
+        #expect(
+            try await fixture.modify(Self.batch(Self.op("forceUpdate", "c", fields: #""name":{"value":"y"}"#))).codes == [nil])
 
         // delete checks the tag, forceDelete does not; both need the record to exist.
         #expect(try await fixture.modify(Self.batch(Self.op("delete", "a", tag: tag))).codes == [.conflict])
@@ -70,19 +83,24 @@ import Testing
 
     @Test func atomicBatchesInCustomZonesFailWhole() async throws {
         let fixture = try await DatabaseFixture.make()
-        let zone = try await fixture.post("zones/modify", #"{"operations":[{"operationType":"create","zone":{"zoneID":{"zoneName":"Lists"}}}]}"#)
+        let zone = try await fixture.post(
+            "zones/modify", #"{"operations":[{"operationType":"create","zone":{"zoneID":{"zoneName":"Lists"}}}]}"#)
         #expect(zone.status == 200)
         _ = try await fixture.modify(Self.batch(Self.op("create", "taken"), zone: "Lists"))
-        let before = try await fixture.post("changes/zone", #"{"zones":[{"zoneID":{"zoneName":"Lists"}}]}"#).decode(ZoneChangesResponse.self)
+        let before = try await fixture.post("changes/zone", #"{"zones":[{"zoneID":{"zoneName":"Lists"}}]}"#).decode(
+            ZoneChangesResponse.self)
 
-        let atomic = try await fixture.modify(Self.batch(Self.op("create", "new1"), Self.op("create", "taken"), Self.op("create", "new2"), zone: "Lists"))
+        let atomic = try await fixture.modify(
+            Self.batch(Self.op("create", "new1"), Self.op("create", "taken"), Self.op("create", "new2"), zone: "Lists"))
         #expect(atomic.codes == [.atomicError, .exists, .atomicError])
-        let after = try await fixture.post("changes/zone", #"{"zones":[{"zoneID":{"zoneName":"Lists"}}]}"#).decode(ZoneChangesResponse.self)
+        let after = try await fixture.post("changes/zone", #"{"zones":[{"zoneID":{"zoneName":"Lists"}}]}"#).decode(
+            ZoneChangesResponse.self)
         #expect(after.zones[0].syncToken == before.zones[0].syncToken)
         #expect(after.zones[0].records?.compactMap(\.recordName) == ["taken"])
 
         let separate = try await fixture.modify(
-            Self.batch(Self.op("create", "new1"), Self.op("create", "taken"), Self.op("create", "new2"), zone: "Lists", atomic: false))
+            Self.batch(
+                Self.op("create", "new1"), Self.op("create", "taken"), Self.op("create", "new2"), zone: "Lists", atomic: false))
         #expect(separate.codes == [nil, .exists, nil])
         // The default zone saves record by record whatever `atomic` says.
         let defaultZone = try await fixture.modify(Self.batch(Self.op("create", "d1"), Self.op("create", "d1x"), atomic: true))
@@ -93,24 +111,35 @@ import Testing
     @Test func validatingReferences() async throws {
         let fixture = try await DatabaseFixture.make()
         let reference = #""list":{"value":{"recordName":"groceries","action":"VALIDATE"},"type":"REFERENCE"}"#
-        #expect(try await fixture.modify(Self.batch(Self.op("create", "i1", fields: reference))).codes == [.validatingReferenceError])
+        #expect(
+            try await fixture.modify(Self.batch(Self.op("create", "i1", fields: reference))).codes == [.validatingReferenceError])
         // Target and referrer in one batch, target first: accepted.
-        let both = try await fixture.modify(Self.batch(Self.op("create", "groceries", recordType: "Lists"), Self.op("create", "i1", fields: reference)))
+        let both = try await fixture.modify(
+            Self.batch(Self.op("create", "groceries", recordType: "Lists"), Self.op("create", "i1", fields: reference)))
         #expect(both.codes == [nil, nil])
         #expect(try await fixture.modify(Self.batch(Self.op("forceDelete", "groceries"))).codes == [.validatingReferenceError])
-        #expect(try await fixture.modify(Self.batch(Self.op("forceDelete", "i1"), Self.op("forceDelete", "groceries"))).codes == [nil, nil])
+        #expect(
+            try await fixture.modify(Self.batch(Self.op("forceDelete", "i1"), Self.op("forceDelete", "groceries"))).codes == [
+                nil, nil,
+            ])
     }
 
     @Test func deleteSelfCascadesThroughChainsInOneTransaction() async throws {
         let fixture = try await DatabaseFixture.make()
         func child(_ name: String, of parent: String) -> String {
-            Self.op("create", name, recordType: "Nodes", fields: #""up":{"value":{"recordName":"\#(parent)","action":"DELETE_SELF"},"type":"REFERENCE"}"#)
+            Self.op(
+                "create", name, recordType: "Nodes",
+                fields: #""up":{"value":{"recordName":"\#(parent)","action":"DELETE_SELF"},"type":"REFERENCE"}"#)
         }
         _ = try await fixture.modify(
-            Self.batch(Self.op("create", "root", recordType: "Nodes"), child("a", of: "root"), child("b", of: "a"), child("c", of: "b"), Self.op("create", "other", recordType: "Nodes")))
+            Self.batch(
+                Self.op("create", "root", recordType: "Nodes"), child("a", of: "root"), child("b", of: "a"), child("c", of: "b"),
+                Self.op("create", "other", recordType: "Nodes")))
         _ = try await fixture.modify(Self.batch(Self.op("forceDelete", "root")))
-        let lookup = try await fixture.post("records/lookup", #"{"records":[{"recordName":"a"},{"recordName":"c"},{"recordName":"other"}]}"#)
-            .decode(RecordsResponse.self).records
+        let lookup = try await fixture.post(
+            "records/lookup", #"{"records":[{"recordName":"a"},{"recordName":"c"},{"recordName":"other"}]}"#
+        )
+        .decode(RecordsResponse.self).records
         #expect(lookup.codes == [.notFound, .notFound, nil])
     }
 
@@ -122,18 +151,28 @@ import Testing
         let many = (0...200).map { Self.op("create", "r\($0)") }.joined(separator: ",")
         #expect(try await fixture.post("records/modify", #"{"operations":[\#(many)]}"#).errorCode == .badRequest)
         #expect(try await fixture.post("records/modify", #"{"operations":[]}"#).errorCode == .badRequest)
-        #expect(try await fixture.post("records/modify", Self.batch(Self.op("create", "x"), Self.op("forceDelete", "x"))).errorCode == .badRequest)
-        #expect(try await fixture.post("records/modify", #"{"operations":[{"operationType":"explode","record":{}}]}"#).errorCode == .badRequest)
-        #expect(try await fixture.post("records/modify", #"{"operations":[{"operationType":"create","record":{"recordType":"Bad Type"}}]}"#).errorCode == .badRequest)
+        #expect(
+            try await fixture.post("records/modify", Self.batch(Self.op("create", "x"), Self.op("forceDelete", "x"))).errorCode
+                == .badRequest)
+        #expect(
+            try await fixture.post("records/modify", #"{"operations":[{"operationType":"explode","record":{}}]}"#).errorCode
+                == .badRequest)
+        #expect(
+            try await fixture.post(
+                "records/modify", #"{"operations":[{"operationType":"create","record":{"recordType":"Bad Type"}}]}"#
+            ).errorCode == .badRequest)
         #expect(try await fixture.post("records/modify", "{not json").errorCode == .badRequest)
         // Times beyond the wire's range (JavaScript's dates) are refused.
         for value in [#"9223372036854775807,"type":"TIMESTAMP""#, #"[0,-9223372036854775808],"type":"TIMESTAMP_LIST""#] {
             let when = #""when":{"value":\#(value)}"#
-            #expect(try await fixture.post("records/modify", Self.batch(Self.op("create", "when", fields: when))).errorCode == .badRequest)
+            #expect(
+                try await fixture.post("records/modify", Self.batch(Self.op("create", "when", fields: when))).errorCode
+                    == .badRequest)
         }
         #expect(try await fixture.post("records/modify", Self.batch(Self.op("update", "a"))).errorCode == nil)
         // Nothing above was saved, so the development schema did not learn the type either.
-        let lookup = try await fixture.post("records/lookup", #"{"records":[{"recordName":"big"},{"recordName":"x"},{"recordName":"a"}]}"#)
+        let lookup = try await fixture.post(
+            "records/lookup", #"{"records":[{"recordName":"big"},{"recordName":"x"},{"recordName":"a"}]}"#)
         #expect(try lookup.decode(RecordsResponse.self).records.codes == [.notFound, .notFound, .notFound])
         let all = try await fixture.post("records/query", #"{"query":{"recordType":"Items"}}"#)
         #expect(all.errorCode == .badRequest && all.error?.reason.contains("not in this environment's schema") == true)
@@ -150,7 +189,9 @@ import Testing
         func save(_ name: String, _ text: String) async throws -> RawResponse {
             try await server.request(
                 .POST, base, session: ann, apiToken: app.apiToken,
-                json: #"{"operations":[{"operationType":"forceReplace","record":{"recordName":"\#(name)","recordType":"Notes","fields":{"text":{"value":"\#(text)"}}}}]}"#)
+                json:
+                    #"{"operations":[{"operationType":"forceReplace","record":{"recordName":"\#(name)","recordType":"Notes","fields":{"text":{"value":"\#(text)"}}}}]}"#
+            )
         }
         let big = String(repeating: "x", count: 700)
         #expect(try await save("a", big).status == 200)
@@ -166,14 +207,17 @@ import Testing
         }
         #expect(missing.serverErrorCode == .notFound)
         let delete = try await server.request(
-            .POST, base, session: ann, apiToken: app.apiToken, json: #"{"operations":[{"operationType":"forceDelete","record":{"recordName":"a"}}]}"#)
+            .POST, base, session: ann, apiToken: app.apiToken,
+            json: #"{"operations":[{"operationType":"forceDelete","record":{"recordName":"a"}}]}"#)
         #expect(delete.status == 200)
         #expect(try await save("c", big).status == 200, "space freed by a deletion can be used again")
         // Another user has their own quota.
         let bob = try await server.signIn(email: "bob@example.com", device: "laptop")
         let bobs = try await server.request(
             .POST, base, session: bob, apiToken: app.apiToken,
-            json: #"{"operations":[{"operationType":"create","record":{"recordName":"b1","recordType":"Notes","fields":{"text":{"value":"\#(big)"}}}}]}"#)
+            json:
+                #"{"operations":[{"operationType":"create","record":{"recordName":"b1","recordType":"Notes","fields":{"text":{"value":"\#(big)"}}}}]}"#
+        )
         #expect(bobs.status == 200)
     }
 }

@@ -22,11 +22,15 @@ import Testing
         _ = try await fixture.modify(#"{"operations":[\#(operations.joined(separator: ","))]}"#)
     }
 
-    static func names(_ fixture: DatabaseFixture, _ filter: String, sort: String = #"[{"fieldName":"number"}]"#) async throws -> [String?] {
+    static func names(_ fixture: DatabaseFixture, _ filter: String, sort: String = #"[{"fieldName":"number"}]"#) async throws
+        -> [String?]
+    {
         try await fixture.query(#"{"query":{"recordType":"Items","filterBy":[\#(filter)],"sortBy":\#(sort)}}"#).records.names
     }
 
-    static func filter(_ field: String, _ comparator: String, _ value: String, type: String? = nil, system: Bool = false) -> String {
+    static func filter(_ field: String, _ comparator: String, _ value: String, type: String? = nil, system: Bool = false)
+        -> String
+    {
         let name = system ? #""systemFieldName":"\#(field)""# : #""fieldName":"\#(field)""#
         let typed = type.map { #","type":"\#($0)""# } ?? ""
         return #"{\#(name),"comparator":"\#(comparator)","fieldValue":{"value":\#(value)\#(typed)}}"#
@@ -71,14 +75,17 @@ import Testing
         for (filter, expected) in cases {
             #expect(try await Self.names(fixture, filter) == expected, "\(filter)")
         }
-        let byDistance = #"[{"fieldName":"location","relativeLocation":{"value":{"latitude":48.85,"longitude":2.35},"type":"LOCATION"}}]"#
+        let byDistance =
+            #"[{"fieldName":"location","relativeLocation":{"value":{"latitude":48.85,"longitude":2.35},"type":"LOCATION"}}]"#
         #expect(try await Self.names(fixture, "", sort: byDistance) == ["i2", "i3", "i1"])
         // System fields besides the record's name are queried once the schema gives them an index, as in
         // CloudKit; declaring one indexes the records already stored.
         let newestFirst = #"[{"systemFieldName":"createdTimestamp","ascending":false},{"fieldName":"name","ascending":false}]"#
         let created = Self.filter("___createTime", "GREATER_THAN", "0", type: "TIMESTAMP")
         let unsorted = try await fixture.post("records/query", #"{"query":{"recordType":"Items","sortBy":\#(newestFirst)}}"#)
-        #expect(unsorted.errorCode == .badRequest && unsorted.error?.reason.contains(#"`"___createTime" TIMESTAMP SORTABLE`"#) == true)
+        #expect(
+            unsorted.errorCode == .badRequest && unsorted.error?.reason.contains(#"`"___createTime" TIMESTAMP SORTABLE`"#) == true
+        )
         let unfiltered = try await fixture.post("records/query", #"{"query":{"recordType":"Items","filterBy":[\#(created)]}}"#)
         #expect(unfiltered.errorCode == .badRequest && unfiltered.error?.reason.contains("QUERYABLE") == true)
         try await fixture.server.indexSystemFields(["___createTime"], of: "Items", container: fixture.app.container)
@@ -88,21 +95,28 @@ import Testing
 
     @Test func pagesContinueWhereTheLastEnded() async throws {
         let fixture = try await DatabaseFixture.make()
-        let operations = (0..<25).map { #"{"operationType":"create","record":{"recordName":"r\#($0)","recordType":"Items","fields":{"number":{"value":\#($0)}}}}"# }
+        let operations = (0..<25).map {
+            #"{"operationType":"create","record":{"recordName":"r\#($0)","recordType":"Items","fields":{"number":{"value":\#($0)}}}}"#
+        }
         _ = try await fixture.modify(#"{"operations":[\#(operations.joined(separator: ","))]}"#)
         var seen = [String?]()
         var marker: String? = nil
         repeat {
             let markerJSON = marker.map { #","continuationMarker":"\#($0)""# } ?? ""
             let page = try await fixture.query(
-                #"{"query":{"recordType":"Items","sortBy":[{"fieldName":"number"}]},"resultsLimit":10,"desiredKeys":[]\#(markerJSON)}"#)
+                #"{"query":{"recordType":"Items","sortBy":[{"fieldName":"number"}]},"resultsLimit":10,"desiredKeys":[]\#(markerJSON)}"#
+            )
             #expect(page.records.allSatisfy { $0.record?.fields?.isEmpty == true })
             seen += page.records.names
             marker = page.continuationMarker
         } while marker != nil
         #expect(seen == (0..<25).map { "r\($0)" })
-        #expect(try await fixture.post("records/query", #"{"query":{"recordType":"Items"},"continuationMarker":"garbage"}"#).errorCode == .badRequest)
-        #expect(try await fixture.post("records/query", #"{"query":{"recordType":"Items"},"resultsLimit":201}"#).errorCode == .badRequest)
+        #expect(
+            try await fixture.post("records/query", #"{"query":{"recordType":"Items"},"continuationMarker":"garbage"}"#).errorCode
+                == .badRequest)
+        #expect(
+            try await fixture.post("records/query", #"{"query":{"recordType":"Items"},"resultsLimit":201}"#).errorCode
+                == .badRequest)
     }
 
     @Test func badFiltersAndUnindexedFieldsAreClearErrors() async throws {
@@ -112,37 +126,58 @@ import Testing
             try await fixture.post("records/query", body, environment: environment).error
         }
         #expect(try await error(#"{"query":{"recordType":"Nope"}}"#)?.code == .badRequest)
-        #expect(try await error(#"{"query":{"recordType":"Items","filterBy":[\#(Self.filter("missing", "EQUALS", "1"))]}}"#)?.reason.contains("missing") == true)
-        #expect(try await error(#"{"query":{"recordType":"Items","filterBy":[\#(Self.filter("number", "EQUALS", #""one""#))]}}"#)?.reason.contains("INT64") == true)
-        #expect(try await error(#"{"query":{"recordType":"Items","filterBy":[{"fieldName":"name","comparator":"LIKE","fieldValue":{"value":"x"}}]}}"#)?.code == .badRequest)
-        #expect(try await error(#"{"query":{"recordType":"Items","filterBy":[{"fieldName":"location","comparator":"NEAR","fieldValue":{"value":{"latitude":1,"longitude":2}}}]}}"#)?.reason.contains("distance") == true)
+        #expect(
+            try await error(#"{"query":{"recordType":"Items","filterBy":[\#(Self.filter("missing", "EQUALS", "1"))]}}"#)?.reason
+                .contains("missing") == true)
+        #expect(
+            try await error(#"{"query":{"recordType":"Items","filterBy":[\#(Self.filter("number", "EQUALS", #""one""#))]}}"#)?
+                .reason.contains("INT64") == true)
+        #expect(
+            try await error(
+                #"{"query":{"recordType":"Items","filterBy":[{"fieldName":"name","comparator":"LIKE","fieldValue":{"value":"x"}}]}}"#
+            )?.code == .badRequest)
+        #expect(
+            try await error(
+                #"{"query":{"recordType":"Items","filterBy":[{"fieldName":"location","comparator":"NEAR","fieldValue":{"value":{"latitude":1,"longitude":2}}}]}}"#
+            )?.reason.contains("distance") == true)
 
         // A production schema whose field lacks an index: the error names the field and the index.
         _ = try await fixture.server.store.updateSchemaText(container: fixture.app.container, environment: "production") { _ in
             ("DEFINE SCHEMA\nRECORD TYPE Items (name STRING, number INT64 SORTABLE);\n", [])
         }
         let unindexed = try await error(
-            #"{"query":{"recordType":"Items","filterBy":[\#(Self.filter("name", "EQUALS", #""milk""#))]}}"#, environment: "production")
+            #"{"query":{"recordType":"Items","filterBy":[\#(Self.filter("name", "EQUALS", #""milk""#))]}}"#,
+            environment: "production")
         #expect(unindexed?.code == .badRequest)
         #expect(unindexed?.reason.contains("name") == true && unindexed?.reason.contains("QUERYABLE") == true)
-        let unsorted = try await error(#"{"query":{"recordType":"Items","sortBy":[{"fieldName":"name"}]}}"#, environment: "production")
+        let unsorted = try await error(
+            #"{"query":{"recordType":"Items","sortBy":[{"fieldName":"name"}]}}"#, environment: "production")
         #expect(unsorted?.reason.contains("SORTABLE") == true)
         // Development and production are separate data: production has no records yet.
-        #expect(try await fixture.query(#"{"query":{"recordType":"Items","sortBy":[{"fieldName":"number"}]}}"#, environment: "production").records.isEmpty)
+        #expect(
+            try await fixture.query(
+                #"{"query":{"recordType":"Items","sortBy":[{"fieldName":"number"}]}}"#, environment: "production"
+            ).records.isEmpty)
     }
 
     @Test func aSearchOfAllTextLooksThroughTheSearchableFieldsOnly() async throws {
         let fixture = try await DatabaseFixture.make()
         _ = try await fixture.server.store.updateSchemaText(container: fixture.app.container, environment: "production") { _ in
-            ("DEFINE SCHEMA\nRECORD TYPE Items (___recordID REFERENCE QUERYABLE, name STRING QUERYABLE, note STRING SEARCHABLE);\n", [])
+            (
+                "DEFINE SCHEMA\nRECORD TYPE Items (___recordID REFERENCE QUERYABLE, name STRING QUERYABLE, note STRING SEARCHABLE);\n",
+                []
+            )
         }
-        let create = #"{"operations":[{"operationType":"create","record":{"recordName":"i2","recordType":"Items","fields":{"#
+        let create =
+            #"{"operations":[{"operationType":"create","record":{"recordName":"i2","recordType":"Items","fields":{"#
             + #""name":{"value":"mints"},"note":{"value":"peppermint candy"}}}}]}"#
         #expect(try await fixture.modify(create, environment: "production").first?.record != nil)
         func names(_ words: String) async throws -> [String?] {
             let filter = Self.filter("allTokens", "CONTAINS_ANY_TOKENS", words, system: true)
-            return try await fixture.query(#"{"query":{"recordType":"Items","filterBy":[\#(filter)]}}"#, environment: "production")
-                .records.names
+            return try await fixture.query(
+                #"{"query":{"recordType":"Items","filterBy":[\#(filter)]}}"#, environment: "production"
+            )
+            .records.names
         }
         #expect(try await names(#""candy""#) == ["i2"])
         #expect(try await names(#""mints""#) == [], "name is not SEARCHABLE")
@@ -162,7 +197,8 @@ import Testing
         func query(filters: [String] = [], sorts: Int = 1) async throws -> RawResponse {
             let sortBy = Array(repeating: #"{"fieldName":"number"}"#, count: sorts).joined(separator: ",")
             return try await fixture.post(
-                "records/query", #"{"query":{"recordType":"Items","filterBy":[\#(filters.joined(separator: ","))],"sortBy":[\#(sortBy)]}}"#)
+                "records/query",
+                #"{"query":{"recordType":"Items","filterBy":[\#(filters.joined(separator: ","))],"sortBy":[\#(sortBy)]}}"#)
         }
         func numbers(_ count: Int) -> String { "[" + (0..<count).map(String.init).joined(separator: ",") + "]" }
         func words(_ count: Int) -> String { "\"" + (0..<count).map { "w\($0)" }.joined(separator: " ") + "\"" }
@@ -173,7 +209,9 @@ import Testing
         #expect(try await query(sorts: 100).errorCode == .badRequest, "more joins than SQLite takes")
         let conditions = try await query(filters: [Self.filter("note", "CONTAINS_ALL_TOKENS", words(64))])
         #expect(conditions.status == 200)
-        #expect(try await query(filters: [Self.filter("note", "CONTAINS_ALL_TOKENS", words(65))]).error?.reason.contains("64 conditions") == true)
+        #expect(
+            try await query(filters: [Self.filter("note", "CONTAINS_ALL_TOKENS", words(65))]).error?.reason.contains(
+                "64 conditions") == true)
         let values = try await query(filters: [Self.filter("number", "IN", numbers(10_000), type: "INT64_LIST")])
         #expect(values.status == 200)
         #expect(try values.decode(RecordsQueryResponse.self).records.names == ["i1", "i2", "i3"])
@@ -182,7 +220,8 @@ import Testing
         let manyFilters = Array(repeating: Self.filter("number", "GREATER_THAN", "0"), count: 65)
         #expect(try await query(filters: manyFilters).errorCode == .badRequest)
         // A query subscription is held to the same limits when it is saved.
-        let subscription = #"{"operations":[{"operationType":"create","subscription":{"subscriptionID":"s","subscriptionType":"query","#
+        let subscription =
+            #"{"operations":[{"operationType":"create","subscription":{"subscriptionID":"s","subscriptionType":"query","#
             + #""query":{"recordType":"Items","filterBy":[\#(Self.filter("note", "CONTAINS_ALL_TOKENS", words(65)))]}}}]}"#
         let saved = try await fixture.post("subscriptions/modify", subscription)
         #expect(String(decoding: saved.body, as: UTF8.self).contains("64 conditions"))

@@ -13,23 +13,33 @@ import Testing
 
     @Test func growthIsBoundedPerRequestAndPerType() async throws {
         try await DatabaseFixture.run { fixture in
-            let tenThousand = try await fixture.post("records/modify", #"{"operations":[\#(Self.record("huge", fields: 0..<10_000))]}"#)
-            #expect(tenThousand.errorCode == .badRequest && tenThousand.error?.reason.contains("at most 200") == true, "\(tenThousand.error?.reason ?? "")")
+            let tenThousand = try await fixture.post(
+                "records/modify", #"{"operations":[\#(Self.record("huge", fields: 0..<10_000))]}"#)
+            #expect(
+                tenThousand.errorCode == .badRequest && tenThousand.error?.reason.contains("at most 200") == true,
+                "\(tenThousand.error?.reason ?? "")")
             // Two records of a batch together past the limit.
             let together = try await fixture.post(
-                "records/modify", #"{"operations":[\#(Self.record("a", fields: 0..<150)),\#(Self.record("b", fields: 100..<201))]}"#)
+                "records/modify",
+                #"{"operations":[\#(Self.record("a", fields: 0..<150)),\#(Self.record("b", fields: 100..<201))]}"#)
             #expect(together.errorCode == .badRequest)
-            #expect(try await fixture.server.store.schemaText(container: fixture.app.container, environment: "development") == nil, "nothing was added")
+            #expect(
+                try await fixture.server.store.schemaText(container: fixture.app.container, environment: "development") == nil,
+                "nothing was added")
 
             for batch in 0..<5 {
                 let record = Self.record("r\(batch)", fields: batch * 200..<(batch + 1) * 200)
                 let saved = try await fixture.modify(#"{"operations":[\#(record)]}"#)
                 #expect(saved.first?.record != nil)
             }
-            let full = try await fixture.post("records/modify", #"{"operations":[\#(Self.record("over", fields: 0..<1, prefix: "extra"))]}"#)
-            #expect(full.errorCode == .badRequest && full.error?.reason.contains("at most 1000") == true, "\(full.error?.reason ?? "")")
+            let full = try await fixture.post(
+                "records/modify", #"{"operations":[\#(Self.record("over", fields: 0..<1, prefix: "extra"))]}"#)
+            #expect(
+                full.errorCode == .badRequest && full.error?.reason.contains("at most 1000") == true,
+                "\(full.error?.reason ?? "")")
             // Fields the type has are still written.
-            #expect(try await fixture.modify(#"{"operations":[\#(Self.record("again", fields: 990..<1000))]}"#).first?.record != nil)
+            #expect(
+                try await fixture.modify(#"{"operations":[\#(Self.record("again", fields: 990..<1000))]}"#).first?.record != nil)
         }
     }
 }

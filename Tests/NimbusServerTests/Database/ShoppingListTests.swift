@@ -16,7 +16,10 @@ import Testing
         let saved = try await fixture.modify(
             #"{"operations":[{"operationType":"create","record":{"recordName":"groceries","recordType":"Lists","fields":{"title":{"value":"Groceries"}}}},"#
                 + #"{"operationType":"create","record":{"recordName":"hardware","recordType":"Lists","fields":{"title":{"value":"Hardware"}}}},"#
-                + [Self.item("i1", "milk", list: "groceries"), Self.item("i2", "bread", list: "groceries"), Self.item("i3", "nails", list: "hardware")]
+                + [
+                    Self.item("i1", "milk", list: "groceries"), Self.item("i2", "bread", list: "groceries"),
+                    Self.item("i3", "nails", list: "hardware"),
+                ]
                 .joined(separator: ",") + "]}")
         #expect(saved.names == ["groceries", "hardware", "i1", "i2", "i3"])
         let milk = try #require(saved[2].record)
@@ -25,18 +28,21 @@ import Testing
         #expect(milk.zoneID == ZoneID(zoneName: "_defaultZone", ownerRecordName: fixture.ann.userRecordName))
         #expect(milk.fields?["list"] == .reference(RecordReference(recordName: "groceries", action: .deleteSelf)))
 
-        let byList = #"{"query":{"recordType":"Items","filterBy":[{"fieldName":"list","comparator":"EQUALS","fieldValue":{"value":{"recordName":"groceries"},"type":"REFERENCE"}}],"sortBy":[{"fieldName":"name"}]}}"#
+        let byList =
+            #"{"query":{"recordType":"Items","filterBy":[{"fieldName":"list","comparator":"EQUALS","fieldValue":{"value":{"recordName":"groceries"},"type":"REFERENCE"}}],"sortBy":[{"fieldName":"name"}]}}"#
         #expect(try await fixture.query(byList).records.names == ["i2", "i1"])
 
         // A field added later needs no migration: old records simply lack it.
         let later = try await fixture.modify(
             #"{"operations":["# + Self.item("i4", "apples", list: "groceries", extra: #","number":{"value":6}"#) + "]}")
         #expect(later[0].record?.fields?["number"] == .int64(6))
-        let numbered = #"{"query":{"recordType":"Items","filterBy":[{"fieldName":"number","comparator":"GREATER_THAN","fieldValue":{"value":3}}]}}"#
+        let numbered =
+            #"{"query":{"recordType":"Items","filterBy":[{"fieldName":"number","comparator":"GREATER_THAN","fieldValue":{"value":3}}]}}"#
         #expect(try await fixture.query(numbered).records.names == ["i4"])
         #expect(try await fixture.query(byList).records.names == ["i4", "i2", "i1"])
 
-        let deleted = try await fixture.modify(#"{"operations":[{"operationType":"forceDelete","record":{"recordName":"groceries"}}]}"#)
+        let deleted = try await fixture.modify(
+            #"{"operations":[{"operationType":"forceDelete","record":{"recordName":"groceries"}}]}"#)
         #expect(deleted[0].record?.deleted == true)
         let all = #"{"query":{"recordType":"Items","sortBy":[{"fieldName":"name"}]}}"#
         #expect(try await fixture.query(all).records.names == ["i3"])
@@ -54,13 +60,15 @@ import Testing
     @Test func theDevelopmentSchemaGrowsWithSavesAndProductionRefusesUnknownTypes() async throws {
         let fixture = try await DatabaseFixture.make()
         _ = try await fixture.modify(#"{"operations":["# + Self.item("i1", "milk", list: "l") + "]}")
-        let schema = try #require(try await fixture.server.store.schemaText(container: fixture.app.container, environment: "development"))
+        let schema = try #require(
+            try await fixture.server.store.schemaText(container: fixture.app.container, environment: "development"))
         let parsed = try Schema(parsing: schema)
         let items = try #require(parsed.recordTypes.first { $0.name == "Items" })
         #expect(items.fields.map(\.name) == ["list", "name"])
         #expect(items.fields.allSatisfy { $0.queryable && $0.sortable })
 
-        let production = try await fixture.modify(#"{"operations":["# + Self.item("i1", "milk", list: "l") + "]}", environment: "production")
+        let production = try await fixture.modify(
+            #"{"operations":["# + Self.item("i1", "milk", list: "l") + "]}", environment: "production")
         #expect(production.codes == [.badRequest])
         #expect(production[0].failure?.reason.contains("Items") == true)
         let wrongType = try await fixture.modify(

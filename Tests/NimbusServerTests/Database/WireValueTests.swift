@@ -14,7 +14,8 @@ import Testing
 
     /// Posts `body` and expects a `BAD_REQUEST` that names the problem.
     static func expectRefused(
-        _ fixture: DatabaseFixture, _ operation: String, _ body: some DataProtocol, database: String = "private", mentioning words: String,
+        _ fixture: DatabaseFixture, _ operation: String, _ body: some DataProtocol, database: String = "private",
+        mentioning words: String,
         sourceLocation: SourceLocation = #_sourceLocation
     ) async throws {
         let response = try await fixture.server.request(
@@ -29,11 +30,14 @@ import Testing
             let beyond = "beyond the range of a 64-bit floating-point number"
             for (index, field) in [
                 #""x":{"value":1e400,"type":"DOUBLE"}"#, #""x":{"value":-1e999,"type":"DOUBLE"}"#, #""x":{"value":1e400}"#,
-                #""x":{"value":[1.5,1e400],"type":"DOUBLE_LIST"}"#, #""x":{"value":{"latitude":1e400,"longitude":0},"type":"LOCATION"}"#,
+                #""x":{"value":[1.5,1e400],"type":"DOUBLE_LIST"}"#,
+                #""x":{"value":{"latitude":1e400,"longitude":0},"type":"LOCATION"}"#,
                 #""x":{"value":1e-400,"type":"INT64"}"#, #""x":{"value":2e-324,"type":"DOUBLE"}"#,
             ].enumerated() {
                 for database in ["private", "public"] {
-                    try await Self.expectRefused(fixture, "records/modify", Data(Self.create("r\(index)", fields: field).utf8), database: database, mentioning: beyond)
+                    try await Self.expectRefused(
+                        fixture, "records/modify", Data(Self.create("r\(index)", fields: field).utf8), database: database,
+                        mentioning: beyond)
                 }
             }
             let lookup = try await fixture.post("records/lookup", #"{"records":[{"recordName":"r0"},{"recordName":"r3"}]}"#)
@@ -41,11 +45,15 @@ import Testing
 
             try await Self.expectRefused(
                 fixture, "records/query",
-                Data(#"{"query":{"recordType":"Reading","filterBy":[{"fieldName":"x","comparator":"GREATER_THAN","fieldValue":{"value":1e400}}]}}"#.utf8),
+                Data(
+                    #"{"query":{"recordType":"Reading","filterBy":[{"fieldName":"x","comparator":"GREATER_THAN","fieldValue":{"value":1e400}}]}}"#
+                        .utf8),
                 mentioning: beyond)
             try await Self.expectRefused(
                 fixture, "subscriptions/modify",
-                Data(#"{"operations":[{"operationType":"create","subscription":{"subscriptionID":"s","subscriptionType":"query","query":{"recordType":"Reading","filterBy":[{"fieldName":"x","comparator":"EQUALS","fieldValue":{"value":-1e999,"type":"DOUBLE"}}]}}}]}"#.utf8),
+                Data(
+                    #"{"operations":[{"operationType":"create","subscription":{"subscriptionID":"s","subscriptionType":"query","query":{"recordType":"Reading","filterBy":[{"fieldName":"x","comparator":"EQUALS","fieldValue":{"value":-1e999,"type":"DOUBLE"}}]}}}]}"#
+                        .utf8),
                 mentioning: beyond)
             let keyValue = try await fixture.server.request(
                 .POST, "/kv/1/\(fixture.app.storeIdentifier)/modify", session: fixture.ann, apiToken: fixture.app.apiToken,
@@ -58,34 +66,47 @@ import Testing
         try await DatabaseFixture.run { fixture in
             // Two record names that differ only in an invalid byte must not both become "a\u{FFFD}b".
             for byte: UInt8 in [0xFF, 0xC0, 0x80] {
-                let body = Data(#"{"operations":[{"operationType":"create","record":{"recordType":"Reading","recordName":"a"#.utf8) + [byte]
+                let body =
+                    Data(#"{"operations":[{"operationType":"create","record":{"recordType":"Reading","recordName":"a"#.utf8) + [
+                        byte
+                    ]
                     + Data(#"b"}}]}"#.utf8)
                 try await Self.expectRefused(fixture, "records/modify", body, mentioning: "not valid UTF-8")
             }
-            try await Self.expectRefused(fixture, "records/modify", Data(Self.create("r", fields: #""s":{"value":"\udc00"}"#).utf8), mentioning: "surrogate")
+            try await Self.expectRefused(
+                fixture, "records/modify", Data(Self.create("r", fields: #""s":{"value":"\udc00"}"#).utf8),
+                mentioning: "surrogate")
             try await Self.expectRefused(
                 fixture, "records/modify",
                 Data(Self.create("r", fields: #""s":{"value":"one","type":"STRING"},"s":{"value":"two","type":"STRING"}"#).utf8),
                 mentioning: #"the key "s" appears twice"#)
-            try await Self.expectRefused(fixture, "records/lookup", Data(#"{"records":[{"recordName":"a","recordName":"b"}]}"#.utf8), mentioning: "appears twice")
+            try await Self.expectRefused(
+                fixture, "records/lookup", Data(#"{"records":[{"recordName":"a","recordName":"b"}]}"#.utf8),
+                mentioning: "appears twice")
             for number in ["+1", "01", "1.", ".5"] {
-                try await Self.expectRefused(fixture, "records/modify", Data(Self.create("r", fields: #""n":{"value":\#(number)}"#).utf8), mentioning: "JSON")
+                try await Self.expectRefused(
+                    fixture, "records/modify", Data(Self.create("r", fields: #""n":{"value":\#(number)}"#).utf8),
+                    mentioning: "JSON")
             }
             let keyValue = try await fixture.server.request(
                 .POST, "/kv/1/\(fixture.app.storeIdentifier)/modify",
                 headers: [("Authorization", "Bearer \(fixture.ann.sessionToken)"), ("X-Nimbus-API-Token", fixture.app.apiToken)],
-                body: Data(#"{"operations":[{"operationType":"set","key":"k"#.utf8) + [0xFE] + Data(#"","value":{"type":"INT64","value":1}}]}"#.utf8))
+                body: Data(#"{"operations":[{"operationType":"set","key":"k"#.utf8) + [0xFE]
+                    + Data(#"","value":{"type":"INT64","value":1}}]}"#.utf8))
             #expect(keyValue.errorCode == .badRequest && keyValue.error?.reason.contains("not valid UTF-8") == true)
         }
     }
 
     @Test func controlCharactersInIdentifiersAreRefused() async throws {
         try await DatabaseFixture.run { fixture in
-            let signUp = try await fixture.server.request(.POST, "/auth/1/signup", json: #"{"email":"eve\u0000@example.com","password":"correct horse"}"#)
+            let signUp = try await fixture.server.request(
+                .POST, "/auth/1/signup", json: #"{"email":"eve\u0000@example.com","password":"correct horse"}"#)
             #expect(signUp.errorCode == .badRequest)
             #expect(try await fixture.server.store.account(email: "eve\u{0}@example.com") == nil)
             let subscription = try await fixture.post(
-                "subscriptions/modify", #"{"operations":[{"operationType":"create","subscription":{"subscriptionID":"a\u0000b","subscriptionType":"zone"}}]}"#)
+                "subscriptions/modify",
+                #"{"operations":[{"operationType":"create","subscription":{"subscriptionID":"a\u0000b","subscriptionType":"zone"}}]}"#
+            )
             let answer = try subscription.decode(SubscriptionsResponse.self).subscriptions
             guard case .failure(let failure) = answer.first else { Issue.record("the subscription was saved"); return }
             #expect(failure.serverErrorCode == .badRequest && failure.reason.contains("control characters"))
@@ -99,12 +120,16 @@ import Testing
     @Test func timestampsWithAFractionOfAMillisecondAreRounded() async throws {
         try await DatabaseFixture.run { fixture in
             // Typed, and untyped once the schema knows the field is a TIMESTAMP (what `Date`'s encoding sends).
-            let typed = try await fixture.modify(Self.create("typed", fields: #""at":{"value":1795464170588.9714,"type":"TIMESTAMP"}"#))
+            let typed = try await fixture.modify(
+                Self.create("typed", fields: #""at":{"value":1795464170588.9714,"type":"TIMESTAMP"}"#))
             #expect(typed.first?.record?.fields?["at"] == .timestamp(Date(milliseconds: 1_795_464_170_589)))
             let untyped = try await fixture.modify(Self.create("untyped", fields: #""at":{"value":1795464170588.4}"#))
             #expect(untyped.first?.record?.fields?["at"] == .timestamp(Date(milliseconds: 1_795_464_170_588)))
-            let list = try await fixture.modify(Self.create("list", fields: #""times":{"value":[1.6,2],"type":"TIMESTAMP_LIST"}"#))
-            #expect(list.first?.record?.fields?["times"] == .list([.timestamp(Date(milliseconds: 2)), .timestamp(Date(milliseconds: 2))], elementType: "TIMESTAMP"))
+            let list = try await fixture.modify(
+                Self.create("list", fields: #""times":{"value":[1.6,2],"type":"TIMESTAMP_LIST"}"#))
+            #expect(
+                list.first?.record?.fields?["times"]
+                    == .list([.timestamp(Date(milliseconds: 2)), .timestamp(Date(milliseconds: 2))], elementType: "TIMESTAMP"))
             // A time far from 1970 comes back exactly as sent.
             let far = try await fixture.modify(Self.create("far", fields: #""at":{"value":4404643816985819,"type":"TIMESTAMP"}"#))
             let raw = try await fixture.post("records/lookup", #"{"records":[{"recordName":"far"}]}"#)
@@ -114,11 +139,14 @@ import Testing
 
     @Test func aNullValueClearsTheField() async throws {
         try await DatabaseFixture.run { fixture in
-            _ = try await fixture.modify(Self.create("r", fields: #""a":{"value":"x"},"b":{"value":2},"c":{"value":3.5},"d":{"value":"y"}"#))
+            _ = try await fixture.modify(
+                Self.create("r", fields: #""a":{"value":"x"},"b":{"value":2},"c":{"value":3.5},"d":{"value":"y"}"#))
             for (clear, kept) in [
-                (#""a":{"value":null}"#, ["b", "c", "d"]), (#""b":{}"#, ["c", "d"]), (#""c":{"value":null,"type":"DOUBLE"}"#, ["d"]), (#""d":null"#, []),
+                (#""a":{"value":null}"#, ["b", "c", "d"]), (#""b":{}"#, ["c", "d"]),
+                (#""c":{"value":null,"type":"DOUBLE"}"#, ["d"]), (#""d":null"#, []),
             ] {
-                let update = try await fixture.modify(#"{"operations":[{"operationType":"forceUpdate","record":{"recordName":"r","fields":{\#(clear)}}}]}"#)
+                let update = try await fixture.modify(
+                    #"{"operations":[{"operationType":"forceUpdate","record":{"recordName":"r","fields":{\#(clear)}}}]}"#)
                 #expect(update.first?.record?.fields?.keys.sorted() == kept, "\(clear)")
             }
             let lookup = try await fixture.post("records/lookup", #"{"records":[{"recordName":"r"}]}"#)
@@ -135,7 +163,11 @@ import Testing
         let directory = TestServer.temporaryDirectory()
         let app = try await DatabaseFixture.run(dataDirectory: directory) { fixture in
             _ = try await fixture.modify(
-                Self.create("old", fields: #""x":{"value":1.5,"type":"DOUBLE"},"l":{"value":[1.5,2.5],"type":"DOUBLE_LIST"},"name":{"value":"kept"}"#))
+                Self.create(
+                    "old",
+                    fields:
+                        #""x":{"value":1.5,"type":"DOUBLE"},"l":{"value":[1.5,2.5],"type":"DOUBLE_LIST"},"name":{"value":"kept"}"#
+                ))
             return fixture.app
         }
 
@@ -152,7 +184,8 @@ import Testing
         try await queue.close()
 
         let server = try await TestServer.start(dataDirectory: directory)
-        let fixture = DatabaseFixture(server: server, app: app, ann: try await server.signIn(email: "ann@example.com", device: "laptop"))
+        let fixture = DatabaseFixture(
+            server: server, app: app, ann: try await server.signIn(email: "ann@example.com", device: "laptop"))
         do {
             let lookup = try await fixture.post("records/lookup", #"{"records":[{"recordName":"old"}]}"#)
             #expect(lookup.status == 200)
@@ -161,12 +194,16 @@ import Testing
             let changes = try await fixture.post("changes/zone", #"{"zones":[{"zoneID":{"zoneName":"_defaultZone"}}]}"#)
             #expect(changes.status == 200 && !String(decoding: changes.body, as: UTF8.self).contains("null"))
             let query = try await fixture.post(
-                "records/query", #"{"query":{"recordType":"Reading","filterBy":[{"fieldName":"name","comparator":"EQUALS","fieldValue":{"value":"kept"}}]}}"#)
+                "records/query",
+                #"{"query":{"recordType":"Reading","filterBy":[{"fieldName":"name","comparator":"EQUALS","fieldValue":{"value":"kept"}}]}}"#
+            )
             #expect(try query.decode(RecordsQueryResponse.self).records.names == ["old"])
             let update = try await fixture.modify(
-                #"{"operations":[{"operationType":"update","record":{"recordName":"old","recordChangeTag":"\#(record.recordChangeTag!)","fields":{"x":{"value":2.5}}}}]}"#)
+                #"{"operations":[{"operationType":"update","record":{"recordName":"old","recordChangeTag":"\#(record.recordChangeTag!)","fields":{"x":{"value":2.5}}}}]}"#
+            )
             #expect(update.first?.record?.fields?["x"] == .double(2.5))
-            let delete = try await fixture.modify(#"{"operations":[{"operationType":"forceDelete","record":{"recordName":"old"}}]}"#)
+            let delete = try await fixture.modify(
+                #"{"operations":[{"operationType":"forceDelete","record":{"recordName":"old"}}]}"#)
             #expect(delete.first?.record?.deleted == true)
         } catch {
             Issue.record(error)
