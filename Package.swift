@@ -103,7 +103,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "ShoppingList",
-            dependencies: ["NimbusKit", "NimbusCore"],
+            dependencies: ["NimbusKit"],
             path: "Examples/ShoppingList"
         ),
         .target(

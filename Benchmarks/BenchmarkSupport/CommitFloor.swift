@@ -7,7 +7,7 @@ import NimbusStore
 /// databases in a given directory (removed afterwards). Sequential writes can be acknowledged no faster
 /// than one HTTP round trip plus their commit each; the 4 KiB sync row is the bound only for a design that
 /// synced a single page per write, since a commit writes a 4 KiB frame per page it changes.
-public enum CommitFloor {
+package enum CommitFloor {
     /// Mean microseconds for the smallest commit a key-value write makes: the entry upserted (its row and
     /// its sequence index), the zone's row and the account's change counter updated.
     static func keyValueCommitMicroseconds(in directory: URL, count: Int) throws -> Double {
@@ -53,7 +53,7 @@ public enum CommitFloor {
     /// (the record name, its creator, the text and its two words), in a zone that already holds
     /// `count` such records, as the benchmark's zone does. A sequential save is acknowledged no faster than
     /// one HTTP round trip plus this, whatever the server does besides.
-    public static func recordSaveCommitMicroseconds(in directory: URL, count: Int) async throws -> Double {
+    package static func recordSaveCommitMicroseconds(in directory: URL, count: Int) async throws -> Double {
         let path = directory.appendingPathComponent("record-probe.sqlite").path
         defer {
             for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }

@@ -6,12 +6,12 @@ import NimbusKit
 
 /// A CloudKit Web Services client as a browser runs one: JSON bodies sent as `text/plain`, the API token
 /// and the web auth token as query parameters, connections kept alive; no Nimbus SDK.
-public struct PlainCloudKitClient: Sendable {
+package struct PlainCloudKitClient: Sendable {
     let http: HTTPClient
     let modifyURL: String
     let lookupURL: String
 
-    public init(server: ServerProcess, session: NimbusSession, connections: Int) {
+    package init(server: ServerProcess, session: NimbusSession, connections: Int) {
         var configuration = HTTPClient.Configuration()
         configuration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = connections
         http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
@@ -23,12 +23,12 @@ public struct PlainCloudKitClient: Sendable {
     }
 
     /// Fetches one record by name (which need not exist): the same route work as a save, without a write.
-    public func lookUp(_ name: String) async throws {
+    package func lookUp(_ name: String) async throws {
         try await post(lookupURL, #"{"records":[{"recordName":"\#(name)"}]}"#, expecting: "records")
     }
 
     /// Creates one record with an untyped text field, as a web page saving a note would.
-    public func createNote() async throws {
+    package func createNote() async throws {
         try await post(
             modifyURL,
             #"{"operations":[{"operationType":"create","record":{"recordType":"Notes","fields":{"text":{"value":"a note"}}}}]}"#,
@@ -47,5 +47,5 @@ public struct PlainCloudKitClient: Sendable {
         }
     }
 
-    public func shutdown() async throws { try await http.shutdown() }
+    package func shutdown() async throws { try await http.shutdown() }
 }

@@ -9,18 +9,18 @@ import NimbusKit
 /// an administrator, an app entitled to a container, and an API token.
 // @unchecked: every stored property is a constant; the one non-Sendable value, `process`, is only
 // touched by `init` and `stop()`, which the benchmark calls once each from its main task.
-public final class ServerProcess: @unchecked Sendable {
+package final class ServerProcess: @unchecked Sendable {
     let process = Process()
-    public let url: URL
-    public let apiToken: String
-    public let storeIdentifier = "98Z3R5XU29.com.example.Bench"
-    public let container = "iCloud.com.example.Bench"
-    public let dataDirectory: URL
+    package let url: URL
+    package let apiToken: String
+    package let storeIdentifier = "98Z3R5XU29.com.example.Bench"
+    package let container = "iCloud.com.example.Bench"
+    package let dataDirectory: URL
     static let password = "benchmark password"
 
-    public var pid: Int32 { process.processIdentifier }
+    package var pid: Int32 { process.processIdentifier }
 
-    public init(nimbus: URL, port: Int, extraArguments: [String]) async throws {
+    package init(nimbus: URL, port: Int, extraArguments: [String]) async throws {
         dataDirectory = FileManager.default.temporaryDirectory.appendingPathComponent("nimbus-bench-\(UUIDString.random())")
         let admin = Process()
         admin.executableURL = nimbus
@@ -61,7 +61,7 @@ public final class ServerProcess: @unchecked Sendable {
 
     /// Declares QUERYABLE and SORTABLE indexes on system fields of a record type in the development schema
     /// as `nimbus schema import` would, which indexes the records already stored; how long the import took.
-    public func indexSystemFields(_ fields: [String], of type: String) async throws -> Duration {
+    package func indexSystemFields(_ fields: [String], of type: String) async throws -> Duration {
         let session = try await NimbusAccount.signIn(
             server: url, email: "admin@bench.local", password: Self.password, deviceName: "bench")
         let client = NimbusClient(server: url, sessionToken: session.sessionToken)
@@ -75,14 +75,14 @@ public final class ServerProcess: @unchecked Sendable {
     }
 
     /// A user's device session (the account is created on first use).
-    public func signIn(_ email: String, device: String) async throws -> NimbusSession {
+    package func signIn(_ email: String, device: String) async throws -> NimbusSession {
         _ = try? await NimbusAccount.signUp(server: url, email: email, password: Self.password)
         return try await NimbusAccount.signIn(server: url, email: email, password: Self.password, deviceName: device)
     }
 
     /// Resident memory of the server process, from /proc: the total, and the anonymous part (heap and
     /// stacks, as opposed to pages of the executable and libraries mapped from files).
-    public func residentBytes() throws -> (total: Int, anonymous: Int) {
+    package func residentBytes() throws -> (total: Int, anonymous: Int) {
         let status = try String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)
         func kilobytes(_ field: String) -> Int {
             guard let line = status.split(separator: "\n").first(where: { $0.hasPrefix(field) }),
@@ -94,7 +94,7 @@ public final class ServerProcess: @unchecked Sendable {
     }
 
     /// CPU time the server process has used so far (user and system), from /proc.
-    public func cpuSeconds() throws -> Double {
+    package func cpuSeconds() throws -> Double {
         let stat = try String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)
         // Fields after the parenthesised command name; utime and stime are the 12th and 13th of them.
         let fields = stat[stat.index(after: stat.lastIndex(of: ")")!)...].split(separator: " ")
@@ -104,7 +104,7 @@ public final class ServerProcess: @unchecked Sendable {
 
     /// How many operations `body` completes per second, and the server's CPU per operation in µs.
     @MainActor
-    public func perOperation(_ operations: Int, _ body: () async throws -> Void) async throws -> (rate: Double, cpu: Double) {
+    package func perOperation(_ operations: Int, _ body: () async throws -> Void) async throws -> (rate: Double, cpu: Double) {
         let cpu = try cpuSeconds()
         let start = ContinuousClock.now
         try await body()
@@ -114,7 +114,7 @@ public final class ServerProcess: @unchecked Sendable {
 
     /// Sequential `/health` round trips: per second, and the server's CPU per request in µs.
     @MainActor
-    public func healthCost(requests: Int) async throws -> (rate: Double, cpu: Double) {
+    package func healthCost(requests: Int) async throws -> (rate: Double, cpu: Double) {
         let client = NimbusClient(server: url)
         return try await perOperation(requests) {
             for _ in 0..<requests { _ = try await client.sendRaw(.GET, "/health", body: nil) }
@@ -122,7 +122,7 @@ public final class ServerProcess: @unchecked Sendable {
     }
 
     /// Sequential round trips of the cheapest route per second: the HTTP floor under every other figure.
-    public func healthThroughput(requests: Int) async throws -> Double {
+    package func healthThroughput(requests: Int) async throws -> Double {
         let client = NimbusClient(server: url)
         let start = ContinuousClock.now
         for _ in 0..<requests { _ = try await client.sendRaw(.GET, "/health", body: nil) }
@@ -131,7 +131,7 @@ public final class ServerProcess: @unchecked Sendable {
 
     /// Mean time, in microseconds, to overwrite 4 KiB of a file in the server's data directory and
     /// `fdatasync` it: the disk's floor under every acknowledged commit, which waits for such a sync.
-    public func syncedWriteMicroseconds(count: Int) throws -> Double {
+    package func syncedWriteMicroseconds(count: Int) throws -> Double {
         let path = dataDirectory.appendingPathComponent("sync-probe").path
         let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
         guard descriptor >= 0 else { throw NimbusError(.internalError, "cannot create \(path)") }
@@ -154,7 +154,7 @@ public final class ServerProcess: @unchecked Sendable {
     /// the `/health` round trip in microseconds, for the floors a suite adds of its own.
     @MainActor
     @discardableResult
-    public func floorRows(into table: inout ResultTable) async throws -> Double {
+    package func floorRows(into table: inout ResultTable) async throws -> Double {
         let health = try await median(runs: 3) { try await healthThroughput(requests: 3000) }
         let sync = try syncedWriteMicroseconds(count: 1000)
         let commit = try CommitFloor.keyValueCommitMicroseconds(in: dataDirectory, count: 1000)
@@ -178,7 +178,7 @@ public final class ServerProcess: @unchecked Sendable {
         return roundTrip
     }
 
-    public func stop() {
+    package func stop() {
         process.interrupt()
         process.waitUntilExit()
         try? FileManager.default.removeItem(at: dataDirectory)

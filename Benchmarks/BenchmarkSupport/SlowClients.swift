@@ -6,19 +6,19 @@ import Synchronization
 /// Hostile clients: connections that send a request head a byte every `interval` and never finish it,
 /// opened again as soon as the server closes them, from several loopback addresses (each address is
 /// held to the server's per-address limit), so that `count` of them stay open as long as this runs.
-public final class SlowClients: Sendable {
+package final class SlowClients: Sendable {
     private let opened = Atomic(0)
     private let open = Atomic(0)
     private let stopping = Atomic(false)
     private let channels = Mutex<[ObjectIdentifier: any Channel]>([:])
 
-    public init() {}
+    package init() {}
 
     /// Connections opened so far, and open now.
-    public var counts: (opened: Int, open: Int) { (opened.load(ordering: .relaxed), open.load(ordering: .relaxed)) }
+    package var counts: (opened: Int, open: Int) { (opened.load(ordering: .relaxed), open.load(ordering: .relaxed)) }
 
     /// Opens `count` connections spread over `addresses` (127.0.0.x) and keeps them open until `stop()`.
-    public func start(port: Int, count: Int, addresses: [String], interval: TimeAmount) async throws {
+    package func start(port: Int, count: Int, addresses: [String], interval: TimeAmount) async throws {
         for index in 0..<count {
             try await connect(port: port, address: addresses[index % addresses.count], interval: interval)
         }
@@ -44,7 +44,7 @@ public final class SlowClients: Sendable {
         }
     }
 
-    public func stop() async {
+    package func stop() async {
         stopping.store(true, ordering: .relaxed)
         let all = channels.withLock { Array($0.values) }
         for channel in all { try? await channel.close() }

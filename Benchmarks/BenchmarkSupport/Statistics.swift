@@ -1,12 +1,12 @@
 import Foundation
 
 /// Percentiles of a set of measurements, in the measurements' unit.
-public struct Percentiles {
-    public let sorted: [Double]
+package struct Percentiles {
+    package let sorted: [Double]
 
-    public init(_ values: [Double]) { sorted = values.sorted() }
+    package init(_ values: [Double]) { sorted = values.sorted() }
 
-    public func at(_ percentile: Double) -> Double {
+    package func at(_ percentile: Double) -> Double {
         guard !sorted.isEmpty else { return .nan }
         let index = Int((percentile / 100 * Double(sorted.count - 1)).rounded())
         return sorted[min(sorted.count - 1, max(0, index))]
@@ -14,16 +14,16 @@ public struct Percentiles {
 }
 
 /// A printed result table: what was measured, the figure, the target, and whether it was met.
-public struct ResultTable {
-    public init() {}
+package struct ResultTable {
+    package init() {}
 
     private var rows: [(String, String, String, String)] = []
 
-    public mutating func add(_ name: String, _ value: String, target: String, met: Bool) {
+    package mutating func add(_ name: String, _ value: String, target: String, met: Bool) {
         rows.append((name, value, target, met ? "yes" : "NO"))
     }
 
-    public func render() -> String {
+    package func render() -> String {
         let header = ("Benchmark", "Measured", "Target", "Met")
         let all = [header] + rows
         let widths = [all.map(\.0.count).max()!, all.map(\.1.count).max()!, all.map(\.2.count).max()!, all.map(\.3.count).max()!]
@@ -39,16 +39,16 @@ public struct ResultTable {
     }
 }
 
-public struct Summary: Sendable {
-    public var median: Double
-    public var low: Double
-    public var high: Double
-    public var text: String { String(format: "%.0f (%.0f–%.0f)", median, low, high) }
+package struct Summary: Sendable {
+    package var median: Double
+    package var low: Double
+    package var high: Double
+    package var text: String { String(format: "%.0f (%.0f–%.0f)", median, low, high) }
 }
 
 /// Runs a measurement several times: the median, with the range.
 @MainActor
-public func median(runs: Int, _ measure: () async throws -> Double) async throws -> Summary {
+package func median(runs: Int, _ measure: () async throws -> Double) async throws -> Summary {
     var values = [Double]()
     for _ in 0..<runs { values.append(try await measure()) }
     values.sort()
@@ -56,7 +56,7 @@ public func median(runs: Int, _ measure: () async throws -> Double) async throws
 }
 
 extension Duration {
-    public var milliseconds: Double {
+    package var milliseconds: Double {
         let (seconds, attoseconds) = components
         return Double(seconds) * 1000 + Double(attoseconds) / 1e15
     }

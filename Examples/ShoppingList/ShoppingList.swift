@@ -1,5 +1,4 @@
 import Foundation
-import NimbusCore
 import NimbusKit
 
 /// The shopping-list app of Nimbus's record database, as a program: lists and items in a zone of the

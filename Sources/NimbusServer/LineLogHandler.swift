@@ -9,17 +9,17 @@ import Logging
 /// it changes, and the server sets a request id on every request's logger while most requests log
 /// nothing). In JSON, metadata becomes top-level string fields (nested values rendered as text), and the
 /// fixed fields win over metadata keys of the same name.
-public struct LineLogHandler: LogHandler {
-    public enum Format: Sendable { case text, json }
+package struct LineLogHandler: LogHandler {
+    package enum Format: Sendable { case text, json }
 
-    public var metadata: Logger.Metadata = [:]
-    public var logLevel: Logger.Level = .info
+    package var metadata: Logger.Metadata = [:]
+    package var logLevel: Logger.Level = .info
     private let label: String
     private let format: Format
     private let write: @Sendable (String) -> Void
 
     /// Logs to standard error, or to `write` (tests).
-    public init(
+    package init(
         label: String, format: Format,
         write: @escaping @Sendable (String) -> Void = { FileHandle.standardError.write(Data($0.utf8)) }
     ) {
@@ -28,12 +28,12 @@ public struct LineLogHandler: LogHandler {
         self.write = write
     }
 
-    public subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+    package subscript(metadataKey key: String) -> Logger.Metadata.Value? {
         get { metadata[key] }
         set { metadata[key] = newValue }
     }
 
-    public func log(event: LogEvent) {
+    package func log(event: LogEvent) {
         var fields = [String: String]()
         for (key, value) in metadata.merging(event.metadata ?? [:], uniquingKeysWith: { $1 }) { fields[key] = "\(value)" }
         if let error = event.error { fields["error"] = "\(error)" }

@@ -1,7 +1,7 @@
 import CProcessTuning
 
 /// Tuning of the C allocator for a long-running server process.
-public enum MemoryAllocator {
+package enum MemoryAllocator {
     /// By default glibc hands the top of a thread's heap back to the kernel (`madvise`) as soon as 128 KiB
     /// of it is free. SQLite frees that much when a statement inside a transaction ends, so the commit
     /// thread returned memory and faulted it back in on every commit, and each return interrupted the
@@ -9,7 +9,7 @@ public enum MemoryAllocator {
     /// Heaps now keep up to 32 MiB free; blocks of 4 MiB and more (the largest request bodies) are still
     /// mapped on their own and returned when freed. False where the C library is not glibc.
     @discardableResult
-    public static func keepFreedMemory() -> Bool {
+    package static func keepFreedMemory() -> Bool {
         nimbus_set_malloc_thresholds(32 << 20, 4 << 20) == 1
     }
 }

@@ -14,12 +14,12 @@ import ServiceLifecycle
 /// let server = try NimbusServer(configuration: ServerConfiguration())
 /// try await server.run()   // until SIGINT or SIGTERM, then drains in-flight requests
 /// ```
-public struct NimbusServer: Sendable {
-    public let configuration: ServerConfiguration
+package struct NimbusServer: Sendable {
+    package let configuration: ServerConfiguration
     let state: ServerState
 
     /// Opens (creating when needed) the data directory and its database.
-    public init(configuration: ServerConfiguration, logger: Logger? = nil) throws {
+    package init(configuration: ServerConfiguration, logger: Logger? = nil) throws {
         var logger = logger ?? Logger(label: "nimbus")
         logger.logLevel = configuration.logLevel
         try FileManager.default.createDirectory(at: configuration.dataDirectory, withIntermediateDirectories: true)
@@ -30,10 +30,10 @@ public struct NimbusServer: Sendable {
         self.state = try ServerState(configuration: configuration, store: store, logger: logger)
     }
 
-    public var store: any Store { state.store }
+    package var store: any Store { state.store }
 
     /// Open push sockets, across all accounts.
-    public var pushConnectionCount: Int { state.push.connectionCount }
+    package var pushConnectionCount: Int { state.push.connectionCount }
 
     /// The HTTP router with every route; exposed so tests can compare it with the OpenAPI document.
     func makeRouter() -> Router<AppRequestContext> {
@@ -62,7 +62,7 @@ public struct NimbusServer: Sendable {
     }
 
     /// The application, ready to run; `onRunning` receives the bound port (useful with port 0).
-    public func makeApplication(onRunning: @escaping @Sendable (Int) async -> Void = { _ in }) -> some ApplicationProtocol {
+    package func makeApplication(onRunning: @escaping @Sendable (Int) async -> Void = { _ in }) -> some ApplicationProtocol {
         let heartbeat = configuration.heartbeat
         let push = state.push
         let idleTimeout = TimeAmount(configuration.idleTimeout)
@@ -95,12 +95,12 @@ public struct NimbusServer: Sendable {
 
     /// Deletes asset files no record holds and no receipt can still bring into one (the server also does
     /// this every `assetCollectionInterval`); returns how many it deleted.
-    public func collectAssets() async throws -> Int {
+    package func collectAssets() async throws -> Int {
         try await AssetCollector(server: state).collect()
     }
 
     /// Creates the first administrator when there is none, returning its one-time credentials.
-    public func ensureAdministrator() async throws -> (email: String, password: String)? {
+    package func ensureAdministrator() async throws -> (email: String, password: String)? {
         guard try await state.store.administratorCount() == 0 else { return nil }
         let password = Secrets.password()
         let account = try await AuthService(server: state).createAdministrator(email: "admin@nimbus.local", password: password)
@@ -108,12 +108,12 @@ public struct NimbusServer: Sendable {
     }
 
     /// Creates an administrator with the given credentials (`nimbus admin init`).
-    public func createAdministrator(email: String, password: String) async throws {
+    package func createAdministrator(email: String, password: String) async throws {
         _ = try await AuthService(server: state).createAdministrator(email: email, password: password)
     }
 
     /// Runs until SIGINT or SIGTERM, then shuts down gracefully: in-flight requests complete first.
-    public func run(onRunning: @escaping @Sendable (Int) async -> Void = { _ in }) async throws {
+    package func run(onRunning: @escaping @Sendable (Int) async -> Void = { _ in }) async throws {
         try await makeApplication(onRunning: onRunning).runService(gracefulShutdownSignals: [.sigterm, .sigint])
     }
 }

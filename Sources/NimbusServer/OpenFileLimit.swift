@@ -5,11 +5,11 @@
 #endif
 
 /// The process's limit on open files, which bounds how many connections the server can hold.
-public enum OpenFileLimit {
+package enum OpenFileLimit {
     /// Raises the soft limit (often 1,024) to the hard one (often a million), so that a few thousand slow
     /// clients cannot use up the server's sockets; returns the limit now in force, nil when unknown.
     @discardableResult
-    public static func raiseToHardLimit() -> UInt64? {
+    package static func raiseToHardLimit() -> UInt64? {
         var limit = rlimit()
         guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return nil }
         if limit.rlim_cur < limit.rlim_max {

@@ -3,69 +3,69 @@ import Logging
 import NimbusCore
 
 /// Every setting of `nimbus serve`; each has a flag and a `NIMBUS_` environment twin in the CLI.
-public struct ServerConfiguration: Sendable {
-    public var host: String = "127.0.0.1"
+package struct ServerConfiguration: Sendable {
+    package var host: String = "127.0.0.1"
     /// 0 picks a free port (tests).
-    public var port: Int = 8080
-    public var dataDirectory: URL = URL(fileURLWithPath: "nimbus-data")
-    public var sessionLifetime: Duration = .seconds(14 * 24 * 3600)
-    public var sessionRateLimit = RateLimit(perSecond: 1000, burst: 2000)
-    public var apiTokenRateLimit = RateLimit(perSecond: 20000, burst: 40000)
+    package var port: Int = 8080
+    package var dataDirectory: URL = URL(fileURLWithPath: "nimbus-data")
+    package var sessionLifetime: Duration = .seconds(14 * 24 * 3600)
+    package var sessionRateLimit = RateLimit(perSecond: 1000, burst: 2000)
+    package var apiTokenRateLimit = RateLimit(perSecond: 20000, burst: 40000)
     /// Sign-in and sign-up attempts per email address.
-    public var signInRateLimit = RateLimit(perSecond: 1, burst: 10)
-    public var keyValueLimits = KeyValueLimits.iCloud
+    package var signInRateLimit = RateLimit(perSecond: 1, burst: 10)
+    package var keyValueLimits = KeyValueLimits.iCloud
     /// What one user may store in one container's private databases (records and their assets), like an
     /// iCloud plan: beyond it saves fail with `QUOTA_EXCEEDED`.
-    public var userQuotaBytes: Int64 = 5_000_000_000
+    package var userQuotaBytes: Int64 = 5_000_000_000
     /// The largest asset file an upload accepts (CloudKit Web Services allows 50 MB per asset field).
-    public var maxAssetBytes: Int64 = 50_000_000
+    package var maxAssetBytes: Int64 = 50_000_000
     /// How often asset files that no record holds (and no receipt can still bring into one) are deleted.
-    public var assetCollectionInterval: Duration = .seconds(3600)
+    package var assetCollectionInterval: Duration = .seconds(3600)
     /// How long devices' acknowledgements ("applied change N") are gathered before they are written
     /// together (listing devices writes them at once).
-    public var acknowledgementDelay: Duration = .seconds(1)
+    package var acknowledgementDelay: Duration = .seconds(1)
     /// How often the push socket pings a device; a device that does not answer is disconnected.
-    public var heartbeat: Duration = .seconds(30)
+    package var heartbeat: Duration = .seconds(30)
     /// How long a web client's poll of its courier URL waits for a notification before answering 204.
-    public var courierPollTimeout: Duration = .seconds(30)
+    package var courierPollTimeout: Duration = .seconds(30)
     /// How long an HTTP connection may sit without a request before it is closed: longer than HTTP
     /// clients keep idle connections (AsyncHTTPClient: 60 s), so they close first. It also ends
     /// connections whose client stopped sending in mid-request, or keeps sending a body nobody reads.
     /// Push sockets are not HTTP connections once upgraded; heartbeats watch them.
-    public var idleTimeout: Duration = .seconds(75)
+    package var idleTimeout: Duration = .seconds(75)
     /// How long a request's head may take: a new connection's first head counted from the connection's
     /// start, later ones from their first byte. A client sending a head a byte at a time is cut off here.
-    public var requestHeadTimeout: Duration = .seconds(10)
+    package var requestHeadTimeout: Duration = .seconds(10)
     /// The longest request line (method, URL, version) the server reads; longer is `414`.
-    public var maxRequestLineBytes = 16 << 10
+    package var maxRequestLineBytes = 16 << 10
     /// How many connections one client address may hold open; more are closed as they arrive.
-    public var maxConnectionsPerAddress = 256
+    package var maxConnectionsPerAddress = 256
     /// bcrypt work factor; 12 in production, lower only to make test suites fast.
-    public var bcryptCost: UInt8 = 12
-    public var logLevel: Logger.Level = .info
+    package var bcryptCost: UInt8 = 12
+    package var logLevel: Logger.Level = .info
     /// The server's address as clients reach it (like `https://cloud.example.com`), for the absolute URLs
     /// answers carry; nil takes each request's host. Set it behind a proxy that rewrites the host.
-    public var publicURL: String?
+    package var publicURL: String?
     /// Web origins (like `https://app.example.com`) the sign-in page may hand a web auth token to, by
     /// redirect or `postMessage`.
-    public var webSignInOrigins: [String] = []
+    package var webSignInOrigins: [String] = []
     /// The server's clock; tests replace it to expire sessions without waiting.
-    public var now: @Sendable () -> Date = { Date() }
+    package var now: @Sendable () -> Date = { Date() }
 
-    public init() {}
+    package init() {}
 
-    public var databasePath: String { dataDirectory.appendingPathComponent("nimbus.sqlite").path }
-    public var blobDirectory: URL { dataDirectory.appendingPathComponent("blobs") }
+    package var databasePath: String { dataDirectory.appendingPathComponent("nimbus.sqlite").path }
+    package var blobDirectory: URL { dataDirectory.appendingPathComponent("blobs") }
     /// The key that signs asset download URLs, created on first start.
-    public var urlSigningKeyPath: String { dataDirectory.appendingPathComponent("url-signing.key").path }
+    package var urlSigningKeyPath: String { dataDirectory.appendingPathComponent("url-signing.key").path }
 }
 
 /// A token bucket: `perSecond` sustained, up to `burst` at once.
-public struct RateLimit: Sendable, Hashable {
-    public var perSecond: Double
-    public var burst: Double
+package struct RateLimit: Sendable, Hashable {
+    package var perSecond: Double
+    package var burst: Double
 
-    public init(perSecond: Double, burst: Double) {
+    package init(perSecond: Double, burst: Double) {
         self.perSecond = perSecond
         self.burst = burst
     }

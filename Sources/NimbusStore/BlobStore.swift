@@ -3,12 +3,12 @@ import Foundation
 import NimbusCore
 
 /// A stored file: its id, size and SHA-256 (base64), which CloudKit calls the file checksum.
-public struct StoredBlob: Sendable, Hashable {
-    public var id: String
-    public var size: Int64
-    public var checksum: String
+package struct StoredBlob: Sendable, Hashable {
+    package var id: String
+    package var size: Int64
+    package var checksum: String
 
-    public init(id: String, size: Int64, checksum: String) {
+    package init(id: String, size: Int64, checksum: String) {
         self.id = id
         self.size = size
         self.checksum = checksum
@@ -16,7 +16,7 @@ public struct StoredBlob: Sendable, Hashable {
 }
 
 /// Where asset files live: files written once, read by id.
-public protocol BlobStore: Sendable {
+package protocol BlobStore: Sendable {
     /// Starts a new blob; its bytes are written in order, and it exists only once finished.
     func makeWriter(maxBytes: Int64) throws -> any BlobWriter
     /// The file holding a finished blob, or nil.
@@ -26,7 +26,7 @@ public protocol BlobStore: Sendable {
     func sweep(keeping live: Set<String>, writtenBefore cutoff: Date) throws -> Int
 }
 
-public protocol BlobWriter: AnyObject {
+package protocol BlobWriter: AnyObject {
     /// Appends bytes; throws `BlobTooLarge` past the limit (the blob is then discarded).
     func write(_ bytes: Data) throws
     /// Makes the blob durable and visible.
@@ -35,29 +35,29 @@ public protocol BlobWriter: AnyObject {
     func discard()
 }
 
-public struct BlobTooLarge: Error, Sendable { public var limit: Int64 }
+package struct BlobTooLarge: Error, Sendable { package var limit: Int64 }
 
 /// Blobs as files in a directory: written to a temporary name, synced, then renamed into place.
-public final class LocalBlobStore: BlobStore {
+package final class LocalBlobStore: BlobStore {
     private let directory: URL
 
-    public init(directory: URL) throws {
+    package init(directory: URL) throws {
         self.directory = directory
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
     }
 
-    public func makeWriter(maxBytes: Int64) throws -> any BlobWriter {
+    package func makeWriter(maxBytes: Int64) throws -> any BlobWriter {
         try LocalBlobWriter(directory: directory, id: Secrets.apiToken(), maxBytes: maxBytes)
     }
 
-    public func file(_ id: String) -> URL? {
+    package func file(_ id: String) -> URL? {
         // Ids are 64 hexadecimal characters; anything else (a path, say) names no blob.
         guard Secrets.isAPITokenShaped(id) else { return nil }
         let url = directory.appendingPathComponent(id.lowercased())
         return FileManager.default.fileExists(atPath: url.path) ? url : nil
     }
 
-    public func sweep(keeping live: Set<String>, writtenBefore cutoff: Date) throws -> Int {
+    package func sweep(keeping live: Set<String>, writtenBefore cutoff: Date) throws -> Int {
         let live = Set(live.map { $0.lowercased() })
         var deleted = 0
         for file in try FileManager.default.contentsOfDirectory(

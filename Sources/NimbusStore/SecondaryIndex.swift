@@ -3,7 +3,7 @@ import NimbusCore
 
 /// A value an entry is indexed under. The store compares values of one case with each other only, so a
 /// service indexes each field under one case (integers, reals, text) or as a point.
-public enum IndexValue: Sendable, Hashable {
+package enum IndexValue: Sendable, Hashable {
     case integer(Int64)
     case real(Double)
     case text(String)
@@ -13,16 +13,16 @@ public enum IndexValue: Sendable, Hashable {
 
 /// One row of an entry's secondary index: `field` holds `value`; list fields have a row per element,
 /// numbered by `position`.
-public struct IndexEntry: Sendable, Hashable {
-    public var field: String
-    public var position: Int
-    public var value: IndexValue
+package struct IndexEntry: Sendable, Hashable {
+    package var field: String
+    package var position: Int
+    package var value: IndexValue
 
     /// The field every indexed entry has a row under, holding its key: queries by kind alone, and
     /// conditions on keys, use it.
-    public static let keyField = ""
+    package static let keyField = ""
 
-    public init(field: String, position: Int = 0, value: IndexValue) {
+    package init(field: String, position: Int = 0, value: IndexValue) {
         self.field = field
         self.position = position
         self.value = value
@@ -31,8 +31,8 @@ public struct IndexEntry: Sendable, Hashable {
 
 /// A condition on indexed fields: holds when some row of one of the fields matches (or, negated, when none
 /// does).
-public struct IndexCondition: Sendable, Hashable {
-    public enum Match: Sendable, Hashable {
+package struct IndexCondition: Sendable, Hashable {
+    package enum Match: Sendable, Hashable {
         case equal(IndexValue)
         case lessThan(IndexValue), lessThanOrEqual(IndexValue)
         case greaterThan(IndexValue), greaterThanOrEqual(IndexValue)
@@ -45,15 +45,15 @@ public struct IndexCondition: Sendable, Hashable {
     }
 
     /// The fields whose rows are searched together, e.g. the words of every searchable text field.
-    public var fields: [String]
-    public var match: Match
-    public var negated: Bool
+    package var fields: [String]
+    package var match: Match
+    package var negated: Bool
 
-    public init(field: String, _ match: Match, negated: Bool = false) {
+    package init(field: String, _ match: Match, negated: Bool = false) {
         self.init(anyOf: [field], match, negated: negated)
     }
 
-    public init(anyOf fields: [String], _ match: Match, negated: Bool = false) {
+    package init(anyOf fields: [String], _ match: Match, negated: Bool = false) {
         self.fields = fields
         self.match = match
         self.negated = negated
@@ -61,18 +61,18 @@ public struct IndexCondition: Sendable, Hashable {
 }
 
 /// An ordering by an indexed field (its first row); entries without the field sort last.
-public struct IndexSort: Sendable, Hashable {
-    public enum Order: Sendable, Hashable {
+package struct IndexSort: Sendable, Hashable {
+    package enum Order: Sendable, Hashable {
         case value
         /// By distance from a point, nearest first when ascending.
         case distance(latitude: Double, longitude: Double)
     }
 
-    public var field: String
-    public var ascending: Bool
-    public var order: Order
+    package var field: String
+    package var ascending: Bool
+    package var order: Order
 
-    public init(field: String, ascending: Bool = true, order: Order = .value) {
+    package init(field: String, ascending: Bool = true, order: Order = .value) {
         self.field = field
         self.ascending = ascending
         self.order = order
@@ -80,15 +80,15 @@ public struct IndexSort: Sendable, Hashable {
 }
 
 /// A query over the live entries of one kind in some zones of an account: every condition must hold.
-public struct IndexQuery: Sendable, Hashable {
-    public var zones: [ZoneKey]
-    public var kind: String
-    public var conditions: [IndexCondition]
-    public var sort: [IndexSort]
-    public var offset: Int
-    public var limit: Int
+package struct IndexQuery: Sendable, Hashable {
+    package var zones: [ZoneKey]
+    package var kind: String
+    package var conditions: [IndexCondition]
+    package var sort: [IndexSort]
+    package var offset: Int
+    package var limit: Int
 
-    public init(
+    package init(
         zones: [ZoneKey], kind: String, conditions: [IndexCondition] = [], sort: [IndexSort] = [], offset: Int = 0, limit: Int
     ) {
         self.zones = zones
@@ -101,18 +101,18 @@ public struct IndexQuery: Sendable, Hashable {
 }
 
 /// An entry a query found, with the zone it lives in.
-public struct QueryMatch: Sendable, Hashable {
-    public var zone: ZoneAddress
-    public var entry: Entry
+package struct QueryMatch: Sendable, Hashable {
+    package var zone: ZoneAddress
+    package var entry: Entry
 
-    public init(zone: ZoneAddress, entry: Entry) {
+    package init(zone: ZoneAddress, entry: Entry) {
         self.zone = zone
         self.entry = entry
     }
 }
 
 /// Great-circle distance on a sphere of Earth's mean radius; what `within` and distance sorting use.
-public func greatCircleMeters(_ latitude1: Double, _ longitude1: Double, _ latitude2: Double, _ longitude2: Double) -> Double {
+package func greatCircleMeters(_ latitude1: Double, _ longitude1: Double, _ latitude2: Double, _ longitude2: Double) -> Double {
     let radians = Double.pi / 180
     let dLatitude = (latitude2 - latitude1) * radians
     let dLongitude = (longitude2 - longitude1) * radians
@@ -126,7 +126,7 @@ extension IndexCondition {
     /// Whether an entry with these index rows meets the condition, with the same comparisons a backend's
     /// query makes: numbers by value whatever their kind, text by its UTF-8 bytes, numbers before text.
     /// What record subscriptions evaluate changed records with.
-    public func matches(_ rows: [IndexEntry]) -> Bool {
+    package func matches(_ rows: [IndexEntry]) -> Bool {
         let values = rows.filter { fields.contains($0.field) }.map(\.value)
         let holds: Bool
         switch match {

@@ -2,7 +2,7 @@ import Foundation
 import NimbusCore
 
 /// Errors a backend reports in terms of the model, never of its SQL.
-public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
+package enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
     /// A unique thing (email, team, app, container) already exists.
     case duplicate(String)
     /// A thing the operation names does not exist.
@@ -12,7 +12,7 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
     /// The disk holding the database is full: the write was rolled back whole.
     case storageFull
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .duplicate(let what): "\(what) already exists"
         case .missing(let what): "\(what) does not exist"
@@ -25,7 +25,7 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
 }
 
 /// Accounts, their devices and sessions.
-public protocol AccountStore: Sendable {
+package protocol AccountStore: Sendable {
     func createAccount(_ account: AccountRecord) async throws
     func account(email: String) async throws -> AccountRecord?
     func account(id: String) async throws -> AccountRecord?
@@ -53,7 +53,7 @@ public protocol AccountStore: Sendable {
 }
 
 /// Teams, apps, containers, entitlements and API tokens.
-public protocol DeveloperStore: Sendable {
+package protocol DeveloperStore: Sendable {
     func createTeam(_ team: Team) async throws
     func teams() async throws -> [Team]
     func createApp(_ app: App) async throws
@@ -76,7 +76,7 @@ public protocol DeveloperStore: Sendable {
 }
 
 /// The substrate every service writes through: zones with a strictly increasing change sequence.
-public protocol ZoneStore: Sendable {
+package protocol ZoneStore: Sendable {
     /// The zone's state, or nil when nothing was ever written to it.
     func zoneState(_ zone: ZoneKey) async throws -> ZoneState?
 
@@ -130,7 +130,7 @@ public protocol ZoneStore: Sendable {
 extension ZoneStore {
     /// Applies a batch of mutations atomically, creating the zone on first write. `check` sees the zone's
     /// totals as they would be after the batch and may throw to refuse it, in which case nothing changes.
-    public func commit(
+    package func commit(
         _ zone: ZoneKey, mutations: [EntryMutation], check: @escaping @Sendable (ZoneState) throws -> Void
     ) async throws -> ZoneState {
         try await transact(zone, creating: true) { transaction in
@@ -143,7 +143,7 @@ extension ZoneStore {
 }
 
 /// The work of one zone transaction: reads and writes of entries and of their secondary index.
-public protocol ZoneTransaction: AnyObject {
+package protocol ZoneTransaction: AnyObject {
     /// The zone's state including this transaction's writes so far.
     var state: ZoneState { get }
     /// The entry under `key`, live or tombstoned, as this transaction sees it.
@@ -169,13 +169,13 @@ public protocol ZoneTransaction: AnyObject {
 
 extension ZoneTransaction {
     /// Writes a payload (nil: a tombstone) without an audience.
-    @discardableResult public func put(_ key: String, payload: Data?, size: Int) throws -> Int64 {
+    @discardableResult package func put(_ key: String, payload: Data?, size: Int) throws -> Int64 {
         try put(key, payload: payload, size: size, audience: nil)
     }
 }
 
 /// Schemas per (container, environment), kept as text in CloudKit's schema language.
-public protocol SchemaStore: Sendable {
+package protocol SchemaStore: Sendable {
     func schemaText(container: String, environment: String) async throws -> String?
     /// Replaces the schema with what `update` makes of the current one, atomically (concurrent updates
     /// each see the other's result), and in the same transaction gives the entries already stored the
@@ -190,12 +190,12 @@ public protocol SchemaStore: Sendable {
 /// of services starting with `servicePrefix`, the rows `rows` makes of its payload (called inside the
 /// schema's write transaction, which holds the writer until every entry is done). Rows an entry already
 /// has stay as they are.
-public struct IndexBackfill: Sendable {
-    public var servicePrefix: String
-    public var kind: String
-    public var rows: @Sendable (_ payload: Data) throws -> [IndexEntry]
+package struct IndexBackfill: Sendable {
+    package var servicePrefix: String
+    package var kind: String
+    package var rows: @Sendable (_ payload: Data) throws -> [IndexEntry]
 
-    public init(servicePrefix: String, kind: String, rows: @escaping @Sendable (_ payload: Data) throws -> [IndexEntry]) {
+    package init(servicePrefix: String, kind: String, rows: @escaping @Sendable (_ payload: Data) throws -> [IndexEntry]) {
         self.servicePrefix = servicePrefix
         self.kind = kind
         self.rows = rows
@@ -203,7 +203,7 @@ public struct IndexBackfill: Sendable {
 }
 
 /// Asset uploads and their receipts.
-public protocol AssetStore: Sendable {
+package protocol AssetStore: Sendable {
     func createAssetUpload(_ upload: AssetUploadRecord) async throws
     func assetUpload(id: String) async throws -> AssetUploadRecord?
     /// Records the uploaded blob and the receipt's digest; `StoreError.duplicate` if already completed.
@@ -216,7 +216,7 @@ public protocol AssetStore: Sendable {
 }
 
 /// Who holds a container's custom security roles, per environment (the built-in roles need no members).
-public protocol RoleStore: Sendable {
+package protocol RoleStore: Sendable {
     /// Every membership of the container's environment.
     func roleMembers(container: String, environment: String) async throws -> [RoleMember]
     /// Adds an account to a role (`member`) or removes it; adding a member or removing a non-member again
@@ -225,4 +225,4 @@ public protocol RoleStore: Sendable {
 }
 
 /// Everything Nimbus keeps besides blobs. A backend is done when it passes the conformance suite.
-public typealias Store = AccountStore & DeveloperStore & ZoneStore & SchemaStore & AssetStore & RoleStore
+package typealias Store = AccountStore & DeveloperStore & ZoneStore & SchemaStore & AssetStore & RoleStore

@@ -5,22 +5,22 @@ import Synchronization
 
 /// What one TCP connection to the test server carried, for what HTTP clients smooth over: a body sent
 /// whole before the answer is read, a request left unfinished.
-public struct RawExchange: Sendable {
+package struct RawExchange: Sendable {
     /// Everything the server sent before it ended the connection (or the time ran out).
-    public var received: Data
+    package var received: Data
     /// Whether the server took every byte sent; false if the write was still waiting on the server.
-    public var sentAll: Bool
+    package var sentAll: Bool
     /// Whether the server ended the connection within the time (closed or reset it).
-    public var closedByServer: Bool
+    package var closedByServer: Bool
 
-    public var text: String { String(decoding: received, as: UTF8.self) }
+    package var text: String { String(decoding: received, as: UTF8.self) }
 }
 
 extension TestServer {
     /// Connects, writes `bytes` while reading what comes back, and returns once the server has taken every
     /// byte and ended the connection, or when `timeout` passes (the connection is then closed from here).
     /// `sent` is called once every byte is written.
-    public func rawExchange(
+    package func rawExchange(
         _ bytes: Data, timeout: Duration = .seconds(10), sent: @escaping @Sendable () -> Void = {}
     ) async throws -> RawExchange {
         try await rawExchange(
@@ -31,7 +31,7 @@ extension TestServer {
 
     /// `rawExchange` writing `pieces` one at a time, `pause` apart (a client that sends slowly), from the
     /// loopback address `localAddress` (any of 127.0.0.0/8, to stand for another client).
-    public func rawExchange(
+    package func rawExchange(
         pieces data: [Data], pause: Duration = .zero, from localAddress: String = "127.0.0.1", timeout: Duration = .seconds(10),
         sent: @escaping @Sendable () -> Void = {}
     ) async throws -> RawExchange {

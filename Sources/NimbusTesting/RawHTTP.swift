@@ -6,16 +6,16 @@ import NimbusCore
 import NimbusKit
 
 /// An HTTP answer as a test inspects it: status, headers and body, however malformed the request was.
-public struct RawResponse: Sendable {
-    public var status: Int
-    public var headers: HTTPHeaders
-    public var body: Data
+package struct RawResponse: Sendable {
+    package var status: Int
+    package var headers: HTTPHeaders
+    package var body: Data
 
     /// The error body's `serverErrorCode`, if the body is an error.
-    public var errorCode: ErrorCode? { error?.code }
-    public var error: NimbusError? { try? JSONDecoder().decode(NimbusError.self, from: body) }
+    package var errorCode: ErrorCode? { error?.code }
+    package var error: NimbusError? { try? JSONDecoder().decode(NimbusError.self, from: body) }
 
-    public func decode<T: Decodable>(_ type: T.Type) throws -> T { try JSONDecoder().decode(type, from: body) }
+    package func decode<T: Decodable>(_ type: T.Type) throws -> T { try JSONDecoder().decode(type, from: body) }
 }
 
 extension TestServer {
@@ -28,7 +28,7 @@ extension TestServer {
     }()
 
     /// Sends exactly the given request: any method, headers and body bytes.
-    public func request(
+    package func request(
         _ method: HTTPMethod, _ path: String, headers: [(String, String)] = [], body: Data? = nil
     ) async throws -> RawResponse {
         var request = HTTPClientRequest(url: url.absoluteString + path)
@@ -41,7 +41,7 @@ extension TestServer {
     }
 
     /// Sends a JSON body with a session and an API token as headers.
-    public func request(
+    package func request(
         _ method: HTTPMethod, _ path: String, session: NimbusSession? = nil, apiToken: String? = nil, json: String? = nil
     ) async throws -> RawResponse {
         var headers = [(String, String)]()

@@ -14,17 +14,17 @@ import ServiceLifecycle
 /// let app = try await server.seedApp()
 /// let session = try await server.signIn(email: "ann@example.com", device: "phone")
 /// ```
-public final class TestServer: Sendable {
-    public let server: NimbusServer
-    public let url: URL
-    public let port: Int
-    public let clock: ManualClock
-    public let dataDirectory: URL
+package final class TestServer: Sendable {
+    package let server: NimbusServer
+    package let url: URL
+    package let port: Int
+    package let clock: ManualClock
+    package let dataDirectory: URL
     private let task: Task<Void, any Error>
     private let services: ServiceGroup
 
     /// Starts a server; `configure` adjusts the test defaults (cheap bcrypt, a manual clock, port 0).
-    public static func start(
+    package static func start(
         dataDirectory: URL? = nil, port: Int = 0, configure: (inout ServerConfiguration) -> Void = { _ in }
     ) async throws -> TestServer {
         let clock = ManualClock()
@@ -56,29 +56,29 @@ public final class TestServer: Sendable {
 
     /// Shuts the server down gracefully, as SIGTERM does, and waits until it has stopped. A server started
     /// in a test of a `@Suite(.cleansUp)` is stopped when the test ends, whether or not it called this.
-    public func stop() async {
+    package func stop() async {
         await services.triggerGracefulShutdown()
         _ = await task.result
     }
 
-    public var store: any Store { server.store }
+    package var store: any Store { server.store }
 
     /// A new, unique temporary path (not created), deleted when the running test ends.
-    public static func temporaryDirectory() -> URL { TestResources.temporaryDirectory() }
+    package static func temporaryDirectory() -> URL { TestResources.temporaryDirectory() }
 
     // MARK: Seeding
 
     /// A team, an app entitled to a container, and an API token for it.
-    public struct SeededApp: Sendable {
-        public var teamID: String
-        public var bundleID: String
-        public var container: String
-        public var storeIdentifier: String
-        public var apiToken: String
-        public var tokenID: String
+    package struct SeededApp: Sendable {
+        package var teamID: String
+        package var bundleID: String
+        package var container: String
+        package var storeIdentifier: String
+        package var apiToken: String
+        package var tokenID: String
     }
 
-    public func seedApp(
+    package func seedApp(
         teamID: String = "98Z3R5XU29", bundleID: String = "com.example.Cloudy", container: String? = nil
     ) async throws -> SeededApp {
         let container = container ?? "iCloud.\(bundleID)"
@@ -102,10 +102,10 @@ public final class TestServer: Sendable {
             tokenID: tokenID)
     }
 
-    public static let password = "correct horse battery"
+    package static let password = "correct horse battery"
 
     /// Signs up `email` (when new) and signs in as a device named `device`.
-    public func signIn(email: String, device: String, deviceID: String? = nil) async throws -> NimbusSession {
+    package func signIn(email: String, device: String, deviceID: String? = nil) async throws -> NimbusSession {
         if try await store.account(email: email) == nil {
             try await NimbusAccount.signUp(server: url, email: email, password: Self.password)
         }
@@ -114,7 +114,7 @@ public final class TestServer: Sendable {
     }
 
     /// An administrator's session, for the admin routes.
-    public func signInAdministrator() async throws -> NimbusSession {
+    package func signInAdministrator() async throws -> NimbusSession {
         let email = "root@nimbus.test"
         if try await store.account(email: email) == nil {
             try await server.createAdministrator(email: email, password: Self.password)
@@ -123,7 +123,7 @@ public final class TestServer: Sendable {
     }
 
     /// A key-value store for one device, keeping its local copy in a fresh directory unless given one.
-    public func keyValueStore(
+    package func keyValueStore(
         _ session: NimbusSession, app: SeededApp, localDirectory: URL? = nil
     ) throws -> UbiquitousKeyValueStore {
         try UbiquitousKeyValueStore(

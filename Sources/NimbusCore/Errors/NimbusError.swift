@@ -19,9 +19,9 @@ public struct NimbusError: Error, Hashable, Codable, Sendable, CustomStringConve
 
     public init(
         _ code: ErrorCode, _ reason: String, retryAfter: Int? = nil, redirectURL: String? = nil,
-        limit: String? = nil, uuid: String = UUIDString.random()
+        limit: String? = nil, uuid: String? = nil
     ) {
-        self.uuid = uuid
+        self.uuid = uuid ?? UUIDString.random()
         self.code = code
         self.reason = reason
         self.retryAfter = retryAfter

@@ -5,8 +5,8 @@
 /// surprise; tokens handed out before that were base64url, so the reader takes either alphabet, padded
 /// or not. Written out rather than derived from Foundation's base64 with character replacements,
 /// because change tokens are encoded on every write and decoded on every read of a change feed.
-public enum Base64 {
-    public enum Alphabet: Sendable {
+package enum Base64 {
+    package enum Alphabet: Sendable {
         /// `+` and `/`, padded with `=`.
         case standard
         /// `-` and `_`, unpadded (RFC 4648 §5).
@@ -23,7 +23,7 @@ public enum Base64 {
         return values
     }()
 
-    public static func encode(_ bytes: some Collection<UInt8>, _ alphabet: Alphabet) -> String {
+    package static func encode(_ bytes: some Collection<UInt8>, _ alphabet: Alphabet) -> String {
         let characters = alphabet == .standard ? standard : url
         var output = [UInt8]()
         output.reserveCapacity((bytes.count + 2) / 3 * 4)
@@ -44,7 +44,7 @@ public enum Base64 {
     }
 
     /// The decoded bytes of base64 in either alphabet, padded or not; nil when `text` is neither.
-    public static func decode(_ text: String) -> [UInt8]? {
+    package static func decode(_ text: String) -> [UInt8]? {
         var characters = Array(text.utf8)
         if characters.count % 4 == 0, characters.last == UInt8(ascii: "=") {
             characters.removeLast()

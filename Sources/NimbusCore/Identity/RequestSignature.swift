@@ -8,20 +8,20 @@ import Foundation
 /// let headers = try RequestSignature.sign(path: "/database/1/iCloud.com.example/development/public/records/query",
 ///                                         body: body, keyID: keyID, privateKey: key)
 /// ```
-public enum RequestSignature {
-    public static let keyIDHeader = "X-Apple-CloudKit-Request-KeyID"
-    public static let dateHeader = "X-Apple-CloudKit-Request-ISO8601Date"
-    public static let signatureHeader = "X-Apple-CloudKit-Request-SignatureV1"
+package enum RequestSignature {
+    package static let keyIDHeader = "X-Apple-CloudKit-Request-KeyID"
+    package static let dateHeader = "X-Apple-CloudKit-Request-ISO8601Date"
+    package static let signatureHeader = "X-Apple-CloudKit-Request-SignatureV1"
     /// How far a request's date may be from the server's clock.
-    public static let freshness: TimeInterval = 10 * 60
+    package static let freshness: TimeInterval = 10 * 60
 
     /// What is signed: the date as sent, the body's hash and the URL path (no host, no query).
-    public static func message(date: String, body: Data, path: String) -> Data {
+    package static func message(date: String, body: Data, path: String) -> Data {
         Data("\(date):\(Data(SHA256.hash(data: body)).base64EncodedString()):\(path)".utf8)
     }
 
     /// The three headers of a signed request, dated `date`.
-    public static func sign(path: String, body: Data, keyID: String, privateKey: P256.Signing.PrivateKey, date: Date = Date())
+    package static func sign(path: String, body: Data, keyID: String, privateKey: P256.Signing.PrivateKey, date: Date = Date())
         throws -> [(String, String)]
     {
         let dateText = format(date)
@@ -36,7 +36,7 @@ public enum RequestSignature {
     /// A request without a body may be signed with the hash of the empty body or with an empty hash field
     /// (`date::path`), as clients differ; both still sign the date and the path, and no body can be added
     /// to such a request without breaking the signature.
-    public static func verify(signature: String, date: String, body: Data, path: String, publicKeyPEM: String) -> Bool {
+    package static func verify(signature: String, date: String, body: Data, path: String, publicKeyPEM: String) -> Bool {
         guard let der = Data(base64Encoded: signature), let signature = try? P256.Signing.ECDSASignature(derRepresentation: der),
             let key = try? P256.Signing.PublicKey(pemRepresentation: publicKeyPEM)
         else { return false }
@@ -45,16 +45,16 @@ public enum RequestSignature {
     }
 
     /// Whether `pem` holds an EC P-256 public key.
-    public static func isPublicKey(_ pem: String) -> Bool { (try? P256.Signing.PublicKey(pemRepresentation: pem)) != nil }
+    package static func isPublicKey(_ pem: String) -> Bool { (try? P256.Signing.PublicKey(pemRepresentation: pem)) != nil }
 
     /// ISO 8601 in UTC without fractional seconds, as CloudKit wants it.
-    public static func format(_ date: Date) -> String {
+    package static func format(_ date: Date) -> String {
         let formatter = ISO8601DateFormatter()
         formatter.formatOptions = [.withInternetDateTime]
         return formatter.string(from: date)
     }
 
-    public static func parse(_ text: String) -> Date? {
+    package static func parse(_ text: String) -> Date? {
         let formatter = ISO8601DateFormatter()
         formatter.formatOptions = [.withInternetDateTime]
         return formatter.date(from: text)

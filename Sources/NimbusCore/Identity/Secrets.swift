@@ -5,9 +5,9 @@ import Foundation
 ///
 /// Secrets (session and API tokens) are shown to their owner once and stored only as a SHA-256
 /// digest, so a leaked database does not leak usable credentials.
-public enum Secrets {
+package enum Secrets {
     /// `count` random bytes from the system's cryptographically secure generator.
-    public static func randomBytes(_ count: Int) -> [UInt8] {
+    package static func randomBytes(_ count: Int) -> [UInt8] {
         // Eight bytes a draw: each draw is a system call (getrandom), and one a byte made creating a
         // record name cost more than encoding the record.
         var generator = SystemRandomNumberGenerator()
@@ -20,33 +20,33 @@ public enum Secrets {
     }
 
     /// 64 lower-case hexadecimal characters: the shape of a CloudKit API token.
-    public static func apiToken() -> String { hex(randomBytes(32)) }
+    package static func apiToken() -> String { hex(randomBytes(32)) }
 
     /// A session token: 32 random bytes, base64url without padding (safe in query strings).
-    public static func sessionToken() -> String { Base64.encode(randomBytes(32), .url) }
+    package static func sessionToken() -> String { Base64.encode(randomBytes(32), .url) }
 
     /// The stored form of a secret: hexadecimal SHA-256.
-    public static func digest(_ secret: String) -> String { hex(Array(SHA256.hash(data: Data(secret.utf8)))) }
+    package static func digest(_ secret: String) -> String { hex(Array(SHA256.hash(data: Data(secret.utf8)))) }
 
     /// An account's user record name: `_` and 32 hexadecimal characters, as CloudKit's.
-    public static func userRecordName() -> String { "_" + hex(randomBytes(16)) }
+    package static func userRecordName() -> String { "_" + hex(randomBytes(16)) }
 
     /// A readable password for generated credentials.
-    public static func password() -> String { Base64.encode(randomBytes(18), .url) }
+    package static func password() -> String { Base64.encode(randomBytes(18), .url) }
 
     /// Hexadecimal HMAC-SHA256 of `message` under `key`: what signed URLs carry.
-    public static func hmac(key: [UInt8], _ message: String) -> String {
+    package static func hmac(key: [UInt8], _ message: String) -> String {
         hex(Array(HMAC<SHA256>.authenticationCode(for: Data(message.utf8), using: SymmetricKey(data: key))))
     }
 
     /// Compares two secrets in time independent of where they differ.
-    public static func constantTimeEquals(_ a: String, _ b: String) -> Bool {
+    package static func constantTimeEquals(_ a: String, _ b: String) -> Bool {
         let (x, y) = (Array(a.utf8), Array(b.utf8))
         guard x.count == y.count else { return false }
         return zip(x, y).reduce(0) { $0 | ($1.0 ^ $1.1) } == 0
     }
 
-    public static func hex(_ bytes: [UInt8]) -> String {
+    package static func hex(_ bytes: [UInt8]) -> String {
         let digits = Array("0123456789abcdef".utf8)
         var out = [UInt8]()
         out.reserveCapacity(bytes.count * 2)
@@ -57,7 +57,7 @@ public enum Secrets {
         return String(decoding: out, as: UTF8.self)
     }
 
-    public static func isAPITokenShaped(_ token: String) -> Bool {
+    package static func isAPITokenShaped(_ token: String) -> Bool {
         token.utf8.count == 64
             && token.utf8.allSatisfy { (48...57).contains($0) || (97...102).contains($0) || (65...70).contains($0) }
     }

@@ -1,13 +1,13 @@
 import Foundation
 
 /// Lower-case UUID strings, the form Nimbus uses for request and record identifiers.
-public enum UUIDString {
-    public static func random() -> String { UUID().uuidString.lowercased() }
+package enum UUIDString {
+    package static func random() -> String { UUID().uuidString.lowercased() }
 
     /// A version 7 UUID (RFC 9562): 48 bits of Unix time in milliseconds, then 74 random bits. Record
     /// names made this way sort by creation time, so new records land at the end of the store's key
     /// index instead of on a random page each: a batch touches a few pages, not one per record.
-    public static func timeOrdered(at date: Date = Date()) -> UUID {
+    package static func timeOrdered(at date: Date = Date()) -> UUID {
         var bytes = Secrets.randomBytes(16)
         let milliseconds = UInt64(max(0, date.timeIntervalSince1970 * 1000))
         for index in 0..<6 { bytes[index] = UInt8(truncatingIfNeeded: milliseconds >> (8 * (5 - index))) }

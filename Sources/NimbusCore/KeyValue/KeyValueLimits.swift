@@ -21,7 +21,7 @@ public struct KeyValueLimits: Hashable, Sendable {
     }
 
     /// Checks what can be checked without the store's current contents: key and value sizes.
-    public func validate(_ operations: [KeyValueOperation]) throws(NimbusError) {
+    package func validate(_ operations: [KeyValueOperation]) throws(NimbusError) {
         for operation in operations {
             if operation.key.isEmpty {
                 throw NimbusError(.badRequest, "a key must not be empty")

@@ -11,39 +11,39 @@
 ///         GRANT READ TO "_world"
 ///     );
 /// ```
-public struct Schema: Hashable, Sendable {
-    public var roles: [String]
-    public var recordTypes: [RecordType]
+package struct Schema: Hashable, Sendable {
+    package var roles: [String]
+    package var recordTypes: [RecordType]
 
-    public init(roles: [String] = [], recordTypes: [RecordType] = []) {
+    package init(roles: [String] = [], recordTypes: [RecordType] = []) {
         self.roles = roles
         self.recordTypes = recordTypes
     }
 
-    public struct RecordType: Hashable, Sendable {
-        public var name: String
-        public var fields: [Field]
-        public var grants: [Grant]
+    package struct RecordType: Hashable, Sendable {
+        package var name: String
+        package var fields: [Field]
+        package var grants: [Grant]
 
-        public init(name: String, fields: [Field] = [], grants: [Grant] = []) {
+        package init(name: String, fields: [Field] = [], grants: [Grant] = []) {
             self.name = name
             self.fields = fields
             self.grants = grants
         }
     }
 
-    public struct Field: Hashable, Sendable {
-        public var name: String
+    package struct Field: Hashable, Sendable {
+        package var name: String
         /// The element type name (`STRING`, `INT64`, `DOUBLE`, `TIMESTAMP`, `REFERENCE`, `ASSET`,
         /// `LOCATION`, `BYTES`).
-        public var type: String
-        public var isList: Bool
-        public var isEncrypted: Bool
-        public var queryable: Bool
-        public var sortable: Bool
-        public var searchable: Bool
+        package var type: String
+        package var isList: Bool
+        package var isEncrypted: Bool
+        package var queryable: Bool
+        package var sortable: Bool
+        package var searchable: Bool
 
-        public init(
+        package init(
             name: String, type: String, isList: Bool = false, isEncrypted: Bool = false, queryable: Bool = false,
             sortable: Bool = false, searchable: Bool = false
         ) {
@@ -57,28 +57,28 @@ public struct Schema: Hashable, Sendable {
         }
 
         /// The wire type of the field's values, e.g. `STRING_LIST`.
-        public var wireType: String { isList ? type + "_LIST" : type }
+        package var wireType: String { isList ? type + "_LIST" : type }
     }
 
-    public struct Grant: Hashable, Sendable {
-        public enum Permission: String, Sendable, CaseIterable { case read = "READ", create = "CREATE", write = "WRITE" }
-        public var permissions: [Permission]
-        public var role: String
+    package struct Grant: Hashable, Sendable {
+        package enum Permission: String, Sendable, CaseIterable { case read = "READ", create = "CREATE", write = "WRITE" }
+        package var permissions: [Permission]
+        package var role: String
 
-        public init(_ permissions: [Permission], to role: String) {
+        package init(_ permissions: [Permission], to role: String) {
             self.permissions = permissions
             self.role = role
         }
     }
 
     /// The system fields a schema may name, to give them indexes, with their types as `cktool` exports them.
-    public static let systemFieldTypes = [
+    package static let systemFieldTypes = [
         "___recordID": "REFERENCE", "___createTime": "TIMESTAMP", "___modTime": "TIMESTAMP", "___createdBy": "REFERENCE",
         "___modifiedBy": "REFERENCE", "___etag": "STRING",
     ]
 
     /// Declares QUERYABLE and SORTABLE indexes on system fields (e.g. `___createTime`) of a record type.
-    public mutating func indexSystemFields(_ fields: [String], of typeName: String) throws(NimbusError) {
+    package mutating func indexSystemFields(_ fields: [String], of typeName: String) throws(NimbusError) {
         guard let index = recordTypes.firstIndex(where: { $0.name == typeName }) else {
             throw .notFound("record type \(typeName) is not in the schema")
         }
@@ -89,22 +89,22 @@ public struct Schema: Hashable, Sendable {
         }
     }
 
-    public static let fieldTypes: Set<String> = [
+    package static let fieldTypes: Set<String> = [
         "STRING", "INT64", "DOUBLE", "TIMESTAMP", "REFERENCE", "ASSET", "LOCATION", "BYTES",
     ]
 
     /// Where and why schema text could not be read; lines and columns count from 1.
-    public struct ParseError: Error, Hashable, Sendable, CustomStringConvertible {
-        public var message: String
-        public var line: Int
-        public var column: Int
-        public var description: String { "schema line \(line), column \(column): \(message)" }
+    package struct ParseError: Error, Hashable, Sendable, CustomStringConvertible {
+        package var message: String
+        package var line: Int
+        package var column: Int
+        package var description: String { "schema line \(line), column \(column): \(message)" }
     }
 }
 
 extension Schema {
     /// The schema in CloudKit's text format; `Schema(parsing:)` reads it back unchanged.
-    public var text: String {
+    package var text: String {
         var lines = ["DEFINE SCHEMA", ""]
         for role in roles { lines.append("    CREATE ROLE \(Self.quoted(role));") }
         if !roles.isEmpty { lines.append("") }
@@ -132,13 +132,13 @@ extension Schema {
     }
 
     /// Names that are not plain identifiers (system fields, roles like `_world`) are quoted.
-    public static func quoted(_ name: String) -> String {
+    package static func quoted(_ name: String) -> String {
         let plain = name.first.map { $0.isLetter } == true && name.allSatisfy { $0.isLetter || $0.isNumber || $0 == "_" }
         return plain && !SchemaLexer.keywords.contains(name.uppercased()) ? name : "\"\(name)\""
     }
 
     /// Reads CloudKit's text schema format.
-    public init(parsing text: String) throws(ParseError) {
+    package init(parsing text: String) throws(ParseError) {
         var parser = SchemaParser(tokens: try SchemaLexer(text).tokens())
         self = try parser.schema()
     }

@@ -2,8 +2,8 @@
 ///
 /// Production schemas are additive-only, as in CloudKit: new types, fields, indexes, roles and grants
 /// may be added; removing a type or field, or changing a field's type, is refused.
-public struct SchemaDiff: Hashable, Sendable {
-    public enum Change: Hashable, Sendable, CustomStringConvertible {
+package struct SchemaDiff: Hashable, Sendable {
+    package enum Change: Hashable, Sendable, CustomStringConvertible {
         case addRole(String)
         case addRecordType(String)
         case addField(recordType: String, field: String, type: String)
@@ -11,7 +11,7 @@ public struct SchemaDiff: Hashable, Sendable {
         case removeIndex(recordType: String, field: String, index: String)
         case changeGrants(recordType: String)
 
-        public var description: String {
+        package var description: String {
             switch self {
             case .addRole(let role): "+ role \(role)"
             case .addRecordType(let type): "+ record type \(type)"
@@ -23,12 +23,12 @@ public struct SchemaDiff: Hashable, Sendable {
         }
     }
 
-    public enum Violation: Hashable, Sendable, CustomStringConvertible {
+    package enum Violation: Hashable, Sendable, CustomStringConvertible {
         case removesRecordType(String)
         case removesField(recordType: String, field: String)
         case changesFieldType(recordType: String, field: String, from: String, to: String)
 
-        public var description: String {
+        package var description: String {
             switch self {
             case .removesRecordType(let type): "record type \(type) exists in production and cannot be removed"
             case .removesField(let type, let field): "field \(type).\(field) exists in production and cannot be removed"
@@ -38,14 +38,14 @@ public struct SchemaDiff: Hashable, Sendable {
         }
     }
 
-    public var changes: [Change]
-    public var violations: [Violation]
+    package var changes: [Change]
+    package var violations: [Violation]
 
     /// Whether deploying is allowed (nothing production refuses).
-    public var isDeployable: Bool { violations.isEmpty }
+    package var isDeployable: Bool { violations.isEmpty }
 
     /// Compares `production` with the `development` schema that would replace it.
-    public init(from production: Schema, to development: Schema) {
+    package init(from production: Schema, to development: Schema) {
         changes = development.roles.filter { !production.roles.contains($0) }.map(Change.addRole)
         violations = []
         for old in production.recordTypes where !development.recordTypes.contains(where: { $0.name == old.name }) {

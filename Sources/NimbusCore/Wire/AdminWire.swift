@@ -1,31 +1,31 @@
 /// `/admin/1/...` request and response bodies.
-public struct Team: Codable, Sendable, Hashable {
-    public var teamID: String
-    public var name: String
-    public init(teamID: String, name: String) {
+package struct Team: Codable, Sendable, Hashable {
+    package var teamID: String
+    package var name: String
+    package init(teamID: String, name: String) {
         self.teamID = teamID
         self.name = name
     }
 }
 
-public struct CreateTeamRequest: Codable, Sendable {
+package struct CreateTeamRequest: Codable, Sendable {
     /// Generated when omitted.
-    public var teamID: String?
-    public var name: String
-    public init(teamID: String? = nil, name: String) {
+    package var teamID: String?
+    package var name: String
+    package init(teamID: String? = nil, name: String) {
         self.teamID = teamID
         self.name = name
     }
 }
 
-public struct App: Codable, Sendable, Hashable {
-    public var bundleID: String
-    public var teamID: String
+package struct App: Codable, Sendable, Hashable {
+    package var bundleID: String
+    package var teamID: String
     /// The app's key-value store identifier; `TEAMID.bundleID` unless set.
-    public var keyValueStoreIdentifier: String
+    package var keyValueStoreIdentifier: String
     /// The containers the app is entitled to use.
-    public var containers: [String]
-    public init(bundleID: String, teamID: String, keyValueStoreIdentifier: String, containers: [String]) {
+    package var containers: [String]
+    package init(bundleID: String, teamID: String, keyValueStoreIdentifier: String, containers: [String]) {
         self.bundleID = bundleID
         self.teamID = teamID
         self.keyValueStoreIdentifier = keyValueStoreIdentifier
@@ -33,36 +33,36 @@ public struct App: Codable, Sendable, Hashable {
     }
 }
 
-public struct CreateAppRequest: Codable, Sendable {
-    public var bundleID: String
-    public var teamID: String
-    public var keyValueStoreIdentifier: String?
-    public init(bundleID: String, teamID: String, keyValueStoreIdentifier: String? = nil) {
+package struct CreateAppRequest: Codable, Sendable {
+    package var bundleID: String
+    package var teamID: String
+    package var keyValueStoreIdentifier: String?
+    package init(bundleID: String, teamID: String, keyValueStoreIdentifier: String? = nil) {
         self.bundleID = bundleID
         self.teamID = teamID
         self.keyValueStoreIdentifier = keyValueStoreIdentifier
     }
 }
 
-public struct Container: Codable, Sendable, Hashable {
-    public var identifier: String
-    public var teamID: String
-    public init(identifier: String, teamID: String) {
+package struct Container: Codable, Sendable, Hashable {
+    package var identifier: String
+    package var teamID: String
+    package init(identifier: String, teamID: String) {
         self.identifier = identifier
         self.teamID = teamID
     }
 }
 
-public struct EntitlementRequest: Codable, Sendable {
-    public var container: String
-    public init(container: String) { self.container = container }
+package struct EntitlementRequest: Codable, Sendable {
+    package var container: String
+    package init(container: String) { self.container = container }
 }
 
-public struct CreateAPITokenRequest: Codable, Sendable {
-    public var container: String
-    public var bundleID: String
-    public var name: String?
-    public init(container: String, bundleID: String, name: String? = nil) {
+package struct CreateAPITokenRequest: Codable, Sendable {
+    package var container: String
+    package var bundleID: String
+    package var name: String?
+    package init(container: String, bundleID: String, name: String? = nil) {
         self.container = container
         self.bundleID = bundleID
         self.name = name
@@ -70,13 +70,13 @@ public struct CreateAPITokenRequest: Codable, Sendable {
 }
 
 /// An API token as listed; the secret itself is only in `CreatedAPIToken`.
-public struct APITokenInfo: Codable, Sendable, Hashable {
-    public var tokenID: String
-    public var container: String
-    public var bundleID: String
-    public var name: String
-    public var revoked: Bool
-    public init(tokenID: String, container: String, bundleID: String, name: String, revoked: Bool) {
+package struct APITokenInfo: Codable, Sendable, Hashable {
+    package var tokenID: String
+    package var container: String
+    package var bundleID: String
+    package var name: String
+    package var revoked: Bool
+    package init(tokenID: String, container: String, bundleID: String, name: String, revoked: Bool) {
         self.tokenID = tokenID
         self.container = container
         self.bundleID = bundleID
@@ -85,21 +85,21 @@ public struct APITokenInfo: Codable, Sendable, Hashable {
     }
 }
 
-public struct CreatedAPIToken: Codable, Sendable {
-    public var info: APITokenInfo
+package struct CreatedAPIToken: Codable, Sendable {
+    package var info: APITokenInfo
     /// 64 hexadecimal characters, shown once.
-    public var apiToken: String
-    public init(info: APITokenInfo, apiToken: String) {
+    package var apiToken: String
+    package init(info: APITokenInfo, apiToken: String) {
         self.info = info
         self.apiToken = apiToken
     }
 }
 
-public struct UserInfo: Codable, Sendable, Hashable {
-    public var userRecordName: String
-    public var email: String
-    public var isAdministrator: Bool
-    public init(userRecordName: String, email: String, isAdministrator: Bool) {
+package struct UserInfo: Codable, Sendable, Hashable {
+    package var userRecordName: String
+    package var email: String
+    package var isAdministrator: Bool
+    package init(userRecordName: String, email: String, isAdministrator: Bool) {
         self.userRecordName = userRecordName
         self.email = email
         self.isAdministrator = isAdministrator
@@ -107,31 +107,31 @@ public struct UserInfo: Codable, Sendable, Hashable {
 }
 
 /// A list answer: `{"items": [...]}`.
-public struct ListResponse<Item: Codable & Sendable>: Codable, Sendable {
-    public var items: [Item]
-    public init(items: [Item]) { self.items = items }
+package struct ListResponse<Item: Codable & Sendable>: Codable, Sendable {
+    package var items: [Item]
+    package init(items: [Item]) { self.items = items }
 }
 
 /// A container environment's schema in CloudKit's text format (`.ckdb`).
-public struct SchemaDocument: Codable, Sendable, Hashable {
-    public var text: String
-    public init(text: String) { self.text = text }
+package struct SchemaDocument: Codable, Sendable, Hashable {
+    package var text: String
+    package init(text: String) { self.text = text }
 }
 
 /// `POST /admin/1/containers/{container}/schema/deploy`: copy development to production.
-public struct SchemaDeployRequest: Codable, Sendable {
+package struct SchemaDeployRequest: Codable, Sendable {
     /// Only report what would change.
-    public var dryRun: Bool?
-    public init(dryRun: Bool? = nil) { self.dryRun = dryRun }
+    package var dryRun: Bool?
+    package init(dryRun: Bool? = nil) { self.dryRun = dryRun }
 }
 
 /// What a deploy changes (or would), and what production refuses.
-public struct SchemaDeployResponse: Codable, Sendable, Hashable {
-    public var changes: [String]
-    public var violations: [String]
-    public var deployed: Bool
+package struct SchemaDeployResponse: Codable, Sendable, Hashable {
+    package var changes: [String]
+    package var violations: [String]
+    package var deployed: Bool
 
-    public init(changes: [String], violations: [String], deployed: Bool) {
+    package init(changes: [String], violations: [String], deployed: Bool) {
         self.changes = changes
         self.violations = violations
         self.deployed = deployed
@@ -139,12 +139,12 @@ public struct SchemaDeployResponse: Codable, Sendable, Hashable {
 }
 
 /// `POST /admin/1/keys`: register a server-to-server key (an EC P-256 public key in PEM) for a container.
-public struct CreateServerKeyRequest: Codable, Sendable {
-    public var container: String
-    public var publicKey: String
-    public var name: String?
+package struct CreateServerKeyRequest: Codable, Sendable {
+    package var container: String
+    package var publicKey: String
+    package var name: String?
 
-    public init(container: String, publicKey: String, name: String? = nil) {
+    package init(container: String, publicKey: String, name: String? = nil) {
         self.container = container
         self.publicKey = publicKey
         self.name = name
@@ -153,14 +153,14 @@ public struct CreateServerKeyRequest: Codable, Sendable {
 
 /// A server-to-server key: requests signed with its private key act as the administrator who created it,
 /// in the container's public database.
-public struct ServerKeyInfo: Codable, Sendable, Hashable {
-    public var keyID: String
-    public var container: String
-    public var name: String
-    public var creator: String
-    public var revoked: Bool
+package struct ServerKeyInfo: Codable, Sendable, Hashable {
+    package var keyID: String
+    package var container: String
+    package var name: String
+    package var creator: String
+    package var revoked: Bool
 
-    public init(keyID: String, container: String, name: String, creator: String, revoked: Bool) {
+    package init(keyID: String, container: String, name: String, creator: String, revoked: Bool) {
         self.keyID = keyID
         self.container = container
         self.name = name
@@ -170,26 +170,26 @@ public struct ServerKeyInfo: Codable, Sendable, Hashable {
 }
 
 /// A custom security role of a container's environment and the accounts holding it.
-public struct RoleInfo: Codable, Sendable, Hashable {
-    public struct Member: Codable, Sendable, Hashable {
-        public var userRecordName: String
-        public var email: String
-        public init(userRecordName: String, email: String) {
+package struct RoleInfo: Codable, Sendable, Hashable {
+    package struct Member: Codable, Sendable, Hashable {
+        package var userRecordName: String
+        package var email: String
+        package init(userRecordName: String, email: String) {
             self.userRecordName = userRecordName
             self.email = email
         }
     }
 
-    public var role: String
-    public var members: [Member]
-    public init(role: String, members: [Member]) {
+    package var role: String
+    package var members: [Member]
+    package init(role: String, members: [Member]) {
         self.role = role
         self.members = members
     }
 }
 
 /// Gives a role to the account with this email address.
-public struct RoleMemberRequest: Codable, Sendable, Hashable {
-    public var email: String
-    public init(email: String) { self.email = email }
+package struct RoleMemberRequest: Codable, Sendable, Hashable {
+    package var email: String
+    package init(email: String) { self.email = email }
 }

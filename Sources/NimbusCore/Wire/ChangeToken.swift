@@ -4,19 +4,19 @@ import Foundation
 ///
 /// Clients see only the encoded string and must treat it as opaque; the zone's internal id is part of
 /// it, so a token presented to another zone (or to a zone that was recreated) is recognised and refused.
-public struct ChangeToken: Hashable, Sendable {
-    public var zoneID: Int64
-    public var sequence: Int64
+package struct ChangeToken: Hashable, Sendable {
+    package var zoneID: Int64
+    package var sequence: Int64
 
-    public init(zoneID: Int64, sequence: Int64) {
+    package init(zoneID: Int64, sequence: Int64) {
         self.zoneID = zoneID
         self.sequence = sequence
     }
 
-    public var encoded: String { Base64.encode("n1.\(zoneID).\(sequence)".utf8, .standard) }
+    package var encoded: String { Base64.encode("n1.\(zoneID).\(sequence)".utf8, .standard) }
 
     /// Decodes a token, or throws `BAD_REQUEST` for a string that is not one.
-    public init(encoded: String) throws(NimbusError) {
+    package init(encoded: String) throws(NimbusError) {
         guard encoded.utf8.count <= 128, let bytes = Base64.decode(encoded) else {
             throw .badRequest("syncToken is not a token this server issued")
         }
@@ -30,14 +30,14 @@ public struct ChangeToken: Hashable, Sendable {
 
 /// A position in the sequence of zone creations, changes and deletions of one account's database, as
 /// `changes/database` hands it out. A different kind from zone tokens: neither is accepted for the other.
-public struct DatabaseChangeToken: Hashable, Sendable {
-    public var sequence: Int64
+package struct DatabaseChangeToken: Hashable, Sendable {
+    package var sequence: Int64
 
-    public init(sequence: Int64) { self.sequence = sequence }
+    package init(sequence: Int64) { self.sequence = sequence }
 
-    public var encoded: String { Base64.encode("d1.\(sequence)".utf8, .standard) }
+    package var encoded: String { Base64.encode("d1.\(sequence)".utf8, .standard) }
 
-    public init(encoded: String) throws(NimbusError) {
+    package init(encoded: String) throws(NimbusError) {
         guard encoded.utf8.count <= 128, let bytes = Base64.decode(encoded) else {
             throw .badRequest("syncToken is not a database token this server issued")
         }

@@ -2,15 +2,15 @@
 // Services' keys, so existing CloudKit web clients work unchanged.
 
 /// `records/modify`: operations applied in order; `atomic` (default true) matters in custom zones only.
-public struct RecordsModifyRequest: Codable, Sendable {
-    public var operations: [RecordOperation]
-    public var zoneID: ZoneID?
-    public var atomic: Bool?
-    public var desiredKeys: [String]?
+package struct RecordsModifyRequest: Codable, Sendable {
+    package var operations: [RecordOperation]
+    package var zoneID: ZoneID?
+    package var atomic: Bool?
+    package var desiredKeys: [String]?
     /// INT64 values as strings in the answer.
-    public var numbersAsStrings: Bool?
+    package var numbersAsStrings: Bool?
 
-    public init(operations: [RecordOperation], zoneID: ZoneID? = nil, atomic: Bool? = nil, desiredKeys: [String]? = nil) {
+    package init(operations: [RecordOperation], zoneID: ZoneID? = nil, atomic: Bool? = nil, desiredKeys: [String]? = nil) {
         self.operations = operations
         self.zoneID = zoneID
         self.atomic = atomic
@@ -19,13 +19,13 @@ public struct RecordsModifyRequest: Codable, Sendable {
 }
 
 /// The answer of `records/modify`, `records/lookup` and `records/changes`: one item per record, in order.
-public struct RecordsResponse: Codable, Sendable {
-    public var records: [RecordResult]
+package struct RecordsResponse: Codable, Sendable {
+    package var records: [RecordResult]
     /// `records/changes` only.
-    public var syncToken: String?
-    public var moreComing: Bool?
+    package var syncToken: String?
+    package var moreComing: Bool?
 
-    public init(records: [RecordResult], syncToken: String? = nil, moreComing: Bool? = nil) {
+    package init(records: [RecordResult], syncToken: String? = nil, moreComing: Bool? = nil) {
         self.records = records
         self.syncToken = syncToken
         self.moreComing = moreComing
@@ -33,68 +33,38 @@ public struct RecordsResponse: Codable, Sendable {
 }
 
 /// `records/lookup`.
-public struct RecordsLookupRequest: Codable, Sendable {
-    public struct Item: Codable, Sendable {
-        public var recordName: String
-        public var desiredKeys: [String]?
-        public init(recordName: String) { self.recordName = recordName }
+package struct RecordsLookupRequest: Codable, Sendable {
+    package struct Item: Codable, Sendable {
+        package var recordName: String
+        package var desiredKeys: [String]?
+        package init(recordName: String) { self.recordName = recordName }
     }
 
-    public var records: [Item]
-    public var zoneID: ZoneID?
-    public var desiredKeys: [String]?
+    package var records: [Item]
+    package var zoneID: ZoneID?
+    package var desiredKeys: [String]?
     /// INT64 values as strings in the answer.
-    public var numbersAsStrings: Bool?
+    package var numbersAsStrings: Bool?
 
-    public init(records: [Item], zoneID: ZoneID? = nil, desiredKeys: [String]? = nil) {
+    package init(records: [Item], zoneID: ZoneID? = nil, desiredKeys: [String]? = nil) {
         self.records = records
         self.zoneID = zoneID
         self.desiredKeys = desiredKeys
     }
 }
 
-/// A query: records of one type matching every filter, in the sort order.
-public struct RecordQuery: Codable, Sendable, Hashable {
-    public var recordType: String
-    public var filterBy: [QueryFilter]?
-    public var sortBy: [QuerySort]?
-
-    public init(recordType: String, filterBy: [QueryFilter]? = nil, sortBy: [QuerySort]? = nil) {
-        self.recordType = recordType
-        self.filterBy = filterBy
-        self.sortBy = sortBy
-    }
-}
-
-/// One sort key of a query; `relativeLocation` sorts a LOCATION field by distance from it.
-public struct QuerySort: Codable, Sendable, Hashable {
-    public var fieldName: String?
-    public var systemFieldName: String?
-    public var ascending: Bool?
-    public var relativeLocation: FieldValue?
-
-    public init(
-        fieldName: String? = nil, systemFieldName: String? = nil, ascending: Bool? = nil, relativeLocation: FieldValue? = nil
-    ) {
-        self.fieldName = fieldName
-        self.systemFieldName = systemFieldName
-        self.ascending = ascending
-        self.relativeLocation = relativeLocation
-    }
-}
-
 /// `records/query`.
-public struct RecordsQueryRequest: Codable, Sendable {
-    public var query: RecordQuery
-    public var zoneID: ZoneID?
-    public var zoneWide: Bool?
-    public var resultsLimit: Int?
-    public var continuationMarker: String?
-    public var desiredKeys: [String]?
+package struct RecordsQueryRequest: Codable, Sendable {
+    package var query: RecordQuery
+    package var zoneID: ZoneID?
+    package var zoneWide: Bool?
+    package var resultsLimit: Int?
+    package var continuationMarker: String?
+    package var desiredKeys: [String]?
     /// INT64 values as strings in the answer.
-    public var numbersAsStrings: Bool?
+    package var numbersAsStrings: Bool?
 
-    public init(
+    package init(
         query: RecordQuery, zoneID: ZoneID? = nil, zoneWide: Bool? = nil, resultsLimit: Int? = nil,
         continuationMarker: String? = nil,
         desiredKeys: [String]? = nil
@@ -108,26 +78,26 @@ public struct RecordsQueryRequest: Codable, Sendable {
     }
 }
 
-public struct RecordsQueryResponse: Codable, Sendable {
-    public var records: [RecordResult]
+package struct RecordsQueryResponse: Codable, Sendable {
+    package var records: [RecordResult]
     /// Present when more records match; send the same query again with it.
-    public var continuationMarker: String?
+    package var continuationMarker: String?
 
-    public init(records: [RecordResult], continuationMarker: String?) {
+    package init(records: [RecordResult], continuationMarker: String?) {
         self.records = records
         self.continuationMarker = continuationMarker
     }
 }
 
 /// A zone as `zones/*` and `changes/database` answer it.
-public struct ZoneWire: Codable, Sendable, Hashable {
-    public var zoneID: ZoneID
-    public var syncToken: String?
-    public var atomic: Bool?
+package struct ZoneWire: Codable, Sendable, Hashable {
+    package var zoneID: ZoneID
+    package var syncToken: String?
+    package var atomic: Bool?
     /// `changes/database` only: the zone was deleted.
-    public var deleted: Bool?
+    package var deleted: Bool?
 
-    public init(zoneID: ZoneID, syncToken: String? = nil, atomic: Bool? = nil, deleted: Bool? = nil) {
+    package init(zoneID: ZoneID, syncToken: String? = nil, atomic: Bool? = nil, deleted: Bool? = nil) {
         self.zoneID = zoneID
         self.syncToken = syncToken
         self.atomic = atomic
@@ -136,13 +106,13 @@ public struct ZoneWire: Codable, Sendable, Hashable {
 }
 
 /// A per-zone failure in a zones answer.
-public struct ZoneError: Codable, Sendable, Hashable {
-    public var zoneID: ZoneID
-    public var reason: String
-    public var serverErrorCode: ErrorCode
-    public var uuid: String
+package struct ZoneError: Codable, Sendable, Hashable {
+    package var zoneID: ZoneID
+    package var reason: String
+    package var serverErrorCode: ErrorCode
+    package var uuid: String
 
-    public init(zoneID: ZoneID, error: NimbusError) {
+    package init(zoneID: ZoneID, error: NimbusError) {
         self.zoneID = zoneID
         self.reason = error.reason
         self.serverErrorCode = error.code
@@ -151,11 +121,11 @@ public struct ZoneError: Codable, Sendable, Hashable {
 }
 
 /// An item of a zones answer: the zone, or why it failed. Encoded flat, as CloudKit does.
-public enum ZoneResult: Codable, Sendable, Hashable {
+package enum ZoneResult: Codable, Sendable, Hashable {
     case zone(ZoneWire)
     case failure(ZoneError)
 
-    public init(from decoder: any Decoder) throws {
+    package init(from decoder: any Decoder) throws {
         let container = try decoder.singleValueContainer()
         if let failure = try? container.decode(ZoneError.self) {
             self = .failure(failure)
@@ -164,7 +134,7 @@ public enum ZoneResult: Codable, Sendable, Hashable {
         }
     }
 
-    public func encode(to encoder: any Encoder) throws {
+    package func encode(to encoder: any Encoder) throws {
         var container = encoder.singleValueContainer()
         switch self {
         case .zone(let zone): try container.encode(zone)
@@ -173,21 +143,21 @@ public enum ZoneResult: Codable, Sendable, Hashable {
     }
 }
 
-public struct ZonesResponse: Codable, Sendable {
-    public var zones: [ZoneResult]
-    public init(zones: [ZoneResult]) { self.zones = zones }
+package struct ZonesResponse: Codable, Sendable {
+    package var zones: [ZoneResult]
+    package init(zones: [ZoneResult]) { self.zones = zones }
 }
 
 /// `zones/lookup`.
-public struct ZonesLookupRequest: Codable, Sendable {
-    public var zones: [ZoneWire]
-    public init(zones: [ZoneWire]) { self.zones = zones }
+package struct ZonesLookupRequest: Codable, Sendable {
+    package var zones: [ZoneWire]
+    package init(zones: [ZoneWire]) { self.zones = zones }
 
     enum CodingKeys: String, CodingKey { case zones }
 
     /// Apple's documented body lists zone IDs (`{"zoneName": …}`); some clients send zone dictionaries
     /// (`{"zoneID": {…}}`). Both are read.
-    public init(from decoder: any Decoder) throws {
+    package init(from decoder: any Decoder) throws {
         struct Item: Decodable {
             var zone: ZoneWire
             enum Keys: String, CodingKey { case zoneID }
@@ -201,39 +171,39 @@ public struct ZonesLookupRequest: Codable, Sendable {
 }
 
 /// `zones/modify`: `create` and `delete`, applied in order.
-public struct ZonesModifyRequest: Codable, Sendable {
-    public struct Operation: Codable, Sendable {
-        public enum OperationType: String, Codable, Sendable { case create, delete }
-        public var operationType: OperationType
-        public var zone: ZoneWire
+package struct ZonesModifyRequest: Codable, Sendable {
+    package struct Operation: Codable, Sendable {
+        package enum OperationType: String, Codable, Sendable { case create, delete }
+        package var operationType: OperationType
+        package var zone: ZoneWire
 
-        public init(_ operationType: OperationType, _ zone: ZoneWire) {
+        package init(_ operationType: OperationType, _ zone: ZoneWire) {
             self.operationType = operationType
             self.zone = zone
         }
     }
 
-    public var operations: [Operation]
-    public init(operations: [Operation]) { self.operations = operations }
+    package var operations: [Operation]
+    package init(operations: [Operation]) { self.operations = operations }
 }
 
 /// `changes/database` (and its older name `zones/changes`).
-public struct DatabaseChangesRequest: Codable, Sendable {
-    public var syncToken: String?
-    public var resultsLimit: Int?
+package struct DatabaseChangesRequest: Codable, Sendable {
+    package var syncToken: String?
+    package var resultsLimit: Int?
 
-    public init(syncToken: String? = nil, resultsLimit: Int? = nil) {
+    package init(syncToken: String? = nil, resultsLimit: Int? = nil) {
         self.syncToken = syncToken
         self.resultsLimit = resultsLimit
     }
 }
 
-public struct DatabaseChangesResponse: Codable, Sendable {
-    public var zones: [ZoneWire]
-    public var syncToken: String
-    public var moreComing: Bool
+package struct DatabaseChangesResponse: Codable, Sendable {
+    package var zones: [ZoneWire]
+    package var syncToken: String
+    package var moreComing: Bool
 
-    public init(zones: [ZoneWire], syncToken: String, moreComing: Bool) {
+    package init(zones: [ZoneWire], syncToken: String, moreComing: Bool) {
         self.zones = zones
         self.syncToken = syncToken
         self.moreComing = moreComing
@@ -241,14 +211,14 @@ public struct DatabaseChangesResponse: Codable, Sendable {
 }
 
 /// What to fetch of one zone's changes; unset keys take the request's top-level values.
-public struct ZoneChangesOptions: Codable, Sendable {
-    public var zoneID: ZoneID?
-    public var syncToken: String?
-    public var resultsLimit: Int?
-    public var desiredKeys: [String]?
-    public var desiredRecordTypes: [String]?
+package struct ZoneChangesOptions: Codable, Sendable {
+    package var zoneID: ZoneID?
+    package var syncToken: String?
+    package var resultsLimit: Int?
+    package var desiredKeys: [String]?
+    package var desiredRecordTypes: [String]?
 
-    public init(
+    package init(
         zoneID: ZoneID? = nil, syncToken: String? = nil, resultsLimit: Int? = nil, desiredKeys: [String]? = nil,
         desiredRecordTypes: [String]? = nil
     ) {
@@ -261,16 +231,16 @@ public struct ZoneChangesOptions: Codable, Sendable {
 }
 
 /// `changes/zone`.
-public struct ZoneChangesRequest: Codable, Sendable {
-    public var zones: [ZoneChangesOptions]
-    public var resultsLimit: Int?
-    public var desiredKeys: [String]?
-    public var desiredRecordTypes: [String]?
+package struct ZoneChangesRequest: Codable, Sendable {
+    package var zones: [ZoneChangesOptions]
+    package var resultsLimit: Int?
+    package var desiredKeys: [String]?
+    package var desiredRecordTypes: [String]?
     /// INT64 values as strings in the answer; CloudKit's documentation spells this key both ways.
-    public var numberAsStrings: Bool?
-    public var numbersAsStrings: Bool?
+    package var numberAsStrings: Bool?
+    package var numbersAsStrings: Bool?
 
-    public init(
+    package init(
         zones: [ZoneChangesOptions], resultsLimit: Int? = nil, desiredKeys: [String]? = nil, desiredRecordTypes: [String]? = nil
     ) {
         self.zones = zones
@@ -281,43 +251,43 @@ public struct ZoneChangesRequest: Codable, Sendable {
 }
 
 /// One zone's changes: records changed since its token (tombstones with `deleted: true`), or an error.
-public struct ZoneChanges: Codable, Sendable {
-    public var zoneID: ZoneID
-    public var records: [RecordWire]?
-    public var syncToken: String?
-    public var moreComing: Bool?
-    public var serverErrorCode: ErrorCode?
-    public var reason: String?
+package struct ZoneChanges: Codable, Sendable {
+    package var zoneID: ZoneID
+    package var records: [RecordWire]?
+    package var syncToken: String?
+    package var moreComing: Bool?
+    package var serverErrorCode: ErrorCode?
+    package var reason: String?
 
-    public init(zoneID: ZoneID, records: [RecordWire], syncToken: String, moreComing: Bool) {
+    package init(zoneID: ZoneID, records: [RecordWire], syncToken: String, moreComing: Bool) {
         self.zoneID = zoneID
         self.records = records
         self.syncToken = syncToken
         self.moreComing = moreComing
     }
 
-    public init(zoneID: ZoneID, error: NimbusError) {
+    package init(zoneID: ZoneID, error: NimbusError) {
         self.zoneID = zoneID
         self.serverErrorCode = error.code
         self.reason = error.reason
     }
 }
 
-public struct ZoneChangesResponse: Codable, Sendable {
-    public var zones: [ZoneChanges]
-    public init(zones: [ZoneChanges]) { self.zones = zones }
+package struct ZoneChangesResponse: Codable, Sendable {
+    package var zones: [ZoneChanges]
+    package init(zones: [ZoneChanges]) { self.zones = zones }
 }
 
 /// `records/changes`: the older single-zone form of `changes/zone`.
-public struct RecordsChangesRequest: Codable, Sendable {
-    public var zoneID: ZoneID
-    public var syncToken: String?
-    public var resultsLimit: Int?
-    public var desiredKeys: [String]?
+package struct RecordsChangesRequest: Codable, Sendable {
+    package var zoneID: ZoneID
+    package var syncToken: String?
+    package var resultsLimit: Int?
+    package var desiredKeys: [String]?
     /// INT64 values as strings in the answer.
-    public var numbersAsStrings: Bool?
+    package var numbersAsStrings: Bool?
 
-    public init(zoneID: ZoneID, syncToken: String? = nil, resultsLimit: Int? = nil, desiredKeys: [String]? = nil) {
+    package init(zoneID: ZoneID, syncToken: String? = nil, resultsLimit: Int? = nil, desiredKeys: [String]? = nil) {
         self.zoneID = zoneID
         self.syncToken = syncToken
         self.resultsLimit = resultsLimit
@@ -325,63 +295,25 @@ public struct RecordsChangesRequest: Codable, Sendable {
     }
 }
 
-/// `users/caller`: the signed-in user as a CloudKit user identity.
-public struct UserIdentity: Codable, Sendable, Hashable {
-    public var userRecordName: String
-    /// How the user was found (`users/discover`).
-    public var lookupInfo: LookupInfo?
-    /// The user's names, when they gave them and may be discovered.
-    public var nameComponents: NameComponents?
-
-    public init(userRecordName: String, lookupInfo: LookupInfo? = nil, nameComponents: NameComponents? = nil) {
-        self.userRecordName = userRecordName
-        self.lookupInfo = lookupInfo
-        self.nameComponents = nameComponents
-    }
-
-    /// One way to find a user: by email address, phone number or user record name.
-    public struct LookupInfo: Codable, Sendable, Hashable {
-        public var emailAddress: String?
-        public var phoneNumber: String?
-        public var userRecordName: String?
-
-        public init(emailAddress: String? = nil, phoneNumber: String? = nil, userRecordName: String? = nil) {
-            self.emailAddress = emailAddress
-            self.phoneNumber = phoneNumber
-            self.userRecordName = userRecordName
-        }
-    }
-
-    public struct NameComponents: Codable, Sendable, Hashable {
-        public var givenName: String?
-        public var familyName: String?
-
-        public init(givenName: String?, familyName: String?) {
-            self.givenName = givenName
-            self.familyName = familyName
-        }
-    }
-}
-
 /// `users/caller` and `users/discover`.
-public struct UsersResponse: Codable, Sendable {
-    public var users: [UserIdentity]
-    public init(users: [UserIdentity]) { self.users = users }
+package struct UsersResponse: Codable, Sendable {
+    package var users: [UserIdentity]
+    package init(users: [UserIdentity]) { self.users = users }
 }
 
 /// `users/discover` (POST): the users to find; only those who chose to be discoverable are answered.
-public struct UsersDiscoverRequest: Codable, Sendable {
-    public var lookupInfos: [UserIdentity.LookupInfo]
-    public init(lookupInfos: [UserIdentity.LookupInfo]) { self.lookupInfos = lookupInfos }
+package struct UsersDiscoverRequest: Codable, Sendable {
+    package var lookupInfos: [UserIdentity.LookupInfo]
+    package init(lookupInfos: [UserIdentity.LookupInfo]) { self.lookupInfos = lookupInfos }
 }
 
 /// `users/current`: the older shape of `users/caller`, which clients still call.
-public struct CurrentUserResponse: Codable, Sendable {
-    public var userRecordName: String
-    public var firstName: String?
-    public var lastName: String?
+package struct CurrentUserResponse: Codable, Sendable {
+    package var userRecordName: String
+    package var firstName: String?
+    package var lastName: String?
 
-    public init(userRecordName: String, firstName: String?, lastName: String?) {
+    package init(userRecordName: String, firstName: String?, lastName: String?) {
         self.userRecordName = userRecordName
         self.firstName = firstName
         self.lastName = lastName
@@ -389,29 +321,29 @@ public struct CurrentUserResponse: Codable, Sendable {
 }
 
 /// `users/lookup/email` and `users/lookup/id`, the legacy forms of `users/discover`.
-public struct UsersLookupRequest: Codable, Sendable {
-    public struct Item: Codable, Sendable {
-        public var emailAddress: String?
-        public var userRecordName: String?
-        public init(emailAddress: String? = nil, userRecordName: String? = nil) {
+package struct UsersLookupRequest: Codable, Sendable {
+    package struct Item: Codable, Sendable {
+        package var emailAddress: String?
+        package var userRecordName: String?
+        package init(emailAddress: String? = nil, userRecordName: String? = nil) {
             self.emailAddress = emailAddress
             self.userRecordName = userRecordName
         }
     }
 
-    public var users: [Item]
-    public init(users: [Item]) { self.users = users }
+    package var users: [Item]
+    package init(users: [Item]) { self.users = users }
 }
 
 /// The answer of `users/lookup/*`: a user as the legacy endpoints described one.
-public struct LegacyUsersResponse: Codable, Sendable {
-    public struct User: Codable, Sendable, Hashable {
-        public var userRecordName: String
-        public var firstName: String?
-        public var lastName: String?
-        public var emailAddress: String?
+package struct LegacyUsersResponse: Codable, Sendable {
+    package struct User: Codable, Sendable, Hashable {
+        package var userRecordName: String
+        package var firstName: String?
+        package var lastName: String?
+        package var emailAddress: String?
 
-        public init(userRecordName: String, firstName: String?, lastName: String?, emailAddress: String?) {
+        package init(userRecordName: String, firstName: String?, lastName: String?, emailAddress: String?) {
             self.userRecordName = userRecordName
             self.firstName = firstName
             self.lastName = lastName
@@ -419,72 +351,72 @@ public struct LegacyUsersResponse: Codable, Sendable {
         }
     }
 
-    public var users: [User]
-    public init(users: [User]) { self.users = users }
+    package var users: [User]
+    package init(users: [User]) { self.users = users }
 }
 
 /// `assets/upload`: where to upload the files of asset fields.
-public struct AssetUploadRequest: Codable, Sendable {
-    public struct Token: Codable, Sendable {
-        public var recordName: String?
-        public var recordType: String
-        public var fieldName: String
+package struct AssetUploadRequest: Codable, Sendable {
+    package struct Token: Codable, Sendable {
+        package var recordName: String?
+        package var recordType: String
+        package var fieldName: String
 
-        public init(recordName: String? = nil, recordType: String, fieldName: String) {
+        package init(recordName: String? = nil, recordType: String, fieldName: String) {
             self.recordName = recordName
             self.recordType = recordType
             self.fieldName = fieldName
         }
     }
 
-    public var tokens: [Token]
-    public var zoneID: ZoneID?
+    package var tokens: [Token]
+    package var zoneID: ZoneID?
 
-    public init(tokens: [Token], zoneID: ZoneID? = nil) {
+    package init(tokens: [Token], zoneID: ZoneID? = nil) {
         self.tokens = tokens
         self.zoneID = zoneID
     }
 }
 
-public struct AssetUploadResponse: Codable, Sendable {
-    public struct Token: Codable, Sendable {
-        public var recordName: String?
-        public var fieldName: String
+package struct AssetUploadResponse: Codable, Sendable {
+    package struct Token: Codable, Sendable {
+        package var recordName: String?
+        package var fieldName: String
         /// POST the file's bytes here within 15 minutes.
-        public var url: String
+        package var url: String
 
-        public init(recordName: String?, fieldName: String, url: String) {
+        package init(recordName: String?, fieldName: String, url: String) {
             self.recordName = recordName
             self.fieldName = fieldName
             self.url = url
         }
     }
 
-    public var tokens: [Token]
-    public init(tokens: [Token]) { self.tokens = tokens }
+    package var tokens: [Token]
+    package init(tokens: [Token]) { self.tokens = tokens }
 }
 
 /// The answer to an upload: the asset value to put in the record's field.
-public struct AssetUploadResult: Codable, Sendable {
-    public var singleFile: AssetValue
-    public init(singleFile: AssetValue) { self.singleFile = singleFile }
+package struct AssetUploadResult: Codable, Sendable {
+    package var singleFile: AssetValue
+    package init(singleFile: AssetValue) { self.singleFile = singleFile }
 }
 
 /// `assets/rereference`: new receipts for the asset files records already hold, so other records can
 /// hold the same files without uploading them again.
-public struct AssetRereferenceRequest: Codable, Sendable {
-    public struct Item: Codable, Sendable {
-        public var recordName: String
-        public var fieldName: String
-        public init(recordName: String, fieldName: String) {
+package struct AssetRereferenceRequest: Codable, Sendable {
+    package struct Item: Codable, Sendable {
+        package var recordName: String
+        package var fieldName: String
+        package init(recordName: String, fieldName: String) {
             self.recordName = recordName
             self.fieldName = fieldName
         }
     }
 
-    public var assets: [Item]
-    public var zoneID: ZoneID?
-    public init(assets: [Item], zoneID: ZoneID? = nil) {
+    package var assets: [Item]
+    package var zoneID: ZoneID?
+    package init(assets: [Item], zoneID: ZoneID? = nil) {
         self.assets = assets
         self.zoneID = zoneID
     }
@@ -492,14 +424,14 @@ public struct AssetRereferenceRequest: Codable, Sendable {
 
 /// The answer of `assets/rereference`, item by item: the field's value with a fresh receipt in each
 /// asset (ready to save into another record), or why not.
-public struct AssetRereferenceResponse: Codable, Sendable {
-    public enum Item: Codable, Sendable {
+package struct AssetRereferenceResponse: Codable, Sendable {
+    package enum Item: Codable, Sendable {
         case asset(recordName: String, fieldName: String, value: FieldValue)
         case failure(RecordError)
 
         enum CodingKeys: String, CodingKey { case recordName, fieldName }
 
-        public init(from decoder: any Decoder) throws {
+        package init(from decoder: any Decoder) throws {
             if let failure = try? RecordError(from: decoder) {
                 self = .failure(failure)
             } else {
@@ -511,7 +443,7 @@ public struct AssetRereferenceResponse: Codable, Sendable {
         }
 
         /// Flat, as a field dictionary with the record and field it came from: `{recordName, fieldName, value, type}`.
-        public func encode(to encoder: any Encoder) throws {
+        package func encode(to encoder: any Encoder) throws {
             switch self {
             case .failure(let failure): try failure.encode(to: encoder)
             case .asset(let recordName, let fieldName, let value):
@@ -523,17 +455,17 @@ public struct AssetRereferenceResponse: Codable, Sendable {
         }
     }
 
-    public var assets: [Item]
-    public init(assets: [Item]) { self.assets = assets }
+    package var assets: [Item]
+    package init(assets: [Item]) { self.assets = assets }
 }
 
 /// `records/accept` (shared database): accept shares by their shortGUIDs.
-public struct AcceptSharesRequest: Codable, Sendable {
-    public struct ShortGUID: Codable, Sendable {
-        public var value: String
-        public init(value: String) { self.value = value }
+package struct AcceptSharesRequest: Codable, Sendable {
+    package struct ShortGUID: Codable, Sendable {
+        package var value: String
+        package init(value: String) { self.value = value }
     }
 
-    public var shortGUIDs: [ShortGUID]
-    public init(shortGUIDs: [ShortGUID]) { self.shortGUIDs = shortGUIDs }
+    package var shortGUIDs: [ShortGUID]
+    package init(shortGUIDs: [ShortGUID]) { self.shortGUIDs = shortGUIDs }
 }

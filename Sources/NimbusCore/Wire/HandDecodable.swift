@@ -1,26 +1,26 @@
 import Foundation
 
 /// What a hand decoder throws for a body it does not handle; the caller decodes with `JSONDecoder`.
-public struct UnsupportedJSON: Error, Sendable {
-    public init() {}
+package struct UnsupportedJSON: Error, Sendable {
+    package init() {}
 }
 
 /// A wire type that reads itself from a parsed body faster than `Codable` does, declining (by throwing
 /// `UnsupportedJSON`) whatever it does not handle: shapes it does not know, and bad values, whose errors
 /// `JSONDecoder` words. What it reads must be exactly what `JSONDecoder` reads (`WireDifferentialTests`).
-public protocol HandDecodable: Decodable {
+package protocol HandDecodable: Decodable {
     static func byHand(_ tree: JSONTree) throws -> Self
 }
 
 extension HandDecodable {
     /// `data` decoded by hand when `byHand` can, with `JSONDecoder` otherwise. A document that is not
     /// JSON is refused here, whichever decoder would read it.
-    public static func decode(_ data: Data) throws -> Self {
+    package static func decode(_ data: Data) throws -> Self {
         try decode(data, tree: try JSONTree(validating: data))
     }
 
     /// `data` decoded from its parsed `tree` by hand when `byHand` can, with `JSONDecoder` otherwise.
-    public static func decode(_ data: Data, tree: JSONTree) throws -> Self {
+    package static func decode(_ data: Data, tree: JSONTree) throws -> Self {
         do {
             return try byHand(tree)
         } catch {
@@ -32,7 +32,7 @@ extension HandDecodable {
 extension JSONTree {
     /// Parses `data`, reporting a document that is not JSON as `DecodingError.dataCorrupted` (the parse
     /// error, with its reason and offset, is the underlying error).
-    public init(validating data: Data) throws {
+    package init(validating data: Data) throws {
         do {
             self = try JSONTree(parsing: data)
         } catch {
@@ -44,7 +44,7 @@ extension JSONTree {
 extension JSONTree {
     /// An optional member: nil when absent or null, as `Codable`'s `decodeIfPresent` reads it; otherwise
     /// `read` must accept it, or the hand decoder declines (and `JSONDecoder` words the error).
-    public func optional<T>(_ key: String, _ read: (JSONTree) throws -> T?) throws -> T? {
+    package func optional<T>(_ key: String, _ read: (JSONTree) throws -> T?) throws -> T? {
         guard let member = self[key], !member.isNull else { return nil }
         guard let value = try read(member) else { throw UnsupportedJSON() }
         return value

@@ -1,7 +1,7 @@
 /// A parsed JSON document, for decoding the hottest wire types (records in bulk) by hand: Foundation's
 /// `JSONDecoder` builds a dictionary per keyed container, which made record decoding most of a client's
 /// work. Objects keep their members in order; lookups are linear, which is faster for records' few keys.
-public indirect enum JSONTree: Sendable, Equatable {
+package indirect enum JSONTree: Sendable, Equatable {
     case null
     case bool(Bool)
     /// The number's text, read as an integer or a double on demand (64-bit integers stay exact).
@@ -10,7 +10,7 @@ public indirect enum JSONTree: Sendable, Equatable {
     case array([JSONTree])
     case object([(key: String, value: JSONTree)])
 
-    public static func == (a: JSONTree, b: JSONTree) -> Bool {
+    package static func == (a: JSONTree, b: JSONTree) -> Bool {
         switch (a, b) {
         case (.null, .null): true
         case (.bool(let x), .bool(let y)): x == y
@@ -26,10 +26,10 @@ public indirect enum JSONTree: Sendable, Equatable {
     /// Why a document is not JSON, and where. The parser is strict where `JSONDecoder` is (numbers in
     /// JSON's grammar and within a Double's range, valid UTF-8, no lone surrogates) and stricter in one
     /// place: an object may not name a key twice, since two readers could disagree on which one counts.
-    public struct ParseError: Error, Sendable, CustomStringConvertible {
-        public var offset: Int
-        public var reason: String
-        public var description: String { "malformed JSON at byte \(offset): \(reason)" }
+    package struct ParseError: Error, Sendable, CustomStringConvertible {
+        package var offset: Int
+        package var reason: String
+        package var description: String { "malformed JSON at byte \(offset): \(reason)" }
 
         init(offset: Int, _ reason: String) {
             self.offset = offset
@@ -37,23 +37,23 @@ public indirect enum JSONTree: Sendable, Equatable {
         }
     }
 
-    public init(parsing bytes: some Collection<UInt8>) throws(ParseError) {
+    package init(parsing bytes: some Collection<UInt8>) throws(ParseError) {
         var parser = Parser(bytes: Array(bytes))
         self = try parser.document()
     }
 
-    public subscript(key: String) -> JSONTree? {
+    package subscript(key: String) -> JSONTree? {
         guard case .object(let members) = self else { return nil }
         return members.first { $0.key == key }?.value
     }
 
-    public var string: String? { if case .string(let value) = self { value } else { nil } }
-    public var int64: Int64? { if case .number(let text) = self { Int64(text) } else { nil } }
-    public var double: Double? { if case .number(let text) = self { Double(text) } else { nil } }
-    public var bool: Bool? { if case .bool(let value) = self { value } else { nil } }
-    public var array: [JSONTree]? { if case .array(let value) = self { value } else { nil } }
-    public var object: [(key: String, value: JSONTree)]? { if case .object(let members) = self { members } else { nil } }
-    public var isNull: Bool { if case .null = self { true } else { false } }
+    package var string: String? { if case .string(let value) = self { value } else { nil } }
+    package var int64: Int64? { if case .number(let text) = self { Int64(text) } else { nil } }
+    package var double: Double? { if case .number(let text) = self { Double(text) } else { nil } }
+    package var bool: Bool? { if case .bool(let value) = self { value } else { nil } }
+    package var array: [JSONTree]? { if case .array(let value) = self { value } else { nil } }
+    package var object: [(key: String, value: JSONTree)]? { if case .object(let members) = self { members } else { nil } }
+    package var isNull: Bool { if case .null = self { true } else { false } }
 
     struct Parser {
         let bytes: [UInt8]

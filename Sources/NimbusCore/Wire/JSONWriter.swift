@@ -3,23 +3,23 @@ import Foundation
 /// JSON written piece by piece: literal structure, escaped strings, numbers, and small values through
 /// `JSONEncoder`. The hot wire types (records) write themselves with it, which costs a fraction of
 /// `Codable` encoding.
-public struct JSONWriter {
-    public private(set) var bytes = [UInt8]()
+package struct JSONWriter {
+    package private(set) var bytes = [UInt8]()
     /// Writes INT64 field values as strings, for clients that ask (`numbersAsStrings`; JavaScript loses
     /// integers past 2^53).
-    public let numbersAsStrings: Bool
+    package let numbersAsStrings: Bool
     private let encoder = JSONEncoder()
 
-    public init(numbersAsStrings: Bool = false) {
+    package init(numbersAsStrings: Bool = false) {
         self.numbersAsStrings = numbersAsStrings
         bytes.reserveCapacity(64 << 10)
     }
 
-    public mutating func raw(_ text: StaticString) {
+    package mutating func raw(_ text: StaticString) {
         bytes.append(contentsOf: UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
     }
 
-    public mutating func string(_ text: String) {
+    package mutating func string(_ text: String) {
         bytes.append(UInt8(ascii: "\""))
         for byte in text.utf8 {
             switch byte {
@@ -34,26 +34,26 @@ public struct JSONWriter {
         bytes.append(UInt8(ascii: "\""))
     }
 
-    public mutating func value(_ value: some Encodable) throws {
+    package mutating func value(_ value: some Encodable) throws {
         bytes.append(contentsOf: try encoder.encode(value))
     }
 
-    public mutating func bool(_ value: Bool) { value ? raw("true") : raw("false") }
+    package mutating func bool(_ value: Bool) { value ? raw("true") : raw("false") }
 
-    public mutating func int(_ value: Int64) { bytes.append(contentsOf: String(value).utf8) }
+    package mutating func int(_ value: Int64) { bytes.append(contentsOf: String(value).utf8) }
 
     /// A finite double (JSON has no others; callers refuse non-finite values before).
-    public mutating func double(_ value: Double) {
+    package mutating func double(_ value: Double) {
         value.isFinite ? bytes.append(contentsOf: "\(value)".utf8) : raw("null")
     }
 
     /// Bytes that are already JSON.
-    public mutating func append(json: some Sequence<UInt8>) { bytes.append(contentsOf: json) }
+    package mutating func append(json: some Sequence<UInt8>) { bytes.append(contentsOf: json) }
 }
 
 extension JSONWriter {
     /// A parsed document written back out: members in their order, numbers as their text.
-    public mutating func tree(_ tree: JSONTree) {
+    package mutating func tree(_ tree: JSONTree) {
         switch tree {
         case .null: raw("null")
         case .bool(let value): bool(value)

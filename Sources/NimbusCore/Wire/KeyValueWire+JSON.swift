@@ -6,7 +6,7 @@ import Foundation
 // `JSONDecoder` instead (which also words the errors of bad input).
 
 extension KeyValue: HandDecodable {
-    public init(tree: JSONTree) throws {
+    package init(tree: JSONTree) throws {
         guard case .object(let members) = tree, members.count == 2, let type = tree["type"]?.string, let value = tree["value"]
         else { throw UnsupportedJSON() }
         switch type {
@@ -40,7 +40,7 @@ extension KeyValue: HandDecodable {
         }
     }
 
-    public func write(to json: inout JSONWriter) {
+    package func write(to json: inout JSONWriter) {
         json.raw("{\"type\":")
         json.string(typeName)
         json.raw(",\"value\":")
@@ -72,13 +72,13 @@ extension KeyValue: HandDecodable {
     }
 
     /// The value as JSON, as stored and sent.
-    public func encoded() -> Data {
+    package func encoded() -> Data {
         var json = JSONWriter()
         write(to: &json)
         return Data(json.bytes)
     }
 
-    public static func byHand(_ tree: JSONTree) throws -> KeyValue { try KeyValue(tree: tree) }
+    package static func byHand(_ tree: JSONTree) throws -> KeyValue { try KeyValue(tree: tree) }
 }
 
 extension KeyValueOperation {
@@ -98,7 +98,7 @@ extension KeyValueOperation {
 
 extension KeyValueModifyRequest: HandDecodable {
     /// The request as JSON, written by hand.
-    public func encoded() -> Data {
+    package func encoded() -> Data {
         var json = JSONWriter()
         json.raw("{\"operations\":[")
         for (index, operation) in operations.enumerated() {
@@ -118,7 +118,7 @@ extension KeyValueModifyRequest: HandDecodable {
     }
 
     /// Reads the value by hand, declining (`UnsupportedJSON`) what it does not handle.
-    public static func byHand(_ tree: JSONTree) throws -> KeyValueModifyRequest {
+    package static func byHand(_ tree: JSONTree) throws -> KeyValueModifyRequest {
         guard case .object(let members) = tree, members.count == 1, let operations = tree["operations"]?.array
         else { throw UnsupportedJSON() }
         return KeyValueModifyRequest(operations: try operations.map(KeyValueOperation.init(tree:)))
@@ -127,7 +127,7 @@ extension KeyValueModifyRequest: HandDecodable {
 
 extension KeyValueModifyResponse: HandDecodable {
     /// The answer as JSON, written by hand.
-    public func encoded() -> [UInt8] {
+    package func encoded() -> [UInt8] {
         var json = JSONWriter()
         json.raw("{\"syncToken\":")
         json.string(syncToken)
@@ -138,7 +138,7 @@ extension KeyValueModifyResponse: HandDecodable {
     }
 
     /// Reads the value by hand, declining (`UnsupportedJSON`) what it does not handle.
-    public static func byHand(_ tree: JSONTree) throws -> KeyValueModifyResponse {
+    package static func byHand(_ tree: JSONTree) throws -> KeyValueModifyResponse {
         guard let token = tree["syncToken"]?.string, let sequence = tree["sequence"]?.int64 else { throw UnsupportedJSON() }
         return KeyValueModifyResponse(syncToken: token, sequence: sequence)
     }

@@ -1,19 +1,19 @@
 /// One write in a key-value batch: set `key` to `value`, or remove it when `value` is nil.
-public struct KeyValueOperation: Hashable, Codable, Sendable {
-    public var key: String
-    public var value: KeyValue?
+package struct KeyValueOperation: Hashable, Codable, Sendable {
+    package var key: String
+    package var value: KeyValue?
 
-    public init(key: String, value: KeyValue?) {
+    package init(key: String, value: KeyValue?) {
         self.key = key
         self.value = value
     }
 
-    public static func set(_ key: String, _ value: KeyValue) -> Self { .init(key: key, value: value) }
-    public static func remove(_ key: String) -> Self { .init(key: key, value: nil) }
+    package static func set(_ key: String, _ value: KeyValue) -> Self { .init(key: key, value: value) }
+    package static func remove(_ key: String) -> Self { .init(key: key, value: nil) }
 
     enum CodingKeys: String, CodingKey { case operationType, key, value }
 
-    public init(from decoder: any Decoder) throws {
+    package init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         key = try container.decode(String.self, forKey: .key)
         switch try container.decode(String.self, forKey: .operationType) {
@@ -26,7 +26,7 @@ public struct KeyValueOperation: Hashable, Codable, Sendable {
         }
     }
 
-    public func encode(to encoder: any Encoder) throws {
+    package func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(value == nil ? "remove" : "set", forKey: .operationType)
         try container.encode(key, forKey: .key)
@@ -35,38 +35,38 @@ public struct KeyValueOperation: Hashable, Codable, Sendable {
 }
 
 /// `POST /kv/1/{store}/modify`: an atomic batch; later operations on the same key win.
-public struct KeyValueModifyRequest: Codable, Sendable {
-    public var operations: [KeyValueOperation]
-    public init(operations: [KeyValueOperation]) { self.operations = operations }
+package struct KeyValueModifyRequest: Codable, Sendable {
+    package var operations: [KeyValueOperation]
+    package init(operations: [KeyValueOperation]) { self.operations = operations }
 }
 
 /// The answer to a modify: the store's new change token and sequence.
-public struct KeyValueModifyResponse: Codable, Sendable {
-    public var syncToken: String
-    public var sequence: Int64
-    public init(syncToken: String, sequence: Int64) {
+package struct KeyValueModifyResponse: Codable, Sendable {
+    package var syncToken: String
+    package var sequence: Int64
+    package init(syncToken: String, sequence: Int64) {
         self.syncToken = syncToken
         self.sequence = sequence
     }
 }
 
 /// `POST /kv/1/{store}/changes`: what changed since a token (nil: from the beginning).
-public struct KeyValueChangesRequest: Codable, Sendable {
-    public var syncToken: String?
-    public var resultsLimit: Int?
-    public init(syncToken: String?, resultsLimit: Int? = nil) {
+package struct KeyValueChangesRequest: Codable, Sendable {
+    package var syncToken: String?
+    package var resultsLimit: Int?
+    package init(syncToken: String?, resultsLimit: Int? = nil) {
         self.syncToken = syncToken
         self.resultsLimit = resultsLimit
     }
 }
 
 /// One changed key: its latest value, or `deleted` when it was removed.
-public struct KeyValueChange: Hashable, Codable, Sendable {
-    public var key: String
-    public var value: KeyValue?
-    public var deleted: Bool
-    public var sequence: Int64
-    public init(key: String, value: KeyValue?, sequence: Int64) {
+package struct KeyValueChange: Hashable, Codable, Sendable {
+    package var key: String
+    package var value: KeyValue?
+    package var deleted: Bool
+    package var sequence: Int64
+    package init(key: String, value: KeyValue?, sequence: Int64) {
         self.key = key
         self.value = value
         self.deleted = value == nil
@@ -74,12 +74,12 @@ public struct KeyValueChange: Hashable, Codable, Sendable {
     }
 }
 
-public struct KeyValueChangesResponse: Codable, Sendable {
-    public var changes: [KeyValueChange]
-    public var syncToken: String
+package struct KeyValueChangesResponse: Codable, Sendable {
+    package var changes: [KeyValueChange]
+    package var syncToken: String
     /// When true, ask again at once with the new token.
-    public var moreComing: Bool
-    public init(changes: [KeyValueChange], syncToken: String, moreComing: Bool) {
+    package var moreComing: Bool
+    package init(changes: [KeyValueChange], syncToken: String, moreComing: Bool) {
         self.changes = changes
         self.syncToken = syncToken
         self.moreComing = moreComing
@@ -87,10 +87,10 @@ public struct KeyValueChangesResponse: Codable, Sendable {
 }
 
 /// `GET /kv/1/{store}/values`: the whole store at one sequence.
-public struct KeyValueSnapshot: Codable, Sendable {
-    public var values: [String: KeyValue]
-    public var syncToken: String
-    public init(values: [String: KeyValue], syncToken: String) {
+package struct KeyValueSnapshot: Codable, Sendable {
+    package var values: [String: KeyValue]
+    package var syncToken: String
+    package init(values: [String: KeyValue], syncToken: String) {
         self.values = values
         self.syncToken = syncToken
     }

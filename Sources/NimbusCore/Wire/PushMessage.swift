@@ -6,19 +6,19 @@
 /// `{"type": "notification", "zone": {...}, "sequence": N, "notification": {...}}` is a record database
 /// subscription firing for a change that moved the zone to N. `{"type": "connected", "sequence": 0}` is
 /// the server's first message: from then on nothing is missed, so a device catches up after it.
-public struct PushMessage: Hashable, Codable, Sendable {
-    public var type: Kind
-    public var zone: ZoneAddress?
-    public var sequence: Int64
+package struct PushMessage: Hashable, Codable, Sendable {
+    package var type: Kind
+    package var zone: ZoneAddress?
+    package var sequence: Int64
     /// Kept out of line: messages sit in every open socket's buffers and loops, and most are not notifications.
     private var boxedNotification: Box?
 
-    public var notification: RecordNotification? {
+    package var notification: RecordNotification? {
         get { boxedNotification?.value }
         set { boxedNotification = newValue.map(Box.init) }
     }
 
-    public init(type: Kind, zone: ZoneAddress?, sequence: Int64, notification: RecordNotification? = nil) {
+    package init(type: Kind, zone: ZoneAddress?, sequence: Int64, notification: RecordNotification? = nil) {
         self.type = type
         self.zone = zone
         self.sequence = sequence
@@ -40,7 +40,7 @@ public struct PushMessage: Hashable, Codable, Sendable {
         func hash(into hasher: inout Hasher) { hasher.combine(value) }
     }
 
-    public enum Kind: String, Codable, Sendable {
+    package enum Kind: String, Codable, Sendable {
         case zoneMoved
         case applied
         case notification

@@ -3,7 +3,7 @@ import Foundation
 // Records decoded from a `JSONTree` by hand, with the same rules as their `Codable` decoding.
 
 extension RecordWire {
-    public init(tree: JSONTree) throws {
+    package init(tree: JSONTree) throws {
         guard case .object(let members) = tree else { throw UnsupportedJSON() }
         self.init()
         for (key, value) in members where !value.isNull {
@@ -152,7 +152,7 @@ extension FieldValue {
 
 extension ZoneChangesResponse: HandDecodable {
     /// Reads the value by hand, declining (`UnsupportedJSON`) what it does not handle.
-    public static func byHand(_ tree: JSONTree) throws -> ZoneChangesResponse {
+    package static func byHand(_ tree: JSONTree) throws -> ZoneChangesResponse {
         guard let zones = tree["zones"]?.array else { throw UnsupportedJSON() }
         return ZoneChangesResponse(
             zones: try zones.map { zone in
@@ -172,7 +172,7 @@ extension ZoneChangesResponse: HandDecodable {
 
 extension RecordsQueryResponse: HandDecodable {
     /// Reads the value by hand, declining (`UnsupportedJSON`) what it does not handle.
-    public static func byHand(_ tree: JSONTree) throws -> RecordsQueryResponse {
+    package static func byHand(_ tree: JSONTree) throws -> RecordsQueryResponse {
         guard let records = tree["records"]?.array, records.allSatisfy({ $0["serverErrorCode"] == nil }) else {
             throw UnsupportedJSON()
         }

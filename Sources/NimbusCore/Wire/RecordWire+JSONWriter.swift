@@ -4,7 +4,7 @@ import Foundation
 // when nil are left out here too), for the hot paths: saving, and answering saves.
 
 extension FieldValue {
-    public func write(to json: inout JSONWriter) throws {
+    package func write(to json: inout JSONWriter) throws {
         json.raw("{\"value\":")
         try writeValue(to: &json)
         json.raw(",\"type\":")
@@ -39,7 +39,7 @@ extension FieldValue {
 }
 
 extension RecordReference {
-    public func write(to json: inout JSONWriter) {
+    package func write(to json: inout JSONWriter) {
         json.raw("{\"recordName\":")
         json.string(recordName)
         if let zoneID {
@@ -55,7 +55,7 @@ extension RecordReference {
 }
 
 extension ZoneID {
-    public func write(to json: inout JSONWriter) {
+    package func write(to json: inout JSONWriter) {
         json.raw("{\"zoneName\":")
         json.string(zoneName)
         if let ownerRecordName {
@@ -67,7 +67,7 @@ extension ZoneID {
 }
 
 extension RecordWire.Stamp {
-    public func write(to json: inout JSONWriter) {
+    package func write(to json: inout JSONWriter) {
         json.raw("{\"timestamp\":")
         json.int(timestamp)
         json.raw(",\"userRecordName\":")
@@ -81,7 +81,7 @@ extension RecordWire.Stamp {
 extension JSONWriter {
     /// Writes `{"name": value, …}` for a dictionary of field values, and `"name": {"value": null}` for each
     /// field to clear.
-    public mutating func fields(_ fields: [String: FieldValue], cleared: Set<String>? = nil) throws {
+    package mutating func fields(_ fields: [String: FieldValue], cleared: Set<String>? = nil) throws {
         raw("{")
         var first = true
         for (name, value) in fields {
@@ -102,7 +102,7 @@ extension JSONWriter {
 }
 
 extension RecordWire {
-    public func write(to json: inout JSONWriter) throws {
+    package func write(to json: inout JSONWriter) throws {
         // Share records are rare: their extra keys take the Codable path.
         guard participants == nil, publicPermission == nil, shortGUID == nil, forRecord == nil else {
             try json.value(self)
@@ -132,7 +132,7 @@ extension RecordWire {
 
 extension RecordError {
     /// The error as `Codable` writes it, its server record written by hand (numbers as the writer says).
-    public func write(to json: inout JSONWriter) throws {
+    package func write(to json: inout JSONWriter) throws {
         json.raw("{")
         if let recordName {
             json.raw("\"recordName\":")
@@ -159,7 +159,7 @@ extension RecordError {
 
 extension RecordsModifyRequest: HandDecodable {
     /// The request as JSON, written by hand.
-    public func encoded() throws -> Data {
+    package func encoded() throws -> Data {
         var json = JSONWriter()
         json.raw("{\"operations\":[")
         for (index, operation) in operations.enumerated() {
@@ -192,7 +192,7 @@ extension RecordsModifyRequest: HandDecodable {
     }
 
     /// Reads the value by hand, declining (`UnsupportedJSON`) what it does not handle.
-    public static func byHand(_ tree: JSONTree) throws -> RecordsModifyRequest {
+    package static func byHand(_ tree: JSONTree) throws -> RecordsModifyRequest {
         guard case .object(let members) = tree, let operations = tree["operations"]?.array,
             members.allSatisfy({ ["operations", "zoneID", "atomic", "desiredKeys", "numbersAsStrings"].contains($0.key) })
         else { throw UnsupportedJSON() }
@@ -221,7 +221,7 @@ extension RecordsModifyRequest: HandDecodable {
 
 extension RecordsResponse: HandDecodable {
     /// The answer as JSON, written by hand.
-    public func encoded(numbersAsStrings: Bool = false) throws -> [UInt8] {
+    package func encoded(numbersAsStrings: Bool = false) throws -> [UInt8] {
         var json = JSONWriter(numbersAsStrings: numbersAsStrings)
         json.raw("{\"records\":[")
         for (index, item) in records.enumerated() {
@@ -245,7 +245,7 @@ extension RecordsResponse: HandDecodable {
     }
 
     /// Reads the value by hand, declining (`UnsupportedJSON`) what it does not handle.
-    public static func byHand(_ tree: JSONTree) throws -> RecordsResponse {
+    package static func byHand(_ tree: JSONTree) throws -> RecordsResponse {
         guard let records = tree["records"]?.array, records.allSatisfy({ $0["serverErrorCode"] == nil }) else {
             throw UnsupportedJSON()
         }

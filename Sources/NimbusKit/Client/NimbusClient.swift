@@ -8,10 +8,10 @@ import NimbusCore
 ///
 /// Errors come back as `NimbusError` with the server's code; a server that cannot be reached is
 /// `NETWORK_UNAVAILABLE`.
-public struct NimbusClient: Sendable {
-    public let server: URL
-    public let apiToken: String?
-    public let sessionToken: String?
+package struct NimbusClient: Sendable {
+    package let server: URL
+    package let apiToken: String?
+    package let sessionToken: String?
     /// Worked out once: every request starts from them.
     private let base: String
     private let headers: HTTPHeaders
@@ -31,7 +31,7 @@ public struct NimbusClient: Sendable {
     /// Responses larger than this are refused (a full key-value store is about 1.4 MB as JSON).
     static let maxResponseBytes = 64 << 20
 
-    public init(server: URL, apiToken: String? = nil, sessionToken: String? = nil) {
+    package init(server: URL, apiToken: String? = nil, sessionToken: String? = nil) {
         self.server = server
         self.apiToken = apiToken
         self.sessionToken = sessionToken
@@ -42,12 +42,12 @@ public struct NimbusClient: Sendable {
         self.headers = headers
     }
 
-    public init(session: NimbusSession, apiToken: String?) {
+    package init(session: NimbusSession, apiToken: String?) {
         self.init(server: session.server, apiToken: apiToken, sessionToken: session.sessionToken)
     }
 
     /// Sends a request and decodes the JSON answer.
-    public func send<Response: Decodable>(_ method: HTTPMethod, _ path: String, body: (some Encodable)? = nil as Never?)
+    package func send<Response: Decodable>(_ method: HTTPMethod, _ path: String, body: (some Encodable)? = nil as Never?)
         async throws -> Response
     {
         try await send(method, path, body: body.map { try JSONEncoder().encode($0) }) {
@@ -56,7 +56,7 @@ public struct NimbusClient: Sendable {
     }
 
     /// Sends a body the caller encoded and reads the answer with `decode` (for wire types coded by hand).
-    public func send<Response>(_ method: HTTPMethod, _ path: String, body: Data?, decode: (Data) throws -> Response) async throws
+    package func send<Response>(_ method: HTTPMethod, _ path: String, body: Data?, decode: (Data) throws -> Response) async throws
         -> Response
     {
         let data = try await sendRaw(method, path, body: body)
@@ -68,18 +68,18 @@ public struct NimbusClient: Sendable {
     }
 
     /// Sends a request whose answer has no body.
-    public func send(_ method: HTTPMethod, _ path: String, body: (some Encodable)? = nil as Never?) async throws {
+    package func send(_ method: HTTPMethod, _ path: String, body: (some Encodable)? = nil as Never?) async throws {
         _ = try await sendRaw(method, path, body: body.map { try JSONEncoder().encode($0) })
     }
 
     /// Sends raw bytes and returns the raw answer, throwing the server's error for a non-2xx status.
-    public func sendRaw(_ method: HTTPMethod, _ path: String, body: Data?) async throws -> Data {
+    package func sendRaw(_ method: HTTPMethod, _ path: String, body: Data?) async throws -> Data {
         try await transfer(method, url: base + path, headers: headers, body: body, contentType: "application/json")
     }
 
     /// Sends bytes to a URL the server handed out (an asset's upload or download URL), which carries its
     /// own credential, so the session and API token are not sent along.
-    public func transfer(_ method: HTTPMethod, url: String, body: Data?) async throws -> Data {
+    package func transfer(_ method: HTTPMethod, url: String, body: Data?) async throws -> Data {
         try await transfer(method, url: url, headers: [:], body: body, contentType: "application/octet-stream")
     }
 

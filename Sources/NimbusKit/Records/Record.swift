@@ -31,9 +31,10 @@ public struct Record: Sendable, Hashable {
     /// Local files set as assets, uploaded when the record is saved.
     var pendingUploads: [String: URL] = [:]
 
-    public init(recordType: String, recordID: RecordID = RecordID(recordName: UUIDString.timeOrdered().uuidString)) {
+    /// A new record; without a record ID it gets a time-ordered UUID in the default zone.
+    public init(recordType: String, recordID: RecordID? = nil) {
         self.recordType = recordType
-        self.recordID = recordID
+        self.recordID = recordID ?? RecordID(recordName: UUIDString.timeOrdered().uuidString)
         self.fields = [:]
     }
 

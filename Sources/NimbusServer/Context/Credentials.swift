@@ -3,21 +3,21 @@ import NimbusCore
 import NimbusStore
 
 /// A signed-in device's session, resolved from its token.
-public struct AuthenticatedSession: Sendable, Hashable {
-    public var accountID: String
-    public var deviceID: String
-    public var tokenDigest: String
+package struct AuthenticatedSession: Sendable, Hashable {
+    package var accountID: String
+    package var deviceID: String
+    package var tokenDigest: String
 }
 
 /// An app's API token and the app it belongs to, with the app's entitlements as of this request.
-public struct AppCredential: Sendable, Hashable {
-    public var token: APITokenRecord
-    public var app: App
+package struct AppCredential: Sendable, Hashable {
+    package var token: APITokenRecord
+    package var app: App
 }
 
 /// What the authentication middleware found on a request. `nil` means the credential was absent;
 /// a failure means it was present but rejected (wrong, expired, revoked).
-public struct Credentials: Sendable {
+package struct Credentials: Sendable {
     var session: Result<AuthenticatedSession, NimbusError>?
     var apiToken: Result<AppCredential, NimbusError>?
     /// A server-to-server key whose signature checked out (CloudKit's signed requests).
@@ -48,6 +48,6 @@ public struct Credentials: Sendable {
 }
 
 /// A request context that carries credentials, so one middleware can authenticate HTTP and push routes.
-public protocol CredentialContext: RequestContext {
+package protocol CredentialContext: RequestContext {
     var credentials: Credentials { get set }
 }

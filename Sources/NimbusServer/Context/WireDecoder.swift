@@ -5,15 +5,15 @@ import NimbusCore
 
 /// Decodes JSON request bodies with a size limit, turning every failure into a `BAD_REQUEST` or
 /// `REQUEST_TOO_LARGE` that says what was wrong and where.
-public struct WireDecoder: RequestDecoder {
+package struct WireDecoder: RequestDecoder {
     /// Large enough for a full key-value batch (1 MiB of values, base64 and JSON overhead included).
-    public static let maxBodyBytes = 4 << 20
+    package static let maxBodyBytes = 4 << 20
     /// A new error each time: every error answered carries its own uuid.
     static var tooLarge: NimbusError { NimbusError(.requestTooLarge, "the request body is larger than \(maxBodyBytes) bytes") }
 
-    public init() {}
+    package init() {}
 
-    public func decode<T: Decodable>(_ type: T.Type, from request: Request, context: some RequestContext) async throws -> T {
+    package func decode<T: Decodable>(_ type: T.Type, from request: Request, context: some RequestContext) async throws -> T {
         let buffer: ByteBuffer
         do {
             buffer = try await request.body.collect(upTo: Self.maxBodyBytes, orThrow: Self.tooLarge)

@@ -35,7 +35,7 @@ extension AssetRereferenceResponse: ResponseEncodable {}
 
 /// The answer to every key-value write, so it is written by hand.
 extension KeyValueModifyResponse: ResponseGenerator {
-    public func response(from request: Request, context: some RequestContext) throws -> Response {
+    package func response(from request: Request, context: some RequestContext) throws -> Response {
         try JSONBody(bytes: encoded()).response(from: request, context: context)
     }
 }

@@ -3,7 +3,7 @@ import GRDB
 import NimbusCore
 
 extension SQLiteStore: AccountStore {
-    public func createAccount(_ account: AccountRecord) async throws {
+    package func createAccount(_ account: AccountRecord) async throws {
         try await write(duplicate: "account \(account.email)") { db in
             try db.cachedStatement(
                 sql: "INSERT INTO accounts (id, email, password_hash, is_administrator, created_at) VALUES (?, ?, ?, ?, ?)"
@@ -13,33 +13,33 @@ extension SQLiteStore: AccountStore {
         }
     }
 
-    public func account(email: String) async throws -> AccountRecord? {
+    package func account(email: String) async throws -> AccountRecord? {
         try await read { db in
             try Row.fetchOne(try db.cachedStatement(sql: "SELECT * FROM accounts WHERE email = ?"), arguments: [email]).map(
                 Self.account)
         }
     }
 
-    public func account(id: String) async throws -> AccountRecord? {
+    package func account(id: String) async throws -> AccountRecord? {
         try await read { db in
             try Row.fetchOne(try db.cachedStatement(sql: "SELECT * FROM accounts WHERE id = ?"), arguments: [id]).map(
                 Self.account)
         }
     }
 
-    public func accounts() async throws -> [AccountRecord] {
+    package func accounts() async throws -> [AccountRecord] {
         try await read { db in
             try Row.fetchAll(try db.cachedStatement(sql: "SELECT * FROM accounts ORDER BY email")).map(Self.account)
         }
     }
 
-    public func administratorCount() async throws -> Int {
+    package func administratorCount() async throws -> Int {
         try await read { db in
             try Int.fetchOne(try db.cachedStatement(sql: "SELECT count(*) FROM accounts WHERE is_administrator")) ?? 0
         }
     }
 
-    public func updateProfile(accountID: String, _ profile: AccountProfile) async throws {
+    package func updateProfile(accountID: String, _ profile: AccountProfile) async throws {
         try await write { db in
             try db.cachedStatement(
                 sql: "UPDATE accounts SET first_name = ?, last_name = ?, phone_number = ?, discoverable = ? WHERE id = ?"
@@ -48,7 +48,7 @@ extension SQLiteStore: AccountStore {
         }
     }
 
-    public func discoverableAccounts(emails: [String]?, phoneNumbers: [String]?, ids: [String]?, limit: Int) async throws
+    package func discoverableAccounts(emails: [String]?, phoneNumbers: [String]?, ids: [String]?, limit: Int) async throws
         -> [AccountRecord]
     {
         try await read { db in
@@ -71,7 +71,7 @@ extension SQLiteStore: AccountStore {
         }
     }
 
-    public func saveDevice(_ device: DeviceRecord) async throws {
+    package func saveDevice(_ device: DeviceRecord) async throws {
         try await write { db in
             let owner = try String.fetchOne(
                 try db.cachedStatement(sql: "SELECT account_id FROM devices WHERE id = ?"), arguments: [device.id])
@@ -85,13 +85,13 @@ extension SQLiteStore: AccountStore {
         }
     }
 
-    public func device(id: String) async throws -> DeviceRecord? {
+    package func device(id: String) async throws -> DeviceRecord? {
         try await read { db in
             try Row.fetchOne(try db.cachedStatement(sql: "SELECT * FROM devices WHERE id = ?"), arguments: [id]).map(Self.device)
         }
     }
 
-    public func devices(accountID: String) async throws -> [DeviceRecord] {
+    package func devices(accountID: String) async throws -> [DeviceRecord] {
         try await read { db in
             try Row.fetchAll(
                 try db.cachedStatement(sql: "SELECT * FROM devices WHERE account_id = ? ORDER BY name, id"),
@@ -101,7 +101,7 @@ extension SQLiteStore: AccountStore {
         }
     }
 
-    public func markDeviceSeen(id: String, at date: Date) async throws {
+    package func markDeviceSeen(id: String, at date: Date) async throws {
         try await write { db in
             try db.cachedStatement(sql: "UPDATE devices SET last_seen_at = ? WHERE id = ?").execute(arguments: [
                 date.milliseconds, id,
@@ -109,7 +109,7 @@ extension SQLiteStore: AccountStore {
         }
     }
 
-    public func createSession(_ session: SessionRecord) async throws {
+    package func createSession(_ session: SessionRecord) async throws {
         try await write { db in
             try db.cachedStatement(
                 sql: "INSERT INTO sessions (token_digest, account_id, device_id, expires_at, revoked) VALUES (?, ?, ?, ?, ?)"
@@ -119,7 +119,7 @@ extension SQLiteStore: AccountStore {
         }
     }
 
-    public func credentials(sessionDigest: String?, apiTokenDigest: String?) async throws -> StoredCredentials {
+    package func credentials(sessionDigest: String?, apiTokenDigest: String?) async throws -> StoredCredentials {
         try await read { db in
             let session = try sessionDigest.flatMap { digest in
                 try Row.fetchOne(
@@ -136,7 +136,7 @@ extension SQLiteStore: AccountStore {
         }
     }
 
-    public func revokeSession(tokenDigest: String) async throws {
+    package func revokeSession(tokenDigest: String) async throws {
         try await write { db in
             try db.cachedStatement(sql: "UPDATE sessions SET revoked = 1 WHERE token_digest = ?").execute(arguments: [tokenDigest]
             )

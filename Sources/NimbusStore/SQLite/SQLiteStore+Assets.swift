@@ -2,7 +2,7 @@ import Foundation
 import GRDB
 
 extension SQLiteStore: AssetStore {
-    public func createAssetUpload(_ upload: AssetUploadRecord) async throws {
+    package func createAssetUpload(_ upload: AssetUploadRecord) async throws {
         try await write { db in
             try db.execute(
                 sql: "INSERT INTO asset_uploads (id, owner, container, expires_at) VALUES (?, ?, ?, ?)",
@@ -10,13 +10,13 @@ extension SQLiteStore: AssetStore {
         }
     }
 
-    public func assetUpload(id: String) async throws -> AssetUploadRecord? {
+    package func assetUpload(id: String) async throws -> AssetUploadRecord? {
         try await read { db in
             try Row.fetchOne(db, sql: "SELECT * FROM asset_uploads WHERE id = ?", arguments: [id]).map(Self.upload)
         }
     }
 
-    public func completeAssetUpload(id: String, blob: StoredBlob, receiptDigest: String) async throws {
+    package func completeAssetUpload(id: String, blob: StoredBlob, receiptDigest: String) async throws {
         try await write { db in
             try db.execute(
                 sql:
@@ -26,14 +26,14 @@ extension SQLiteStore: AssetStore {
         }
     }
 
-    public func assetUpload(receiptDigest: String) async throws -> AssetUploadRecord? {
+    package func assetUpload(receiptDigest: String) async throws -> AssetUploadRecord? {
         try await read { db in
             try Row.fetchOne(db, sql: "SELECT * FROM asset_uploads WHERE receipt_digest = ?", arguments: [receiptDigest]).map(
                 Self.upload)
         }
     }
 
-    public func uploadedBlobIDs(expiringAfter date: Date) async throws -> Set<String> {
+    package func uploadedBlobIDs(expiringAfter date: Date) async throws -> Set<String> {
         try await read { db in
             Set(
                 try String.fetchAll(
@@ -42,7 +42,7 @@ extension SQLiteStore: AssetStore {
         }
     }
 
-    public func deleteAssetUploads(expiredBefore date: Date) async throws {
+    package func deleteAssetUploads(expiredBefore date: Date) async throws {
         try await write { db in
             try db.execute(sql: "DELETE FROM asset_uploads WHERE expires_at < ?", arguments: [date.milliseconds])
         }

@@ -3,7 +3,7 @@ import GRDB
 import NimbusCore
 
 extension SQLiteStore: DeveloperStore {
-    public func createTeam(_ team: Team) async throws {
+    package func createTeam(_ team: Team) async throws {
         try await write(duplicate: "team \(team.teamID)") { db in
             try db.cachedStatement(sql: "INSERT INTO teams (team_id, name) VALUES (?, ?)").execute(arguments: [
                 team.teamID, team.name,
@@ -11,7 +11,7 @@ extension SQLiteStore: DeveloperStore {
         }
     }
 
-    public func teams() async throws -> [Team] {
+    package func teams() async throws -> [Team] {
         try await read { db in
             try Row.fetchAll(try db.cachedStatement(sql: "SELECT * FROM teams ORDER BY team_id")).map {
                 Team(teamID: $0["team_id"], name: $0["name"])
@@ -19,7 +19,7 @@ extension SQLiteStore: DeveloperStore {
         }
     }
 
-    public func createApp(_ app: App) async throws {
+    package func createApp(_ app: App) async throws {
         try await write(duplicate: "app \(app.bundleID)") { db in
             try Self.requireTeam(app.teamID, db)
             try db.cachedStatement(sql: "INSERT INTO apps (bundle_id, team_id, kv_store_identifier) VALUES (?, ?, ?)").execute(
@@ -27,17 +27,17 @@ extension SQLiteStore: DeveloperStore {
         }
     }
 
-    public func app(bundleID: String) async throws -> App? {
+    package func app(bundleID: String) async throws -> App? {
         try await read { db in try Self.app(bundleID: bundleID, db) }
     }
 
-    public func apps() async throws -> [App] {
+    package func apps() async throws -> [App] {
         try await read { db in
             try Row.fetchAll(try db.cachedStatement(sql: "SELECT * FROM apps ORDER BY bundle_id")).map { try Self.app($0, db) }
         }
     }
 
-    public func createContainer(_ container: Container) async throws {
+    package func createContainer(_ container: Container) async throws {
         try await write(duplicate: "container \(container.identifier)") { db in
             try Self.requireTeam(container.teamID, db)
             try db.cachedStatement(sql: "INSERT INTO containers (identifier, team_id) VALUES (?, ?)").execute(arguments: [
@@ -46,7 +46,7 @@ extension SQLiteStore: DeveloperStore {
         }
     }
 
-    public func container(identifier: String) async throws -> Container? {
+    package func container(identifier: String) async throws -> Container? {
         try await read { db in
             try Row.fetchOne(
                 try db.cachedStatement(sql: "SELECT * FROM containers WHERE identifier = ?"), arguments: [identifier]
@@ -54,13 +54,13 @@ extension SQLiteStore: DeveloperStore {
         }
     }
 
-    public func containers() async throws -> [Container] {
+    package func containers() async throws -> [Container] {
         try await read { db in
             try Row.fetchAll(try db.cachedStatement(sql: "SELECT * FROM containers ORDER BY identifier")).map(Self.container)
         }
     }
 
-    public func entitle(bundleID: String, container: String) async throws {
+    package func entitle(bundleID: String, container: String) async throws {
         try await write { db in
             try Self.requireApp(bundleID, db)
             try Self.requireContainer(container, db)
@@ -69,7 +69,7 @@ extension SQLiteStore: DeveloperStore {
         }
     }
 
-    public func revokeEntitlement(bundleID: String, container: String) async throws {
+    package func revokeEntitlement(bundleID: String, container: String) async throws {
         try await write { db in
             try db.cachedStatement(sql: "DELETE FROM entitlements WHERE bundle_id = ? AND container = ?").execute(arguments: [
                 bundleID, container,
@@ -78,7 +78,7 @@ extension SQLiteStore: DeveloperStore {
         }
     }
 
-    public func createAPIToken(_ token: APITokenRecord) async throws {
+    package func createAPIToken(_ token: APITokenRecord) async throws {
         try await write(duplicate: "API token") { db in
             try Self.requireApp(token.bundleID, db)
             try Self.requireContainer(token.containerID, db)
@@ -88,13 +88,13 @@ extension SQLiteStore: DeveloperStore {
         }
     }
 
-    public func apiTokens() async throws -> [APITokenRecord] {
+    package func apiTokens() async throws -> [APITokenRecord] {
         try await read { db in
             try Row.fetchAll(try db.cachedStatement(sql: "SELECT * FROM api_tokens ORDER BY container, name")).map(Self.apiToken)
         }
     }
 
-    public func revokeAPIToken(id: String) async throws {
+    package func revokeAPIToken(id: String) async throws {
         try await write { db in
             try db.cachedStatement(sql: "UPDATE api_tokens SET revoked = 1 WHERE id = ?").execute(arguments: [id])
             if db.changesCount == 0 { throw StoreError.missing("API token \(id)") }

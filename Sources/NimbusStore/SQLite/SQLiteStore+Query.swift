@@ -3,7 +3,7 @@ import NimbusCore
 import GRDB
 
 extension SQLiteStore {
-    public func query(_ query: IndexQuery) async throws -> [QueryMatch] {
+    package func query(_ query: IndexQuery) async throws -> [QueryMatch] {
         try await read { db in
             var zoneIDs = [Int64]()
             for zone in query.zones {

@@ -1,7 +1,7 @@
 import GRDB
 
 extension SQLiteStore: RoleStore {
-    public func roleMembers(container: String, environment: String) async throws -> [RoleMember] {
+    package func roleMembers(container: String, environment: String) async throws -> [RoleMember] {
         try await read { db in
             try Row.fetchAll(
                 db,
@@ -12,7 +12,7 @@ extension SQLiteStore: RoleStore {
         }
     }
 
-    public func setRoleMember(_ membership: RoleMember, container: String, environment: String, member: Bool) async throws {
+    package func setRoleMember(_ membership: RoleMember, container: String, environment: String, member: Bool) async throws {
         try await write { db in
             let arguments: StatementArguments = [container, environment, membership.role, membership.accountID]
             if member {

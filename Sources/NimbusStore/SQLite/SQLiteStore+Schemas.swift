@@ -2,11 +2,11 @@ import Foundation
 import GRDB
 
 extension SQLiteStore: SchemaStore {
-    public func schemaText(container: String, environment: String) async throws -> String? {
+    package func schemaText(container: String, environment: String) async throws -> String? {
         try await read { db in try Self.schemaText(db, container: container, environment: environment) }
     }
 
-    public func updateSchemaText(
+    package func updateSchemaText(
         container: String, environment: String,
         _ update: @escaping @Sendable (String?) throws -> (text: String, backfills: [IndexBackfill])
     ) async throws -> String {

@@ -1,7 +1,7 @@
 import GRDB
 
 extension SQLiteStore {
-    public func createServerKey(_ key: ServerKeyRecord) async throws {
+    package func createServerKey(_ key: ServerKeyRecord) async throws {
         try await write(duplicate: "server key \(key.id)") { db in
             guard try Bool.fetchOne(db, sql: "SELECT 1 FROM containers WHERE identifier = ?", arguments: [key.container]) != nil
             else {
@@ -14,19 +14,19 @@ extension SQLiteStore {
         }
     }
 
-    public func serverKey(id: String) async throws -> ServerKeyRecord? {
+    package func serverKey(id: String) async throws -> ServerKeyRecord? {
         try await read { db in
             try Row.fetchOne(try db.cachedStatement(sql: "SELECT * FROM server_keys WHERE id = ?"), arguments: [id]).map(
                 Self.serverKey)
         }
     }
 
-    public func serverKeys() async throws -> [ServerKeyRecord] {
+    package func serverKeys() async throws -> [ServerKeyRecord] {
         try await read { db in try Row.fetchAll(db, sql: "SELECT * FROM server_keys ORDER BY container, name").map(Self.serverKey)
         }
     }
 
-    public func revokeServerKey(id: String) async throws {
+    package func revokeServerKey(id: String) async throws {
         try await write { db in
             try db.execute(sql: "UPDATE server_keys SET revoked = 1 WHERE id = ?", arguments: [id])
             guard db.changesCount == 1 else { throw StoreError.missing("server key \(id)") }

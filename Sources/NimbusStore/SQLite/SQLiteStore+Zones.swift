@@ -3,11 +3,11 @@ import GRDB
 import NimbusCore
 
 extension SQLiteStore: ZoneStore {
-    public func zoneState(_ zone: ZoneKey) async throws -> ZoneState? {
+    package func zoneState(_ zone: ZoneKey) async throws -> ZoneState? {
         try await read { db in try Self.state(of: zone, db) }
     }
 
-    public func transact<T: Sendable>(
+    package func transact<T: Sendable>(
         _ zone: ZoneKey, creating: Bool, _ body: @escaping @Sendable (any ZoneTransaction) throws -> T
     ) async throws -> (result: T, state: ZoneState) {
         try await groupCommit.commit { db in
@@ -28,14 +28,14 @@ extension SQLiteStore: ZoneStore {
         }
     }
 
-    public func createZone(_ zone: ZoneKey) async throws -> ZoneState {
+    package func createZone(_ zone: ZoneKey) async throws -> ZoneState {
         try await groupCommit.commit { db in
             guard try Self.state(of: zone, db) == nil else { throw StoreError.duplicate("zone \(zone.address.name)") }
             return try Self.createZone(zone, db)
         }
     }
 
-    public func deleteZone(_ zone: ZoneKey) async throws {
+    package func deleteZone(_ zone: ZoneKey) async throws {
         try await groupCommit.commit { db in
             guard let state = try Self.state(of: zone, db) else { throw StoreError.missing("zone \(zone.address.name)") }
             for table in ["entry_index", "entries", "device_watermarks", "zone_grants"] {
@@ -50,7 +50,7 @@ extension SQLiteStore: ZoneStore {
         }
     }
 
-    public func zones(accountID: String, service: ZoneAddress.Service) async throws -> [ZoneSummary] {
+    package func zones(accountID: String, service: ZoneAddress.Service) async throws -> [ZoneSummary] {
         try await read { db in
             try Row.fetchAll(
                 db,
@@ -61,7 +61,7 @@ extension SQLiteStore: ZoneStore {
         }
     }
 
-    public func zoneChanges(accountID: String, service: ZoneAddress.Service, after sequence: Int64, limit: Int) async throws
+    package func zoneChanges(accountID: String, service: ZoneAddress.Service, after sequence: Int64, limit: Int) async throws
         -> ZoneChangePage
     {
         try await read { db in
@@ -86,7 +86,7 @@ extension SQLiteStore: ZoneStore {
         }
     }
 
-    public func entries(_ zone: ZoneKey, keys: [String]) async throws -> [Entry] {
+    package func entries(_ zone: ZoneKey, keys: [String]) async throws -> [Entry] {
         guard !keys.isEmpty else { return [] }
         return try await read { db in
             guard let state = try Self.state(of: zone, db) else { return [] }
@@ -96,7 +96,7 @@ extension SQLiteStore: ZoneStore {
         }
     }
 
-    public func scanLivePayloads<T: Sendable>(
+    package func scanLivePayloads<T: Sendable>(
         servicePrefix: String, containing marker: Data, _ extract: @Sendable (Data) throws -> [T]
     ) async throws -> [T] {
         try await read { db in
@@ -113,7 +113,7 @@ extension SQLiteStore: ZoneStore {
         }
     }
 
-    public func liveEntries(_ zone: ZoneKey) async throws -> (entries: [Entry], state: ZoneState?) {
+    package func liveEntries(_ zone: ZoneKey) async throws -> (entries: [Entry], state: ZoneState?) {
         try await read { db in
             guard let state = try Self.state(of: zone, db) else { return ([], nil) }
             let entries = try Row.fetchAll(
@@ -127,7 +127,7 @@ extension SQLiteStore: ZoneStore {
         }
     }
 
-    public func changes(_ zone: ZoneKey, after sequence: Int64, limit: Int) async throws -> ChangePage {
+    package func changes(_ zone: ZoneKey, after sequence: Int64, limit: Int) async throws -> ChangePage {
         try await read { db in
             guard let state = try Self.state(of: zone, db) else {
                 return ChangePage(entries: [], token: ChangeToken(zoneID: 0, sequence: 0), moreComing: false)
@@ -145,7 +145,7 @@ extension SQLiteStore: ZoneStore {
         }
     }
 
-    public func grants(_ zone: ZoneKey) async throws -> [ZoneGrant] {
+    package func grants(_ zone: ZoneKey) async throws -> [ZoneGrant] {
         try await read { db in
             guard let state = try Self.state(of: zone, db) else { return [] }
             return try Row.fetchAll(
@@ -154,7 +154,7 @@ extension SQLiteStore: ZoneStore {
         }
     }
 
-    public func grantedZones(grantee: String, service: ZoneAddress.Service) async throws -> [GrantedZone] {
+    package func grantedZones(grantee: String, service: ZoneAddress.Service) async throws -> [GrantedZone] {
         try await read { db in
             try Row.fetchAll(
                 db,
@@ -166,7 +166,7 @@ extension SQLiteStore: ZoneStore {
         }
     }
 
-    public func acceptGrant(_ zone: ZoneKey, scope: String, grantee: String) async throws {
+    package func acceptGrant(_ zone: ZoneKey, scope: String, grantee: String) async throws {
         try await write { db in
             guard let state = try Self.state(of: zone, db) else { throw StoreError.missing("zone \(zone.address.name)") }
             try db.execute(
@@ -182,7 +182,7 @@ extension SQLiteStore: ZoneStore {
             accepted: row["accepted"])
     }
 
-    public func recordWatermarks(_ marks: [DeviceWatermark]) async throws {
+    package func recordWatermarks(_ marks: [DeviceWatermark]) async throws {
         guard !marks.isEmpty else { return }
         try await write { db in
             let upsert = try db.cachedStatement(
@@ -197,7 +197,7 @@ extension SQLiteStore: ZoneStore {
         }
     }
 
-    public func watermarks(deviceID: String) async throws -> [(zone: ZoneAddress, applied: Int64, current: Int64)] {
+    package func watermarks(deviceID: String) async throws -> [(zone: ZoneAddress, applied: Int64, current: Int64)] {
         try await read { db in
             try Row.fetchAll(
                 try db.cachedStatement(

@@ -6,7 +6,7 @@ import NimbusCore
 ///
 /// Every commit is `synchronous = FULL`: a write is acknowledged only once it is on disk, so neither a
 /// killed process nor a power cut loses an acknowledged write.
-public final class SQLiteStore: Sendable {
+package final class SQLiteStore: Sendable {
     let pool: DatabasePool
     let groupCommit: GroupCommit
 
@@ -15,7 +15,7 @@ public final class SQLiteStore: Sendable {
     /// names of the migrations to come.
     ///
     /// - Throws: `StoreError.newerDatabase` when the file was migrated by a newer Nimbus.
-    public init(path: String, migrating: (_ pending: [String]) -> Void = { _ in }) throws {
+    package init(path: String, migrating: (_ pending: [String]) -> Void = { _ in }) throws {
         var configuration = Configuration()
         configuration.busyMode = .timeout(10)
         configuration.prepareDatabase { db in
