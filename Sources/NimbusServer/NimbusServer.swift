@@ -38,6 +38,9 @@ package struct NimbusServer: Sendable {
     /// The HTTP router with every route; exposed so tests can compare it with the OpenAPI document.
     func makeRouter() -> Router<AppRequestContext> {
         let router = Router(context: AppRequestContext.self)
+        if let conformance = configuration.documentConformance {
+            router.add(middleware: DocumentConformanceMiddleware(conformance: conformance))
+        }
         router.add(middleware: MetricsMiddleware())
         router.add(middleware: ErrorMiddleware(publicURL: configuration.publicURL))
         router.add(middleware: AuthenticationMiddleware(server: state))

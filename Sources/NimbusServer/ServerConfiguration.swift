@@ -49,6 +49,8 @@ package struct ServerConfiguration: Sendable {
     /// Web origins (like `https://app.example.com`) the sign-in page may hand a web auth token to, by
     /// redirect or `postMessage`.
     package var webSignInOrigins: [String] = []
+    /// Tests set it to have every answer checked against the OpenAPI document.
+    package var documentConformance: DocumentConformance?
     /// The server's clock; tests replace it to expire sessions without waiting.
     package var now: @Sendable () -> Date = { Date() }
 

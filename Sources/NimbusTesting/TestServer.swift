@@ -5,6 +5,7 @@ import NimbusKit
 import NimbusServer
 import NimbusStore
 import ServiceLifecycle
+import Testing
 
 /// A real Nimbus server on an ephemeral loopback port with a temporary data directory.
 ///
@@ -34,9 +35,17 @@ package final class TestServer: Sendable {
         configuration.bcryptCost = 4
         configuration.logLevel = .warning
         configuration.now = { clock.now() }
+        let conformance = DocumentConformance()
+        configuration.documentConformance = conformance
         configure(&configuration)
         let server = try await TestServer(configuration: configuration, clock: clock)
-        TestResources.current?.onCleanup { await server.stop() }
+        TestResources.current?.onCleanup {
+            await server.stop()
+            // Every answer the test saw is one the OpenAPI document describes.
+            for violation in conformance.violations {
+                Issue.record("an answer the OpenAPI document does not describe: \(violation)")
+            }
+        }
         return server
     }
 

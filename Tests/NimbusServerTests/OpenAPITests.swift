@@ -1,4 +1,6 @@
 import Foundation
+import NIOCore
+import NimbusCore
 import NimbusTesting
 import Testing
 
@@ -56,6 +58,35 @@ import Testing
         for name in ["Record", "Zone"] {
             #expect((schemas[name]?["not"] as? [String: Any])?["required"] as? [String] == ["serverErrorCode"], "\(name)")
         }
+    }
+
+    /// The check every test server runs on its answers finds what does not conform, and only that.
+    @Test func answersAreCheckedAgainstTheDocument() throws {
+        let check = SchemaCheck()
+        let record: JSONValue = ["$ref": "#/components/schemas/RecordOrError"]
+        func problems(_ json: String, _ schema: JSONValue) throws -> [String] {
+            check.problems(try JSONTree(parsing: Array(json.utf8)), against: schema)
+        }
+        #expect(try problems(#"{"recordName":"a","fields":{"n":{"value":1,"type":"INT64"}}}"#, record).isEmpty)
+        #expect(try problems(#"{"recordName":"a","reason":"r","serverErrorCode":"NOT_FOUND","uuid":"u"}"#, record).isEmpty)
+        #expect(try problems(#"{"recordName":5}"#, record).count == 1)
+        #expect(
+            try problems(#"{"reason":"r","uuid":"u"}"#, ["$ref": "#/components/schemas/Error"]) == [
+                "$: serverErrorCode is required"
+            ])
+        #expect(
+            try problems(#"{"sequence":1.5,"syncToken":"t"}"#, ["$ref": "#/components/schemas/KeyValueModifyResponse"]).count == 1
+        )
+
+        let conformance = DocumentConformance()
+        conformance.record(method: "post", path: "/auth/1/signout", status: 204, contentType: nil, body: nil)
+        #expect(conformance.violations.isEmpty)
+        conformance.record(method: "post", path: "/auth/1/signout", status: 200, contentType: nil, body: nil)
+        conformance.record(
+            method: "post", path: "/kv/1/T.com.x/modify", status: 200, contentType: "application/json",
+            body: ByteBuffer(string: #"{"syncToken":"t"}"#))
+        conformance.record(method: "get", path: "/health", status: 200, contentType: "text/html", body: nil)
+        #expect(conformance.violations.count == 3, "\(conformance.violations)")
     }
 
     @Test func everySchemaReferenceResolves() async throws {

@@ -21,7 +21,7 @@ enum OpenAPIDocument {
             switch self {
             case .open: []
             case .session: [421]
-            case .service: [403, 421]
+            case .service: [403, 410, 421]
             case .administrator: [403, 404, 409, 421]
             case .database: [403, 404, 409, 410, 412, 421]
             }
@@ -46,8 +46,10 @@ enum OpenAPIDocument {
         var status = 200
         /// Error statuses particular to this operation.
         var errors: [Int] = []
-        /// Other successes, without a body (a long poll that heard nothing).
+        /// Other successes, without a body (a long poll that heard nothing, a redirect).
         var emptySuccesses: [Int] = []
+        /// Error statuses the operation may also answer with an HTML page (a sign-in form showing why).
+        var htmlErrors: [Int] = []
     }
 
     static let operations: [Operation] =
@@ -69,7 +71,7 @@ enum OpenAPIDocument {
             Operation(
                 method: "post", path: "/auth/1/web/signin",
                 summary: "Sign-in form submission (application/x-www-form-urlencoded)",
-                access: .open, responseType: "text/html"),
+                access: .open, responseType: "text/html", emptySuccesses: [303], htmlErrors: [401, 429]),
             Operation(
                 method: "get", path: "/auth/1/me", summary: "The signed-in account and device", access: .session,
                 response: "CallerResponse"),
@@ -149,7 +151,7 @@ enum OpenAPIDocument {
                 request: "RoleMemberRequest", response: "RoleList"),
             Operation(
                 method: "delete", path: "/admin/1/containers/{container}/roles/{environment}/{role}/members/{userRecordName}",
-                summary: "Take a custom security role from an account", access: .administrator),
+                summary: "Take a custom security role from an account", access: .administrator, status: 204),
             Operation(
                 method: "post", path: "/admin/1/containers/{container}/schema/deploy",
                 summary: "Deploy the development schema to production (additive only)", access: .administrator,
@@ -310,14 +312,9 @@ enum OpenAPIDocument {
         }
         let errors = Set(everyOperationsErrors + operation.access.errors + operation.errors).sorted()
         for status in errors {
-            responses.append(
-                (
-                    String(status),
-                    [
-                        "description": .string(errorDescription(status)),
-                        "content": ["application/json": ["schema": reference("Error")]],
-                    ]
-                ))
+            var content: [(String, JSONValue)] = [("application/json", ["schema": reference("Error")])]
+            if operation.htmlErrors.contains(status) { content.append(("text/html", [:])) }
+            responses.append((String(status), ["description": .string(errorDescription(status)), "content": .object(content)]))
         }
         members.append(("responses", .object(responses)))
         return .object(members)

@@ -13,7 +13,7 @@ struct SignUp: AsyncParsableCommand {
         do {
             let name = try await NimbusAccount.signUp(
                 server: try client.serverURL, email: email, password: try readPassword(password))
-            print(client.json ? #"{"userRecordName":"\#(name)"}"# : "Created account \(email) (\(name)).")
+            print(client.json ? ValueText.json(["userRecordName": name]) : "Created account \(email) (\(name)).")
         } catch {
             fail(error)
         }
@@ -49,7 +49,7 @@ struct LogIn: AsyncParsableCommand {
             try profile.save(to: client.configDirectory)
             print(
                 client.json
-                    ? #"{"userRecordName":"\#(session.userRecordName)","deviceID":"\#(session.deviceID)"}"#
+                    ? ValueText.json(["userRecordName": session.userRecordName, "deviceID": session.deviceID])
                     : "Signed in as \(email) on device \(deviceName) (\(session.deviceID)).")
         } catch {
             fail(error)
@@ -100,7 +100,7 @@ struct Profile: AsyncParsableCommand {
             if let discoverable { profile.discoverable = discoverable }
             if changes { profile = try await NimbusAccount.updateProfile(session, profile) }
             if client.json {
-                print(String(decoding: try JSONEncoder().encode(profile), as: UTF8.self))
+                print(ValueText.json(profile))
             } else {
                 print("name: \([profile.firstName, profile.lastName].compactMap { $0 }.joined(separator: " "))")
                 print("phone number: \(profile.phoneNumber ?? "")")

@@ -126,9 +126,10 @@ struct KVWatch: AsyncParsableCommand {
             let values = event.changedKeys.map { key in (key, store.object(forKey: key)) }
             let line: String
             if options.client.json {
-                let entries = values.map { key, value in "\(ValueText.json(key)):\(value.map(ValueText.json) ?? "null")" }
-                line =
-                    #"{"reason":"\#(event.reason)","changedKeys":\#(ValueText.json(event.changedKeys)),"values":{\#(entries.joined(separator: ","))}}"#
+                line = ValueText.json(
+                    WatchedChange(
+                        reason: "\(event.reason)", changedKeys: event.changedKeys,
+                        values: Dictionary(values, uniquingKeysWith: { first, _ in first })))
             } else {
                 line =
                     "\(event.reason): "
@@ -139,4 +140,11 @@ struct KVWatch: AsyncParsableCommand {
             FileHandle.standardOutput.write(Data((line + "\n").utf8))
         }
     }
+}
+
+/// A change event as `nimbus kv watch --json` prints it; a removed key's value is null.
+private struct WatchedChange: Encodable {
+    var reason: String
+    var changedKeys: [String]
+    var values: [String: KeyValue?]
 }

@@ -150,7 +150,7 @@ struct RecordsDelete: AsyncParsableCommand {
         do {
             let id = RecordID(recordName: name, zoneID: DatabaseOptions.zoneID(zone))
             try await options.database.deleteRecord(withID: id)
-            print(options.client.json ? #"{"deleted":true}"# : "Deleted \(name).")
+            print(options.client.json ? ValueText.json(["deleted": true]) : "Deleted \(name).")
         } catch {
             fail(error)
         }
@@ -165,7 +165,7 @@ struct ZonesList: AsyncParsableCommand {
         do {
             let names = try await options.database.allRecordZones().map(\.zoneID.zoneName)
             print(
-                options.client.json ? "[" + names.map { "\"\($0)\"" }.joined(separator: ",") + "]" : names.joined(separator: "\n")
+                options.client.json ? ValueText.json(names) : names.joined(separator: "\n")
             )
         } catch {
             fail(error)
@@ -182,7 +182,7 @@ struct ZonesCreate: AsyncParsableCommand {
     func run() async throws {
         do {
             _ = try await options.database.save(RecordZone(zoneName: name))
-            print(options.client.json ? #"{"zoneName":"\#(name)"}"# : "Created zone \(name).")
+            print(options.client.json ? ValueText.json(["zoneName": name]) : "Created zone \(name).")
         } catch {
             fail(error)
         }
@@ -197,7 +197,7 @@ struct ZonesDelete: AsyncParsableCommand {
     func run() async throws {
         do {
             try await options.database.deleteRecordZone(withID: RecordZoneID(zoneName: name))
-            print(options.client.json ? #"{"deleted":true}"# : "Deleted zone \(name).")
+            print(options.client.json ? ValueText.json(["deleted": true]) : "Deleted zone \(name).")
         } catch {
             fail(error)
         }
