@@ -65,7 +65,8 @@ package enum CommitFloor {
         let zone = ZoneKey(
             accountID: owner,
             address: ZoneAddress(
-                service: .init(rawValue: "db:iCloud.com.example.Bench:development:private"), name: "_defaultZone"))
+                service: .records(container: "iCloud.com.example.Bench", environment: "development", database: "private"),
+                name: "_defaultZone"))
         let payload = Data(count: 300)
         func save(_ number: Int) async throws {
             let rows = [

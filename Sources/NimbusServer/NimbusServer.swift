@@ -18,16 +18,13 @@ package struct NimbusServer: Sendable {
     package let configuration: ServerConfiguration
     let state: ServerState
 
-    /// Opens (creating when needed) the data directory and its database.
+    /// Opens (creating when needed) the configured storage: by default the data directory and its database.
     package init(configuration: ServerConfiguration, logger: Logger? = nil) throws {
         var logger = logger ?? Logger(label: "nimbus")
         logger.logLevel = configuration.logLevel
-        try FileManager.default.createDirectory(at: configuration.dataDirectory, withIntermediateDirectories: true)
-        let store = try SQLiteStore(path: configuration.databasePath) { pending in
-            logger.notice("migrating the database", metadata: ["migrations": .array(pending.map { .string($0) })])
-        }
         self.configuration = configuration
-        self.state = try ServerState(configuration: configuration, store: store, logger: logger)
+        self.state = try ServerState(
+            configuration: configuration, backends: try Backends.make(configuration, logger: logger), logger: logger)
     }
 
     package var store: any Store { state.store }

@@ -7,6 +7,8 @@ package struct ServerConfiguration: Sendable {
     package var host: String = "127.0.0.1"
     /// 0 picks a free port (tests).
     package var port: Int = 8080
+    /// Where data is kept: `embedded` keeps everything (an SQLite database and blob files) in `dataDirectory`.
+    package var storage: Storage = .embedded
     package var dataDirectory: URL = URL(fileURLWithPath: "nimbus-data")
     package var sessionLifetime: Duration = .seconds(14 * 24 * 3600)
     package var sessionRateLimit = RateLimit(perSecond: 1000, burst: 2000)
@@ -71,4 +73,10 @@ package struct RateLimit: Sendable, Hashable {
         self.perSecond = perSecond
         self.burst = burst
     }
+}
+
+/// The backends a server can keep its data in (`Backends.make` builds them).
+package enum Storage: Sendable, Hashable {
+    /// SQLite and a directory of blobs, in the data directory: one process, no setup.
+    case embedded
 }

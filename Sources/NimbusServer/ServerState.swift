@@ -23,8 +23,9 @@ final class ServerState: Sendable {
     /// long for unknown emails as for wrong passwords.
     let decoyPasswordHash: String
 
-    init(configuration: ServerConfiguration, store: any Store, logger: Logger) throws {
+    init(configuration: ServerConfiguration, backends: Backends, logger: Logger) throws {
         self.configuration = configuration
+        let store = backends.store
         self.store = store
         self.logger = logger
         self.push = PushHub()
@@ -32,7 +33,7 @@ final class ServerState: Sendable {
         self.schemas = SchemaRegistry(store: store)
         self.subscriptions = SubscriptionRegistry(store: store)
         self.roles = RoleRegistry(store: store)
-        self.blobs = try LocalBlobStore(directory: configuration.blobDirectory)
+        self.blobs = backends.blobs
         self.urlSigningKey = try Self.loadOrCreateKey(at: configuration.urlSigningKeyPath)
         self.decoyPasswordHash = Bcrypt.hash(Secrets.password(), cost: configuration.bcryptCost)
     }

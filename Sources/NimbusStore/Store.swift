@@ -103,10 +103,6 @@ package protocol ZoneStore: Sendable {
     func liveEntries(_ zone: ZoneKey) async throws -> (entries: [Entry], state: ZoneState?)
     /// The named entries that exist (live or tombstoned), in no particular order.
     func entries(_ zone: ZoneKey, keys: [String]) async throws -> [Entry]
-    /// What `extract` finds in every live payload containing `marker`, across the zones of services
-    /// starting with `servicePrefix`, read as of one moment.
-    func scanLivePayloads<T: Sendable>(servicePrefix: String, containing marker: Data, _ extract: @Sendable (Data) throws -> [T])
-        async throws -> [T]
     /// Live entries matching an index query, in its order.
     func query(_ query: IndexQuery) async throws -> [QueryMatch]
 
@@ -154,13 +150,18 @@ package protocol ZoneTransaction: AnyObject {
     /// Indexes the entry's current (live) version as `kind` with these rows, once per `put`: each `put`
     /// drops the index rows of the version it replaces. The store adds a row under `IndexEntry.keyField`.
     func index(_ key: String, kind: String, rows: [IndexEntry]) throws
-    /// Bytes the zone's owner holds in all zones of services starting with `servicePrefix`, this
-    /// transaction's writes included.
-    func ownerBytes(servicePrefix: String) throws -> Int
+    /// Bytes the zone's owner holds in all their zones, of every service, this transaction's writes
+    /// included: what their storage quota counts.
+    func ownerBytes() throws -> Int
     /// Replaces the zone's grants of one scope; grants kept for the same grantee keep their acceptance.
     func setGrants(_ grants: [ZoneGrant], scope: String) throws
     /// Keys of the zone's live entries of `kind` that have a row `field == value`.
     func keys(kind: String, field: String, value: IndexValue) throws -> [String]
+}
+
+/// A transaction on a record database's zone: a zone transaction that also reads and grows the
+/// container environment's schema, which changes if and only if the zone's writes commit.
+package protocol RecordZoneTransaction: ZoneTransaction {
     /// A container environment's schema as this transaction sees it.
     func schemaText(container: String, environment: String) throws -> String?
     /// Replaces a container environment's schema, which then changes if and only if the zone's writes commit.
@@ -174,8 +175,17 @@ extension ZoneTransaction {
     }
 }
 
-/// Schemas per (container, environment), kept as text in CloudKit's schema language.
-package protocol SchemaStore: Sendable {
+/// What record databases keep beyond the substrate: schemas per (container, environment), kept as text
+/// in CloudKit's schema language, which grow inside the zone transactions that save records, and the
+/// records' payloads read across databases.
+package protocol RecordDatabaseStore: ZoneStore {
+    /// `transact` on a record database's zone, with the schema in the transaction.
+    func transactRecords<T: Sendable>(
+        _ zone: ZoneKey, creating: Bool, _ body: @escaping @Sendable (any RecordZoneTransaction) throws -> T
+    ) async throws -> (result: T, state: ZoneState)
+    /// What `extract` finds in every live record payload containing `marker`, in every record database,
+    /// read as of one moment.
+    func scanLiveRecords<T: Sendable>(containing marker: Data, _ extract: @Sendable (Data) throws -> [T]) async throws -> [T]
     func schemaText(container: String, environment: String) async throws -> String?
     /// Replaces the schema with what `update` makes of the current one, atomically (concurrent updates
     /// each see the other's result), and in the same transaction gives the entries already stored the
@@ -186,17 +196,21 @@ package protocol SchemaStore: Sendable {
     ) async throws -> String
 }
 
-/// Index rows a schema change adds to entries already stored: to every live entry of `kind` in the zones
-/// of services starting with `servicePrefix`, the rows `rows` makes of its payload (called inside the
+/// Index rows a schema change adds to records already stored: to every live entry of `kind` in the record
+/// databases of one container environment, the rows `rows` makes of its payload (called inside the
 /// schema's write transaction, which holds the writer until every entry is done). Rows an entry already
 /// has stay as they are.
 package struct IndexBackfill: Sendable {
-    package var servicePrefix: String
+    package var container: String
+    package var environment: String
     package var kind: String
     package var rows: @Sendable (_ payload: Data) throws -> [IndexEntry]
 
-    package init(servicePrefix: String, kind: String, rows: @escaping @Sendable (_ payload: Data) throws -> [IndexEntry]) {
-        self.servicePrefix = servicePrefix
+    package init(
+        container: String, environment: String, kind: String, rows: @escaping @Sendable (_ payload: Data) throws -> [IndexEntry]
+    ) {
+        self.container = container
+        self.environment = environment
         self.kind = kind
         self.rows = rows
     }
@@ -225,4 +239,4 @@ package protocol RoleStore: Sendable {
 }
 
 /// Everything Nimbus keeps besides blobs. A backend is done when it passes the conformance suite.
-package typealias Store = AccountStore & DeveloperStore & ZoneStore & SchemaStore & AssetStore & RoleStore
+package typealias Store = AccountStore & DeveloperStore & RecordDatabaseStore & AssetStore & RoleStore

@@ -6,7 +6,8 @@ import Testing
 
 /// Zone transactions, zone management and index queries, run per backend.
 @Suite(.cleansUp) struct IndexConformanceTests {
-    static let service = ZoneAddress.Service(rawValue: "db:iCloud.com.example.Cloudy:development:private")
+    static let service = ZoneAddress.Service.records(
+        container: "iCloud.com.example.Cloudy", environment: "development", database: "private")
 
     func makeZone(_ store: any Store, _ name: String = "Lists", account: String? = nil) async throws -> ZoneKey {
         let accountID: String
@@ -261,7 +262,9 @@ import Testing
         let lists = try await makeZone(store)
         let production = ZoneKey(
             accountID: lists.accountID,
-            address: ZoneAddress(service: .init(rawValue: "db:iCloud.com.example.Cloudy:production:private"), name: "Lists"))
+            address: ZoneAddress(
+                service: .records(container: "iCloud.com.example.Cloudy", environment: "production", database: "private"),
+                name: "Lists"))
         for zone in [lists, production] {
             try await saveItem(store, zone, "milk", name: "milk", number: 1, list: "groceries")
             try await saveItem(store, zone, "mints", name: "mints", number: 5, list: "groceries")
@@ -280,7 +283,8 @@ import Testing
                 "milk", kind: "Items",
                 rows: [IndexEntry(field: "name", value: .text("milk")), IndexEntry(field: "size", value: .integer(4))])
         }
-        let backfill = IndexBackfill(servicePrefix: "db:iCloud.com.example.Cloudy:development:", kind: "Items") { payload in
+        let backfill = IndexBackfill(container: "iCloud.com.example.Cloudy", environment: "development", kind: "Items") {
+            payload in
             [IndexEntry(field: "size", value: .integer(Int64(payload.count)))]
         }
         _ = try await store.updateSchemaText(container: "iCloud.com.example.Cloudy", environment: "development") { _ in
@@ -310,7 +314,7 @@ import Testing
         try await store.createContainer(Container(identifier: container, teamID: "98Z3R5XU29"))
         struct Refused: Error {}
         await #expect(throws: Refused.self) {
-            _ = try await store.transact(zone, creating: true) { transaction in
+            _ = try await store.transactRecords(zone, creating: true) { transaction in
                 try transaction.put("a", payload: Data("x".utf8), size: 1)
                 try transaction.setSchemaText("RECORD TYPE Lost", container: container, environment: environment)
                 #expect(try transaction.schemaText(container: container, environment: environment) == "RECORD TYPE Lost")
@@ -318,7 +322,7 @@ import Testing
             }
         }
         #expect(try await store.schemaText(container: container, environment: environment) == nil)
-        _ = try await store.transact(zone, creating: true) { transaction in
+        _ = try await store.transactRecords(zone, creating: true) { transaction in
             #expect(try transaction.schemaText(container: container, environment: environment) == nil)
             try transaction.put("a", payload: Data("x".utf8), size: 1)
             try transaction.setSchemaText("RECORD TYPE Kept", container: container, environment: environment)
@@ -331,7 +335,7 @@ import Testing
     func aScanFindsLivePayloadsWithTheMarkerInTheServicesZones(_ backend: StoreBackend) async throws {
         let store = try backend.makeStore()
         let zone = try await makeZone(store)
-        let other = ZoneKey(accountID: zone.accountID, address: ZoneAddress(service: .init(rawValue: "kv:store"), name: "Lists"))
+        let other = ZoneKey(accountID: zone.accountID, address: ZoneAddress(service: .keyValue, name: "Lists"))
         _ = try await store.transact(zone, creating: true) { transaction in
             try transaction.put("a", payload: Data("photo ASSETID 1".utf8), size: 1)
             try transaction.put("b", payload: Data("plain".utf8), size: 1)
@@ -341,7 +345,7 @@ import Testing
         _ = try await store.transact(other, creating: true) { transaction in
             try transaction.put("d", payload: Data("photo ASSETID 4".utf8), size: 1)
         }
-        let found = try await store.scanLivePayloads(servicePrefix: "db:", containing: Data("ASSETID".utf8)) { payload in
+        let found = try await store.scanLiveRecords(containing: Data("ASSETID".utf8)) { payload in
             [String(decoding: payload, as: UTF8.self)]
         }
         #expect(found == ["photo ASSETID 1"])

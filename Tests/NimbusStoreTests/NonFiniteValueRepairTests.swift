@@ -50,7 +50,8 @@ import Testing
     @Test func brokenValuesAreRemovedAndTheRestKept() async throws {
         let store = try SQLiteStore(path: try databaseWithBrokenRecords())
         let zone = ZoneKey(
-            accountID: "_public", address: ZoneAddress(service: .init(rawValue: Self.records), name: "_defaultZone"))
+            accountID: "_public",
+            address: ZoneAddress(service: try #require(ZoneAddress.Service(encoded: Self.records)), name: "_defaultZone"))
         let entries = Dictionary(
             uniqueKeysWithValues: try await store.entries(zone, keys: ["broken", "list", "sound"]).map { ($0.key, $0) })
         func fields(_ key: String) throws -> JSONTree? { try JSONTree(parsing: try #require(entries[key]?.payload))["fields"] }

@@ -13,6 +13,22 @@ package struct AuthenticatedSession: Sendable, Hashable {
 package struct AppCredential: Sendable, Hashable {
     package var token: APITokenRecord
     package var app: App
+
+    /// The one check every service makes before serving an app: its token is for `container` (the
+    /// container the request names, or by default the token's own) and the app is entitled to it.
+    /// Returns the container.
+    @discardableResult
+    func requireEntitlement(to container: String? = nil) throws(NimbusError) -> String {
+        let container = container ?? token.containerID
+        guard token.containerID == container else {
+            throw .accessDenied("the API token is for container \(token.containerID), not \(container)")
+        }
+        guard app.containers.contains(container) else {
+            throw .accessDenied(
+                "container \(container) is not in app \(app.bundleID)'s entitlements; add it with `nimbus admin entitle`")
+        }
+        return container
+    }
 }
 
 /// What the authentication middleware found on a request. `nil` means the credential was absent;

@@ -23,8 +23,7 @@ struct AssetCollector: Sendable {
         try await server.store.deleteAssetUploads(expiredBefore: redeemable)
         var live = try await server.store.uploadedBlobIDs(expiringAfter: redeemable)
         live.formUnion(
-            try await server.store.scanLivePayloads(servicePrefix: RecordDatabase.servicePrefix, containing: Data("ASSETID".utf8))
-            {
+            try await server.store.scanLiveRecords(containing: Data("ASSETID".utf8)) {
                 try StoredRecord(payload: $0).assetIDs
             })
         // Listing and deleting files blocks: off the server's threads.

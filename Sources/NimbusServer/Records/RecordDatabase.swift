@@ -71,11 +71,8 @@ struct RecordDatabase: Sendable {
     var service: ZoneAddress.Service { Self.service(container, environment, storageScope) }
 
     static func service(_ container: String, _ environment: Environment, _ scope: Scope) -> ZoneAddress.Service {
-        .init(rawValue: "\(servicePrefix)\(container):\(environment.rawValue):\(scope.rawValue)")
+        .records(container: container, environment: environment.rawValue, database: scope.rawValue)
     }
-
-    /// What the services of every record database start with.
-    static let servicePrefix = "db:"
 
     func zone(_ name: String) -> ZoneKey { ZoneKey(accountID: owner, address: ZoneAddress(service: service, name: name)) }
 

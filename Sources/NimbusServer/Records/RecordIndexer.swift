@@ -75,9 +75,9 @@ enum RecordIndexer {
         new.recordTypes.compactMap { type in
             let added = indexedSystemFields(type).subtracting(indexedSystemFields(old.recordTypes.first { $0.name == type.name }))
             guard !added.isEmpty else { return nil }
-            return IndexBackfill(
-                servicePrefix: "\(RecordDatabase.servicePrefix)\(container):\(environment.rawValue):", kind: type.name
-            ) { payload in systemRows(try StoredRecord(payload: payload), added) }
+            return IndexBackfill(container: container, environment: environment.rawValue, kind: type.name) { payload in
+                systemRows(try StoredRecord(payload: payload), added)
+            }
         }
     }
 

@@ -25,7 +25,8 @@ struct SchemaGrowth {
     /// deploy, an import or another batch may have committed since the cache was read (a system field's
     /// newly declared index, whose rows the change added to the records stored before, must be written
     /// for these records too).
-    init(_ database: RecordDatabase, cached: SchemaRegistry.Stored, records: [Record], in transaction: any ZoneTransaction) throws
+    init(_ database: RecordDatabase, cached: SchemaRegistry.Stored, records: [Record], in transaction: any RecordZoneTransaction)
+        throws
     {
         self.records = records
         let text = try transaction.schemaText(container: database.container, environment: database.environment.rawValue)
@@ -58,7 +59,8 @@ struct SchemaGrowth {
 
     /// Stores the additions of the records saved (worked out only when the batch may add something);
     /// whether there were any.
-    func commit(saved: @autoclosure () -> Set<String>, _ database: RecordDatabase, in transaction: any ZoneTransaction) throws
+    func commit(saved: @autoclosure () -> Set<String>, _ database: RecordDatabase, in transaction: any RecordZoneTransaction)
+        throws
         -> Bool
     {
         guard let stored else { return false }

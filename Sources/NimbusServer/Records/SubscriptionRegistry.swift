@@ -17,19 +17,20 @@ final class SubscriptionRegistry: Sendable {
     private let store: any Store
     /// By database. A change bumps the generation, so a read that began before it cannot put what it
     /// read back into the cache.
-    private let cache = Mutex<(generation: Int, subscriptions: [String: [Stored]])>((0, [:]))
+    private let cache = Mutex<(generation: Int, subscriptions: [ZoneAddress.Service: [Stored]])>((0, [:]))
     /// The owner of the zones holding subscriptions: not an account.
     static let owner = "_subscriptions"
 
     init(store: any Store) { self.store = store }
 
     /// The shared database's subscriptions are its own, apart from the private database its zones live in.
-    private static func service(_ database: RecordDatabase) -> String {
-        "subscriptions:" + RecordDatabase.service(database.container, database.environment, database.scope).rawValue
+    private static func service(_ database: RecordDatabase) -> ZoneAddress.Service {
+        .recordSubscriptions(
+            container: database.container, environment: database.environment.rawValue, database: database.scope.rawValue)
     }
 
     private func zone(_ database: RecordDatabase) -> ZoneKey {
-        ZoneKey(accountID: Self.owner, address: ZoneAddress(service: .init(rawValue: Self.service(database)), name: "all"))
+        ZoneKey(accountID: Self.owner, address: ZoneAddress(service: Self.service(database), name: "all"))
     }
 
     private static func key(subscriber: String, id: String) -> String { subscriber + "/" + id }

@@ -13,11 +13,8 @@ struct KeyValueService: Sendable {
     /// Checks that the calling app's entitlements name this store.
     func authorize(_ context: ServiceRequestContext, store identifier: String) throws -> ZoneKey {
         try Identifiers.validateStoreIdentifier(identifier)
-        let (token, app) = (context.appCredential.token, context.appCredential.app)
-        guard app.containers.contains(token.containerID) else {
-            throw NimbusError.accessDenied(
-                "container \(token.containerID) is not in app \(app.bundleID)'s entitlements; add it with `nimbus admin entitle`")
-        }
+        try context.appCredential.requireEntitlement()
+        let app = context.appCredential.app
         guard app.keyValueStoreIdentifier == identifier else {
             throw NimbusError.accessDenied(
                 "app \(app.bundleID) is entitled to key-value store \(app.keyValueStoreIdentifier), not \(identifier)")

@@ -19,14 +19,7 @@ struct RecordService: Sendable {
         let caller: RecordDatabase.Caller?
         switch context.principal {
         case .app(let credential, let session):
-            guard credential.token.containerID == container else {
-                throw NimbusError.accessDenied("the API token is for container \(credential.token.containerID), not \(container)")
-            }
-            guard credential.app.containers.contains(container) else {
-                throw NimbusError.accessDenied(
-                    "container \(container) is not in app \(credential.app.bundleID)'s entitlements; add it with `nimbus admin entitle`"
-                )
-            }
+            try credential.requireEntitlement(to: container)
             caller = session.map { RecordDatabase.Caller(userRecordName: $0.accountID, deviceID: $0.deviceID) }
         case .serverKey(let key):
             guard key.container == container else {
@@ -150,13 +143,9 @@ struct RecordService: Sendable {
             access: access,
             redeemed: redeemed, shares: shares
         )
-        // The owner's quota covers their private databases of the container, in every environment.
-        let quota =
-            database.storageScope == .private
-            ? (
-                servicePrefix: "\(RecordDatabase.servicePrefix)\(database.container):",
-                bytes: Int(server.configuration.userQuotaBytes)
-            ) : nil
+        // The owner's quota covers all they store, in every service (as an iCloud plan does); the public
+        // database's records are the container's.
+        let quota = database.storageScope == .private ? Int(server.configuration.userQuotaBytes) : nil
         let atomic = !isDefaultZone && (request.atomic ?? true)
         let prepared = operations
         let results: [RecordResult]
@@ -164,14 +153,14 @@ struct RecordService: Sendable {
         let schema: Schema
         let schemaGrew: Bool
         do {
-            ((results, changes, schema, schemaGrew), _) = try await server.store.transact(zone, creating: isDefaultZone) {
+            ((results, changes, schema, schemaGrew), _) = try await server.store.transactRecords(zone, creating: isDefaultZone) {
                 transaction in
                 let growth = try SchemaGrowth(database, cached: writer.schema, records: writer.growing, in: transaction)
                 let writer = RecordWriter(
                     transaction: transaction, schema: growth.schema, stamp: writer.stamp, zoneID: writer.zoneID,
                     desiredKeys: writer.desiredKeys, access: writer.access, redeemedAssets: writer.redeemed,
                     shares: writer.shares)
-                let usedBefore = try quota.map { try transaction.ownerBytes(servicePrefix: $0.servicePrefix) } ?? 0
+                let usedBefore = quota == nil ? 0 : try transaction.ownerBytes()
                 // Share records go last, so a batch may save a hierarchy's root after the share naming it
                 // (as CloudKit clients send `[share, root]`); answers stay in request order.
                 var results = [RecordResult?](repeating: nil, count: prepared.count)
@@ -191,11 +180,11 @@ struct RecordService: Sendable {
                 }
                 if let quota, !writer.log.changes.isEmpty {
                     // A batch that frees space (or keeps it) always goes through, so a full account can clean up.
-                    let used = try transaction.ownerBytes(servicePrefix: quota.servicePrefix)
-                    guard used <= quota.bytes || used <= usedBefore else {
+                    let used = try transaction.ownerBytes()
+                    guard used <= quota || used <= usedBefore else {
                         throw NimbusError(
                             .quotaExceeded,
-                            "the owner's storage is full: this batch would hold \(used) bytes of \(quota.bytes); delete records or assets"
+                            "the owner's storage is full: this batch would hold \(used) bytes of \(quota); delete records, assets or documents"
                         )
                     }
                 }

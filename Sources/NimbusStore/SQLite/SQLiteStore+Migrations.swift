@@ -1,4 +1,5 @@
 import GRDB
+import NimbusCore
 
 extension SQLiteStore {
     /// Named, forward-only migrations. Never edit one that has shipped; add the next.
@@ -267,6 +268,23 @@ extension SQLiteStore {
                     ALTER TABLE accounts ADD COLUMN discoverable INTEGER NOT NULL DEFAULT 0;
                     CREATE INDEX accounts_by_phone_number ON accounts(phone_number) WHERE phone_number IS NOT NULL;
                     """)
+        }
+        migrator.registerMigration("2026-11-23-zone-service-parts") { db in
+            // A zone's service by its parts, so that queries select a kind of service, a container or an
+            // environment by value rather than by matching the start of a string.
+            try db.execute(
+                sql: """
+                    ALTER TABLE zones ADD COLUMN kind TEXT NOT NULL DEFAULT '';
+                    ALTER TABLE zones ADD COLUMN container TEXT;
+                    ALTER TABLE zones ADD COLUMN environment TEXT;
+                    """)
+            for text in try String.fetchAll(db, sql: "SELECT DISTINCT service FROM zones") {
+                guard let service = ZoneAddress.Service(encoded: text) else { continue }
+                try db.execute(
+                    sql: "UPDATE zones SET kind = ?, container = ?, environment = ? WHERE service = ?",
+                    arguments: [service.kind.rawValue, service.container, service.environment, text])
+            }
+            try db.execute(sql: "CREATE INDEX zones_by_kind ON zones(kind, container, environment)")
         }
         return migrator
     }

@@ -13,7 +13,7 @@ extension SQLiteStore {
             let sql = IndexQuerySQL(query, zoneIDs: zoneIDs)
             return try Row.fetchAll(db, sql: sql.text, arguments: StatementArguments(sql.arguments)).map { row in
                 QueryMatch(
-                    zone: ZoneAddress(service: .init(rawValue: row["service"]), name: row["name"]),
+                    zone: ZoneAddress(service: try Self.service(row["service"]), name: row["name"]),
                     entry: Entry(key: row["key"], payload: row["payload"], sequence: row["sequence"], audience: row["audience"]))
             }
         }
@@ -22,7 +22,7 @@ extension SQLiteStore {
     private static func zoneID(of zone: ZoneKey, _ db: Database) throws -> Int64? {
         try Int64.fetchOne(
             try db.cachedStatement(sql: "SELECT id FROM zones WHERE account_id = ? AND service = ? AND name = ?"),
-            arguments: [zone.accountID, zone.address.service.rawValue, zone.address.name])
+            arguments: [zone.accountID, zone.address.service.encoded, zone.address.name])
     }
 
     /// The columns an index value is stored in: the value itself, and a longitude for points.

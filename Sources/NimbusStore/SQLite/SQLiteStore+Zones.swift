@@ -10,6 +10,13 @@ extension SQLiteStore: ZoneStore {
     package func transact<T: Sendable>(
         _ zone: ZoneKey, creating: Bool, _ body: @escaping @Sendable (any ZoneTransaction) throws -> T
     ) async throws -> (result: T, state: ZoneState) {
+        try await transactSQLite(zone, creating: creating, body)
+    }
+
+    /// The one zone transaction of every service: a record database's sees the schema too.
+    func transactSQLite<T: Sendable>(
+        _ zone: ZoneKey, creating: Bool, _ body: @escaping @Sendable (SQLiteZoneTransaction) throws -> T
+    ) async throws -> (result: T, state: ZoneState) {
         try await groupCommit.commit { db in
             guard let before = try Self.state(of: zone, db) ?? (creating ? Self.createZone(zone, db) : nil) else {
                 throw StoreError.missing("zone \(zone.address.name)")
@@ -45,7 +52,7 @@ extension SQLiteStore: ZoneStore {
             try db.execute(
                 sql: "INSERT INTO zone_tombstones (account_id, service, name, changed_at) VALUES (?, ?, ?, ?)",
                 arguments: [
-                    zone.accountID, zone.address.service.rawValue, zone.address.name, try Self.advanceServiceSequence(zone, db),
+                    zone.accountID, zone.address.service.encoded, zone.address.name, try Self.advanceServiceSequence(zone, db),
                 ])
         }
     }
@@ -56,7 +63,7 @@ extension SQLiteStore: ZoneStore {
                 db,
                 sql:
                     "SELECT name, id, sequence, live_entries, live_bytes FROM zones WHERE account_id = ? AND service = ? ORDER BY name",
-                arguments: [accountID, service.rawValue]
+                arguments: [accountID, service.encoded]
             ).map { ZoneSummary(name: $0["name"], state: Self.zoneState($0)) }
         }
     }
@@ -68,7 +75,7 @@ extension SQLiteStore: ZoneStore {
             let current =
                 try Int64.fetchOne(
                     db, sql: "SELECT sequence FROM service_sequences WHERE account_id = ? AND service = ?",
-                    arguments: [accountID, service.rawValue]) ?? 0
+                    arguments: [accountID, service.encoded]) ?? 0
             let rows = try Row.fetchAll(
                 db,
                 sql: """
@@ -77,7 +84,7 @@ extension SQLiteStore: ZoneStore {
                     SELECT name, changed_at, 1 AS deleted FROM zone_tombstones WHERE account_id = ? AND service = ? AND changed_at > ?
                     ORDER BY changed_at LIMIT ?
                     """,
-                arguments: [accountID, service.rawValue, sequence, accountID, service.rawValue, sequence, limit + 1])
+                arguments: [accountID, service.encoded, sequence, accountID, service.encoded, sequence, limit + 1])
             let page = rows.prefix(limit)
             let moreComing = rows.count > limit
             return ZoneChangePage(
@@ -93,23 +100,6 @@ extension SQLiteStore: ZoneStore {
             let statement = try db.cachedStatement(
                 sql: "SELECT key, payload, sequence, audience FROM entries WHERE zone_id = ? AND key = ?")
             return try keys.compactMap { key in try Row.fetchOne(statement, arguments: [state.id, key]).map(Self.entry) }
-        }
-    }
-
-    package func scanLivePayloads<T: Sendable>(
-        servicePrefix: String, containing marker: Data, _ extract: @Sendable (Data) throws -> [T]
-    ) async throws -> [T] {
-        try await read { db in
-            let payloads = try Data.fetchCursor(
-                db,
-                sql: """
-                    SELECT e.payload FROM entries e JOIN zones z ON z.id = e.zone_id
-                    WHERE substr(z.service, 1, ?) = ? AND e.payload IS NOT NULL AND instr(e.payload, ?) > 0
-                    """,
-                arguments: [servicePrefix.utf8.count, servicePrefix, marker])
-            var found = [T]()
-            while let payload = try payloads.next() { found += try extract(payload) }
-            return found
         }
     }
 
@@ -161,7 +151,7 @@ extension SQLiteStore: ZoneStore {
                 sql: """
                     SELECT g.*, z.account_id AS owner, z.name, z.id, z.sequence, z.live_entries, z.live_bytes
                     FROM zone_grants g JOIN zones z ON z.id = g.zone_id WHERE g.grantee = ? AND z.service = ? ORDER BY z.account_id, z.name, g.scope
-                    """, arguments: [grantee, service.rawValue]
+                    """, arguments: [grantee, service.encoded]
             ).map { GrantedZone(owner: $0["owner"], name: $0["name"], grant: Self.grant($0), state: Self.zoneState($0)) }
         }
     }
@@ -208,7 +198,7 @@ extension SQLiteStore: ZoneStore {
                         """),
                 arguments: [deviceID]
             ).map { row in
-                (ZoneAddress(service: .init(rawValue: row["service"]), name: row["name"]), row["applied"], row["current"])
+                (ZoneAddress(service: try Self.service(row["service"]), name: row["name"]), row["applied"], row["current"])
             }
         }
     }
@@ -217,7 +207,7 @@ extension SQLiteStore: ZoneStore {
         try Row.fetchOne(
             try db.cachedStatement(
                 sql: "SELECT id, sequence, live_entries, live_bytes FROM zones WHERE account_id = ? AND service = ? AND name = ?"),
-            arguments: [zone.accountID, zone.address.service.rawValue, zone.address.name]
+            arguments: [zone.accountID, zone.address.service.encoded, zone.address.name]
         ).map(zoneState)
     }
 
@@ -227,11 +217,18 @@ extension SQLiteStore: ZoneStore {
 
     private static func createZone(_ zone: ZoneKey, _ db: Database) throws -> ZoneState {
         let changedAt = try advanceServiceSequence(zone, db)
-        try db.cachedStatement(sql: "INSERT INTO zones (account_id, service, name, changed_at) VALUES (?, ?, ?, ?)").execute(
-            arguments: [zone.accountID, zone.address.service.rawValue, zone.address.name, changedAt])
+        let service = zone.address.service
+        try db.cachedStatement(
+            sql:
+                "INSERT INTO zones (account_id, service, name, changed_at, kind, container, environment) VALUES (?, ?, ?, ?, ?, ?, ?)"
+        ).execute(
+            arguments: [
+                zone.accountID, service.encoded, zone.address.name, changedAt, service.kind.rawValue, service.container,
+                service.environment,
+            ])
         let id = db.lastInsertedRowID
         try db.cachedStatement(sql: "DELETE FROM zone_tombstones WHERE account_id = ? AND service = ? AND name = ?").execute(
-            arguments: [zone.accountID, zone.address.service.rawValue, zone.address.name])
+            arguments: [zone.accountID, zone.address.service.encoded, zone.address.name])
         return ZoneState(id: id, sequence: 0, liveEntries: 0, liveBytes: 0)
     }
 
@@ -245,7 +242,13 @@ extension SQLiteStore: ZoneStore {
                     ON CONFLICT (account_id, service) DO UPDATE SET sequence = sequence + 1
                     RETURNING sequence
                     """),
-            arguments: [zone.accountID, zone.address.service.rawValue])!
+            arguments: [zone.accountID, zone.address.service.encoded])!
+    }
+
+    /// A service as stored; text no service writes is a damaged database.
+    static func service(_ text: String) throws -> ZoneAddress.Service {
+        guard let service = ZoneAddress.Service(encoded: text) else { throw StoreError.missing("service \(text)") }
+        return service
     }
 
     static func entry(_ row: Row) -> Entry {

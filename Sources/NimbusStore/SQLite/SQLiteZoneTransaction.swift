@@ -3,7 +3,7 @@ import GRDB
 import GRDBSQLite
 
 /// A zone transaction on SQLite: statements run on the writer connection inside GRDB's transaction.
-final class SQLiteZoneTransaction: ZoneTransaction {
+final class SQLiteZoneTransaction: RecordZoneTransaction {
     private let db: Database
     private(set) var state: ZoneState
     /// The entry the last `put` wrote live, so indexing it right after needs no lookup.
@@ -190,15 +190,15 @@ final class SQLiteZoneTransaction: ZoneTransaction {
         try SQLiteStore.setSchemaText(db, text, container: container, environment: environment)
     }
 
-    func ownerBytes(servicePrefix: String) throws -> Int {
+    func ownerBytes() throws -> Int {
         let others =
             try Int.fetchOne(
                 try db.cachedStatement(
                     sql: """
                         SELECT coalesce(sum(live_bytes), 0) FROM zones
-                        WHERE account_id = (SELECT account_id FROM zones WHERE id = ?) AND id != ? AND substr(service, 1, ?) = ?
+                        WHERE account_id = (SELECT account_id FROM zones WHERE id = ?) AND id != ?
                         """),
-                arguments: [state.id, state.id, servicePrefix.utf8.count, servicePrefix]) ?? 0
+                arguments: [state.id, state.id]) ?? 0
         return others + state.liveBytes
     }
 

@@ -220,4 +220,30 @@ import Testing
         )
         #expect(bobs.status == 200)
     }
+
+    /// The quota is the account's, across services and containers, as an iCloud plan is.
+    @Test func theQuotaCountsEverythingTheAccountStores() async throws {
+        let server = try await TestServer.start { $0.userQuotaBytes = 3_000 }
+        let notes = try await server.seedApp()
+        let photos = try await server.seedApp(bundleID: "com.example.Photos")
+        let ann = try await server.signIn(email: "ann@example.com", device: "phone")
+        func save(_ app: TestServer.SeededApp, _ name: String) async throws -> RawResponse {
+            try await server.request(
+                .POST, "/database/1/\(app.container)/development/private/records/modify", session: ann, apiToken: app.apiToken,
+                json:
+                    #"{"operations":[{"operationType":"create","record":{"recordName":"\#(name)","recordType":"Notes","fields":{"text":{"value":"\#(String(repeating: "x", count: 600))"}}}}]}"#
+            )
+        }
+        // Key-value bytes count too.
+        let keyValue = try await server.request(
+            .POST, "/kv/1/\(notes.storeIdentifier)/modify", session: ann, apiToken: notes.apiToken,
+            json:
+                #"{"operations":[{"operationType":"set","key":"k","value":{"type":"STRING","value":"\#(String(repeating: "y", count: 700))"}}]}"#
+        )
+        #expect(keyValue.status == 200)
+        #expect(try await save(notes, "a").status == 200)
+        #expect(try await save(photos, "b").status == 200)
+        let over = try await save(photos, "c")
+        #expect(over.errorCode == .quotaExceeded, "\(over.status)")
+    }
 }

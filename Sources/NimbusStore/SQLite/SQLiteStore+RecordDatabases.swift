@@ -1,7 +1,31 @@
 import Foundation
 import GRDB
+import NimbusCore
 
-extension SQLiteStore: SchemaStore {
+extension SQLiteStore: RecordDatabaseStore {
+    package func transactRecords<T: Sendable>(
+        _ zone: ZoneKey, creating: Bool, _ body: @escaping @Sendable (any RecordZoneTransaction) throws -> T
+    ) async throws -> (result: T, state: ZoneState) {
+        try await transactSQLite(zone, creating: creating, body)
+    }
+
+    package func scanLiveRecords<T: Sendable>(containing marker: Data, _ extract: @Sendable (Data) throws -> [T]) async throws
+        -> [T]
+    {
+        try await read { db in
+            let payloads = try Data.fetchCursor(
+                db,
+                sql: """
+                    SELECT e.payload FROM entries e JOIN zones z ON z.id = e.zone_id
+                    WHERE z.kind = ? AND e.payload IS NOT NULL AND instr(e.payload, ?) > 0
+                    """,
+                arguments: [ZoneAddress.Service.Kind.records.rawValue, marker])
+            var found = [T]()
+            while let payload = try payloads.next() { found += try extract(payload) }
+            return found
+        }
+    }
+
     package func schemaText(container: String, environment: String) async throws -> String? {
         try await read { db in try Self.schemaText(db, container: container, environment: environment) }
     }
@@ -27,11 +51,11 @@ extension SQLiteStore: SchemaStore {
             db,
             sql: """
                 SELECT i.zone_id, i.sequence FROM zones z JOIN entry_index i ON i.zone_id = z.id AND i.field = ?
-                WHERE substr(z.service, 1, ?) = ?
+                WHERE z.kind = ? AND z.container = ? AND z.environment = ?
                 """,
             arguments: [
-                IndexFieldID.of(kind: backfill.kind, field: IndexEntry.keyField), backfill.servicePrefix.utf8.count,
-                backfill.servicePrefix,
+                IndexFieldID.of(kind: backfill.kind, field: IndexEntry.keyField), ZoneAddress.Service.Kind.records.rawValue,
+                backfill.container, backfill.environment,
             ])
         while let row = try listed.next() { versions.append((row[0], row[1])) }
         let payload = try db.cachedStatement(

@@ -1,0 +1,22 @@
+import Foundation
+import Logging
+import NimbusStore
+
+/// The stores a server runs on, made from its configuration in one place: the only code that names a
+/// backend, so another (PostgreSQL, S3-compatible blobs) is one more case here.
+struct Backends: Sendable {
+    let store: any Store
+    let blobs: any BlobStore
+
+    static func make(_ configuration: ServerConfiguration, logger: Logger) throws -> Backends {
+        switch configuration.storage {
+        case .embedded:
+            // One data directory: the SQLite database and a directory of blobs.
+            try FileManager.default.createDirectory(at: configuration.dataDirectory, withIntermediateDirectories: true)
+            let store = try SQLiteStore(path: configuration.databasePath) { pending in
+                logger.notice("migrating the database", metadata: ["migrations": .array(pending.map { .string($0) })])
+            }
+            return Backends(store: store, blobs: try LocalBlobStore(directory: configuration.blobDirectory))
+        }
+    }
+}
