@@ -86,6 +86,7 @@ package struct NimbusServer: Sendable {
             onServerRunning: { channel in await onRunning(channel.localAddress?.port ?? 0) },
             logger: state.logger)
         app.addServices(
+            BackgroundJobsService(jobs: state.jobs),
             PushShutdown(push: push),
             WatermarkShutdown(recorder: state.watermarks),
             AssetCollection(

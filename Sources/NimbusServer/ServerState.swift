@@ -17,6 +17,7 @@ final class ServerState: Sendable {
     /// Signs asset download URLs.
     let urlSigningKey: [UInt8]
     let credentialCache = CredentialCache(lifetime: .seconds(1))
+    let jobs: BackgroundJobs
     let logger: Logger
     private let limiter = RateLimiter()
     /// Checked against when an email is unknown, at the configured cost, so that sign-in takes as
@@ -31,6 +32,7 @@ final class ServerState: Sendable {
         self.push = PushHub()
         self.watermarks = WatermarkRecorder(store: store, delay: configuration.acknowledgementDelay, logger: logger)
         self.schemas = SchemaRegistry(store: store)
+        self.jobs = BackgroundJobs(store: store, schemas: schemas, logger: logger)
         self.subscriptions = SubscriptionRegistry(store: store)
         self.roles = RoleRegistry(store: store)
         self.blobs = backends.blobs

@@ -15,24 +15,26 @@ package struct StoredBlob: Sendable, Hashable {
     }
 }
 
-/// Where asset files live: files written once, read by id.
+/// Where asset files live: files written once, read by id. Its calls may block (files, or a network),
+/// so they are async and a backend runs them off Swift's cooperative threads.
 package protocol BlobStore: Sendable {
     /// Starts a new blob; its bytes are written in order, and it exists only once finished.
-    func makeWriter(maxBytes: Int64) throws -> any BlobWriter
+    func makeWriter(maxBytes: Int64) async throws -> any BlobWriter
     /// The file holding a finished blob, or nil.
     func file(_ id: String) -> URL?
     /// Deletes every blob not in `live` and every unfinished one, if last written before `cutoff`;
     /// returns how many it deleted.
-    func sweep(keeping live: Set<String>, writtenBefore cutoff: Date) throws -> Int
+    func sweep(keeping live: Set<String>, writtenBefore cutoff: Date) async throws -> Int
 }
 
-package protocol BlobWriter: AnyObject {
+/// One blob being written; its caller awaits each call before making the next.
+package protocol BlobWriter: AnyObject, Sendable {
     /// Appends bytes; throws `BlobTooLarge` past the limit (the blob is then discarded).
-    func write(_ bytes: Data) throws
+    func write(_ bytes: Data) async throws
     /// Makes the blob durable and visible.
-    func finish() throws -> StoredBlob
+    func finish() async throws -> StoredBlob
     /// Drops an unfinished blob.
-    func discard()
+    func discard() async
 }
 
 package struct BlobTooLarge: Error, Sendable { package var limit: Int64 }
@@ -46,8 +48,9 @@ package final class LocalBlobStore: BlobStore {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
     }
 
-    package func makeWriter(maxBytes: Int64) throws -> any BlobWriter {
-        try LocalBlobWriter(directory: directory, id: Secrets.apiToken(), maxBytes: maxBytes)
+    package func makeWriter(maxBytes: Int64) async throws -> any BlobWriter {
+        let (directory, id) = (directory, Secrets.apiToken())
+        return try await BlockingWork.run { try LocalBlobWriter(directory: directory, id: id, maxBytes: maxBytes) }
     }
 
     package func file(_ id: String) -> URL? {
@@ -57,7 +60,12 @@ package final class LocalBlobStore: BlobStore {
         return FileManager.default.fileExists(atPath: url.path) ? url : nil
     }
 
-    package func sweep(keeping live: Set<String>, writtenBefore cutoff: Date) throws -> Int {
+    package func sweep(keeping live: Set<String>, writtenBefore cutoff: Date) async throws -> Int {
+        let directory = directory
+        return try await BlockingWork.run { try Self.sweep(directory, keeping: live, writtenBefore: cutoff) }
+    }
+
+    private static func sweep(_ directory: URL, keeping live: Set<String>, writtenBefore cutoff: Date) throws -> Int {
         let live = Set(live.map { $0.lowercased() })
         var deleted = 0
         for file in try FileManager.default.contentsOfDirectory(
@@ -76,7 +84,9 @@ package final class LocalBlobStore: BlobStore {
     }
 }
 
-final class LocalBlobWriter: BlobWriter {
+/// @unchecked Sendable: its caller (one upload) awaits every call before the next, so its state is never
+/// touched by two threads at once; each call runs on `BlockingWork`'s threads.
+final class LocalBlobWriter: BlobWriter, @unchecked Sendable {
     static let unfinishedPrefix = "incoming-"
     private let id: String
     private let temporary: URL
@@ -97,28 +107,40 @@ final class LocalBlobWriter: BlobWriter {
         handle = try FileHandle(forWritingTo: temporary)
     }
 
-    func write(_ bytes: Data) throws {
+    func write(_ bytes: Data) async throws {
+        try await BlockingWork.run { try self.writeNow(bytes) }
+    }
+
+    func finish() async throws -> StoredBlob {
+        try await BlockingWork.run { try self.finishNow() }
+    }
+
+    func discard() async {
+        _ = try? await BlockingWork.run { self.discardNow() }
+    }
+
+    private func writeNow(_ bytes: Data) throws {
         size += Int64(bytes.count)
         guard size <= maxBytes else {
-            discard()
+            discardNow()
             throw BlobTooLarge(limit: maxBytes)
         }
         hasher.update(data: bytes)
         do {
             try handle.write(contentsOf: bytes)
         } catch {
-            discard()
+            discardNow()
             throw Self.storeError(error)
         }
     }
 
-    func finish() throws -> StoredBlob {
+    private func finishNow() throws -> StoredBlob {
         do {
             try handle.synchronize()
             try handle.close()
             try FileManager.default.moveItem(at: temporary, to: final)
         } catch {
-            discard()
+            discardNow()
             throw Self.storeError(error)
         }
         return StoredBlob(id: id, size: size, checksum: Data(hasher.finalize()).base64EncodedString())
@@ -133,7 +155,7 @@ final class LocalBlobWriter: BlobWriter {
         return full ? StoreError.storageFull : error
     }
 
-    func discard() {
+    private func discardNow() {
         try? handle.close()
         try? FileManager.default.removeItem(at: temporary)
     }

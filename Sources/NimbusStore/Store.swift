@@ -91,8 +91,13 @@ package protocol ZoneStore: Sendable {
 
     /// Creates an empty zone; `StoreError.duplicate` when it exists.
     func createZone(_ zone: ZoneKey) async throws -> ZoneState
-    /// Deletes a zone with its entries, indexes and history; `StoreError.missing` when it does not exist.
+    /// Deletes a zone: at once, it no longer exists and its deletion is in the service's zone changes;
+    /// its entries and index rows are purged afterwards by `purgeDeletedZones`. `StoreError.missing` when
+    /// it does not exist.
     func deleteZone(_ zone: ZoneKey) async throws
+    /// Purges the entries and index rows of deleted zones, in short transactions that other writes
+    /// interleave with, until none is left or the task is cancelled; how many rows it deleted.
+    @discardableResult func purgeDeletedZones() async throws -> Int
     /// The zones an account has in one service, by name.
     func zones(accountID: String, service: ZoneAddress.Service) async throws -> [ZoneSummary]
     /// Zones of an account's service created, changed or deleted after `sequence` (a per-service counter).
@@ -188,12 +193,27 @@ package protocol RecordDatabaseStore: ZoneStore {
     func scanLiveRecords<T: Sendable>(containing marker: Data, _ extract: @Sendable (Data) throws -> [T]) async throws -> [T]
     func schemaText(container: String, environment: String) async throws -> String?
     /// Replaces the schema with what `update` makes of the current one, atomically (concurrent updates
-    /// each see the other's result), and in the same transaction gives the entries already stored the
-    /// index rows the new schema asks for (`update`'s backfills). Returns the stored text.
+    /// each see the other's result), then gives the entries already stored the index rows the new schema
+    /// asks for (`update`'s backfills) and returns the stored text once they have them. The backfills are
+    /// recorded with the schema and run in short transactions that other writes interleave with (a query
+    /// meanwhile may miss records not yet reached); one cut off by a stop is resumed by `runBackfill`.
     func updateSchemaText(
         container: String, environment: String,
         _ update: @escaping @Sendable (String?) throws -> (text: String, backfills: [IndexBackfill])
     ) async throws -> String
+    /// Backfills recorded and not finished (cut off by a stop).
+    func pendingBackfills() async throws -> [PendingBackfill]
+    /// Runs a recorded backfill from where it stopped to its end, `rows` making each entry's rows;
+    /// `CancellationError` when cancelled between two steps (it stays recorded).
+    func runBackfill(_ id: Int64, rows: @escaping @Sendable (_ payload: Data) throws -> [IndexEntry]) async throws
+}
+
+/// A backfill recorded and not finished.
+package struct PendingBackfill: Sendable, Hashable {
+    package var id: Int64
+    package var container: String
+    package var environment: String
+    package var kind: String
 }
 
 /// Index rows a schema change adds to records already stored: to every live entry of `kind` in the record

@@ -1,6 +1,9 @@
 import Foundation
 import Synchronization
-import Testing
+
+#if canImport(Testing)
+    import Testing
+#endif
 
 /// What a test leaves behind, undone when it ends: servers to stop (awaited, not detached) and temporary
 /// directories to delete, in the reverse of the order they were made.
@@ -36,26 +39,29 @@ public final class TestResources: Sendable {
     }
 }
 
-/// Gives each test of a suite its own `TestResources`, and cleans them up once the test has ended.
-public struct CleansUpTestResources: TestTrait, SuiteTrait, TestScoping {
-    public var isRecursive: Bool { true }
+// Builds of the benchmarks with the static standard library have no Testing module; tests always do.
+#if canImport(Testing)
+    /// Gives each test of a suite its own `TestResources`, and cleans them up once the test has ended.
+    public struct CleansUpTestResources: TestTrait, SuiteTrait, TestScoping {
+        public var isRecursive: Bool { true }
 
-    public func provideScope(
-        for test: Test, testCase: Test.Case?, performing function: @Sendable () async throws -> Void
-    ) async throws {
-        guard !test.isSuite else { return try await function() }
-        let resources = TestResources()
-        do {
-            try await TestResources.$current.withValue(resources) { try await function() }
-        } catch {
+        public func provideScope(
+            for test: Test, testCase: Test.Case?, performing function: @Sendable () async throws -> Void
+        ) async throws {
+            guard !test.isSuite else { return try await function() }
+            let resources = TestResources()
+            do {
+                try await TestResources.$current.withValue(resources) { try await function() }
+            } catch {
+                await resources.cleanUp()
+                throw error
+            }
             await resources.cleanUp()
-            throw error
         }
-        await resources.cleanUp()
     }
-}
 
-extension Trait where Self == CleansUpTestResources {
-    /// Stops the test servers a test started and deletes its temporary directories when it ends.
-    public static var cleansUp: Self { Self() }
-}
+    extension Trait where Self == CleansUpTestResources {
+        /// Stops the test servers a test started and deletes its temporary directories when it ends.
+        public static var cleansUp: Self { Self() }
+    }
+#endif

@@ -1,6 +1,5 @@
 import Foundation
 import Logging
-import NIOPosix
 import NimbusStore
 import ServiceLifecycle
 
@@ -26,9 +25,7 @@ struct AssetCollector: Sendable {
             try await server.store.scanLiveRecords(containing: Data("ASSETID".utf8)) {
                 try StoredRecord(payload: $0).assetIDs
             })
-        // Listing and deleting files blocks: off the server's threads.
-        let (blobs, cutoff, kept) = (server.blobs, now.addingTimeInterval(-Self.grace), live)
-        return try await NIOThreadPool.singleton.runIfActive { try blobs.sweep(keeping: kept, writtenBefore: cutoff) }
+        return try await server.blobs.sweep(keeping: live, writtenBefore: now.addingTimeInterval(-Self.grace))
     }
 }
 

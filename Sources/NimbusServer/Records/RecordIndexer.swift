@@ -81,6 +81,14 @@ enum RecordIndexer {
         }
     }
 
+    /// The rows a backfill of `kind` gives an entry by `schema` as it is now: every system field it
+    /// declares an index on (rows an entry has already stay, so more than the backfill first asked for is
+    /// harmless). What a backfill cut off by a stop resumes with.
+    static func backfillRows(of kind: String, in schema: Schema) -> @Sendable (Data) throws -> [IndexEntry] {
+        let fields = indexedSystemFields(schema.recordTypes.first { $0.name == kind })
+        return { payload in systemRows(try StoredRecord(payload: payload), fields) }
+    }
+
     /// What a field value is indexed (and compared in queries) as; BYTES and assets are not indexable.
     static func indexValues(_ value: FieldValue) -> [IndexValue] {
         switch value {

@@ -163,7 +163,7 @@ struct AssetTransfers: Sendable {
         guard upload.expiresAt > server.configuration.now() else {
             throw NimbusError.badRequest("this upload URL expired (they last 15 minutes); ask for another")
         }
-        var writer = try server.blobs.makeWriter(maxBytes: server.configuration.maxAssetBytes)
+        var writer = try await server.blobs.makeWriter(maxBytes: server.configuration.maxAssetBytes)
         let multipart = MultipartFile(contentType: contentType)
         var chunks = body.makeAsyncIterator()
         while true {
@@ -173,37 +173,37 @@ struct AssetTransfers: Sendable {
             do {
                 chunk = try await chunks.next()
             } catch {
-                writer.discard()
+                await writer.discard()
                 throw NimbusError.badRequest("the upload ended before it was complete")
             }
             guard let chunk else { break }
             do {
                 guard let multipart else {
-                    try writer.write(Data(buffer: chunk))
+                    try await writer.write(Data(buffer: chunk))
                     continue
                 }
                 for event in try multipart.feed(chunk) {
                     switch event {
-                    case .bytes(let bytes): try writer.write(Data(buffer: bytes))
+                    case .bytes(let bytes): try await writer.write(Data(buffer: bytes))
                     case .restart:
-                        writer.discard()
-                        writer = try server.blobs.makeWriter(maxBytes: server.configuration.maxAssetBytes)
+                        await writer.discard()
+                        writer = try await server.blobs.makeWriter(maxBytes: server.configuration.maxAssetBytes)
                     }
                 }
             } catch is BlobTooLarge {
                 throw NimbusError(.requestTooLarge, "an asset holds at most \(server.configuration.maxAssetBytes) bytes")
             } catch {
-                writer.discard()
+                await writer.discard()
                 throw error
             }
         }
         do {
             try multipart?.finish()
         } catch {
-            writer.discard()
+            await writer.discard()
             throw error
         }
-        let blob = try writer.finish()
+        let blob = try await writer.finish()
         let receipt = Secrets.sessionToken()
         do {
             try await server.store.completeAssetUpload(id: id, blob: blob, receiptDigest: Secrets.digest(receipt))

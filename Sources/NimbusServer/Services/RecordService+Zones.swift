@@ -84,6 +84,7 @@ extension RecordService {
                     answer.append(.zone(wire(name, state, database)))
                 case .delete:
                     try await server.store.deleteZone(zone)
+                    server.jobs.zoneDeleted()
                     answer.append(.zone(ZoneWire(zoneID: database.zoneID(name), deleted: true)))
                 }
                 server.push.publish(to: database.owner, PushMessage(type: .zoneMoved, zone: zone.address, sequence: 0))

@@ -286,6 +286,22 @@ extension SQLiteStore {
             }
             try db.execute(sql: "CREATE INDEX zones_by_kind ON zones(kind, container, environment)")
         }
+        migrator.registerMigration("2026-11-23-long-jobs") { db in
+            // Work too long for one transaction, recorded so that a stop resumes it: index backfills (a cursor
+            // per job) and the purge of deleted zones' entries.
+            try db.execute(
+                sql: """
+                    CREATE TABLE index_backfills (
+                        id INTEGER PRIMARY KEY,
+                        container TEXT NOT NULL,
+                        environment TEXT NOT NULL,
+                        kind TEXT NOT NULL,
+                        zone_id INTEGER NOT NULL DEFAULT 0,
+                        sequence INTEGER NOT NULL DEFAULT 0
+                    );
+                    CREATE TABLE zone_purges (zone_id INTEGER PRIMARY KEY);
+                    """)
+        }
         return migrator
     }
 }

@@ -34,30 +34,57 @@ extension SQLiteStore: RecordDatabaseStore {
         container: String, environment: String,
         _ update: @escaping @Sendable (String?) throws -> (text: String, backfills: [IndexBackfill])
     ) async throws -> String {
-        try await write { db in
+        // The schema and the backfills still to do commit together; the backfills then run in short
+        // transactions of their own, which other writes interleave with.
+        let (text, jobs) = try await groupCommit.commit { db in
             let (text, backfills) = try update(try Self.schemaText(db, container: container, environment: environment))
             try Self.setSchemaText(db, text, container: container, environment: environment)
-            for backfill in backfills { try Self.apply(backfill, db) }
-            return text
+            var jobs = [(id: Int64, backfill: IndexBackfill)]()
+            for backfill in backfills {
+                try db.cachedStatement(sql: "INSERT INTO index_backfills (container, environment, kind) VALUES (?, ?, ?)")
+                    .execute(arguments: [backfill.container, backfill.environment, backfill.kind])
+                jobs.append((db.lastInsertedRowID, backfill))
+            }
+            return (text, jobs)
+        }
+        for job in jobs { try await runBackfill(job.id, rows: job.backfill.rows) }
+        return text
+    }
+
+    package func pendingBackfills() async throws -> [PendingBackfill] {
+        try await read { db in
+            try Row.fetchAll(db, sql: "SELECT id, container, environment, kind FROM index_backfills ORDER BY id").map {
+                PendingBackfill(id: $0["id"], container: $0["container"], environment: $0["environment"], kind: $0["kind"])
+            }
         }
     }
 
-    /// Adds a backfill's rows to the current version of each live entry of its kind (found by the kind's
-    /// row of the entry's key, which every indexed entry has). The versions are listed before any row is
-    /// written, as two integers each, so a zone of millions of records stays a few megabytes.
-    private static func apply(_ backfill: IndexBackfill, _ db: Database) throws {
-        var versions = [(zone: Int64, sequence: Int64)]()
-        let listed = try Row.fetchCursor(
-            db,
-            sql: """
-                SELECT i.zone_id, i.sequence FROM zones z JOIN entry_index i ON i.zone_id = z.id AND i.field = ?
-                WHERE z.kind = ? AND z.container = ? AND z.environment = ?
-                """,
-            arguments: [
-                IndexFieldID.of(kind: backfill.kind, field: IndexEntry.keyField), ZoneAddress.Service.Kind.records.rawValue,
-                backfill.container, backfill.environment,
-            ])
-        while let row = try listed.next() { versions.append((row[0], row[1])) }
+    package func runBackfill(_ id: Int64, rows: @escaping @Sendable (_ payload: Data) throws -> [IndexEntry]) async throws {
+        while try await groupCommit.commit({ db in try Self.backfillStep(id, rows: rows, db) }) {
+            try Task.checkCancellation()
+            await Task.yield()
+        }
+    }
+
+    /// How long one step of a long job (a backfill, a zone's purge) may hold the writer.
+    static let stepBudget: Duration = .milliseconds(2)
+
+    /// Adds the backfill's rows to the current versions of live entries of its kind (found by the kind's row
+    /// of the entry's key, which every indexed entry has), zone by zone in id order and by sequence within
+    /// one, from where the last step stopped, for `stepBudget`. Whether there is more to do.
+    private static func backfillStep(_ id: Int64, rows: (Data) throws -> [IndexEntry], _ db: Database) throws -> Bool {
+        guard
+            let job = try Row.fetchOne(
+                db, sql: "SELECT container, environment, kind, zone_id, sequence FROM index_backfills WHERE id = ?",
+                arguments: [id])
+        else { return false }
+        let kind: String = job["kind"]
+        var (zone, sequence): (Int64, Int64) = (job["zone_id"], job["sequence"])
+        let keyField = IndexFieldID.of(kind: kind, field: IndexEntry.keyField)
+        let nextZone = try db.cachedStatement(
+            sql: "SELECT id FROM zones WHERE kind = ? AND container = ? AND environment = ? AND id > ? ORDER BY id LIMIT 1")
+        let versions = try db.cachedStatement(
+            sql: "SELECT sequence FROM entry_index WHERE zone_id = ? AND sequence > ? AND field = ? ORDER BY sequence LIMIT 64")
         let payload = try db.cachedStatement(
             sql: "SELECT payload FROM entries WHERE zone_id = ? AND sequence = ? AND payload IS NOT NULL")
         let insert = try db.cachedStatement(
@@ -65,17 +92,39 @@ extension SQLiteStore: RecordDatabaseStore {
                 "INSERT OR IGNORE INTO entry_index (zone_id, sequence, field, position, value, longitude) VALUES (?, ?, ?, ?, ?, ?)"
         )
         var registered = Set<String>()
-        for (zone, sequence) in versions {
-            guard let data = try Data.fetchOne(payload, arguments: [zone, sequence]) else { continue }
-            for row in try backfill.rows(data) {
-                let field = IndexFieldID.of(kind: backfill.kind, field: row.field)
-                if registered.insert(row.field).inserted {
-                    try IndexFieldID.register(field, kind: backfill.kind, field: row.field, db)
+        let deadline = ContinuousClock.now + stepBudget
+        while ContinuousClock.now < deadline {
+            let found = try Int64.fetchAll(versions, arguments: [zone, sequence, keyField])
+            guard let last = found.last else {
+                guard
+                    let next = try Int64.fetchOne(
+                        nextZone,
+                        arguments: [
+                            ZoneAddress.Service.Kind.records.rawValue, job["container"] as String, job["environment"] as String,
+                            zone,
+                        ])
+                else {
+                    try db.execute(sql: "DELETE FROM index_backfills WHERE id = ?", arguments: [id])
+                    return false
                 }
-                let (value, longitude) = columns(row.value)
-                try insert.execute(arguments: [zone, sequence, field, row.position, value, longitude])
+                (zone, sequence) = (next, 0)
+                continue
             }
+            for version in found {
+                guard let data = try Data.fetchOne(payload, arguments: [zone, version]) else { continue }
+                for row in try rows(data) {
+                    let field = IndexFieldID.of(kind: kind, field: row.field)
+                    if registered.insert(row.field).inserted {
+                        try IndexFieldID.register(field, kind: kind, field: row.field, db)
+                    }
+                    let (value, longitude) = columns(row.value)
+                    try insert.execute(arguments: [zone, version, field, row.position, value, longitude])
+                }
+            }
+            sequence = last
         }
+        try db.execute(sql: "UPDATE index_backfills SET zone_id = ?, sequence = ? WHERE id = ?", arguments: [zone, sequence, id])
+        return true
     }
 
     static func schemaText(_ db: Database, container: String, environment: String) throws -> String? {

@@ -45,16 +45,69 @@ extension SQLiteStore: ZoneStore {
     package func deleteZone(_ zone: ZoneKey) async throws {
         try await groupCommit.commit { db in
             guard let state = try Self.state(of: zone, db) else { throw StoreError.missing("zone \(zone.address.name)") }
-            for table in ["entry_index", "entries", "device_watermarks", "zone_grants"] {
+            // The zone's few rows go now; its entries and index rows, which may be millions, are purged later.
+            // Until then its row stays (the entries' foreign key needs it) but belongs to no account and no
+            // service, so nothing finds it and its name is free; zone ids are never reused.
+            for table in ["device_watermarks", "zone_grants"] {
                 try db.execute(sql: "DELETE FROM \(table) WHERE zone_id = ?", arguments: [state.id])
             }
-            try db.execute(sql: "DELETE FROM zones WHERE id = ?", arguments: [state.id])
+            try db.execute(
+                sql: """
+                    UPDATE zones SET account_id = '', service = ?2, kind = ?2, container = NULL, environment = NULL, name = CAST(id AS TEXT)
+                    WHERE id = ?1
+                    """,
+                arguments: [state.id, Self.purging])
+            try db.execute(sql: "INSERT INTO zone_purges (zone_id) VALUES (?)", arguments: [state.id])
             try db.execute(
                 sql: "INSERT INTO zone_tombstones (account_id, service, name, changed_at) VALUES (?, ?, ?, ?)",
                 arguments: [
                     zone.accountID, zone.address.service.encoded, zone.address.name, try Self.advanceServiceSequence(zone, db),
                 ])
         }
+    }
+
+    package func purgeDeletedZones() async throws -> Int {
+        var purged = 0
+        while !Task.isCancelled, let deleted = try await groupCommit.commit({ db in try Self.purgeStep(db) }) {
+            purged += deleted
+            await Task.yield()
+        }
+        return purged
+    }
+
+    /// What a deleted zone's row belongs to until its entries are purged: no service.
+    static let purging = "purging"
+
+    /// Deletes index rows, then entries, of the first zone awaiting its purge, for `stepBudget`; how many
+    /// rows it deleted, or nil when no zone awaits.
+    private static func purgeStep(_ db: Database) throws -> Int? {
+        guard let zone = try Int64.fetchOne(db, sql: "SELECT zone_id FROM zone_purges ORDER BY zone_id LIMIT 1") else {
+            return nil
+        }
+        let deleteIndexRows = try db.cachedStatement(
+            sql: """
+                DELETE FROM entry_index WHERE zone_id = ?1 AND sequence IN
+                    (SELECT DISTINCT sequence FROM entry_index WHERE zone_id = ?1 ORDER BY sequence LIMIT 64)
+                """)
+        let deleteEntries = try db.cachedStatement(
+            sql: "DELETE FROM entries WHERE zone_id = ?1 AND key IN (SELECT key FROM entries WHERE zone_id = ?1 LIMIT 256)")
+        var deleted = 0
+        let deadline = ContinuousClock.now + stepBudget
+        while ContinuousClock.now < deadline {
+            try deleteIndexRows.execute(arguments: [zone])
+            var changes = db.changesCount
+            if changes == 0 {
+                try deleteEntries.execute(arguments: [zone])
+                changes = db.changesCount
+            }
+            guard changes > 0 else {
+                try db.execute(sql: "DELETE FROM zone_purges WHERE zone_id = ?", arguments: [zone])
+                try db.execute(sql: "DELETE FROM zones WHERE id = ? AND service = ?", arguments: [zone, Self.purging])
+                break
+            }
+            deleted += changes
+        }
+        return deleted
     }
 
     package func zones(accountID: String, service: ZoneAddress.Service) async throws -> [ZoneSummary] {

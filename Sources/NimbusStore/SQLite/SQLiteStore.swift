@@ -49,15 +49,15 @@ package final class SQLiteStore: Sendable {
         groupCommit = GroupCommit(pool: pool)
     }
 
-    // Database work runs inline on the calling thread rather than through GRDB's async API. Each
-    // statement here takes microseconds, while handing the work to GRDB's queue and resuming afterwards
-    // costs two thread switches per call, which measured as most of a request's latency. A caller only
-    // waits when another transaction holds the writer, for at most that transaction's length.
+    // Database work never runs on Swift's cooperative threads (two of them on a 2-core machine: one long
+    // read or a wait for the writer there stalls every request). Reads and writes outside zone commits go
+    // through GRDB's async access, which runs them on its own queues (a reader's, the writer's) and
+    // resumes the caller; zone commits go through `GroupCommit`'s thread.
 
     /// Runs `body` in a write transaction, translating constraint violations into `StoreError.duplicate`.
-    func write<T: Sendable>(duplicate: String = "record", _ body: (Database) throws -> T) async throws -> T {
+    func write<T: Sendable>(duplicate: String = "record", _ body: @Sendable (Database) throws -> T) async throws -> T {
         do {
-            return try pool.write(body)
+            return try await pool.write(body)
         } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
             throw StoreError.duplicate(duplicate)
         } catch {
@@ -65,9 +65,9 @@ package final class SQLiteStore: Sendable {
         }
     }
 
-    func read<T: Sendable>(_ body: (Database) throws -> T) async throws -> T {
+    func read<T: Sendable>(_ body: @Sendable (Database) throws -> T) async throws -> T {
         do {
-            return try pool.read(body)
+            return try await pool.read(body)
         } catch {
             // A large sort may need temporary space too.
             throw Self.storeError(error)
