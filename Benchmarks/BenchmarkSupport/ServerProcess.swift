@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 #if canImport(Glibc)
     import Glibc
 #endif
@@ -72,6 +73,15 @@ package final class ServerProcess: @unchecked Sendable {
         let start = ContinuousClock.now
         let _: SchemaDocument = try await client.send(.PUT, path, body: SchemaDocument(text: schema.text))
         return ContinuousClock.now - start
+    }
+
+    /// Waits until no deleted zone awaits the purge of its records, watching the server's database
+    /// (a deletion answers before the purge, which runs beside requests).
+    package func zonePurgesFinished() async throws {
+        let database = try DatabaseQueue(path: dataDirectory.appendingPathComponent("nimbus.sqlite").path)
+        while try await database.read({ db in try Int.fetchOne(db, sql: "SELECT count(*) FROM zone_purges") ?? 0 }) > 0 {
+            try await Task.sleep(for: .milliseconds(20))
+        }
     }
 
     /// A user's device session (the account is created on first use).

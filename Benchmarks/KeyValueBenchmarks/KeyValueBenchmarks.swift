@@ -82,53 +82,31 @@ enum KeyValueBenchmarks {
     /// (about 15 s each), so the host's drift falls on both. Also the server's CPU per second in each.
     @MainActor
     static func hostileConnectionRows(_ server: ServerProcess, into table: inout ResultTable) async throws {
-        let session = try await server.signIn("hostile@bench.local", device: "bench")
-        let store = try UbiquitousKeyValueStore(
-            configuration: .init(
-                session: session, apiToken: server.apiToken, storeIdentifier: server.storeIdentifier,
-                localDirectory: FileManager.default.temporaryDirectory.appendingPathComponent(
-                    "nimbus-bench-\(UUIDString.random())")))
-        let health = NimbusClient(server: server.url)
-        func latencies() async throws -> (health: [Double], write: [Double]) {
-            var (healthTimes, writeTimes) = ([Double](), [Double]())
-            for round in 0..<3000 {
-                var start = ContinuousClock.now
-                _ = try await health.sendRaw(.GET, "/health", body: nil)
-                healthTimes.append((ContinuousClock.now - start).milliseconds)
-                start = ContinuousClock.now
-                store.set(Int64(round), forKey: "round")
-                try await store.synchronize()
-                writeTimes.append((ContinuousClock.now - start).milliseconds)
-            }
-            return (healthTimes, writeTimes)
-        }
-        var idle = (health: [Double](), write: [Double]())
-        var held = (health: [Double](), write: [Double]())
+        let probe = try await ResponsivenessProbe(server, user: "hostile@bench.local")
+        var (idle, held) = (ResponsivenessProbe.Latencies(), ResponsivenessProbe.Latencies())
         var openDuring = [Int]()
         var reopened = 0
         var cpu = (idle: [Double](), held: [Double]())
-        func measured(_ body: () async throws -> (health: [Double], write: [Double])) async throws -> (
-            (health: [Double], write: [Double]), Double
+        func measured(_ body: () async throws -> ResponsivenessProbe.Latencies) async throws -> (
+            ResponsivenessProbe.Latencies, Double
         ) {
             let (start, before) = (ContinuousClock.now, try server.cpuSeconds())
             let result = try await body()
             return (result, (try server.cpuSeconds() - before) / ((ContinuousClock.now - start).milliseconds / 1000))
         }
         for _ in 0..<2 {
-            let (quiet, quietCPU) = try await measured(latencies)
-            idle.health += quiet.health
-            idle.write += quiet.write
+            let (quiet, quietCPU) = try await measured { try await probe.measure(rounds: 3000) }
+            idle += quiet
             cpu.idle.append(quietCPU)
             let slow = SlowClients()
             FileHandle.standardError.write(Data("[\(Date())] opening 2,000 slow connections\n".utf8))
             try await slow.start(
                 port: server.url.port!, count: 2000, addresses: (2...9).map { "127.0.0.\($0)" }, interval: .seconds(1))
             openDuring.append(slow.counts.open)
-            let (busy, busyCPU) = try await measured(latencies)
+            let (busy, busyCPU) = try await measured { try await probe.measure(rounds: 3000) }
             openDuring.append(slow.counts.open)
             reopened += slow.counts.opened - 2000
-            held.health += busy.health
-            held.write += busy.write
+            held += busy
             cpu.held.append(busyCPU)
             await slow.stop()
         }

@@ -65,6 +65,6 @@ struct BackgroundJobsService: Service {
     let jobs: BackgroundJobs
 
     func run() async throws {
-        try await cancelWhenGracefulShutdown { await jobs.run() }
+        await cancelWhenGracefulShutdown { await jobs.run() }
     }
 }

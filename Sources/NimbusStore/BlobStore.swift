@@ -95,6 +95,11 @@ final class LocalBlobWriter: BlobWriter, @unchecked Sendable {
     private let maxBytes: Int64
     private var hasher = SHA256()
     private var size: Int64 = 0
+    private var unsynced = 0
+    /// Bytes written between two syncs. Synced only at the end, a 50 MB file went to the disk in one
+    /// flush that every commit's sync queued behind (key-value writes' p99 rose from 11 to 42 ms during
+    /// uploads); a few megabytes at a time keep each flush to a few milliseconds.
+    static let syncInterval = 4 << 20
 
     init(directory: URL, id: String, maxBytes: Int64) throws {
         self.id = id
@@ -128,6 +133,11 @@ final class LocalBlobWriter: BlobWriter, @unchecked Sendable {
         hasher.update(data: bytes)
         do {
             try handle.write(contentsOf: bytes)
+            unsynced += bytes.count
+            if unsynced >= Self.syncInterval {
+                try handle.synchronize()
+                unsynced = 0
+            }
         } catch {
             discardNow()
             throw Self.storeError(error)
@@ -139,6 +149,8 @@ final class LocalBlobWriter: BlobWriter, @unchecked Sendable {
             try handle.synchronize()
             try handle.close()
             try FileManager.default.moveItem(at: temporary, to: final)
+            // The rename is durable only once the directory is synced; the blob is acknowledged after this.
+            try Self.synchronizeDirectory(final.deletingLastPathComponent())
         } catch {
             discardNow()
             throw Self.storeError(error)
@@ -153,6 +165,13 @@ final class LocalBlobWriter: BlobWriter, @unchecked Sendable {
             (bridged.domain == NSCocoaErrorDomain && bridged.code == CocoaError.fileWriteOutOfSpace.rawValue)
             || (bridged.domain == NSPOSIXErrorDomain && [ENOSPC, EDQUOT].contains(Int32(bridged.code)))
         return full ? StoreError.storageFull : error
+    }
+
+    private static func synchronizeDirectory(_ directory: URL) throws {
+        let descriptor = open(directory.path, O_RDONLY | O_DIRECTORY)
+        guard descriptor >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+        defer { close(descriptor) }
+        guard fsync(descriptor) == 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
     }
 
     private func discardNow() {

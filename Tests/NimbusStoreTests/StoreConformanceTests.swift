@@ -251,6 +251,38 @@ import Testing
         #expect(try store.pool.writeWithoutTransaction { try Int.fetchOne($0, sql: "PRAGMA synchronous") } == full)
     }
 
+    /// The write-ahead log is copied into the database beside the writer once it holds 10,000 pages (here
+    /// some 11,000 distinct pages were written, most of them once), and then reused from its start, so it
+    /// does not grow with every write.
+    @Test func theLogIsCheckpointedAndReused() async throws {
+        let directory = TestResources.temporaryDirectory(prefix: "nimbus-store")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let path = directory.appendingPathComponent("nimbus.sqlite").path
+        let store = try SQLiteStore(path: path)
+        let zone = ZoneKey(
+            accountID: try await StoreConformanceTests().makeAccount(store), address: StoreConformanceTests.zoneAddress)
+        let pageBytes = 4096
+        let fileBytes: @Sendable (String) throws -> Int = {
+            try FileManager.default.attributesOfItem(atPath: $0)[.size] as? Int ?? 0
+        }
+        // 11,000 pages of entries, twice over (a 60 KB payload fills 15 overflow pages).
+        let payload = Data(count: 60_000)
+        func writePages(_ round: Int) async throws {
+            for batch in 0..<74 {
+                let mutations = (0..<10).map {
+                    EntryMutation(key: "r\(round)-\(batch)-\($0)", payload: payload, size: 100)
+                }
+                _ = try await store.commit(zone, mutations: mutations) { _ in }
+            }
+        }
+        try await writePages(0)
+        #expect(
+            try await eventually { try fileBytes(path) >= 8_000 * pageBytes },
+            "the log's pages reach the database file")
+        try await writePages(1)
+        #expect(try fileBytes(path + "-wal") < 16_000 * pageBytes, "the log restarted after the checkpoint")
+    }
+
     @Test func reopeningKeepsData() async throws {
         let directory = TestResources.temporaryDirectory(prefix: "nimbus-store")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)

@@ -9,6 +9,10 @@ import Synchronization
 /// progress is written at once, and batches that arrive meanwhile are written together next. Each batch
 /// runs in its own savepoint, so a batch whose check fails is rolled back alone, and batches take their
 /// sequence numbers in arrival order.
+///
+/// The steps of long jobs (backfills, purges) are committed apart, each alone: grouped with a request's
+/// batch, a step's work and its many changed pages would be that request's wait. Steps and the batches
+/// waiting take turns, so neither starves the other.
 final class GroupCommit: Sendable {
     typealias Body = @Sendable (Database) throws -> any Sendable
 
@@ -19,7 +23,24 @@ final class GroupCommit: Sendable {
 
     private struct State {
         var waiting: [Job] = []
+        var waitingSteps: [Job] = []
         var writing = false
+        var stepsTurn = false
+
+        /// What to write next: the batches waiting, together, or one step alone, taking turns.
+        mutating func next() -> [Job] {
+            defer { stepsTurn.toggle() }
+            if !waitingSteps.isEmpty && (stepsTurn || waiting.isEmpty) {
+                return [waitingSteps.removeFirst()]
+            }
+            defer { waiting = [] }
+            return waiting
+        }
+    }
+
+    /// Whether a body is a request's batch or a step of a long job.
+    enum Priority {
+        case request, background
     }
 
     private let state = Mutex(State())
@@ -31,13 +52,15 @@ final class GroupCommit: Sendable {
 
     init(pool: DatabasePool) { self.pool = pool }
 
-    func commit<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
-        try await commitErased(body) as! T
+    func commit<T: Sendable>(_ priority: Priority = .request, _ body: @escaping @Sendable (Database) throws -> T) async throws
+        -> T
+    {
+        try await commitErased(priority, body) as! T
     }
 
-    private func commitErased(_ body: @escaping Body) async throws -> any Sendable {
+    private func commitErased(_ priority: Priority, _ body: @escaping Body) async throws -> any Sendable {
         try await withCheckedThrowingContinuation { continuation in
-            if beginWriting(enqueueing: Job(body: body, continuation: continuation)) {
+            if beginWriting(enqueueing: Job(body: body, continuation: continuation), priority) {
                 queue.async {
                     continuation.resume(with: self.write([body])[0])
                     self.finishWriting()
@@ -47,10 +70,13 @@ final class GroupCommit: Sendable {
     }
 
     /// Claims the writer, or queues the job for the current writer to hand over to.
-    private func beginWriting(enqueueing job: Job) -> Bool {
+    private func beginWriting(enqueueing job: Job, _ priority: Priority) -> Bool {
         state.withLock { state in
             if state.writing {
-                state.waiting.append(job)
+                switch priority {
+                case .request: state.waiting.append(job)
+                case .background: state.waitingSteps.append(job)
+                }
                 return false
             }
             state.writing = true
@@ -62,17 +88,14 @@ final class GroupCommit: Sendable {
     /// loop, so that writes never recurse).
     private func finishWriting() {
         let more = state.withLock { state in
-            state.writing = !state.waiting.isEmpty
+            state.writing = !state.waiting.isEmpty || !state.waitingSteps.isEmpty
             return state.writing
         }
         if more { queue.async { self.writeWaiting() } }
     }
 
     private func writeWaiting() {
-        let jobs = state.withLock { state in
-            defer { state.waiting = [] }
-            return state.waiting
-        }
+        let jobs = state.withLock { state in state.next() }
         for (job, outcome) in zip(jobs, write(jobs.map(\.body))) { job.continuation.resume(with: outcome) }
         finishWriting()
     }

@@ -60,7 +60,7 @@ extension SQLiteStore: RecordDatabaseStore {
     }
 
     package func runBackfill(_ id: Int64, rows: @escaping @Sendable (_ payload: Data) throws -> [IndexEntry]) async throws {
-        while try await groupCommit.commit({ db in try Self.backfillStep(id, rows: rows, db) }) {
+        while try await groupCommit.commit(.background, { db in try Self.backfillStep(id, rows: rows, db) }) {
             try Task.checkCancellation()
             await Task.yield()
         }

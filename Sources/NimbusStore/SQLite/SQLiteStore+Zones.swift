@@ -68,7 +68,7 @@ extension SQLiteStore: ZoneStore {
 
     package func purgeDeletedZones() async throws -> Int {
         var purged = 0
-        while !Task.isCancelled, let deleted = try await groupCommit.commit({ db in try Self.purgeStep(db) }) {
+        while !Task.isCancelled, let deleted = try await groupCommit.commit(.background, { db in try Self.purgeStep(db) }) {
             purged += deleted
             await Task.yield()
         }

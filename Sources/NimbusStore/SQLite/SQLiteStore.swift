@@ -9,6 +9,7 @@ import NimbusCore
 package final class SQLiteStore: Sendable {
     let pool: DatabasePool
     let groupCommit: GroupCommit
+    private let checkpointer: WALCheckpointer
 
     /// Opens (creating when missing) the database at `path` and applies pending migrations. Before it
     /// migrates an existing database, which can take minutes when it is large, it tells `migrating` the
@@ -22,13 +23,9 @@ package final class SQLiteStore: Sendable {
             try db.execute(sql: "PRAGMA foreign_keys = ON")
             // Index pages are read far more than written: a larger page cache (allocated only as it
             // fills) and memory-mapped reads keep them out of read system calls; the map reaches SQLite's
-            // largest (2 GiB), since a zone of a million records is a 1.5 GB file. Checkpointing every
-            // 10,000 WAL pages instead of 1,000 copies a page rewritten by many commits (the ends of the
-            // indexes that writes append to) into the database once, not once per few commits; every
-            // commit is still synced to the WAL.
+            // largest (2 GiB), since a zone of a million records is a 1.5 GB file.
             try db.execute(sql: "PRAGMA cache_size = -32768")
             try db.execute(sql: "PRAGMA mmap_size = 2147418112")
-            try db.execute(sql: "PRAGMA wal_autocheckpoint = 10000")
             db.add(function: SQLiteStore.distanceFunction)
         }
         pool = try DatabasePool(path: path, configuration: configuration)
@@ -47,6 +44,13 @@ package final class SQLiteStore: Sendable {
             _ = try pool.writeWithoutTransaction { try $0.checkpoint(.truncate) }
         }
         groupCommit = GroupCommit(pool: pool)
+        checkpointer = WALCheckpointer(path: path)
+        try pool.writeWithoutTransaction { [checkpointer] db in try checkpointer.install(on: db) }
+    }
+
+    deinit {
+        // The writer's hook points at the checkpointer, which may go first.
+        pool.writeWithoutTransaction { db in WALCheckpointer.uninstall(from: db) }
     }
 
     // Database work never runs on Swift's cooperative threads (two of them on a 2-core machine: one long

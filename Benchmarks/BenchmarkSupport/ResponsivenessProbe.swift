@@ -1,0 +1,75 @@
+import Foundation
+import NimbusCore
+import NimbusKit
+import Synchronization
+
+/// How responsive a server stays: sequential rounds of a `/health` request and a signed-in key-value
+/// write (one key, acknowledged once committed and synced), each timed.
+///
+/// The write is the request alone (`KeyValueClient`), not the SDK's `synchronize()`, which adds the
+/// device's own work: a second round trip for changes, and three or four atomic writes of its local copy
+/// (a sync and a rename each, ~0.6 ms on this disk), so that a round took 5–6 ms at the median on an
+/// idle server, mostly in the client.
+@MainActor
+package final class ResponsivenessProbe {
+    private let health: NimbusClient
+    private let writer: KeyValueClient
+    private var round: Int64 = 0
+
+    /// Latencies in milliseconds.
+    package struct Latencies {
+        package var health = [Double]()
+        package var write = [Double]()
+
+        package init() {}
+
+        package static func += (left: inout Latencies, right: Latencies) {
+            left.health += right.health
+            left.write += right.write
+        }
+    }
+
+    package init(_ server: ServerProcess, user: String) async throws {
+        let session = try await server.signIn(user, device: "probe")
+        writer = KeyValueClient(
+            client: NimbusClient(session: session, apiToken: server.apiToken), storeIdentifier: server.storeIdentifier)
+        health = NimbusClient(server: server.url)
+    }
+
+    /// `rounds` rounds.
+    package func measure(rounds: Int) async throws -> Latencies {
+        var latencies = Latencies()
+        for _ in 0..<rounds { try await measureRound(into: &latencies) }
+        return latencies
+    }
+
+    /// Rounds for as long as `job` runs (at least one); the latencies, and how long the job took.
+    package func measure(while job: @escaping @Sendable () async throws -> Void) async throws -> (Latencies, Duration) {
+        let start = ContinuousClock.now
+        let finished = Flag()
+        let running = Task {
+            defer { finished.value.store(true, ordering: .releasing) }
+            try await job()
+        }
+        var latencies = Latencies()
+        repeat {
+            try await measureRound(into: &latencies)
+        } while !finished.value.load(ordering: .acquiring)
+        try await running.value
+        return (latencies, ContinuousClock.now - start)
+    }
+
+    private func measureRound(into latencies: inout Latencies) async throws {
+        var start = ContinuousClock.now
+        _ = try await health.sendRaw(.GET, "/health", body: nil)
+        latencies.health.append((ContinuousClock.now - start).milliseconds)
+        round += 1
+        start = ContinuousClock.now
+        _ = try await writer.modify([.set("round", .int64(round))])
+        latencies.write.append((ContinuousClock.now - start).milliseconds)
+    }
+}
+
+private final class Flag: Sendable {
+    let value = Atomic(false)
+}
