@@ -144,6 +144,7 @@ let package = Package(
             ]
         ),
         .testTarget(name: "NimbusKitTests", dependencies: ["NimbusKit", "NimbusCore", "NimbusTestingCore"]),
+        .testTarget(name: "NimbusDeviceTests", dependencies: ["NimbusDevice", "NimbusTestingCore"]),
         .testTarget(
             name: "EndToEndTests",
             dependencies: [

@@ -4,7 +4,8 @@ import NimbusKit
 import Synchronization
 
 /// How responsive a server stays: sequential rounds of a `/health` request and a signed-in key-value
-/// write (one key, acknowledged once committed and synced), each timed.
+/// write (one key, acknowledged once committed and synced), each timed, and beside them the floor under
+/// the write: a 4 KiB write and `fdatasync` of a file in the server's data directory, on the same disk.
 ///
 /// The write is the request alone (`KeyValueClient`), not the SDK's `synchronize()`, which adds the
 /// device's own work: a second round trip for changes, and three or four atomic writes of its local copy
@@ -15,17 +16,22 @@ package final class ResponsivenessProbe {
     private let health: NimbusClient
     private let writer: KeyValueClient
     private var round: Int64 = 0
+    private let syncProbe: Int32
+    private let syncProbePath: String
+    private let page = [UInt8](repeating: 0x5A, count: 4096)
 
     /// Latencies in milliseconds.
     package struct Latencies {
         package var health = [Double]()
         package var write = [Double]()
+        package var sync = [Double]()
 
         package init() {}
 
         package static func += (left: inout Latencies, right: Latencies) {
             left.health += right.health
             left.write += right.write
+            left.sync += right.sync
         }
     }
 
@@ -34,6 +40,14 @@ package final class ResponsivenessProbe {
         writer = KeyValueClient(
             client: NimbusClient(session: session, apiToken: server.apiToken), storeIdentifier: server.storeIdentifier)
         health = NimbusClient(server: server.url)
+        syncProbePath = server.dataDirectory.appendingPathComponent("responsiveness-sync-probe").path
+        syncProbe = open(syncProbePath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        guard syncProbe >= 0 else { throw NimbusError(.internalError, "cannot create \(syncProbePath)") }
+    }
+
+    isolated deinit {
+        close(syncProbe)
+        unlink(syncProbePath)
     }
 
     /// `rounds` rounds.
@@ -67,6 +81,11 @@ package final class ResponsivenessProbe {
         start = ContinuousClock.now
         _ = try await writer.modify([.set("round", .int64(round))])
         latencies.write.append((ContinuousClock.now - start).milliseconds)
+        start = ContinuousClock.now
+        guard pwrite(syncProbe, page, page.count, 0) == page.count, fdatasync(syncProbe) == 0 else {
+            throw NimbusError(.internalError, "cannot write and sync \(syncProbePath)")
+        }
+        latencies.sync.append((ContinuousClock.now - start).milliseconds)
     }
 }
 

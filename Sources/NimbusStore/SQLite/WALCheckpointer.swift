@@ -15,9 +15,14 @@ import Synchronization
 final class WALCheckpointer: Sendable {
     /// Log pages after which a checkpoint starts beside the writer.
     static let backgroundPages: Int32 = 10_000
-    /// Log pages after which the commit checkpoints itself, as SQLite would, because the checkpoints
-    /// beside it do not keep up (long reads can hold them back); the log would otherwise grow unbounded.
-    static let inlinePages: Int32 = 200_000
+    /// Log pages after which the writer finishes the copy itself whatever is left, because the
+    /// checkpoints beside it do not catch up (writes that never pause, long reads holding them back);
+    /// the log would otherwise grow without bound. What is left is what was written since the last
+    /// checkpoint beside it, not the whole log.
+    static let inlinePages: Int32 = 40_000
+    /// Pages left after a checkpoint beside the writer that the writer copies itself (about 1 MB, a
+    /// millisecond or two), so that the log can restart.
+    static let finishingPages: Int32 = 256
     /// The log's file is cut back to this size when it restarts, so one burst of writes does not keep its
     /// disk space.
     static let retainedLogBytes = 64 << 20
@@ -26,8 +31,9 @@ final class WALCheckpointer: Sendable {
     /// Opened at the first checkpoint, so an idle server holds no connection for it.
     private let connection = Mutex<DatabaseQueue?>(nil)
     private let running = Atomic(false)
-    /// A checkpoint beside the writer copied every page the log held when it began.
-    private let caughtUp = Atomic(false)
+    /// How many of the log's pages the last checkpoint beside the writer copied (every page the log
+    /// held when it began), or 0.
+    private let copiedPages = Atomic<Int32>(0)
     private let queue = DispatchQueue(label: "nimbus.checkpoint", qos: .utility)
 
     init(path: String) { self.path = path }
@@ -47,9 +53,12 @@ final class WALCheckpointer: Sendable {
     fileprivate func committed(_ writer: OpaquePointer?, logPages: Int32) {
         // The log restarts from its start only at a write transaction that begins with every page of it
         // copied, and the writer begins the next one as soon as it commits, before a checkpoint beside it
-        // can copy the pages just committed: so once one has copied the rest, the writer copies those
-        // few itself.
-        if logPages >= Self.inlinePages || caughtUp.exchange(false, ordering: .acquiringAndReleasing) {
+        // can copy the pages just committed. So once one has copied all but a few hundred pages, the
+        // writer copies those itself; while more remain, another checkpoint beside it copies them (each
+        // shorter than the one before, as long as commits add pages more slowly than a pass copies them).
+        let copied = copiedPages.load(ordering: .acquiring)
+        if logPages >= Self.inlinePages || (copied > 0 && logPages - copied <= Self.finishingPages) {
+            copiedPages.store(0, ordering: .releasing)
             sqlite3_wal_checkpoint_v2(writer, nil, SQLITE_CHECKPOINT_PASSIVE, nil, nil)
             return
         }
@@ -74,7 +83,9 @@ final class WALCheckpointer: Sendable {
         // A reader's snapshot can hold back the pages after it; the next commit past the threshold
         // starts another checkpoint for them.
         let log = try database.writeWithoutTransaction { db in try db.checkpoint(.passive) }
-        if log.checkpointedFrameCount >= log.walFrameCount { caughtUp.store(true, ordering: .releasing) }
+        if log.checkpointedFrameCount >= log.walFrameCount {
+            copiedPages.store(Int32(log.checkpointedFrameCount), ordering: .releasing)
+        }
     }
 }
 

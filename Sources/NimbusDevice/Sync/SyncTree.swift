@@ -1,0 +1,103 @@
+/// An item's identity in a container, the same on the server and on every device: it survives renames
+/// and moves. A device names the items it creates, so an item created offline has its ID before the
+/// server has seen it.
+public struct ItemID: Hashable, Comparable, Sendable, CustomStringConvertible {
+    public let rawValue: String
+    public init(_ rawValue: String) { self.rawValue = rawValue }
+    public var description: String { rawValue }
+    public static func < (lhs: ItemID, rhs: ItemID) -> Bool { lhs.rawValue < rhs.rawValue }
+}
+
+public enum ItemKind: String, Hashable, Sendable, Codable {
+    case file
+    case folder
+    /// A folder synced and versioned as one document (`.pages` bundles).
+    case package
+}
+
+/// Where an item sits: its parent folder (`nil`: the container's root) and its name there.
+public struct Place: Hashable, Sendable, CustomStringConvertible {
+    public var parent: ItemID?
+    public var name: String
+    public init(parent: ItemID?, name: String) {
+        self.parent = parent
+        self.name = name
+    }
+    public var description: String { "\(parent?.rawValue ?? "/")/\(name)" }
+}
+
+/// One item as one side sees it: its place, its kind, and for files and packages the hash of the
+/// content of the version it holds.
+public struct SyncItem: Hashable, Sendable, CustomStringConvertible {
+    public var place: Place
+    public var kind: ItemKind
+    public var content: String?
+
+    public init(place: Place, kind: ItemKind, content: String?) {
+        self.place = place
+        self.kind = kind
+        self.content = content
+    }
+
+    public var description: String { "\(kind) \(place) \(content ?? "-")" }
+
+    func moved(to place: Place) -> SyncItem {
+        var item = self
+        item.place = place
+        return item
+    }
+
+    /// Whether the two hold different bytes (a different kind counts as different bytes).
+    func differsInContent(from other: SyncItem) -> Bool { kind != other.kind || content != other.content }
+}
+
+/// A side's view of a container: the remote tree (what the server says), the local tree (what the disk
+/// says) or the synced tree (what both last agreed on).
+public struct SyncTree: Equatable, Sendable {
+    public var items: [ItemID: SyncItem]
+
+    public init(_ items: [ItemID: SyncItem] = [:]) { self.items = items }
+
+    public subscript(id: ItemID) -> SyncItem? {
+        get { items[id] }
+        set { items[id] = newValue }
+    }
+
+    /// Which item holds each place, for finding collisions without a scan per item.
+    func occupants() -> [Place: ItemID] {
+        Dictionary(items.map { ($0.value.place, $0.key) }, uniquingKeysWith: { first, _ in first })
+    }
+
+    /// The items whose parent is each folder.
+    func children() -> [ItemID: [ItemID]] {
+        var children: [ItemID: [ItemID]] = [:]
+        for (id, item) in items {
+            if let parent = item.place.parent { children[parent, default: []].append(id) }
+        }
+        return children
+    }
+
+    /// Whether `id` is `ancestor` or lies somewhere inside it.
+    func isWithin(_ id: ItemID?, _ ancestor: ItemID) -> Bool {
+        var current = id
+        var steps = 0
+        while let next = current, steps <= items.count {
+            if next == ancestor { return true }
+            current = items[next]?.place.parent
+            steps += 1
+        }
+        return false
+    }
+
+    /// How many folders lie between the item and the root (items whose parent is missing count as at
+    /// the root).
+    func depth(of id: ItemID) -> Int {
+        var depth = 0
+        var current = items[id]?.place.parent
+        while let next = current, depth <= items.count {
+            depth += 1
+            current = items[next]?.place.parent
+        }
+        return depth
+    }
+}
