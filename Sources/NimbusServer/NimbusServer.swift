@@ -46,6 +46,7 @@ package struct NimbusServer: Sendable {
         AdminRoutes(service: AdminService(server: state)).register(on: router)
         KeyValueRoutes(service: KeyValueService(server: state)).register(on: router)
         DatabaseRoutes(service: RecordService(server: state)).register(on: router)
+        DocumentRoutes(service: DocumentService(server: state), chunks: ChunkTransfers(server: state)).register(on: router)
         DatabaseRoutes.registerTransfers(AssetTransfers(server: state), on: router)
         DatabaseRoutes.registerCourier(state, on: router)
         PushRoutes.registerUpgradeRequired(on: router)

@@ -20,8 +20,16 @@ package struct StoredBlob: Sendable, Hashable {
 package protocol BlobStore: Sendable {
     /// Starts a new blob; its bytes are written in order, and it exists only once finished.
     func makeWriter(maxBytes: Int64) async throws -> any BlobWriter
+    /// Starts a document chunk stored under its SHA-256 (`hash`, lowercase hexadecimal), so that a chunk is
+    /// stored once however many versions hold it. `finish` throws `BlobMismatch` (and keeps nothing) when
+    /// the bytes do not hash to `hash`; a chunk already stored stays as it is.
+    func makeChunkWriter(hash: String, maxBytes: Int64) async throws -> any BlobWriter
     /// The file holding a finished blob, or nil.
     func file(_ id: String) -> URL?
+    /// Marks blobs as in use now, so that a sweep keeps them for its grace period whatever its scan saw
+    /// (a chunk a client was told is stored, about to be named in a version); returns those that are
+    /// stored (the others may have been swept just before).
+    func retain(_ ids: [String]) async throws -> Set<String>
     /// Deletes every blob not in `live` and every unfinished one, if last written before `cutoff`;
     /// returns how many it deleted.
     func sweep(keeping live: Set<String>, writtenBefore cutoff: Date) async throws -> Int
@@ -39,9 +47,14 @@ package protocol BlobWriter: AnyObject, Sendable {
 
 package struct BlobTooLarge: Error, Sendable { package var limit: Int64 }
 
+/// A chunk's bytes do not hash to the name it was uploaded under.
+package struct BlobMismatch: Error, Sendable { package var actual: String }
+
 /// Blobs as files in a directory: written to a temporary name, synced, then renamed into place.
 package final class LocalBlobStore: BlobStore {
     private let directory: URL
+    /// Held while the sweep decides on and deletes one file, and while `retain` touches one.
+    private let sweeping = NSLock()
 
     package init(directory: URL) throws {
         self.directory = directory
@@ -53,6 +66,14 @@ package final class LocalBlobStore: BlobStore {
         return try await BlockingWork.run { try LocalBlobWriter(directory: directory, id: id, maxBytes: maxBytes) }
     }
 
+    package func makeChunkWriter(hash: String, maxBytes: Int64) async throws -> any BlobWriter {
+        guard DocumentNames.isHash(hash) else { throw BlobMismatch(actual: hash) }
+        let directory = directory
+        return try await BlockingWork.run {
+            try LocalBlobWriter(directory: directory, id: hash, maxBytes: maxBytes, contentAddressed: true)
+        }
+    }
+
     package func file(_ id: String) -> URL? {
         // Ids are 64 hexadecimal characters; anything else (a path, say) names no blob.
         guard Secrets.isAPITokenShaped(id) else { return nil }
@@ -60,12 +81,30 @@ package final class LocalBlobStore: BlobStore {
         return FileManager.default.fileExists(atPath: url.path) ? url : nil
     }
 
-    package func sweep(keeping live: Set<String>, writtenBefore cutoff: Date) async throws -> Int {
-        let directory = directory
-        return try await BlockingWork.run { try Self.sweep(directory, keeping: live, writtenBefore: cutoff) }
+    package func retain(_ ids: [String]) async throws -> Set<String> {
+        let (directory, sweeping) = (directory, sweeping)
+        return try await BlockingWork.run {
+            var retained = Set<String>()
+            for id in ids where Secrets.isAPITokenShaped(id) {
+                let path = directory.appendingPathComponent(id.lowercased()).path
+                // Under the sweep's lock, a file is either swept already or touched before the sweep looks.
+                let touched = sweeping.withLock { utimes(path, nil) == 0 }
+                if touched { retained.insert(id) }
+            }
+            return retained
+        }
     }
 
-    private static func sweep(_ directory: URL, keeping live: Set<String>, writtenBefore cutoff: Date) throws -> Int {
+    package func sweep(keeping live: Set<String>, writtenBefore cutoff: Date) async throws -> Int {
+        let (directory, sweeping) = (directory, sweeping)
+        return try await BlockingWork.run {
+            try Self.sweep(directory, keeping: live, writtenBefore: cutoff, lock: sweeping)
+        }
+    }
+
+    private static func sweep(_ directory: URL, keeping live: Set<String>, writtenBefore cutoff: Date, lock: NSLock)
+        throws -> Int
+    {
         let live = Set(live.map { $0.lowercased() })
         var deleted = 0
         for file in try FileManager.default.contentsOfDirectory(
@@ -73,12 +112,16 @@ package final class LocalBlobStore: BlobStore {
         {
             let name = file.lastPathComponent
             let unfinished = name.hasPrefix(LocalBlobWriter.unfinishedPrefix)
-            guard unfinished || (Secrets.isAPITokenShaped(name) && !live.contains(name)),
-                let written = try file.resourceValues(forKeys: [.contentModificationDateKey]).contentModificationDate,
-                written < cutoff
-            else { continue }
-            try FileManager.default.removeItem(at: file)
-            deleted += 1
+            guard unfinished || (Secrets.isAPITokenShaped(name) && !live.contains(name)) else { continue }
+            let removed = try lock.withLock {
+                var status = stat()
+                guard stat(file.path, &status) == 0, Double(status.st_mtim.tv_sec) < cutoff.timeIntervalSince1970 else {
+                    return false
+                }
+                try FileManager.default.removeItem(at: file)
+                return true
+            }
+            if removed { deleted += 1 }
         }
         return deleted
     }
@@ -101,10 +144,14 @@ final class LocalBlobWriter: BlobWriter, @unchecked Sendable {
     /// uploads); a few megabytes at a time keep each flush to a few milliseconds.
     static let syncInterval = 4 << 20
 
-    init(directory: URL, id: String, maxBytes: Int64) throws {
+    /// Named by its SHA-256, which `finish` checks; several uploads of one chunk may run at once.
+    private let contentAddressed: Bool
+
+    init(directory: URL, id: String, maxBytes: Int64, contentAddressed: Bool = false) throws {
         self.id = id
         self.maxBytes = maxBytes
-        temporary = directory.appendingPathComponent(Self.unfinishedPrefix + id)
+        self.contentAddressed = contentAddressed
+        temporary = directory.appendingPathComponent(Self.unfinishedPrefix + (contentAddressed ? Secrets.apiToken() : id))
         final = directory.appendingPathComponent(id)
         guard FileManager.default.createFile(atPath: temporary.path, contents: nil, attributes: [.posixPermissions: 0o600]) else {
             throw CocoaError(.fileWriteUnknown)
@@ -145,17 +192,26 @@ final class LocalBlobWriter: BlobWriter, @unchecked Sendable {
     }
 
     private func finishNow() throws -> StoredBlob {
+        let digest = Data(hasher.finalize())
+        if contentAddressed {
+            let actual = digest.map { String(format: "%02x", $0) }.joined()
+            guard actual == id else {
+                discardNow()
+                throw BlobMismatch(actual: actual)
+            }
+        }
         do {
             try handle.synchronize()
             try handle.close()
-            try FileManager.default.moveItem(at: temporary, to: final)
+            // rename(2) replaces a chunk another upload stored meanwhile with the same bytes, atomically.
+            guard rename(temporary.path, final.path) == 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
             // The rename is durable only once the directory is synced; the blob is acknowledged after this.
             try Self.synchronizeDirectory(final.deletingLastPathComponent())
         } catch {
             discardNow()
             throw Self.storeError(error)
         }
-        return StoredBlob(id: id, size: size, checksum: Data(hasher.finalize()).base64EncodedString())
+        return StoredBlob(id: id, size: size, checksum: digest.base64EncodedString())
     }
 
     /// `error` as `StoreError.storageFull` when it says the disk (or the owner's disk quota) is full.

@@ -79,6 +79,11 @@ package protocol DeveloperStore: Sendable {
 package protocol ZoneStore: Sendable {
     /// The zone's state, or nil when nothing was ever written to it.
     func zoneState(_ zone: ZoneKey) async throws -> ZoneState?
+    /// What `extract` finds in every live payload containing `marker` in every zone of a kind of service
+    /// (all accounts), read as of one moment: what the blob collector keeps.
+    func scanLivePayloads<T: Sendable>(
+        of kind: ZoneAddress.Service.Kind, containing marker: Data, _ extract: @Sendable (Data) throws -> [T]
+    ) async throws -> [T]
 
     /// Runs `body` as one atomic transaction on the zone and returns its result with the zone's state after it.
     ///
@@ -188,9 +193,6 @@ package protocol RecordDatabaseStore: ZoneStore {
     func transactRecords<T: Sendable>(
         _ zone: ZoneKey, creating: Bool, _ body: @escaping @Sendable (any RecordZoneTransaction) throws -> T
     ) async throws -> (result: T, state: ZoneState)
-    /// What `extract` finds in every live record payload containing `marker`, in every record database,
-    /// read as of one moment.
-    func scanLiveRecords<T: Sendable>(containing marker: Data, _ extract: @Sendable (Data) throws -> [T]) async throws -> [T]
     func schemaText(container: String, environment: String) async throws -> String?
     /// Replaces the schema with what `update` makes of the current one, atomically (concurrent updates
     /// each see the other's result), then gives the entries already stored the index rows the new schema

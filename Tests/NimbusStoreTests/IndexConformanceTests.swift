@@ -442,7 +442,7 @@ import Testing
         _ = try await store.transact(other, creating: true) { transaction in
             try transaction.put("d", payload: Data("photo ASSETID 4".utf8), size: 1)
         }
-        let found = try await store.scanLiveRecords(containing: Data("ASSETID".utf8)) { payload in
+        let found = try await store.scanLivePayloads(of: .records, containing: Data("ASSETID".utf8)) { payload in
             [String(decoding: payload, as: UTF8.self)]
         }
         #expect(found == ["photo ASSETID 1"])

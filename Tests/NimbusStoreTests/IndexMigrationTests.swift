@@ -95,7 +95,9 @@ import Testing
     /// Zones written before services were stored by their parts are found by their parts after it.
     @Test func zonesWrittenBeforeAreFoundByTheirServicesParts() async throws {
         let store = try SQLiteStore(path: try databaseWithTextFieldNames())
-        let found = try await store.scanLiveRecords(containing: Data("1".utf8)) { [String(decoding: $0, as: UTF8.self)] }
+        let found = try await store.scanLivePayloads(of: .records, containing: Data("1".utf8)) {
+            [String(decoding: $0, as: UTF8.self)]
+        }
         #expect(found == ["1"])
         let parts = try await store.pool.read { db in
             try Row.fetchOne(db, sql: "SELECT kind, container, environment FROM zones WHERE id = 7").map {

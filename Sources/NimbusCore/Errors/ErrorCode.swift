@@ -37,6 +37,10 @@ public struct ErrorCode: RawRepresentable, Hashable, Codable, Sendable, CustomSt
     public static let uriTooLong = ErrorCode(rawValue: "URI_TOO_LONG")
     /// The request's headers are larger, or more, than the server reads.
     public static let headersTooLarge = ErrorCode(rawValue: "HEADERS_TOO_LARGE")
+    /// A document version names a chunk the caller never uploaded; upload it and save again.
+    public static let chunkMissing = ErrorCode(rawValue: "CHUNK_MISSING")
+    /// A `Range` header asks only for bytes past the end of the body.
+    public static let rangeNotSatisfiable = ErrorCode(rawValue: "RANGE_NOT_SATISFIABLE")
     /// The path is a WebSocket; the request must ask to upgrade to one.
     public static let upgradeRequired = ErrorCode(rawValue: "UPGRADE_REQUIRED")
 
@@ -60,12 +64,13 @@ public struct ErrorCode: RawRepresentable, Hashable, Codable, Sendable, CustomSt
         case .quotaExceeded, .kvLimitExceeded, .requestTooLarge: 413
         case .throttled: 429
         case .tryAgainLater: 503
-        case .validatingReferenceError: 412
+        case .validatingReferenceError, .chunkMissing: 412
         case .changeTokenExpired: 410
         case .methodNotAllowed: 405
         case .uriTooLong: 414
         case .headersTooLarge: 431
         case .upgradeRequired: 426
+        case .rangeNotSatisfiable: 416
         default: 500
         }
     }

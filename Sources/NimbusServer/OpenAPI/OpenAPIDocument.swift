@@ -48,6 +48,9 @@ enum OpenAPIDocument {
         var errors: [Int] = []
         /// Other successes, without a body (a long poll that heard nothing, a redirect).
         var emptySuccesses: [Int] = []
+        /// The success may also be 206, part of the body (a `Range` request).
+        var partialSuccess = false
+        var requestType = "application/json"
         /// Error statuses the operation may also answer with an HTML page (a sign-in form showing why).
         var htmlErrors: [Int] = []
     }
@@ -100,6 +103,33 @@ enum OpenAPIDocument {
             Operation(
                 method: "post", path: "/kv/1/{store}/modify", summary: "Set and remove keys in one atomic batch",
                 access: .service, request: "KeyValueModifyRequest", response: "KeyValueModifyResponse"),
+            Operation(
+                method: "post", path: "/documents/1/{container}/{environment}/changes",
+                summary: "The container's items changed since a token", access: .service, request: "DocumentChangesRequest",
+                response: "DocumentChangesResponse"),
+            Operation(
+                method: "post", path: "/documents/1/{container}/{environment}/modify",
+                summary: "Save, move, delete, resolve, restore and purge items (each operation whole or not at all)",
+                access: .service, request: "DocumentModifyRequest", response: "DocumentModifyResponse"),
+            Operation(
+                method: "post", path: "/documents/1/{container}/{environment}/versions",
+                summary: "An item with its version history", access: .service, request: "DocumentVersionsRequest",
+                response: "DocumentVersionsResponse", errors: [404]),
+            Operation(
+                method: "get", path: "/documents/1/{container}/{environment}/trash", summary: "Recently Deleted",
+                access: .service, response: "DocumentTrashResponse"),
+            Operation(
+                method: "post", path: "/blobs/1/{container}/{environment}/missing",
+                summary: "Which chunks the caller must upload", access: .service, request: "ChunksMissingRequest",
+                response: "ChunksMissingResponse"),
+            Operation(
+                method: "put", path: "/blobs/1/{container}/{environment}/{hash}",
+                summary: "Upload a chunk, named by its SHA-256", access: .service, request: "ChunkBytes", status: 204,
+                requestType: "application/octet-stream"),
+            Operation(
+                method: "get", path: "/blobs/1/{container}/{environment}/{hash}",
+                summary: "Download a chunk, or the part a Range header asks for (206)", access: .service,
+                responseType: "application/octet-stream", errors: [404, 416], partialSuccess: true),
             Operation(method: "get", path: "/admin/1/teams", summary: "List teams", access: .administrator),
             Operation(
                 method: "post", path: "/admin/1/teams", summary: "Create a team", access: .administrator,
@@ -297,7 +327,8 @@ enum OpenAPIDocument {
         }
         if !parameters.isEmpty { members.append(("parameters", .array(parameters))) }
         if let request = operation.request {
-            members.append(("requestBody", ["required": true, "content": ["application/json": ["schema": reference(request)]]]))
+            members.append(
+                ("requestBody", ["required": true, "content": [operation.requestType: ["schema": reference(request)]]]))
         }
         let success: JSONValue =
             operation.response.map {
@@ -307,6 +338,7 @@ enum OpenAPIDocument {
                 ? ["description": "Success"]
                 : ["description": "Success", "content": [operation.responseType: [:]]])
         var responses: [(String, JSONValue)] = [(String(operation.status), success)]
+        if operation.partialSuccess { responses.append(("206", success)) }
         for status in operation.emptySuccesses {
             responses.append((String(status), ["description": "Success, with nothing to answer"]))
         }

@@ -17,7 +17,7 @@ enum WireSchemas {
     static func ref(_ name: String) -> JSONValue { ["$ref": .string("#/components/schemas/\(name)")] }
     static func array(of item: JSONValue) -> JSONValue { ["type": "array", "items": item] }
 
-    static var all: [(String, JSONValue)] { service + database }
+    static var all: [(String, JSONValue)] { service + database + documents }
 
     private static let service: [(String, JSONValue)] = [
         (

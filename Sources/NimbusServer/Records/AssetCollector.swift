@@ -1,10 +1,12 @@
 import Foundation
 import Logging
+import NimbusCore
 import NimbusStore
 import ServiceLifecycle
 
-/// Deletes asset files that no record holds and no receipt can still bring into one: files of deleted
-/// records, of replaced asset values, and uploads never saved into a record.
+/// Deletes asset files that no record holds and no receipt can still bring into one (files of deleted
+/// records, of replaced asset values, and uploads never saved into a record), and document chunks that
+/// no version holds (current, conflict or in history): versions purged, uploads never saved.
 ///
 /// It marks and sweeps rather than counting references, because a receipt may be redeemed into more
 /// than one record while it is valid. Files written within `grace` stay whatever the scan saw, so a
@@ -22,10 +24,27 @@ struct AssetCollector: Sendable {
         try await server.store.deleteAssetUploads(expiredBefore: redeemable)
         var live = try await server.store.uploadedBlobIDs(expiringAfter: redeemable)
         live.formUnion(
-            try await server.store.scanLiveRecords(containing: Data("ASSETID".utf8)) {
+            try await server.store.scanLivePayloads(of: .records, containing: Data("ASSETID".utf8)) {
                 try StoredRecord(payload: $0).assetIDs
             })
+        live.formUnion(
+            try await server.store.scanLivePayloads(of: .documents, containing: Data("\"chunks\"".utf8)) {
+                try JSONDecoder().decode(ChunkReferences.self, from: $0).hashes
+            })
         return try await server.blobs.sweep(keeping: live, writtenBefore: now.addingTimeInterval(-Self.grace))
+    }
+}
+
+/// The chunks a document payload names: an item's current and conflict versions, or a version kept
+/// in history.
+private struct ChunkReferences: Decodable {
+    var current: DocumentVersion?
+    var conflicts: [DocumentVersion]?
+    var content: DocumentContent?
+
+    var hashes: [String] {
+        let contents = ([current].compactMap { $0 } + (conflicts ?? [])).map(\.content) + [content].compactMap { $0 }
+        return contents.flatMap { $0.chunks.map(\.hash) }
     }
 }
 

@@ -39,3 +39,8 @@ extension KeyValueModifyResponse: ResponseGenerator {
         try JSONBody(bytes: encoded()).response(from: request, context: context)
     }
 }
+extension DocumentChangesResponse: ResponseEncodable {}
+extension DocumentModifyResponse: ResponseEncodable {}
+extension DocumentVersionsResponse: ResponseEncodable {}
+extension DocumentTrashResponse: ResponseEncodable {}
+extension ChunksMissingResponse: ResponseEncodable {}

@@ -9,23 +9,6 @@ extension SQLiteStore: RecordDatabaseStore {
         try await transactSQLite(zone, creating: creating, body)
     }
 
-    package func scanLiveRecords<T: Sendable>(containing marker: Data, _ extract: @Sendable (Data) throws -> [T]) async throws
-        -> [T]
-    {
-        try await read { db in
-            let payloads = try Data.fetchCursor(
-                db,
-                sql: """
-                    SELECT e.payload FROM entries e JOIN zones z ON z.id = e.zone_id
-                    WHERE z.kind = ? AND e.payload IS NOT NULL AND instr(e.payload, ?) > 0
-                    """,
-                arguments: [ZoneAddress.Service.Kind.records.rawValue, marker])
-            var found = [T]()
-            while let payload = try payloads.next() { found += try extract(payload) }
-            return found
-        }
-    }
-
     package func schemaText(container: String, environment: String) async throws -> String? {
         try await read { db in try Self.schemaText(db, container: container, environment: environment) }
     }

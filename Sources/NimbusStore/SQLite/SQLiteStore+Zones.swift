@@ -152,6 +152,23 @@ extension SQLiteStore: ZoneStore {
         }
     }
 
+    package func scanLivePayloads<T: Sendable>(
+        of kind: ZoneAddress.Service.Kind, containing marker: Data, _ extract: @Sendable (Data) throws -> [T]
+    ) async throws -> [T] {
+        try await read { db in
+            let payloads = try Data.fetchCursor(
+                db,
+                sql: """
+                    SELECT e.payload FROM entries e JOIN zones z ON z.id = e.zone_id
+                    WHERE z.kind = ? AND e.payload IS NOT NULL AND instr(e.payload, ?) > 0
+                    """,
+                arguments: [kind.rawValue, marker])
+            var found = [T]()
+            while let payload = try payloads.next() { found += try extract(payload) }
+            return found
+        }
+    }
+
     package func entries(_ zone: ZoneKey, keys: [String]) async throws -> [Entry] {
         guard !keys.isEmpty else { return [] }
         return try await read { db in

@@ -1,0 +1,68 @@
+import Foundation
+
+/// The rules for item names and the limits of a container's documents.
+package enum DocumentNames {
+    /// Bytes of UTF-8 in one name, as most file systems allow.
+    package static let maxNameBytes = 255
+    /// Folders an item can be nested in.
+    package static let maxDepth = 64
+    /// Entries of one user's container: items (live and in Recently Deleted), versions kept in their
+    /// history, and chunks uploaded.
+    package static let maxEntries = 1_000_000
+    /// The largest file, as iCloud Drive's.
+    package static let maxFileBytes: Int64 = 50 << 30
+    /// Chunks in one version (a 50 GiB file in 4 MiB chunks, and some slack for smaller ones).
+    package static let maxChunks = 40_000
+
+    /// Refuses names no file system can hold: empty, `.`, `..`, with a slash, a NUL or another control
+    /// character, or longer than 255 bytes.
+    package static func validate(_ name: String) throws(NimbusError) {
+        guard !name.isEmpty, name != ".", name != ".." else {
+            throw .badRequest("an item's name must not be empty, \".\" or \"..\"")
+        }
+        guard name.utf8.count <= maxNameBytes else {
+            throw .badRequest("the name \"\(name.prefix(40))…\" is longer than \(maxNameBytes) bytes")
+        }
+        guard !name.unicodeScalars.contains(where: { $0 == "/" || $0.properties.generalCategory == .control }) else {
+            throw .badRequest("the name \"\(name.prefix(80))\" holds a slash or a control character, which names may not")
+        }
+    }
+
+    /// Names that file systems which ignore case and Unicode normalisation (Apple's, Windows') take
+    /// for one name have one key.
+    package static func collisionKey(_ name: String) -> String {
+        name.precomposedStringWithCanonicalMapping.lowercased()
+    }
+
+    /// Why the name would not work everywhere: characters Windows refuses, a trailing dot or space,
+    /// a reserved device name. Such names are kept, and reported.
+    package static func portabilityIssues(_ name: String) -> [String] {
+        var issues: [String] = []
+        let forbidden = name.filter { ":\\*?\"<>|".contains($0) }
+        if !forbidden.isEmpty {
+            issues.append(
+                "holds \(String(Set(forbidden)).sorted().map { "\"\($0)\"" }.joined(separator: " ")), which Windows does not allow"
+            )
+        }
+        if name.hasSuffix(".") || name.hasSuffix(" ") { issues.append("ends with a dot or a space, which Windows drops") }
+        let stem = name.split(separator: ".", maxSplits: 1).first.map(String.init)?.uppercased() ?? ""
+        if reservedStems.contains(stem) { issues.append("\(stem) is a device name on Windows") }
+        return issues
+    }
+
+    private static let reservedStems = Set(["CON", "PRN", "AUX", "NUL"] + (1...9).flatMap { ["COM\($0)", "LPT\($0)"] })
+
+    /// Items named so are never synced (iCloud's rule).
+    package static func isExcludedFromSync(_ name: String) -> Bool { name.hasSuffix(".nosync") }
+
+    /// The `number`th free name Finder would pick for a copy: "Report 2.pages", "Notes 3".
+    package static func numbered(_ name: String, _ number: Int) -> String {
+        guard let dot = name.lastIndex(of: "."), dot != name.startIndex else { return "\(name) \(number)" }
+        return "\(name[..<dot]) \(number)\(name[dot...])"
+    }
+
+    /// Whether `text` is a SHA-256 as the wire writes it: 64 lowercase hexadecimal characters.
+    package static func isHash(_ text: String) -> Bool {
+        text.utf8.count == 64 && text.utf8.allSatisfy { (48...57).contains($0) || (97...102).contains($0) }
+    }
+}

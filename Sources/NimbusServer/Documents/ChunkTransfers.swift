@@ -1,0 +1,120 @@
+import Foundation
+import Hummingbird
+import NimbusCore
+import NimbusStore
+
+/// `/blobs/1/{container}/{environment}/…`: document chunks. A chunk is stored once by its SHA-256
+/// whoever uploads it, but a user holds only the chunks they uploaded themselves (recorded in their
+/// container's zone as `c/<hash>`): knowing a hash never lets anyone claim, or download, another
+/// user's bytes.
+struct ChunkTransfers: Sendable {
+    let server: ServerState
+
+    /// Which of `hashes` the caller must upload before naming them in a version.
+    func missing(_ zone: ZoneKey, _ request: ChunksMissingRequest) async throws -> ChunksMissingResponse {
+        guard request.hashes.count <= DocumentService.maxHashesPerQuestion else {
+            throw NimbusError.badRequest("ask about at most \(DocumentService.maxHashesPerQuestion) chunks at a time")
+        }
+        for hash in request.hashes where !DocumentNames.isHash(hash) {
+            throw NimbusError.badRequest("\"\(hash.prefix(80))\" is not a SHA-256 in lowercase hexadecimal")
+        }
+        // Held chunks no version names yet are kept from the collector for its grace period (an hour),
+        // in which the client saves the version naming them.
+        let held = try await server.blobs.retain(try await heldChunks(zone, request.hashes))
+        return ChunksMissingResponse(missing: request.hashes.filter { !held.contains($0) })
+    }
+
+    /// Stores the body as the chunk `hash` once it is checked to hash to it, and records that the
+    /// caller holds it. Uploading a chunk again is harmless, so an interrupted upload resumes by
+    /// asking which chunks are missing.
+    func upload(_ zone: ZoneKey, hash: String, body: RequestBody) async throws {
+        guard DocumentNames.isHash(hash) else {
+            throw NimbusError.badRequest("a chunk is named by its SHA-256 in lowercase hexadecimal")
+        }
+        let writer = try await server.blobs.makeChunkWriter(hash: hash, maxBytes: DocumentService.maxChunkBytes)
+        do {
+            for try await buffer in body { try await writer.write(Data(buffer: buffer)) }
+            _ = try await writer.finish()
+        } catch is BlobTooLarge {
+            throw NimbusError(.requestTooLarge, "a chunk holds at most \(DocumentService.maxChunkBytes) bytes")
+        } catch let mismatch as BlobMismatch {
+            throw NimbusError.badRequest("the chunk's bytes hash to \(mismatch.actual), not \(hash); nothing was stored")
+        } catch let error as StoreError {
+            throw error
+        } catch {
+            await writer.discard()
+            throw NimbusError.badRequest("the upload ended before it was complete")
+        }
+        _ = try await server.store.transact(zone, creating: true) { transaction in
+            let key = DocumentKeys.chunk(hash)
+            if try transaction.entry(key)?.payload == nil { try transaction.put(key, payload: Data("{}".utf8), size: 0) }
+        }
+    }
+
+    /// The chunk's bytes, or the part a `Range: bytes=…` header asks for.
+    func download(_ zone: ZoneKey, hash: String, range: String?, context: some RequestContext) async throws -> Response {
+        guard DocumentNames.isHash(hash), try await heldChunks(zone, [hash]) == [hash], let file = server.blobs.file(hash) else {
+            throw NimbusError.notFound("no chunk \(hash.prefix(80)) among this user's documents")
+        }
+        let size = try await BlockingWork.run {
+            try (FileManager.default.attributesOfItem(atPath: file.path)[.size] as? Int) ?? 0
+        }
+        var headers: HTTPFields = [.contentType: "application/octet-stream", .acceptRanges: "bytes"]
+        guard let range = range.flatMap({ ByteRange(header: $0) }) else {
+            return Response(status: .ok, headers: headers, body: try await FileIO().loadFile(path: file.path, context: context))
+        }
+        guard let bounds = range.bounds(size: size) else {
+            headers[.contentRange] = "bytes */\(size)"
+            throw NimbusError(.rangeNotSatisfiable, "the chunk holds \(size) bytes; the range asked for lies beyond them")
+        }
+        headers[.contentRange] = "bytes \(bounds.lowerBound)-\(bounds.upperBound)/\(size)"
+        let body = try await FileIO().loadFile(path: file.path, range: bounds, context: context)
+        return Response(status: .partialContent, headers: headers, body: body)
+    }
+
+    private func heldChunks(_ zone: ZoneKey, _ hashes: [String]) async throws -> [String] {
+        let entries = try await server.store.entries(zone, keys: hashes.map(DocumentKeys.chunk))
+        let held = Set(entries.filter { $0.payload != nil }.map { String($0.key.dropFirst(2)) })
+        return hashes.filter { held.contains($0) && server.blobs.file($0) != nil }
+    }
+}
+
+/// One range of a `Range: bytes=…` header (RFC 9110 §14.1.2). Anything else (several ranges, another
+/// unit, bad syntax) is no range: the whole body is sent, as the RFC allows.
+struct ByteRange: Equatable {
+    var first: Int?
+    var last: Int?
+
+    init?(header: String) {
+        guard header.hasPrefix("bytes="), !header.contains(",") else { return nil }
+        let spec = header.dropFirst(6).split(separator: "-", maxSplits: 1, omittingEmptySubsequences: false)
+        guard spec.count == 2 else { return nil }
+        let (from, to) = (spec[0].trimmingCharacters(in: .whitespaces), spec[1].trimmingCharacters(in: .whitespaces))
+        guard from.allSatisfy(\.isASCIIDigitCharacter), to.allSatisfy(\.isASCIIDigitCharacter), !(from.isEmpty && to.isEmpty)
+        else {
+            return nil
+        }
+        first = from.isEmpty ? nil : Int(from)
+        last = to.isEmpty ? nil : Int(to)
+        if !from.isEmpty && first == nil || !to.isEmpty && last == nil { return nil }
+        if let first, let last, last < first { return nil }
+    }
+
+    /// The bytes asked for in a body of `size`, or nil when none of them exist.
+    func bounds(size: Int) -> ClosedRange<Int>? {
+        switch (first, last) {
+        case (let first?, let last):
+            guard first < size else { return nil }
+            return first...min(last ?? size - 1, size - 1)
+        case (nil, let suffix?):
+            guard suffix > 0, size > 0 else { return nil }
+            return max(0, size - suffix)...(size - 1)
+        case (nil, nil):
+            return nil
+        }
+    }
+}
+
+extension Character {
+    fileprivate var isASCIIDigitCharacter: Bool { isASCII && isNumber }
+}

@@ -1,0 +1,34 @@
+import NimbusCore
+import NimbusStore
+
+/// How a container's documents sit in their zone of the substrate. Every change is a `put`, so the
+/// zone's sequence, change feed, push and watermarks serve documents as they serve the other services.
+///
+/// - `i/<item>`: the item as devices see it (`DocumentItem`: place, current version, conflict versions,
+///   or its deletion), indexed by place (`parent/collision key`) and parent while live, under `trash`
+///   while in Recently Deleted. Its size is its current and conflict versions' bytes (the quota counts it).
+/// - `v/<item>/<version>`: a version no longer current or a resolved conflict, indexed by item.
+/// - `c/<hash>`: a chunk this user uploaded or holds, which they may name in a version and download.
+enum DocumentKeys {
+    static let itemPrefix = "i/"
+
+    static func item(_ id: String) -> String { itemPrefix + id }
+    static func version(_ item: String, _ version: String) -> String { "v/\(item)/\(version)" }
+    static func chunk(_ hash: String) -> String { "c/" + hash }
+
+    static let itemKind = "item"
+    static let versionKind = "version"
+
+    static func placeKey(parent: String?, name: String) -> IndexValue {
+        .text("\(parent ?? "")/\(DocumentNames.collisionKey(name))")
+    }
+
+    /// Item IDs are minted by devices: 1–64 letters, digits, `-` and `_`.
+    static func validateItemID(_ id: String) throws(NimbusError) {
+        guard (1...64).contains(id.utf8.count),
+            id.utf8.allSatisfy({
+                $0 == 45 || $0 == 95 || (48...57).contains($0) || (65...90).contains($0) || (97...122).contains($0)
+            })
+        else { throw .badRequest("an item ID is 1 to 64 letters, digits, \"-\" and \"_\", not \"\(id.prefix(80))\"") }
+    }
+}

@@ -1,0 +1,278 @@
+import Crypto
+import Foundation
+import NimbusCore
+import NimbusKit
+import NimbusServer
+import NimbusStore
+import NimbusTesting
+import Testing
+
+/// The document and chunk routes over raw HTTP: content-addressed chunks, versions on a base, conflicts
+/// kept, Recently Deleted, names, and every refusal.
+@Suite(.cleansUp) struct DocumentRouteTests {
+    struct Fixture {
+        let server: TestServer
+        let app: TestServer.SeededApp
+        let ann: NimbusSession
+        var documents: String { "/documents/1/\(app.container)/development" }
+        var blobs: String { "/blobs/1/\(app.container)/development" }
+
+        static func make(configure: (inout ServerConfiguration) -> Void = { _ in }) async throws -> Fixture {
+            let server = try await TestServer.start(configure: configure)
+            let app = try await server.seedApp()
+            let ann = try await server.signIn(email: "ann@example.com", device: "phone")
+            return Fixture(server: server, app: app, ann: ann)
+        }
+
+        static func hash(_ bytes: Data) -> String { SHA256.hash(data: bytes).map { String(format: "%02x", $0) }.joined() }
+
+        func upload(_ bytes: Data, as hash: String? = nil, session: NimbusSession? = nil) async throws -> RawResponse {
+            try await server.request(
+                .PUT, blobs + "/" + (hash ?? Self.hash(bytes)),
+                headers: [
+                    ("Authorization", "Bearer \((session ?? ann).sessionToken)"), ("X-Nimbus-API-Token", app.apiToken),
+                    ("Content-Type", "application/octet-stream"),
+                ], body: bytes)
+        }
+
+        func content(_ bytes: Data, modifiedAt: Int64 = 1_000) -> DocumentContent {
+            DocumentContent(
+                contentHash: Self.hash(bytes), size: Int64(bytes.count),
+                chunks: bytes.isEmpty ? [] : [DocumentChunk(hash: Self.hash(bytes), size: Int64(bytes.count))],
+                modifiedAt: modifiedAt)
+        }
+
+        func modify(_ operations: [DocumentOperation], session: NimbusSession? = nil) async throws -> [DocumentResult] {
+            let response = try await modifyRaw(operations, session: session)
+            #expect(response.status == 200, "\(String(decoding: response.body, as: UTF8.self))")
+            return try response.decode(DocumentModifyResponse.self).results
+        }
+
+        func modifyRaw(_ operations: [DocumentOperation], session: NimbusSession? = nil) async throws -> RawResponse {
+            let body = String(decoding: try JSONEncoder().encode(DocumentModifyRequest(operations: operations)), as: UTF8.self)
+            return try await server.request(
+                .POST, documents + "/modify", session: session ?? ann, apiToken: app.apiToken, json: body)
+        }
+
+        /// Uploads `text` and saves it as a file.
+        func save(
+            _ id: String, _ name: String, _ text: String, in parent: String? = nil, base: String? = nil, modifiedAt: Int64 = 1_000
+        ) async throws -> DocumentResult {
+            let bytes = Data(text.utf8)
+            #expect(try await upload(bytes).status == 204)
+            return try await modify([
+                DocumentOperation(
+                    .save, itemID: id, parentID: parent, name: name, kind: .file, baseContentHash: base,
+                    content: content(bytes, modifiedAt: modifiedAt))
+            ])[0]
+        }
+
+        func changes(session: NimbusSession? = nil) async throws -> DocumentChangesResponse {
+            try await server.request(.POST, documents + "/changes", session: session ?? ann, apiToken: app.apiToken, json: "{}")
+                .decode(DocumentChangesResponse.self)
+        }
+
+        func items() async throws -> [String: DocumentItem] {
+            Dictionary(uniqueKeysWithValues: try await changes().items.map { ($0.itemID, $0) })
+        }
+    }
+
+    @Test func aFileIsSavedFromItsChunksAndReadBackWholeOrInRanges() async throws {
+        let fixture = try await Fixture.make()
+        let bytes = Data("Dear diary, today I synced a file.".utf8)
+        let hash = Fixture.hash(bytes)
+        let ask = #"{"hashes":["\#(hash)"]}"#
+        let before = try await fixture.server.request(
+            .POST, fixture.blobs + "/missing", session: fixture.ann, apiToken: fixture.app.apiToken, json: ask)
+        #expect(try before.decode(ChunksMissingResponse.self).missing == [hash])
+        let saved = try await fixture.save("diary", "Diary.txt", "Dear diary, today I synced a file.")
+        #expect(saved.outcome == .applied && saved.item?.current?.content.contentHash == hash)
+        let after = try await fixture.server.request(
+            .POST, fixture.blobs + "/missing", session: fixture.ann, apiToken: fixture.app.apiToken, json: ask)
+        #expect(try after.decode(ChunksMissingResponse.self).missing.isEmpty)
+
+        let item = try #require(try await fixture.items()["diary"])
+        #expect(item.name == "Diary.txt" && item.kind == .file && item.conflicts.isEmpty)
+        let auth = [("Authorization", "Bearer \(fixture.ann.sessionToken)"), ("X-Nimbus-API-Token", fixture.app.apiToken)]
+        let whole = try await fixture.server.request(.GET, fixture.blobs + "/" + hash, headers: auth)
+        #expect(whole.status == 200 && whole.body == bytes)
+        let part = try await fixture.server.request(.GET, fixture.blobs + "/" + hash, headers: auth + [("Range", "bytes=5-9")])
+        #expect(part.status == 206 && part.body == bytes[5...9])
+        #expect(part.headers["Content-Range"].first == "bytes 5-9/\(bytes.count)")
+        let tail = try await fixture.server.request(.GET, fixture.blobs + "/" + hash, headers: auth + [("Range", "bytes=-5")])
+        #expect(tail.status == 206 && tail.body == bytes.suffix(5))
+        let beyond = try await fixture.server.request(.GET, fixture.blobs + "/" + hash, headers: auth + [("Range", "bytes=500-")])
+        #expect(beyond.status == 416 && beyond.errorCode == .rangeNotSatisfiable)
+    }
+
+    @Test func editsOnOneBaseKeepBothVersionsUntilResolved() async throws {
+        let fixture = try await Fixture.make()
+        let first = try #require(try await fixture.save("note", "Note.txt", "v1").item?.current)
+        let base = first.content.contentHash
+        let fromPhone = try await fixture.save("note", "Note.txt", "phone edit", base: base, modifiedAt: 2_000)
+        #expect(fromPhone.outcome == .applied)
+        let fromLaptop = try await fixture.save("note", "Note.txt", "laptop edit", base: base, modifiedAt: 3_000)
+        #expect(fromLaptop.outcome == .conflict)
+        let item = try #require(try await fixture.items()["note"])
+        #expect(item.current?.content.contentHash == Fixture.hash(Data("laptop edit".utf8)), "the later edit is current")
+        #expect(item.conflicts.map(\.content.contentHash) == [Fixture.hash(Data("phone edit".utf8))])
+
+        let resolved = try await fixture.modify([
+            DocumentOperation(.resolve, itemID: "note", versionIDs: item.conflicts.map(\.versionID))
+        ])[0]
+        #expect(resolved.outcome == .applied && resolved.item?.conflicts.isEmpty == true)
+        let versions = try await fixture.server.request(
+            .POST, fixture.documents + "/versions", session: fixture.ann, apiToken: fixture.app.apiToken,
+            json: #"{"itemID":"note"}"#
+        ).decode(DocumentVersionsResponse.self)
+        #expect(Set(versions.history.map(\.content.contentHash)) == [base, Fixture.hash(Data("phone edit".utf8))])
+    }
+
+    @Test func deletesGoToRecentlyDeletedAndAnEditWinsOverThem() async throws {
+        let fixture = try await Fixture.make()
+        let base = try #require(try await fixture.save("doc", "Doc.txt", "v1").item?.current?.content.contentHash)
+        let stale = try await fixture.modify([
+            DocumentOperation(.delete, itemID: "doc", baseContentHash: Fixture.hash(Data("other".utf8)))
+        ])[0]
+        #expect(stale.outcome == .failed && stale.serverErrorCode == .conflict)
+        let deleted = try await fixture.modify([DocumentOperation(.delete, itemID: "doc", baseContentHash: base)])[0]
+        #expect(deleted.outcome == .applied && deleted.item?.deletedAt != nil)
+        let trash = try await fixture.server.request(
+            .GET, fixture.documents + "/trash", session: fixture.ann, apiToken: fixture.app.apiToken
+        ).decode(DocumentTrashResponse.self)
+        #expect(trash.items.map(\.itemID) == ["doc"])
+
+        let edited = try await fixture.save("doc", "Doc.txt", "edited offline", base: base)
+        #expect(edited.outcome == .applied && edited.item?.deletedAt == nil)
+        #expect(try await fixture.items()["doc"]?.current?.content.contentHash == Fixture.hash(Data("edited offline".utf8)))
+
+        let again = try #require(edited.item?.current?.content.contentHash)
+        _ = try await fixture.modify([DocumentOperation(.delete, itemID: "doc", baseContentHash: again)])
+        let restored = try await fixture.modify([DocumentOperation(.restore, itemID: "doc")])[0]
+        #expect(restored.item?.deletedAt == nil && restored.item?.name == "Doc.txt")
+        _ = try await fixture.modify([DocumentOperation(.delete, itemID: "doc", baseContentHash: again)])
+        #expect(try await fixture.modify([DocumentOperation(.purge, itemID: "doc")])[0].outcome == .applied)
+        let changes = try await fixture.changes()
+        #expect(changes.removed == ["doc"] && changes.items.isEmpty)
+    }
+
+    @Test func namesCollideIgnoringCaseAndNormalisationWithoutLoss() async throws {
+        let fixture = try await Fixture.make()
+        _ = try await fixture.save("a", "Café.txt", "first")
+        let merged = try await fixture.save("b", "Cafe\u{301}.txt", "second", modifiedAt: 5_000)
+        #expect(merged.outcome == .merged && merged.item?.itemID == "a", "the same new name is one item")
+        #expect(merged.item?.conflicts.count == 1)
+
+        _ = try await fixture.modify([DocumentOperation(.save, itemID: "f", name: "Folder", kind: .folder)])
+        let folder = try await fixture.modify([DocumentOperation(.save, itemID: "g", name: "FOLDER", kind: .folder)])[0]
+        #expect(folder.item?.name == "FOLDER 2")
+        let moved = try await fixture.modify([DocumentOperation(.move, itemID: "g", name: "folder")])[0]
+        #expect(moved.item?.name == "folder 2")
+        let report = try await fixture.save("r", "Report.pages.txt", "r")
+        #expect(report.item?.name == "Report.pages.txt")
+        let copy = try await fixture.modify([DocumentOperation(.move, itemID: "g", parentID: nil, name: "report.pages.txt")])[0]
+        #expect(copy.item?.name == "report.pages 2.txt")
+
+        let odd = try await fixture.save("odd", "What? <draft>.", "x")
+        #expect(odd.item?.nameIssues.count == 2)
+    }
+
+    @Test func foldersHoldItemsAndCannotGoInsideThemselves() async throws {
+        let fixture = try await Fixture.make()
+        _ = try await fixture.modify([
+            DocumentOperation(.save, itemID: "outer", name: "Outer", kind: .folder),
+            DocumentOperation(.save, itemID: "inner", parentID: "outer", name: "Inner", kind: .folder),
+        ])
+        let cycle = try await fixture.modify([DocumentOperation(.move, itemID: "outer", parentID: "inner", name: "Outer")])[0]
+        #expect(cycle.outcome == .failed && cycle.serverErrorCode == .conflict)
+        let notEmpty = try await fixture.modify([DocumentOperation(.delete, itemID: "outer")])[0]
+        #expect(notEmpty.serverErrorCode == .conflict)
+        let orphan = try await fixture.save("lost", "Lost.txt", "x", in: "nowhere")
+        #expect(orphan.outcome == .failed && orphan.serverErrorCode == .conflict)
+        let items = try await fixture.items()
+        #expect(items["outer"]?.parentID == nil && items["inner"]?.parentID == "outer" && items["lost"] == nil)
+    }
+
+    @Test func badChunksAndBadOperationsAreRefusedAndChangeNothing() async throws {
+        let fixture = try await Fixture.make()
+        let bytes = Data("real bytes".utf8)
+        let lying = try await fixture.upload(bytes, as: Fixture.hash(Data("other bytes".utf8)))
+        #expect(lying.status == 400 && lying.errorCode == .badRequest)
+        #expect(try await fixture.upload(bytes, as: "..%2F..%2Fetc%2Fpasswd").status == 400)
+        let neverUploaded = try await fixture.modify([
+            DocumentOperation(.save, itemID: "x", name: "X", kind: .file, content: fixture.content(Data("never".utf8)))
+        ])[0]
+        #expect(neverUploaded.outcome == .failed && neverUploaded.serverErrorCode == .chunkMissing)
+        for bad in [
+            DocumentOperation(.save, itemID: "../x", name: "X", kind: .folder),
+            DocumentOperation(.save, itemID: "x", name: "a/b", kind: .folder),
+            DocumentOperation(.save, itemID: "x", name: "..", kind: .folder),
+            DocumentOperation(.save, itemID: "x", name: "nul\u{0}", kind: .folder),
+            DocumentOperation(.save, itemID: "x", name: String(repeating: "n", count: 256), kind: .folder),
+            DocumentOperation(.save, itemID: "x", name: "X", kind: .file),
+        ] {
+            let response = try await fixture.modifyRaw([bad])
+            #expect(response.status == 400 && response.errorCode == .badRequest, "\(bad)")
+        }
+        let malformed = try await fixture.server.request(
+            .POST, fixture.documents + "/modify", session: fixture.ann, apiToken: fixture.app.apiToken,
+            json: #"{"operations":[{"operationType":"save","itemID":7}]}"#)
+        #expect(malformed.status == 400)
+        #expect(try await fixture.items().isEmpty)
+    }
+
+    @Test func anotherUsersItemsAndChunksStayOutOfReach() async throws {
+        let fixture = try await Fixture.make()
+        let secret = Data("ann's secret".utf8)
+        _ = try await fixture.save("s", "Secret.txt", "ann's secret")
+        let bob = try await fixture.server.signIn(email: "bob@example.com", device: "laptop")
+        #expect(try await fixture.changes(session: bob).items.isEmpty)
+        let hash = Fixture.hash(secret)
+        let download = try await fixture.server.request(
+            .GET, fixture.blobs + "/" + hash,
+            headers: [("Authorization", "Bearer \(bob.sessionToken)"), ("X-Nimbus-API-Token", fixture.app.apiToken)])
+        #expect(download.status == 404)
+        let claimed = try await fixture.modify(
+            [DocumentOperation(.save, itemID: "mine", name: "Mine.txt", kind: .file, content: fixture.content(secret))],
+            session: bob)[0]
+        #expect(claimed.serverErrorCode == .chunkMissing, "a hash alone does not give someone else's bytes")
+        let edit = try await fixture.modify(
+            [DocumentOperation(.delete, itemID: "s", baseContentHash: hash)], session: bob)[0]
+        #expect(edit.serverErrorCode == .notFound)
+        #expect(try await fixture.items()["s"]?.deletedAt == nil)
+    }
+
+    @Test func aSaveOverTheQuotaFailsWhole() async throws {
+        let fixture = try await Fixture.make { $0.userQuotaBytes = 1_000 }
+        let big = Data(repeating: 7, count: 1_500)
+        #expect(try await fixture.upload(big).status == 204)
+        let response = try await fixture.modifyRaw([
+            DocumentOperation(.save, itemID: "small", name: "Small", kind: .folder),
+            DocumentOperation(.save, itemID: "big", name: "Big.bin", kind: .file, content: fixture.content(big)),
+        ])
+        #expect(response.status == 413 && response.errorCode == .quotaExceeded)
+        #expect(try await fixture.items().isEmpty, "nothing of the batch was written")
+    }
+
+    /// Chunks no version holds (purged items, uploads never saved) are collected; those of current,
+    /// conflict and history versions stay.
+    @Test func chunksNoVersionHoldsAreCollected() async throws {
+        let fixture = try await Fixture.make()
+        let old = try #require(try await fixture.save("kept", "Kept.txt", "old text").item?.current?.content.contentHash)
+        _ = try await fixture.save("kept", "Kept.txt", "new text", base: old)
+        let gone = try #require(try await fixture.save("gone", "Gone.txt", "purged text").item?.current?.content.contentHash)
+        _ = try await fixture.modify([DocumentOperation(.delete, itemID: "gone", baseContentHash: gone)])
+        _ = try await fixture.modify([DocumentOperation(.purge, itemID: "gone")])
+        #expect(try await fixture.upload(Data("never saved".utf8)).status == 204)
+        #expect(try await fixture.server.server.collectAssets() == 0, "recent uploads stay")
+
+        fixture.server.clock.advance(by: 2 * 24 * 3600)
+        #expect(try await fixture.server.server.collectAssets() == 2)
+        let hashes = ["old text", "new text", "purged text", "never saved"].map { Fixture.hash(Data($0.utf8)) }
+        let missing = try await fixture.server.request(
+            .POST, fixture.blobs + "/missing", session: fixture.ann, apiToken: fixture.app.apiToken,
+            json: String(decoding: try JSONEncoder().encode(ChunksMissingRequest(hashes: hashes)), as: UTF8.self)
+        ).decode(ChunksMissingResponse.self).missing
+        #expect(missing == Array(hashes[2...]))
+    }
+}
