@@ -76,8 +76,16 @@ let package = Package(
                 .product(name: "NIOHTTP1", package: "swift-nio"),
             ]
         ),
-        .target(name: "NimbusDevice", dependencies: ["NimbusKit"]),
+        .target(
+            name: "NimbusDevice",
+            dependencies: [
+                "NimbusKit", "NimbusCore", "CFileOps",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
         .target(name: "CProcessTuning"),
+        .target(name: "CFileOps"),
         .target(name: "NimbusTestingCore"),
         .target(
             name: "NimbusTesting",
@@ -144,7 +152,9 @@ let package = Package(
             ]
         ),
         .testTarget(name: "NimbusKitTests", dependencies: ["NimbusKit", "NimbusCore", "NimbusTestingCore"]),
-        .testTarget(name: "NimbusDeviceTests", dependencies: ["NimbusDevice", "NimbusTestingCore"]),
+        .testTarget(
+            name: "NimbusDeviceTests",
+            dependencies: ["NimbusDevice", "NimbusTestingCore", "NimbusTesting", "NimbusKit", "NimbusCore"]),
         .testTarget(
             name: "EndToEndTests",
             dependencies: [

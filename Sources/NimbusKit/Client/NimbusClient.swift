@@ -77,6 +77,11 @@ package struct NimbusClient: Sendable {
         try await transfer(method, url: base + path, headers: headers, body: body, contentType: "application/json")
     }
 
+    /// Sends raw bytes (`application/octet-stream`) with the session and API token.
+    package func sendBytes(_ method: HTTPMethod, _ path: String, body: Data) async throws -> Data {
+        try await transfer(method, url: base + path, headers: headers, body: body, contentType: "application/octet-stream")
+    }
+
     /// Sends bytes to a URL the server handed out (an asset's upload or download URL), which carries its
     /// own credential, so the session and API token are not sent along.
     package func transfer(_ method: HTTPMethod, url: String, body: Data?) async throws -> Data {

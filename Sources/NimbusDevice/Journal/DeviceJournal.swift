@@ -1,0 +1,172 @@
+import Foundation
+import GRDB
+import NimbusCore
+
+/// What a device remembers of one container between runs: the synced tree, the remote tree as the
+/// server last described it (with each file's version, for downloads), each local file's identity
+/// (its path and inode, and its content hash for a given size and modification time), and the change
+/// token. Each step's outcome is written before the next step runs, so a daemon killed at any moment
+/// resumes without losing a local edit or sending again what the server has.
+package final class DeviceJournal: Sendable {
+    private let database: DatabaseQueue
+
+    package init(path: String) throws {
+        var configuration = Configuration()
+        configuration.busyMode = .timeout(5)
+        database = try DatabaseQueue(path: path, configuration: configuration)
+        try database.write { db in
+            try db.execute(sql: "PRAGMA journal_mode = WAL")
+        }
+        try database.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("2026-11-24-journal") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE synced (item_id TEXT PRIMARY KEY, parent_id TEXT, name TEXT NOT NULL, kind TEXT NOT NULL, content TEXT);
+                    CREATE TABLE remote (item_id TEXT PRIMARY KEY, item BLOB NOT NULL);
+                    CREATE TABLE local (item_id TEXT PRIMARY KEY, path TEXT NOT NULL UNIQUE, inode INTEGER NOT NULL,
+                        size INTEGER NOT NULL, modified INTEGER NOT NULL, content TEXT);
+                    CREATE TABLE state (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+                    """)
+        }
+        try migrator.migrate(database)
+    }
+
+    // MARK: - Synced tree
+
+    package func syncedTree() async throws -> SyncTree {
+        try await database.read { db in
+            var tree = SyncTree()
+            for row in try Row.fetchAll(db, sql: "SELECT * FROM synced") {
+                tree[ItemID(row["item_id"])] = SyncItem(
+                    place: Place(parent: (row["parent_id"] as String?).map(ItemID.init), name: row["name"]),
+                    kind: ItemKind(rawValue: row["kind"]) ?? .file, content: row["content"])
+            }
+            return tree
+        }
+    }
+
+    package func setSynced(_ id: ItemID, _ item: SyncItem?) async throws {
+        try await database.write { db in
+            guard let item else {
+                try db.execute(sql: "DELETE FROM synced WHERE item_id = ?", arguments: [id.rawValue])
+                return
+            }
+            try db.execute(
+                sql: "INSERT OR REPLACE INTO synced VALUES (?, ?, ?, ?, ?)",
+                arguments: [id.rawValue, item.place.parent?.rawValue, item.place.name, item.kind.rawValue, item.content])
+        }
+    }
+
+    // MARK: - Remote tree
+
+    package var syncToken: String? {
+        get async throws {
+            try await database.read { db in try String.fetchOne(db, sql: "SELECT value FROM state WHERE key = 'token'") }
+        }
+    }
+
+    /// Applies a page of the server's changes and its token together.
+    package func applyRemote(_ page: DocumentChangesResponse) async throws {
+        let encoder = JSONEncoder()
+        try await database.write { db in
+            for item in page.items {
+                if item.deletedAt != nil {
+                    try db.execute(sql: "DELETE FROM remote WHERE item_id = ?", arguments: [item.itemID])
+                } else {
+                    try db.execute(
+                        sql: "INSERT OR REPLACE INTO remote VALUES (?, ?)", arguments: [item.itemID, try encoder.encode(item)])
+                }
+            }
+            for id in page.removed { try db.execute(sql: "DELETE FROM remote WHERE item_id = ?", arguments: [id]) }
+            try db.execute(sql: "INSERT OR REPLACE INTO state VALUES ('token', ?)", arguments: [page.syncToken])
+        }
+    }
+
+    /// Records what the server answered to this device's own operation, before the change feed says so.
+    package func setRemote(_ item: DocumentItem) async throws {
+        let payload = try JSONEncoder().encode(item)
+        try await database.write { db in
+            if item.deletedAt != nil {
+                try db.execute(sql: "DELETE FROM remote WHERE item_id = ?", arguments: [item.itemID])
+            } else {
+                try db.execute(sql: "INSERT OR REPLACE INTO remote VALUES (?, ?)", arguments: [item.itemID, payload])
+            }
+        }
+    }
+
+    package func remoteItems() async throws -> [ItemID: DocumentItem] {
+        let decoder = JSONDecoder()
+        return try await database.read { db in
+            var items: [ItemID: DocumentItem] = [:]
+            for row in try Row.fetchAll(db, sql: "SELECT item FROM remote") {
+                let item = try decoder.decode(DocumentItem.self, from: row["item"] as Data)
+                items[ItemID(item.itemID)] = item
+            }
+            return items
+        }
+    }
+
+    // MARK: - Local identities
+
+    package func localFiles() async throws -> [LocalFile] {
+        try await database.read { db in
+            try Row.fetchAll(db, sql: "SELECT * FROM local").map { row in
+                LocalFile(
+                    id: ItemID(row["item_id"]), path: row["path"], inode: UInt64(bitPattern: row["inode"]), size: row["size"],
+                    modified: row["modified"], content: row["content"])
+            }
+        }
+    }
+
+    package func replaceLocalFiles(_ files: [LocalFile]) async throws {
+        try await database.write { db in
+            try db.execute(sql: "DELETE FROM local")
+            for file in files {
+                try db.execute(
+                    sql: "INSERT INTO local VALUES (?, ?, ?, ?, ?, ?)",
+                    arguments: [
+                        file.id.rawValue, file.path, Int64(bitPattern: file.inode), file.size, file.modified, file.content,
+                    ])
+            }
+        }
+    }
+
+    /// Records a file or folder the engine itself wrote, moved or created, so the next scan knows it.
+    package func setLocalFile(_ file: LocalFile) async throws {
+        try await database.write { db in
+            try db.execute(sql: "DELETE FROM local WHERE item_id = ? OR path = ?", arguments: [file.id.rawValue, file.path])
+            try db.execute(
+                sql: "INSERT INTO local VALUES (?, ?, ?, ?, ?, ?)",
+                arguments: [
+                    file.id.rawValue, file.path, Int64(bitPattern: file.inode), file.size, file.modified, file.content,
+                ])
+        }
+    }
+
+    package func removeLocalFile(_ id: ItemID) async throws {
+        try await database.write { db in try db.execute(sql: "DELETE FROM local WHERE item_id = ?", arguments: [id.rawValue]) }
+    }
+
+    /// The server made a new local item a version of one it had (the same new name on two devices):
+    /// the local file is that item now.
+    package func rekey(_ local: ItemID, as existing: ItemID) async throws {
+        try await database.write { db in
+            try db.execute(sql: "DELETE FROM local WHERE item_id = ?", arguments: [existing.rawValue])
+            try db.execute(sql: "UPDATE local SET item_id = ? WHERE item_id = ?", arguments: [existing.rawValue, local.rawValue])
+        }
+    }
+}
+
+/// A file or folder on the disk as the journal knows it.
+package struct LocalFile: Sendable, Hashable {
+    package var id: ItemID
+    /// Relative to the container's folder, components joined by "/".
+    package var path: String
+    package var inode: UInt64
+    package var size: Int64
+    /// Modification time in nanoseconds.
+    package var modified: Int64
+    /// SHA-256 of the content (nil for folders).
+    package var content: String?
+}

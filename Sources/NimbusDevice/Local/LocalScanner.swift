@@ -1,0 +1,144 @@
+import Crypto
+import Foundation
+import NimbusCore
+
+/// Reads the container's folder into the local tree. Items keep their IDs across renames and moves by
+/// their inode, and across a save that replaces the file (a new inode at the same path) by their path;
+/// a file's content hash is computed again only when its size or modification time changed.
+package struct LocalScanner: Sendable {
+    package let folder: URL
+
+    package init(folder: URL) { self.folder = folder }
+
+    /// Names the engine writes while it works (temporary downloads, items stepping aside), never synced.
+    static let temporaryPrefix = ".nimbus-"
+
+    package struct Scan: Sendable {
+        package var tree: SyncTree
+        package var files: [LocalFile]
+        package var paths: [ItemID: String]
+    }
+
+    package func scan(known: [LocalFile]) throws -> Scan {
+        let byInode = Dictionary(known.map { ($0.inode, $0) }, uniquingKeysWith: { first, _ in first })
+        let byPath = Dictionary(known.map { ($0.path, $0) }, uniquingKeysWith: { first, _ in first })
+        var scan = Scan(tree: SyncTree(), files: [], paths: [:])
+        var claimed = Set<ItemID>()
+        var folders: [String: ItemID] = [:]
+        for entry in try entries() {
+            let parentPath = (entry.path as NSString).deletingLastPathComponent
+            let parent = parentPath.isEmpty ? nil : folders[parentPath]
+            if !parentPath.isEmpty && parent == nil { continue }  // inside something not synced
+            let previous = [byInode[entry.inode], byPath[entry.path]].compactMap { $0 }.first {
+                !claimed.contains($0.id) && ($0.content == nil) == entry.isFolder
+            }
+            let id = previous?.id ?? ItemID(UUIDString.random())
+            claimed.insert(id)
+            var content: String?
+            if !entry.isFolder {
+                if let previous, previous.inode == entry.inode, previous.size == entry.size, previous.modified == entry.modified {
+                    content = previous.content
+                } else {
+                    content = try FileContent.hash(of: folder.appendingPathComponent(entry.path))
+                }
+            } else {
+                folders[entry.path] = id
+            }
+            let name = (entry.path as NSString).lastPathComponent
+            scan.tree[id] = SyncItem(
+                place: Place(parent: parent, name: name), kind: entry.isFolder ? .folder : .file, content: content)
+            scan.paths[id] = entry.path
+            scan.files.append(
+                LocalFile(
+                    id: id, path: entry.path, inode: entry.inode, size: entry.size, modified: entry.modified, content: content))
+        }
+        return scan
+    }
+
+    struct Entry {
+        var path: String
+        var isFolder: Bool
+        var inode: UInt64
+        var size: Int64
+        var modified: Int64
+    }
+
+    /// Every file and folder, parents before their contents, skipping what is not synced: names ending
+    /// in `.nosync`, the engine's temporary names, and anything but regular files and folders.
+    private func entries() throws -> [Entry] {
+        var found: [Entry] = []
+        var pending = [""]
+        while let relative = pending.popLast() {
+            let directory = relative.isEmpty ? folder.path : folder.appendingPathComponent(relative).path
+            for name in try FileManager.default.contentsOfDirectory(atPath: directory).sorted() {
+                guard !name.hasPrefix(Self.temporaryPrefix), !DocumentNames.isExcludedFromSync(name) else { continue }
+                let path = relative.isEmpty ? name : relative + "/" + name
+                guard let entry = Self.stat(folder.appendingPathComponent(path).path, path: path) else { continue }
+                found.append(entry)
+                if entry.isFolder { pending.append(path) }
+            }
+        }
+        return found.sorted { $0.path.split(separator: "/").count < $1.path.split(separator: "/").count }
+    }
+
+    static func stat(_ absolute: String, path: String) -> Entry? {
+        var status = Foundation.stat()
+        guard lstat(absolute, &status) == 0 else { return nil }
+        let type = status.st_mode & S_IFMT
+        guard type == S_IFREG || type == S_IFDIR else { return nil }
+        let modified = Int64(status.st_mtim.tv_sec) * 1_000_000_000 + Int64(status.st_mtim.tv_nsec)
+        return Entry(
+            path: path, isFolder: type == S_IFDIR, inode: UInt64(status.st_ino), size: Int64(status.st_size), modified: modified)
+    }
+}
+
+/// Reading a file's content: its hash, and its chunks.
+package enum FileContent {
+    static let readSize = 4 << 20
+
+    package static func hash(of file: URL) throws -> String {
+        let handle = try FileHandle(forReadingFrom: file)
+        defer { try? handle.close() }
+        var hasher = SHA256()
+        while let data = try handle.read(upToCount: readSize), !data.isEmpty { hasher.update(data: data) }
+        return hex(hasher.finalize())
+    }
+
+    static func hex(_ digest: some Sequence<UInt8>) -> String {
+        let digits = Array("0123456789abcdef".utf8)
+        var bytes: [UInt8] = []
+        for byte in digest {
+            bytes.append(digits[Int(byte >> 4)])
+            bytes.append(digits[Int(byte & 15)])
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// Calls `body` with each chunk of the file in order (never more than the chunker's largest chunk
+    /// and one read in memory); returns the whole file's SHA-256.
+    package static func chunks(
+        of file: URL, chunker: ContentDefinedChunker = .standard, _ body: (Data, String) async throws -> Void
+    ) async throws -> String {
+        let handle = try FileHandle(forReadingFrom: file)
+        defer { try? handle.close() }
+        var whole = SHA256()
+        var buffer = Data()
+        var ended = false
+        while true {
+            while !ended && buffer.count < chunker.maximumSize {
+                guard let data = try handle.read(upToCount: readSize), !data.isEmpty else {
+                    ended = true
+                    break
+                }
+                buffer.append(data)
+            }
+            if buffer.isEmpty { break }
+            let length = buffer.withUnsafeBytes { chunker.nextChunkLength(in: $0) }
+            let chunk = buffer.prefix(length)
+            whole.update(data: chunk)
+            try await body(Data(chunk), hex(SHA256.hash(data: chunk)))
+            buffer.removeFirst(length)
+        }
+        return hex(whole.finalize())
+    }
+}

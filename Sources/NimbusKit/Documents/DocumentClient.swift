@@ -1,0 +1,50 @@
+import Foundation
+import NimbusCore
+
+/// The document and chunk routes of the wire protocol, one call each, for one container environment
+/// of the signed-in user. The device's sync engine and the CLI build on it.
+package struct DocumentClient: Sendable {
+    package let client: NimbusClient
+    package let container: String
+    package let environment: String
+
+    private var documents: String { "/documents/1/\(container)/\(environment)" }
+    private var blobs: String { "/blobs/1/\(container)/\(environment)" }
+
+    package init(client: NimbusClient, container: String, environment: String = "development") {
+        self.client = client
+        self.container = container
+        self.environment = environment
+    }
+
+    package func changes(since syncToken: String?) async throws -> DocumentChangesResponse {
+        try await client.send(.POST, documents + "/changes", body: DocumentChangesRequest(syncToken: syncToken))
+    }
+
+    package func modify(_ operations: [DocumentOperation], device: String? = nil) async throws -> DocumentModifyResponse {
+        try await client.send(.POST, documents + "/modify", body: DocumentModifyRequest(operations: operations, device: device))
+    }
+
+    package func versions(of itemID: String) async throws -> DocumentVersionsResponse {
+        try await client.send(.POST, documents + "/versions", body: DocumentVersionsRequest(itemID: itemID))
+    }
+
+    package func trash() async throws -> DocumentTrashResponse {
+        try await client.send(.GET, documents + "/trash")
+    }
+
+    /// Which of the chunks the caller must upload.
+    package func missing(_ hashes: [String]) async throws -> [String] {
+        let response: ChunksMissingResponse = try await client.send(
+            .POST, blobs + "/missing", body: ChunksMissingRequest(hashes: hashes))
+        return response.missing
+    }
+
+    package func upload(chunk bytes: Data, hash: String) async throws {
+        _ = try await client.sendBytes(.PUT, blobs + "/" + hash, body: bytes)
+    }
+
+    package func download(chunk hash: String) async throws -> Data {
+        try await client.sendRaw(.GET, blobs + "/" + hash, body: nil)
+    }
+}

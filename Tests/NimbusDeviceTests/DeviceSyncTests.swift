@@ -1,0 +1,172 @@
+import Foundation
+import NimbusCore
+import NimbusDevice
+import NimbusKit
+import NimbusTesting
+import Testing
+
+/// Two devices of one user, each a sync engine with its own folder and journal, against a real server:
+/// the iCloud document tutorials end to end.
+@Suite(.cleansUp) struct DeviceSyncTests {
+    struct Device {
+        let engine: SyncEngine
+        let folder: URL
+        let journal: DeviceJournal
+
+        func write(_ path: String, _ text: String) throws {
+            let url = folder.appendingPathComponent(path)
+            try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+            try Data(text.utf8).write(to: url)
+        }
+
+        func read(_ path: String) -> String? {
+            FileManager.default.contents(atPath: folder.appendingPathComponent(path).path).map {
+                String(decoding: $0, as: UTF8.self)
+            }
+        }
+
+        /// Every file under the folder, by relative path, with its text.
+        func files() throws -> [String: String] {
+            var found: [String: String] = [:]
+            let enumerator = FileManager.default.enumerator(atPath: folder.path)
+            while let path = enumerator?.nextObject() as? String {
+                var isFolder: ObjCBool = false
+                FileManager.default.fileExists(atPath: folder.appendingPathComponent(path).path, isDirectory: &isFolder)
+                found[path] = isFolder.boolValue ? "/" : read(path)
+            }
+            return found
+        }
+    }
+
+    struct Fixture {
+        let server: TestServer
+        let app: TestServer.SeededApp
+        let a: Device
+        let b: Device
+        let client: DocumentClient
+
+        static func make() async throws -> Fixture {
+            let server = try await TestServer.start()
+            let app = try await server.seedApp()
+            func device(_ name: String) async throws -> Device {
+                let session = try await server.signIn(email: "ann@example.com", device: name)
+                let root = TestResources.temporaryDirectory(prefix: "nimbus-device")
+                try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
+                let folder = root.appendingPathComponent("Mobile Documents/iCloud~com~example~Cloudy")
+                let journal = try DeviceJournal(path: root.appendingPathComponent("journal.sqlite").path)
+                let client = DocumentClient(
+                    client: NimbusClient(session: session, apiToken: app.apiToken), container: app.container)
+                return Device(
+                    engine: SyncEngine(client: client, folder: folder, journal: journal, device: name), folder: folder,
+                    journal: journal)
+            }
+            let a = try await device("phone")
+            let b = try await device("laptop")
+            let session = try await server.signIn(email: "ann@example.com", device: "inspector")
+            return Fixture(
+                server: server, app: app, a: a, b: b,
+                client: DocumentClient(client: NimbusClient(session: session, apiToken: app.apiToken), container: app.container))
+        }
+
+        /// Syncs both devices until neither has anything left to do.
+        func settle() async throws {
+            for _ in 0..<20 {
+                let busyA = try await a.engine.syncOnce()
+                let busyB = try await b.engine.syncOnce()
+                if !busyA && !busyB { return }
+            }
+            Issue.record("the devices were still syncing after 20 rounds")
+        }
+
+        func serverItems() async throws -> [DocumentItem] {
+            try await client.changes(since: nil).items
+        }
+    }
+
+    @Test func aNoteSavedOnOneDeviceIsOnTheOther() async throws {
+        let fixture = try await Fixture.make()
+        try fixture.a.write("Documents/Shopping.txt", "milk, eggs")
+        try await fixture.settle()
+        #expect(fixture.b.read("Documents/Shopping.txt") == "milk, eggs")
+        try fixture.b.write("Documents/Shopping.txt", "milk, eggs, bread")
+        try await fixture.settle()
+        #expect(fixture.a.read("Documents/Shopping.txt") == "milk, eggs, bread")
+        #expect(try fixture.a.files() == fixture.b.files())
+    }
+
+    @Test func bookmarksDeletedOnOneDeviceLeaveTheOtherForRecentlyDeleted() async throws {
+        let fixture = try await Fixture.make()
+        for site in ["swift.org", "apple.com", "example.com"] {
+            try fixture.a.write("Documents/\(site).webloc", "https://\(site)")
+        }
+        try await fixture.settle()
+        #expect(try fixture.b.files().keys.filter { $0.hasSuffix(".webloc") }.count == 3)
+        try FileManager.default.removeItem(at: fixture.b.folder.appendingPathComponent("Documents/apple.com.webloc"))
+        try await fixture.settle()
+        #expect(fixture.a.read("Documents/apple.com.webloc") == nil)
+        #expect(try await fixture.client.trash().items.map(\.name) == ["apple.com.webloc"])
+        #expect(try fixture.a.files() == fixture.b.files())
+    }
+
+    @Test func airplaneModeEditsKeepBothVersionsFlaggedOnBothDevices() async throws {
+        let fixture = try await Fixture.make()
+        try fixture.a.write("Documents/Chapter.txt", "It was a dark night.")
+        try await fixture.settle()
+        try fixture.a.write("Documents/Chapter.txt", "It was a dark and stormy night.")  // offline
+        try fixture.b.write("Documents/Chapter.txt", "It was a bright morning.")
+        _ = try await fixture.b.engine.syncOnce()
+        try await fixture.settle()
+        let item = try #require(try await fixture.serverItems().first { $0.name == "Chapter.txt" })
+        let texts = Set([item.current] + item.conflicts.map { Optional($0) }).compactMap { $0?.content.contentHash }
+        #expect(texts.count == 2 && item.conflicts.count == 1, "both versions kept, one flagged as a conflict")
+        for device in [fixture.a, fixture.b] {
+            let remote = try await device.journal.remoteItems()[ItemID(item.itemID)]
+            #expect(remote?.conflicts.count == 1, "the conflict is flagged on every device")
+        }
+        #expect(fixture.a.read("Documents/Chapter.txt") == fixture.b.read("Documents/Chapter.txt"))
+
+        _ = try await fixture.client.modify([
+            DocumentOperation(.resolve, itemID: item.itemID, versionIDs: item.conflicts.map(\.versionID))
+        ])
+        try await fixture.settle()
+        for device in [fixture.a, fixture.b] {
+            #expect(try await device.journal.remoteItems()[ItemID(item.itemID)]?.conflicts.isEmpty == true)
+        }
+    }
+
+    @Test func renamesAndMovesKeepTheItem() async throws {
+        let fixture = try await Fixture.make()
+        try fixture.a.write("Documents/Draft.txt", "words")
+        try await fixture.settle()
+        let id = try #require(try await fixture.serverItems().first { $0.name == "Draft.txt" }?.itemID)
+        try FileManager.default.createDirectory(
+            at: fixture.a.folder.appendingPathComponent("Documents/Archive"), withIntermediateDirectories: true)
+        try FileManager.default.moveItem(
+            at: fixture.a.folder.appendingPathComponent("Documents/Draft.txt"),
+            to: fixture.a.folder.appendingPathComponent("Documents/Archive/Final.txt"))
+        try await fixture.settle()
+        #expect(fixture.b.read("Documents/Archive/Final.txt") == "words" && fixture.b.read("Documents/Draft.txt") == nil)
+        #expect(try await fixture.serverItems().first { $0.name == "Final.txt" }?.itemID == id, "a move, not delete + create")
+    }
+
+    @Test func aSmallEditToALargeFileSendsOnlyTheChunksAroundIt() async throws {
+        let fixture = try await Fixture.make()
+        var generator = SeededGenerator(seed: 7)
+        var bytes = Data((0..<(12 << 20)).map { _ in UInt8.random(in: 0...255, using: &generator) })
+        let url = fixture.a.folder.appendingPathComponent("Documents/Movie.bin")
+        try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try bytes.write(to: url)
+        try await fixture.settle()
+        #expect(
+            FileManager.default.contents(atPath: fixture.b.folder.appendingPathComponent("Documents/Movie.bin").path) == bytes)
+        let blobs = fixture.server.dataDirectory.appendingPathComponent("blobs")
+        let before = try FileManager.default.contentsOfDirectory(atPath: blobs.path).count
+        bytes[bytes.count / 2] ^= 0xFF
+        try bytes.write(to: url)
+        try await fixture.settle()
+        let added = try FileManager.default.contentsOfDirectory(atPath: blobs.path).count - before
+        #expect((1...2).contains(added), "\(added) chunks uploaded for a one-byte edit")
+        #expect(
+            FileManager.default.contents(atPath: fixture.b.folder.appendingPathComponent("Documents/Movie.bin").path) == bytes)
+    }
+}
