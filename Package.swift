@@ -81,6 +81,7 @@ let package = Package(
             dependencies: [
                 "NimbusKit", "NimbusCore", "CFileOps",
                 .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
@@ -101,7 +102,7 @@ let package = Package(
         .executableTarget(
             name: "nimbus",
             dependencies: [
-                "NimbusCore", "NimbusStore", "NimbusServer", "NimbusKit",
+                "NimbusCore", "NimbusStore", "NimbusServer", "NimbusKit", "NimbusDevice",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -154,7 +155,10 @@ let package = Package(
         .testTarget(name: "NimbusKitTests", dependencies: ["NimbusKit", "NimbusCore", "NimbusTestingCore"]),
         .testTarget(
             name: "NimbusDeviceTests",
-            dependencies: ["NimbusDevice", "NimbusTestingCore", "NimbusTesting", "NimbusKit", "NimbusCore"]),
+            dependencies: [
+                "NimbusDevice", "NimbusTestingCore", "NimbusTesting", "NimbusKit", "NimbusCore",
+                .product(name: "Logging", package: "swift-log"),
+            ]),
         .testTarget(
             name: "EndToEndTests",
             dependencies: [

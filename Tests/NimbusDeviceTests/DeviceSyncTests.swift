@@ -1,8 +1,10 @@
 import Foundation
+import Logging
 import NimbusCore
 import NimbusDevice
 import NimbusKit
 import NimbusTesting
+import NimbusTestingCore
 import Testing
 
 /// Two devices of one user, each a sync engine with its own folder and journal, against a real server:
@@ -168,5 +170,24 @@ import Testing
         #expect((1...2).contains(added), "\(added) chunks uploaded for a one-byte edit")
         #expect(
             FileManager.default.contents(atPath: fixture.b.folder.appendingPathComponent("Documents/Movie.bin").path) == bytes)
+    }
+
+    /// The daemons, not the test, decide when to sync: a file written into one folder reaches the other
+    /// through inotify, the server and the push socket.
+    @Test func daemonsSyncOnTheirOwn() async throws {
+        let fixture = try await Fixture.make()
+        var daemons: [Task<Void, any Error>] = []
+        for (device, name) in [(fixture.a, "phone"), (fixture.b, "laptop")] {
+            let session = try await fixture.server.signIn(email: "ann@example.com", device: name + " daemon")
+            let daemon = DeviceDaemon(
+                engine: device.engine, folder: device.folder, session: session, container: fixture.app.container,
+                rescanInterval: .seconds(600), logger: Logger(label: "test"))
+            daemons.append(Task { try await daemon.run() })
+        }
+        defer { for daemon in daemons { daemon.cancel() } }
+        try fixture.a.write("Documents/From A.txt", "hello from A")
+        #expect(try await eventually { fixture.b.read("Documents/From A.txt") == "hello from A" })
+        try fixture.b.write("Documents/From B.txt", "hello from B")
+        #expect(try await eventually { fixture.a.read("Documents/From B.txt") == "hello from B" })
     }
 }

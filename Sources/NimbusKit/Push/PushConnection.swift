@@ -10,7 +10,7 @@ import WSClient
 /// `onConnect` runs after every (re)connection, once the server says the socket is registered, so the
 /// owner catches up on what it missed while away and misses nothing after; `onMessage` runs for every
 /// other message.
-final class PushConnection: Sendable {
+package final class PushConnection: Sendable {
     private let session: NimbusSession
     private let logger: Logger
     private let onConnect: @Sendable () -> Void
@@ -20,7 +20,7 @@ final class PushConnection: Sendable {
     private let task = Mutex<Task<Void, Never>?>(nil)
     private let connectedSinceLastAttempt = Mutex(false)
 
-    init(
+    package init(
         session: NimbusSession, logger: Logger, onConnect: @escaping @Sendable () -> Void,
         onMessage: @escaping @Sendable (PushMessage) -> Void
     ) {
@@ -31,16 +31,16 @@ final class PushConnection: Sendable {
     }
 
     /// Whether the server has registered the socket: messages published from now on arrive.
-    var isConnected: Bool { ready.withLock { $0 } }
+    package var isConnected: Bool { ready.withLock { $0 } }
 
-    func start() {
+    package func start() {
         task.withLock { task in
             guard task == nil else { return }
             task = Task { await self.maintain() }
         }
     }
 
-    func stop() {
+    package func stop() {
         task.withLock { $0 }?.cancel()
     }
 

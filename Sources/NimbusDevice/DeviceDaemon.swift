@@ -1,0 +1,68 @@
+import Foundation
+import Logging
+import NimbusCore
+import NimbusKit
+
+/// What `nimbus device run` runs: a sync engine woken by the folder changing (inotify), by the server
+/// announcing a change of the container's documents (the push socket), and by a periodic rescan as a
+/// safety net. Offline, it keeps the disk's changes in the journal and tries again with backoff.
+package final class DeviceDaemon: Sendable {
+    private let engine: SyncEngine
+    private let folder: URL
+    private let session: NimbusSession
+    private let container: String
+    private let rescanInterval: Duration
+    private let logger: Logger
+
+    package init(
+        engine: SyncEngine, folder: URL, session: NimbusSession, container: String, rescanInterval: Duration = .seconds(30),
+        logger: Logger
+    ) {
+        self.engine = engine
+        self.folder = folder
+        self.session = session
+        self.container = container
+        self.rescanInterval = rescanInterval
+        self.logger = logger
+    }
+
+    /// Syncs until cancelled.
+    package func run() async throws {
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let (wakes, wake) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+        let watcher = try FolderWatcher { wake.yield() }
+        let container = container
+        let push = PushConnection(
+            session: session, logger: logger, onConnect: { wake.yield() },
+            onMessage: { message in
+                if message.zone?.service.kind == .documents && message.zone?.service.container == container { wake.yield() }
+            })
+        push.start()
+        let timer = Task {
+            while !Task.isCancelled {
+                try? await Task.sleep(for: rescanInterval)
+                wake.yield()
+            }
+        }
+        defer {
+            timer.cancel()
+            push.stop()
+            watcher.stop()
+        }
+        var backoff = Duration.milliseconds(250)
+        wake.yield()
+        for await _ in wakes {
+            if Task.isCancelled { break }
+            do {
+                if try await !engine.sync() { wake.yield() }  // more to do than a burst of rounds
+                watcher.watch(folder)
+                backoff = .milliseconds(250)
+            } catch {
+                logger.warning("sync round failed; trying again", metadata: ["error": "\(error)", "retryIn": "\(backoff)"])
+                try? await Task.sleep(for: backoff)
+                backoff = min(backoff * 2, .seconds(30))
+                wake.yield()
+            }
+        }
+    }
+}

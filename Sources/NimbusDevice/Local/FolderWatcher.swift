@@ -1,0 +1,51 @@
+import Foundation
+import Synchronization
+
+/// Tells when anything changes under a folder, through inotify: a watch on every folder in it (added
+/// again after each round, as folders come and go), read on a thread of its own.
+package final class FolderWatcher: Sendable {
+    private let descriptor: Int32
+    private let watched = Mutex<[String: Int32]>([:])
+    private let stopped = Atomic(false)
+    private let onChange: @Sendable () -> Void
+
+    package init(onChange: @escaping @Sendable () -> Void) throws {
+        descriptor = inotify_init1(Int32(IN_CLOEXEC))
+        guard descriptor >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+        self.onChange = onChange
+        let thread = Thread { [self] in readEvents() }
+        thread.name = "nimbus.folder-watcher"
+        thread.start()
+    }
+
+    /// Watches `folder` and every folder inside it.
+    package func watch(_ folder: URL) {
+        var pending = [folder.path]
+        let mask = UInt32(IN_CREATE | IN_DELETE | IN_CLOSE_WRITE | IN_MOVED_FROM | IN_MOVED_TO | IN_ATTRIB | IN_DELETE_SELF)
+        while let path = pending.popLast() {
+            let handle = inotify_add_watch(descriptor, path, mask)
+            if handle >= 0 { watched.withLock { $0[path] = handle } }
+            for name in (try? FileManager.default.contentsOfDirectory(atPath: path)) ?? [] {
+                var isFolder: ObjCBool = false
+                let child = path + "/" + name
+                if FileManager.default.fileExists(atPath: child, isDirectory: &isFolder), isFolder.boolValue {
+                    pending.append(child)
+                }
+            }
+        }
+    }
+
+    package func stop() { stopped.store(true, ordering: .releasing) }
+
+    private func readEvents() {
+        var buffer = [UInt8](repeating: 0, count: 64 << 10)
+        var poller = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+        while !stopped.load(ordering: .acquiring) {
+            // Woken at least twice a second to see whether it was stopped.
+            guard poll(&poller, 1, 500) > 0 else { continue }
+            let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+            if count > 0 { onChange() }
+        }
+        close(descriptor)
+    }
+}
