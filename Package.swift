@@ -130,6 +130,14 @@ let package = Package(
             path: "Benchmarks/RecordBenchmarks"
         ),
         .executableTarget(
+            name: "DocumentBenchmarks",
+            dependencies: [
+                "BenchmarkSupport", "NimbusDevice", "NimbusKit", "NimbusCore",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Benchmarks/DocumentBenchmarks"
+        ),
+        .executableTarget(
             name: "KeyValueBenchmarks",
             dependencies: [
                 "BenchmarkSupport", "NimbusKit", "NimbusCore",

@@ -17,7 +17,10 @@ package final class DeviceJournal: Sendable {
         try database.write { db in
             try db.execute(sql: "PRAGMA journal_mode = WAL")
         }
-        try database.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
+        // NORMAL: in WAL mode a killed daemon loses no committed step (only a power cut can take the last
+        // few back, and the server tells identical content apart, so nothing is stored twice). A sync
+        // per step made the journal, not the network, the bound on syncing many small files.
+        try database.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = NORMAL") }
         var migrator = DatabaseMigrator()
         migrator.registerMigration("2026-11-24-journal") { db in
             try db.execute(
@@ -83,18 +86,6 @@ package final class DeviceJournal: Sendable {
         }
     }
 
-    /// Records what the server answered to this device's own operation, before the change feed says so.
-    package func setRemote(_ item: DocumentItem) async throws {
-        let payload = try JSONEncoder().encode(item)
-        try await database.write { db in
-            if item.deletedAt != nil {
-                try db.execute(sql: "DELETE FROM remote WHERE item_id = ?", arguments: [item.itemID])
-            } else {
-                try db.execute(sql: "INSERT OR REPLACE INTO remote VALUES (?, ?)", arguments: [item.itemID, payload])
-            }
-        }
-    }
-
     package func remoteItems() async throws -> [ItemID: DocumentItem] {
         let decoder = JSONDecoder()
         return try await database.read { db in
@@ -148,12 +139,36 @@ package final class DeviceJournal: Sendable {
         try await database.write { db in try db.execute(sql: "DELETE FROM local WHERE item_id = ?", arguments: [id.rawValue]) }
     }
 
-    /// The server made a new local item a version of one it had (the same new name on two devices):
-    /// the local file is that item now.
-    package func rekey(_ local: ItemID, as existing: ItemID) async throws {
+    /// What the server answered to a batch of this device's operations, in one transaction: each
+    /// item as the server now has it, and the synced state the planner expected (under the item the
+    /// server merged a new one into, if it did).
+    package func recordCommitted(_ outcomes: [(local: ItemID, remote: DocumentItem?, synced: SyncItem?)]) async throws {
+        let encoder = JSONEncoder()
         try await database.write { db in
-            try db.execute(sql: "DELETE FROM local WHERE item_id = ?", arguments: [existing.rawValue])
-            try db.execute(sql: "UPDATE local SET item_id = ? WHERE item_id = ?", arguments: [existing.rawValue, local.rawValue])
+            for outcome in outcomes {
+                let id = outcome.remote.map { ItemID($0.itemID) } ?? outcome.local
+                if let item = outcome.remote {
+                    if item.deletedAt != nil {
+                        try db.execute(sql: "DELETE FROM remote WHERE item_id = ?", arguments: [item.itemID])
+                    } else {
+                        try db.execute(
+                            sql: "INSERT OR REPLACE INTO remote VALUES (?, ?)",
+                            arguments: [item.itemID, try encoder.encode(item)])
+                    }
+                }
+                if id != outcome.local {
+                    try db.execute(sql: "DELETE FROM local WHERE item_id = ?", arguments: [id.rawValue])
+                    try db.execute(
+                        sql: "UPDATE local SET item_id = ? WHERE item_id = ?", arguments: [id.rawValue, outcome.local.rawValue])
+                }
+                if let item = outcome.synced {
+                    try db.execute(
+                        sql: "INSERT OR REPLACE INTO synced VALUES (?, ?, ?, ?, ?)",
+                        arguments: [id.rawValue, item.place.parent?.rawValue, item.place.name, item.kind.rawValue, item.content])
+                } else {
+                    try db.execute(sql: "DELETE FROM synced WHERE item_id = ?", arguments: [id.rawValue])
+                }
+            }
         }
     }
 }

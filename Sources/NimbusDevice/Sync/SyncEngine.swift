@@ -17,6 +17,8 @@ package final class SyncEngine: Sendable {
 
     /// Operations sent to the server in one request.
     static let batchSize = 200
+    /// Chunk uploads and downloads in flight at once.
+    static let uploadsInFlight = 4
 
     package init(client: DocumentClient, folder: URL, journal: DeviceJournal, device: String) {
         self.client = client
@@ -28,6 +30,7 @@ package final class SyncEngine: Sendable {
     /// One round; whether it planned anything (run rounds until it plans nothing to converge).
     @discardableResult package func syncOnce() async throws -> Bool {
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        removeTemporaryFiles()
         try await fetchRemote()
         let scan = try LocalScanner(folder: folder).scan(known: try await journal.localFiles())
         try await journal.replaceLocalFiles(scan.files)
@@ -37,8 +40,10 @@ package final class SyncEngine: Sendable {
         let plan = SyncPlanner.plan(remote: remote, local: scan.tree, synced: try await journal.syncedTree())
         let (serverSide, diskSide) = (plan.filter(\.isRemote), plan.filter { !$0.isRemote })
         try await runOnServer(serverSide, scan: scan)
+        let fetched = try await fetch(diskSide, remote: remoteItems)
+        defer { for file in fetched.values { unlink(file.path) } }
         var paths = scan.paths
-        for step in diskSide { try await runOnDisk(step, scan: scan, remote: remoteItems, paths: &paths) }
+        for step in diskSide { try await runOnDisk(step, scan: scan, fetched: fetched, paths: &paths) }
         return !plan.isEmpty
     }
 
@@ -66,35 +71,49 @@ package final class SyncEngine: Sendable {
 
     // MARK: - The server's side
 
+    /// Sends the server's side of a plan in batches: for each batch, every file's chunks are read and
+    /// hashed, the server is asked once which it lacks, those are uploaded a few at a time, and one
+    /// request commits the batch's operations.
     private func runOnServer(_ steps: [SyncOperation], scan: LocalScanner.Scan) async throws {
-        var batch: [(SyncOperation, DocumentOperation)] = []
-        for step in steps {
-            guard let operation = try await prepare(step, scan: scan) else { continue }
-            batch.append((step, operation))
-            if batch.count == Self.batchSize {
-                try await send(batch)
-                batch = []
+        for start in stride(from: 0, to: steps.count, by: Self.batchSize) {
+            let batch = Array(steps[start..<min(start + Self.batchSize, steps.count)])
+            var contents: [ItemID: (path: String, content: DocumentContent)] = [:]
+            for step in batch {
+                guard case .upload(let item, _) = step.action, item.kind != .folder, let path = scan.paths[step.item],
+                    let content = try await read(path, expecting: item.content)
+                else { continue }
+                contents[step.item] = (path, content)
             }
+            let hashes = Array(Set(contents.values.flatMap { $0.content.chunks.map(\.hash) }))
+            var missing = Set<String>()
+            for start in stride(from: 0, to: hashes.count, by: 10_000) {
+                missing.formUnion(try await client.missing(Array(hashes[start..<min(start + 10_000, hashes.count)])))
+            }
+            var sendable: [(SyncOperation, DocumentOperation)] = []
+            for step in batch {
+                if case .upload(let item, _) = step.action, item.kind != .folder {
+                    guard let (path, content) = contents[step.item],
+                        try await uploadChunks(of: path, content, missing: &missing),
+                        let operation = operation(step, content: content)
+                    else { continue }
+                    sendable.append((step, operation))
+                } else if let operation = operation(step, content: nil) {
+                    sendable.append((step, operation))
+                }
+            }
+            if !sendable.isEmpty { try await send(sendable) }
         }
-        if !batch.isEmpty { try await send(batch) }
     }
 
-    /// The wire operation for a step; for a save, once the file's chunks the server lacks are uploaded.
-    private func prepare(_ step: SyncOperation, scan: LocalScanner.Scan) async throws -> DocumentOperation? {
+    /// The wire operation for a step of the server's side.
+    private func operation(_ step: SyncOperation, content: DocumentContent?) -> DocumentOperation? {
         let id = step.item.rawValue
         switch step.action {
         case .upload(let item, let base):
-            let kind = DocumentKind(rawValue: item.kind.rawValue) ?? .file
-            guard item.kind != .folder else {
-                return DocumentOperation(
-                    .save, itemID: id, parentID: item.place.parent?.rawValue, name: item.place.name, kind: .folder)
-            }
-            guard let path = scan.paths[step.item], let content = try await upload(path, expecting: item.content) else {
-                return nil
-            }
             return DocumentOperation(
-                .save, itemID: id, parentID: item.place.parent?.rawValue, name: item.place.name, kind: kind,
-                baseContentHash: base, content: content)
+                .save, itemID: id, parentID: item.place.parent?.rawValue, name: item.place.name,
+                kind: DocumentKind(rawValue: item.kind.rawValue) ?? .file, baseContentHash: item.kind == .folder ? nil : base,
+                content: content)
         case .moveRemote(let place):
             return DocumentOperation(.move, itemID: id, parentID: place.parent?.rawValue, name: place.name)
         case .deleteRemote(let base):
@@ -104,9 +123,9 @@ package final class SyncEngine: Sendable {
         }
     }
 
-    /// Uploads the chunks of the file the server does not hold; the file's content, or nil when the
-    /// file changed from what the planner saw (the next round sees the new content).
-    private func upload(_ path: String, expecting hash: String?) async throws -> DocumentContent? {
+    /// The file's chunks and hash, or nil when it is not the content the planner saw (the next round
+    /// sees the new content).
+    private func read(_ path: String, expecting hash: String?) async throws -> DocumentContent? {
         let file = folder.appendingPathComponent(path)
         guard let before = LocalScanner.stat(file.path, path: path) else { return nil }
         var chunks: [DocumentChunk] = []
@@ -114,42 +133,91 @@ package final class SyncEngine: Sendable {
             chunks.append(DocumentChunk(hash: chunk, size: Int64(bytes.count)))
         }
         guard whole == hash else { return nil }
-        let missing = Set(try await client.missing(Array(Set(chunks.map(\.hash)))))
-        if !missing.isEmpty {
-            var sent = Set<String>()
-            let again = try await FileContent.chunks(of: file) { bytes, chunk in
-                guard missing.contains(chunk), sent.insert(chunk).inserted else { return }
-                try await client.upload(chunk: bytes, hash: chunk)
-            }
-            guard again == whole else { return nil }
-        }
         return DocumentContent(
             contentHash: whole, size: chunks.reduce(0) { $0 + $1.size }, chunks: chunks, modifiedAt: before.modified / 1_000_000)
     }
 
+    /// Uploads the file's chunks still in `missing` (and takes them out of it), a few requests in flight
+    /// while the next chunk is read; false when the file changed since it was read.
+    private func uploadChunks(of path: String, _ content: DocumentContent, missing: inout Set<String>) async throws -> Bool {
+        guard content.chunks.contains(where: { missing.contains($0.hash) }) else { return true }
+        let client = client
+        var wanted = missing
+        let whole = try await withThrowingTaskGroup(of: Void.self) { group in
+            var inFlight = 0
+            let whole = try await FileContent.chunks(of: folder.appendingPathComponent(path)) { bytes, chunk in
+                guard wanted.remove(chunk) != nil else { return }
+                if inFlight == Self.uploadsInFlight {
+                    try await group.next()
+                    inFlight -= 1
+                }
+                group.addTask { try await client.upload(chunk: bytes, hash: chunk) }
+                inFlight += 1
+            }
+            try await group.waitForAll()
+            return whole
+        }
+        missing = wanted
+        return whole == content.contentHash
+    }
+
     private func send(_ batch: [(SyncOperation, DocumentOperation)]) async throws {
         let response = try await client.modify(batch.map(\.1), device: device)
+        var outcomes: [(local: ItemID, remote: DocumentItem?, synced: SyncItem?)] = []
         for ((step, _), result) in zip(batch, response.results) {
             switch result.outcome {
-            case .applied, .conflict:
-                if let item = result.item { try await journal.setRemote(item) }
-                try await journal.setSynced(step.item, step.synced)
-            case .merged:
-                // The server made this new file a version of the item already at its name.
-                guard let item = result.item else { continue }
-                try await journal.setRemote(item)
-                try await journal.rekey(step.item, as: ItemID(item.itemID))
-                try await journal.setSynced(ItemID(item.itemID), step.synced)
+            case .applied, .conflict, .merged:
+                // A merged item is now the one the server had at its name (the same new name on two
+                // devices): the local file is that item.
+                outcomes.append((step.item, result.item, step.synced))
             case .failed:
                 continue  // the next round plans again from what the server says now
             }
         }
+        try await journal.recordCommitted(outcomes)
     }
 
     // MARK: - The disk's side
 
+    /// Downloads the files of the plan's downloads into temporary files at the folder's root (same file
+    /// system, skipped by scans), a few at a time; each is checked against its version's hashes and synced.
+    private func fetch(_ steps: [SyncOperation], remote: [ItemID: DocumentItem]) async throws -> [ItemID: URL] {
+        let wanted = steps.compactMap { step -> (ItemID, DocumentContent)? in
+            guard case .download(let item) = step.action, item.kind != .folder,
+                let version = remote[step.item]?.current, version.content.contentHash == item.content
+            else { return nil }
+            return (step.item, version.content)
+        }
+        var fetched: [ItemID: URL] = [:]
+        do {
+            try await withThrowingTaskGroup(of: (ItemID, URL).self) { group in
+                var inFlight = 0
+                for (id, content) in wanted {
+                    if inFlight == Self.uploadsInFlight, let (done, file) = try await group.next() {
+                        fetched[done] = file
+                        inFlight -= 1
+                    }
+                    group.addTask { (id, try await self.download(content)) }
+                    inFlight += 1
+                }
+                for try await (done, file) in group { fetched[done] = file }
+            }
+        } catch {
+            for file in fetched.values { unlink(file.path) }
+            throw error
+        }
+        return fetched
+    }
+
+    private func removeTemporaryFiles() {
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []
+        where name.hasPrefix(LocalScanner.temporaryPrefix) {
+            unlink(folder.appendingPathComponent(name).path)
+        }
+    }
+
     private func runOnDisk(
-        _ step: SyncOperation, scan: LocalScanner.Scan, remote: [ItemID: DocumentItem], paths: inout [ItemID: String]
+        _ step: SyncOperation, scan: LocalScanner.Scan, fetched: [ItemID: URL], paths: inout [ItemID: String]
     ) async throws {
         let id = step.item
         let current = paths[id]
@@ -164,9 +232,7 @@ package final class SyncEngine: Sendable {
                     guard mkdir(folder.appendingPathComponent(target).path, 0o755) == 0 else { return }
                 }
             } else {
-                guard let version = remote[id]?.current, version.content.contentHash == item.content,
-                    try await write(version.content, to: target, replacing: current)
-                else { return }
+                guard let file = fetched[id], place(file, at: target, replacing: current) else { return }
             }
             try await placed(id, at: target, content: item.content, paths: &paths)
         case .moveLocal(let place):
@@ -221,15 +287,12 @@ package final class SyncEngine: Sendable {
         nimbus_rename_noreplace(folder.appendingPathComponent(path).path, folder.appendingPathComponent(target).path) == 0
     }
 
-    /// Writes a version through a temporary file, synced, then renamed into place: no reader ever sees
-    /// half a file. It replaces only `replacing` (the item's own file, checked unchanged), and removes
-    /// that file when the item's place changed.
-    private func write(_ content: DocumentContent, to target: String, replacing current: String?) async throws -> Bool {
-        let targetURL = folder.appendingPathComponent(target)
-        let temporary = targetURL.deletingLastPathComponent().appendingPathComponent(
-            LocalScanner.temporaryPrefix + UUIDString.random())
+    /// Writes a version into a new temporary file, synced, checking every chunk and the whole against
+    /// their hashes.
+    private func download(_ content: DocumentContent) async throws -> URL {
+        let temporary = folder.appendingPathComponent(LocalScanner.temporaryPrefix + UUIDString.random())
         guard FileManager.default.createFile(atPath: temporary.path, contents: nil, attributes: [.posixPermissions: 0o644])
-        else { return false }
+        else { throw NimbusError(.internalError, "cannot create \(temporary.path)") }
         var hasher = SHA256()
         do {
             let handle = try FileHandle(forWritingTo: temporary)
@@ -250,15 +313,17 @@ package final class SyncEngine: Sendable {
             unlink(temporary.path)
             throw error
         }
-        let placed: Bool
-        if current == target {
-            placed = rename(temporary.path, targetURL.path) == 0
-        } else {
-            placed = nimbus_rename_noreplace(temporary.path, targetURL.path) == 0
-            if placed, let current { unlink(folder.appendingPathComponent(current).path) }
-        }
-        if !placed { unlink(temporary.path) }
-        return placed
+        return temporary
+    }
+
+    /// Renames a downloaded file into place, so no reader ever sees half a file. It replaces only
+    /// `current` (the item's own file, checked unchanged), and removes that file when the item moved.
+    private func place(_ file: URL, at target: String, replacing current: String?) -> Bool {
+        let targetURL = folder.appendingPathComponent(target)
+        if current == target { return rename(file.path, targetURL.path) == 0 }
+        guard nimbus_rename_noreplace(file.path, targetURL.path) == 0 else { return false }
+        if let current { unlink(folder.appendingPathComponent(current).path) }
+        return true
     }
 }
 

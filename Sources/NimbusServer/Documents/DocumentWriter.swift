@@ -222,10 +222,15 @@ final class DocumentWriter {
     // MARK: - Writes
 
     /// The later version (by modification date, then content hash, then ID) is current; the other an
-    /// unresolved conflict version.
+    /// unresolved conflict version. The same content saved again (a device that resends after losing
+    /// the answer) adds nothing.
     private func keepBoth(_ version: DocumentVersion, in item: inout DocumentItem) {
         guard let current = item.current else {
             item.current = version
+            return
+        }
+        let hash = version.content.contentHash
+        guard current.content.contentHash != hash, !item.conflicts.contains(where: { $0.content.contentHash == hash }) else {
             return
         }
         let key = { (version: DocumentVersion) in

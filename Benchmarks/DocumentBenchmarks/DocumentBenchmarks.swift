@@ -1,0 +1,222 @@
+import BenchmarkSupport
+import Foundation
+import Logging
+import NimbusCore
+import NimbusDevice
+import NimbusKit
+
+/// Document benchmarks: two devices of one user (sync engines in this process, each with its own folder
+/// and journal) against a real `nimbus serve` (release build) on loopback.
+///
+///     scripts/benchmark docs [propagation|small|large|edit]...
+@main
+enum DocumentBenchmarks {
+    static func main() async throws {
+        let nimbus = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("nimbus")
+        guard FileManager.default.isExecutableFile(atPath: nimbus.path) else {
+            print("build the nimbus executable first: scripts/benchmark")
+            exit(1)
+        }
+        let server = try await ServerProcess(
+            nimbus: nimbus, port: Int.random(in: 20000...40000),
+            extraArguments: ["--session-rate", "1000000", "--token-rate", "1000000"])
+        defer { server.stop() }
+        let selected = Set(CommandLine.arguments.dropFirst())
+        func wanted(_ name: String) -> Bool { selected.isEmpty || selected.contains(name) }
+        var table = ResultTable()
+        let roundTrip = try await server.floorRows(into: &table)
+
+        if wanted("propagation") {
+            let pair = try await DevicePair(server, name: "propagation")
+            let latencies = try await pair.withDaemons { try await propagation(pair, files: 100) }
+            let percentiles = Percentiles(latencies)
+            let floor = String(format: "floor: 5 round trips (%.2f ms) + 2 synced commits", 5 * roundTrip / 1000)
+            table.add(
+                "Propagation p50, 100 × 1 KiB written on A → identical on B",
+                String(format: "%.1f ms (%@)", percentiles.at(50), floor),
+                target: "≤ 50 ms", met: percentiles.at(50) <= 50)
+            table.add(
+                "Propagation p99, 100 × 1 KiB", String(format: "%.1f ms", percentiles.at(99)), target: "≤ 250 ms",
+                met: percentiles.at(99) <= 250)
+        }
+        if wanted("small") {
+            let pair = try await DevicePair(server, name: "small")
+            let seconds = try await pair.withDaemons { try await manySmallFiles(pair, count: 1000, size: 4096) }
+            table.add(
+                "Many small files: 1,000 × 4 KiB on A → all on B (files/s)",
+                String(format: "%.0f (%.2f s)", 1000 / seconds, seconds), target: "≥ 1,000", met: 1000 / seconds >= 1000)
+        }
+        if wanted("large") {
+            let pair = try await DevicePair(server, name: "large")
+            let size = 256 << 20
+            let disk = try diskWriteRate(bytes: size, in: server.dataDirectory)
+            let (up, down) = try await largeFile(pair, bytes: size)
+            let rate = { (seconds: Double) in Double(size) / seconds / 1_048_576 }
+            table.add(
+                "256 MB up through A's engine (MB/s, share of the disk's rate)",
+                String(format: "%.0f MB/s (%.0f%% of %.0f MB/s)", rate(up), 100 * rate(up) / disk, disk), target: "≥ 40%",
+                met: rate(up) >= 0.4 * disk)
+            table.add(
+                "256 MB down to B's engine (MB/s, share of the disk's rate)",
+                String(format: "%.0f MB/s (%.0f%% of %.0f MB/s)", rate(down), 100 * rate(down) / disk, disk), target: "≥ 40%",
+                met: rate(down) >= 0.4 * disk)
+        }
+        if wanted("edit") {
+            let pair = try await DevicePair(server, name: "edit")
+            let sent = try await oneByteEdit(pair, bytes: 64 << 20, blobs: server.dataDirectory.appendingPathComponent("blobs"))
+            let bound = 2 * ContentDefinedChunker.standard.averageSize + (64 << 10)
+            table.add(
+                "Bytes sent for a 1-byte edit in a 64 MB file", String(format: "%.2f MB (bound %.2f MB)", mb(sent), mb(bound)),
+                target: "≤ 2 chunks + 64 KiB", met: sent <= bound)
+        }
+        print(table.render())
+    }
+
+    static func mb(_ bytes: Int) -> Double { Double(bytes) / 1_048_576 }
+
+    /// Milliseconds from writing each file on A until B holds the same bytes, one file at a time.
+    static func propagation(_ pair: DevicePair, files: Int) async throws -> [Double] {
+        var latencies: [Double] = []
+        for index in 0..<(files + 5) {
+            let bytes = Data((0..<1024).map { UInt8(truncatingIfNeeded: $0 &+ index) })
+            let start = ContinuousClock.now
+            try pair.a.write("Documents/p\(index).txt", bytes)
+            try await pair.b.waitFor("Documents/p\(index).txt", bytes)
+            if index >= 5 { latencies.append((ContinuousClock.now - start).milliseconds) }
+        }
+        return latencies
+    }
+
+    /// Seconds from the first of `count` files written on A until B holds them all.
+    static func manySmallFiles(_ pair: DevicePair, count: Int, size: Int) async throws -> Double {
+        let start = ContinuousClock.now
+        for index in 0..<count {
+            try pair.a.write("Documents/Small/s\(index).bin", Data((0..<size).map { UInt8(truncatingIfNeeded: $0 &* index) }))
+        }
+        let last = Data((0..<size).map { UInt8(truncatingIfNeeded: $0 &* (count - 1)) })
+        try await pair.b.waitFor("Documents/Small/s\(count - 1).bin", last)
+        for index in 0..<count {
+            try await pair.b.waitFor(
+                "Documents/Small/s\(index).bin", Data((0..<size).map { UInt8(truncatingIfNeeded: $0 &* index) }))
+        }
+        return (ContinuousClock.now - start).milliseconds / 1000
+    }
+
+    /// Seconds for A's engine to upload a new file and for B's to download it.
+    static func largeFile(_ pair: DevicePair, bytes: Int) async throws -> (up: Double, down: Double) {
+        var generator = SystemRandomNumberGenerator()
+        let content = Data((0..<bytes / 8).flatMap { _ in withUnsafeBytes(of: generator.next()) { Array($0) } })
+        try pair.a.write("Documents/Large.bin", content)
+        let upStart = ContinuousClock.now
+        _ = try await pair.a.engine.sync()
+        let up = (ContinuousClock.now - upStart).milliseconds / 1000
+        let downStart = ContinuousClock.now
+        _ = try await pair.b.engine.sync()
+        let down = (ContinuousClock.now - downStart).milliseconds / 1000
+        guard pair.b.read("Documents/Large.bin") == content else { throw BenchmarkError("B's copy differs") }
+        return (up, down)
+    }
+
+    /// Chunk bytes the server received for a one-byte change in the middle of a file A already synced.
+    static func oneByteEdit(_ pair: DevicePair, bytes: Int, blobs: URL) async throws -> Int {
+        var generator = SystemRandomNumberGenerator()
+        var content = Data((0..<bytes / 8).flatMap { _ in withUnsafeBytes(of: generator.next()) { Array($0) } })
+        try pair.a.write("Documents/Edited.bin", content)
+        _ = try await pair.a.engine.sync()
+        let before = try storedBytes(blobs)
+        content[content.count / 2] ^= 0xFF
+        try pair.a.write("Documents/Edited.bin", content)
+        _ = try await pair.a.engine.sync()
+        return try storedBytes(blobs) - before
+    }
+
+    static func storedBytes(_ directory: URL) throws -> Int {
+        try FileManager.default.contentsOfDirectory(at: directory, includingPropertiesForKeys: [.fileSizeKey]).reduce(0) {
+            $0 + (try $1.resourceValues(forKeys: [.fileSizeKey]).fileSize ?? 0)
+        }
+    }
+
+    /// MB/s of writing `bytes` to a new file in `directory` and `fdatasync`ing it: the disk's own rate.
+    static func diskWriteRate(bytes: Int, in directory: URL) throws -> Double {
+        let path = directory.appendingPathComponent("disk-rate-probe").path
+        let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        guard descriptor >= 0 else { throw BenchmarkError("cannot create \(path)") }
+        defer {
+            close(descriptor)
+            unlink(path)
+        }
+        let block = [UInt8](repeating: 0xA5, count: 4 << 20)
+        let start = ContinuousClock.now
+        for _ in 0..<(bytes / block.count) {
+            guard write(descriptor, block, block.count) == block.count else { throw BenchmarkError("cannot write \(path)") }
+        }
+        guard fdatasync(descriptor) == 0 else { throw BenchmarkError("cannot sync \(path)") }
+        return Double(bytes) / ((ContinuousClock.now - start).milliseconds / 1000) / 1_048_576
+    }
+}
+
+struct BenchmarkError: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// Two devices of one user, each a sync engine with its own folder and journal.
+struct DevicePair: Sendable {
+    struct Device: Sendable {
+        let engine: SyncEngine
+        let folder: URL
+        let session: NimbusSession
+
+        func write(_ path: String, _ bytes: Data) throws {
+            let url = folder.appendingPathComponent(path)
+            try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+            try bytes.write(to: url)
+        }
+
+        func read(_ path: String) -> Data? { FileManager.default.contents(atPath: folder.appendingPathComponent(path).path) }
+
+        /// Polls every half millisecond, for up to a minute, until the file holds `bytes`.
+        func waitFor(_ path: String, _ bytes: Data) async throws {
+            let deadline = ContinuousClock.now + .seconds(60)
+            while read(path) != bytes {
+                guard ContinuousClock.now < deadline else { throw BenchmarkError("\(path) never arrived") }
+                try await Task.sleep(for: .microseconds(500))
+            }
+        }
+    }
+
+    let a: Device
+    let b: Device
+    let container: String
+
+    init(_ server: ServerProcess, name: String) async throws {
+        container = server.container
+        func device(_ device: String) async throws -> Device {
+            let session = try await server.signIn("\(name)@bench.local", device: device)
+            let root = server.dataDirectory.deletingLastPathComponent().appendingPathComponent(
+                "nimbus-bench-device-\(UUIDString.random())")
+            try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
+            let journal = try DeviceJournal(path: root.appendingPathComponent("journal.sqlite").path)
+            let client = DocumentClient(
+                client: NimbusClient(session: session, apiToken: server.apiToken), container: server.container)
+            let folder = root.appendingPathComponent("Mobile Documents/container")
+            return Device(
+                engine: SyncEngine(client: client, folder: folder, journal: journal, device: device), folder: folder,
+                session: session)
+        }
+        a = try await device("a")
+        b = try await device("b")
+    }
+
+    /// Runs `body` while both devices' daemons run.
+    func withDaemons<T: Sendable>(_ body: @Sendable () async throws -> T) async throws -> T {
+        let tasks = [a, b].map { device in
+            let daemon = DeviceDaemon(
+                engine: device.engine, folder: device.folder, session: device.session, container: container,
+                rescanInterval: .seconds(600), logger: Logger(label: "bench"))
+            return Task { try await daemon.run() }
+        }
+        defer { for task in tasks { task.cancel() } }
+        return try await body()
+    }
+}
