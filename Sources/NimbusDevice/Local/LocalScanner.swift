@@ -26,7 +26,7 @@ package struct LocalScanner: Sendable {
         var claimed = Set<ItemID>()
         var folders: [String: ItemID] = [:]
         for entry in try entries() {
-            let parentPath = (entry.path as NSString).deletingLastPathComponent
+            let (parentPath, name) = Self.split(entry.path)
             let parent = parentPath.isEmpty ? nil : folders[parentPath]
             if !parentPath.isEmpty && parent == nil { continue }  // inside something not synced
             let previous = [byInode[entry.inode], byPath[entry.path]].compactMap { $0 }.first {
@@ -44,7 +44,6 @@ package struct LocalScanner: Sendable {
             } else {
                 folders[entry.path] = id
             }
-            let name = (entry.path as NSString).lastPathComponent
             scan.tree[id] = SyncItem(
                 place: Place(parent: parent, name: name), kind: entry.isFolder ? .folder : .file, content: content)
             scan.paths[id] = entry.path
@@ -53,6 +52,13 @@ package struct LocalScanner: Sendable {
                     id: id, path: entry.path, inode: entry.inode, size: entry.size, modified: entry.modified, content: content))
         }
         return scan
+    }
+
+    /// A relative path's folder part ("" at the top) and last name (Foundation's `NSString` path calls
+    /// trapped on some names here).
+    static func split(_ path: String) -> (folder: String, name: String) {
+        guard let slash = path.lastIndex(of: "/") else { return ("", path) }
+        return (String(path[..<slash]), String(path[path.index(after: slash)...]))
     }
 
     struct Entry {
