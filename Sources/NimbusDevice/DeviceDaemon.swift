@@ -54,8 +54,11 @@ package final class DeviceDaemon: Sendable {
         for await _ in wakes {
             if Task.isCancelled { break }
             do {
-                if try await !engine.sync() { wake.yield() }  // more to do than a burst of rounds
+                // A folder first watched after a round scanned it gets another round: what changed in it
+                // between the scan and the watch made no event.
                 watcher.watch(folder)
+                let settled = try await engine.sync()
+                if !settled || watcher.watch(folder) { wake.yield() }
                 backoff = .milliseconds(250)
             } catch {
                 logger.warning("sync round failed; trying again", metadata: ["error": "\(error)", "retryIn": "\(backoff)"])

@@ -1,40 +1,67 @@
 import Foundation
 import NimbusCore
+import NimbusKit
 import NimbusTesting
+import NimbusTestingCore
 import Testing
 
 /// `nimbus device run` on two device roots, and `nimbus docs`, as a user runs them.
 @Suite(.cleansUp) struct DocumentCommandLineTests {
-    @Test func twoDaemonsMirrorAFolderAndTheCLIListsIt() async throws {
-        let server = try await TestServer.start()
-        let app = try await server.seedApp()
+    struct Device {
+        var name: String
+        var config: String
+        var root: URL
+        var folder: URL { root.appendingPathComponent("Mobile Documents/iCloud~com~example~Cloudy") }
+        var run: [String] { ["device", "run", "--config", config, "--root", root.path] }
+    }
+
+    /// Signs up one user and signs each device in with the app's API token and container.
+    static func devices(_ names: [String], server: TestServer, app: TestServer.SeededApp) async throws -> [Device] {
         let signup = try await CommandLineTests.run(
             ["signup", "--email", "ann@example.com", "--password", TestServer.password], server: server)
         #expect(signup.status == 0, "\(signup.stderr)")
-        let devices = ["phone", "laptop"].map { name in
-            (name: name, config: TestServer.temporaryDirectory().path, root: TestServer.temporaryDirectory())
-        }
-        for device in devices {
+        var devices: [Device] = []
+        for name in names {
+            let device = Device(name: name, config: TestServer.temporaryDirectory().path, root: TestServer.temporaryDirectory())
             let login = try await CommandLineTests.run(
                 [
                     "login", "--config", device.config, "--email", "ann@example.com", "--password", TestServer.password,
-                    "--device-name", device.name, "--api-token", app.apiToken, "--container", app.container,
+                    "--device-name", name, "--api-token", app.apiToken, "--container", app.container,
                 ], server: server)
             #expect(login.status == 0, "\(login.stderr)")
+            devices.append(device)
         }
-        let folders = devices.map {
-            $0.root.appendingPathComponent("Mobile Documents/iCloud~com~example~Cloudy/Documents")
-        }
-        let phone = try CommandLineTests.process(
-            ["device", "run", "--config", devices[0].config, "--root", devices[0].root.path], server: server)
-        let laptop = try CommandLineTests.process(
-            ["device", "run", "--config", devices[1].config, "--root", devices[1].root.path], server: server)
+        return devices
+    }
+
+    static func inspector(_ server: TestServer, _ app: TestServer.SeededApp) async throws -> DocumentClient {
+        DocumentClient(
+            client: NimbusClient(
+                session: try await server.signIn(email: "ann@example.com", device: "inspector"), apiToken: app.apiToken),
+            container: app.container)
+    }
+
+    static func movie(seed: UInt64) -> Data {
+        var generator = SeededGenerator(seed: seed)
+        return Data((0..<(16 << 20)).map { _ in UInt8.random(in: 0...255, using: &generator) })
+    }
+
+    @Test func twoDaemonsMirrorAFolderAndTheCLIListsIt() async throws {
+        let server = try await TestServer.start()
+        let app = try await server.seedApp()
+        let devices = try await Self.devices(["phone", "laptop"], server: server, app: app)
+        let folders = devices.map { $0.folder.appendingPathComponent("Documents") }
+        let phone = try CommandLineTests.process(devices[0].run, server: server)
+        let laptop = try CommandLineTests.process(devices[1].run, server: server)
         _ = try await phone.whileRunning { _ in
             _ = try await laptop.whileRunning { _ in
                 try FileManager.default.createDirectory(at: folders[0], withIntermediateDirectories: true)
                 try Data("Chapter one.".utf8).write(to: folders[0].appendingPathComponent("Novel.txt"))
                 let arrived = folders[1].appendingPathComponent("Novel.txt")
-                #expect(await eventually { FileManager.default.contents(atPath: arrived.path) == Data("Chapter one.".utf8) })
+                #expect(
+                    await eventually(timeout: .seconds(60)) {
+                        FileManager.default.contents(atPath: arrived.path) == Data("Chapter one.".utf8)
+                    })
             }
         }
         let list = try await CommandLineTests.run(["docs", "ls", "--config", devices[1].config], server: server)
@@ -45,5 +72,71 @@ import Testing
         let missing = try await CommandLineTests.run(
             ["docs", "versions", "--config", devices[1].config, "Nope.txt"], server: server)
         #expect(missing.status != 0 && missing.stderr.contains("no document at Nope.txt"))
+    }
+
+    /// `kill -9` of the daemon while it uploads a large file: restarted, it finishes the upload, the
+    /// other device gets the file whole, and the server holds one version of it.
+    @Test func aDaemonKilledMidUploadFinishesWithoutLossOrDuplicates() async throws {
+        let server = try await TestServer.start()
+        let app = try await server.seedApp()
+        let devices = try await Self.devices(["phone", "laptop"], server: server, app: app)
+        try FileManager.default.createDirectory(at: devices[0].folder, withIntermediateDirectories: true)
+        let bytes = Self.movie(seed: 9)
+        try bytes.write(to: devices[0].folder.appendingPathComponent("Film.mov"))
+        let blobs = server.dataDirectory.appendingPathComponent("blobs")
+        let chunksStored: @Sendable () -> Int = { (try? FileManager.default.contentsOfDirectory(atPath: blobs.path).count) ?? 0 }
+        _ = try? await CommandLineTests.process(devices[0].run, server: server).whileRunning { printed in
+            #expect(await eventually(timeout: .seconds(60)) { chunksStored() >= 3 }, "the upload started")
+            kill(printed.processID, SIGKILL)
+        }
+        let client = try await Self.inspector(server, app)
+        #expect(try await client.changes(since: nil).items.isEmpty, "killed before the commit")
+        _ = try await CommandLineTests.process(devices[0].run, server: server).whileRunning { _ in
+            _ = try await CommandLineTests.process(devices[1].run, server: server).whileRunning { _ in
+                let arrived = devices[1].folder.appendingPathComponent("Film.mov")
+                #expect(
+                    await eventually(timeout: .seconds(60)) { FileManager.default.contents(atPath: arrived.path) == bytes })
+            }
+        }
+        let items = try await client.changes(since: nil).items
+        try #require(items.count == 1)
+        #expect(items[0].conflicts.isEmpty)
+        #expect(try await client.versions(of: items[0].itemID).history.isEmpty, "one version, not a duplicate")
+    }
+
+    /// `kill -9` of the daemon while it downloads: the file's name never shows part of it, and the
+    /// restarted daemon finishes and clears its temporary file.
+    @Test func aDaemonKilledMidDownloadNeverLeavesAPartialFile() async throws {
+        let server = try await TestServer.start()
+        let app = try await server.seedApp()
+        let devices = try await Self.devices(["phone", "laptop"], server: server, app: app)
+        try FileManager.default.createDirectory(at: devices[0].folder, withIntermediateDirectories: true)
+        let bytes = Self.movie(seed: 10)
+        try bytes.write(to: devices[0].folder.appendingPathComponent("Film.mov"))
+        let client = try await Self.inspector(server, app)
+        _ = try await CommandLineTests.process(devices[0].run, server: server).whileRunning { _ in
+            #expect(await eventually(timeout: .seconds(60)) { (try? await client.changes(since: nil).items.count) == 1 })
+        }
+        let target = devices[1].folder.appendingPathComponent("Film.mov")
+        let folder = devices[1].folder
+        let downloading: @Sendable () -> Bool = {
+            let names = (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []
+            return names.contains { name in
+                name.hasPrefix(".nimbus-")
+                    && ((try? FileManager.default.attributesOfItem(atPath: folder.appendingPathComponent(name).path)[.size])
+                        as? Int ?? 0) > 0
+            }
+        }
+        _ = try? await CommandLineTests.process(devices[1].run, server: server).whileRunning { printed in
+            #expect(await eventually(timeout: .seconds(60)) { downloading() }, "the download started")
+            kill(printed.processID, SIGKILL)
+        }
+        let seen = FileManager.default.contents(atPath: target.path)
+        #expect(seen == nil || seen == bytes, "the file's name holds nothing or all of it")
+        _ = try await CommandLineTests.process(devices[1].run, server: server).whileRunning { _ in
+            #expect(await eventually(timeout: .seconds(60)) { FileManager.default.contents(atPath: target.path) == bytes })
+        }
+        let left = try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { $0.hasPrefix(".nimbus-") }
+        #expect(left.isEmpty, "temporary files are cleared: \(left)")
     }
 }

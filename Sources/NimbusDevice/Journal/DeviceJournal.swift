@@ -14,9 +14,8 @@ package final class DeviceJournal: Sendable {
         var configuration = Configuration()
         configuration.busyMode = .timeout(5)
         database = try DatabaseQueue(path: path, configuration: configuration)
-        try database.write { db in
-            try db.execute(sql: "PRAGMA journal_mode = WAL")
-        }
+        // Outside a transaction: SQLite refuses to change the journal mode inside one.
+        try database.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA journal_mode = WAL") }
         // NORMAL: in WAL mode a killed daemon loses no committed step (only a power cut can take the last
         // few back, and the server tells identical content apart, so nothing is stored twice). A sync
         // per step made the journal, not the network, the bound on syncing many small files.

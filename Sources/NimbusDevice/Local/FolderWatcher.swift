@@ -18,13 +18,15 @@ package final class FolderWatcher: Sendable {
         thread.start()
     }
 
-    /// Watches `folder` and every folder inside it.
-    package func watch(_ folder: URL) {
+    /// Watches `folder` and every folder inside it; whether any was not watched before (what changed in
+    /// it before its watch was added went unnoticed, so it needs a look).
+    @discardableResult package func watch(_ folder: URL) -> Bool {
+        var added = false
         var pending = [folder.path]
         let mask = UInt32(IN_CREATE | IN_DELETE | IN_CLOSE_WRITE | IN_MOVED_FROM | IN_MOVED_TO | IN_ATTRIB | IN_DELETE_SELF)
         while let path = pending.popLast() {
             let handle = inotify_add_watch(descriptor, path, mask)
-            if handle >= 0 { watched.withLock { $0[path] = handle } }
+            if handle >= 0, watched.withLock({ $0.updateValue(handle, forKey: path) }) != handle { added = true }
             for name in (try? FileManager.default.contentsOfDirectory(atPath: path)) ?? [] {
                 var isFolder: ObjCBool = false
                 let child = path + "/" + name
@@ -33,6 +35,7 @@ package final class FolderWatcher: Sendable {
                 }
             }
         }
+        return added
     }
 
     package func stop() { stopped.store(true, ordering: .releasing) }
