@@ -28,15 +28,8 @@ struct DocumentService: Sendable {
     }
 
     func changes(_ zone: ZoneKey, _ request: DocumentChangesRequest) async throws -> DocumentChangesResponse {
-        let limit = request.resultsLimit ?? Self.maxChangesPerPage
-        guard (1...Self.maxChangesPerPage).contains(limit) else {
-            throw NimbusError.badRequest("resultsLimit must be between 1 and \(Self.maxChangesPerPage)")
-        }
-        var since: Int64 = 0
-        if let token = request.syncToken {
-            since = try ChangeToken(encoded: token).validated(against: try await server.store.zoneState(zone)).sequence
-        }
-        let page = try await server.store.changes(zone, after: since, limit: limit)
+        let page = try await server.store.changes(
+            zone, since: request.syncToken, resultsLimit: request.resultsLimit, maxPerPage: Self.maxChangesPerPage)
         var items: [DocumentItem] = []
         var removed: [String] = []
         let decoder = JSONDecoder()

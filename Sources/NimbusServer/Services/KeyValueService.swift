@@ -32,15 +32,8 @@ struct KeyValueService: Sendable {
     }
 
     func changes(_ zone: ZoneKey, _ request: KeyValueChangesRequest) async throws -> KeyValueChangesResponse {
-        let limit = request.resultsLimit ?? Self.maxChangesPerPage
-        guard (1...Self.maxChangesPerPage).contains(limit) else {
-            throw NimbusError.badRequest("resultsLimit must be between 1 and \(Self.maxChangesPerPage)")
-        }
-        var since: Int64 = 0
-        if let token = request.syncToken {
-            since = try ChangeToken(encoded: token).validated(against: try await server.store.zoneState(zone)).sequence
-        }
-        let page = try await server.store.changes(zone, after: since, limit: limit)
+        let page = try await server.store.changes(
+            zone, since: request.syncToken, resultsLimit: request.resultsLimit, maxPerPage: Self.maxChangesPerPage)
         let changes = try page.entries.map { entry in
             KeyValueChange(key: entry.key, value: try entry.payload.map(KeyValue.decode), sequence: entry.sequence)
         }
