@@ -101,6 +101,12 @@ package struct NimbusServer: Sendable {
         try await AssetCollector(server: state).collect()
     }
 
+    /// Removes documents' versions and Recently Deleted items older than the retention period now (the
+    /// server does it before each collection); how many it removed.
+    package func expireDocuments() async throws -> Int {
+        try await DocumentExpiry(server: state).expire()
+    }
+
     /// Creates the first administrator when there is none, returning its one-time credentials.
     package func ensureAdministrator() async throws -> (email: String, password: String)? {
         guard try await state.store.administratorCount() == 0 else { return nil }

@@ -16,9 +16,11 @@ package struct ServerConfiguration: Sendable {
     /// Sign-in and sign-up attempts per email address.
     package var signInRateLimit = RateLimit(perSecond: 1, burst: 10)
     package var keyValueLimits = KeyValueLimits.iCloud
-    /// What one user may store in one container's private databases (records and their assets), like an
-    /// iCloud plan: beyond it saves fail with `QUOTA_EXCEEDED`.
+    /// What one user may store across services (key-value stores, records and their assets, documents),
+    /// like an iCloud plan: beyond it saves fail with `QUOTA_EXCEEDED`.
     package var userQuotaBytes: Int64 = 5_000_000_000
+    /// How long documents' earlier versions and Recently Deleted items are kept.
+    package var documentRetention: Duration = .seconds(30 * 24 * 3600)
     /// The largest asset file an upload accepts (CloudKit Web Services allows 50 MB per asset field).
     package var maxAssetBytes: Int64 = 50_000_000
     /// How often asset files that no record holds (and no receipt can still bring into one) are deleted.

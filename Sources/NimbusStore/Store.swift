@@ -105,6 +105,8 @@ package protocol ZoneStore: Sendable {
     @discardableResult func purgeDeletedZones() async throws -> Int
     /// The zones an account has in one service, by name.
     func zones(accountID: String, service: ZoneAddress.Service) async throws -> [ZoneSummary]
+    /// Every zone of a kind of service, in all accounts (for jobs that tend them all).
+    func zoneKeys(of kind: ZoneAddress.Service.Kind) async throws -> [ZoneKey]
     /// Zones of an account's service created, changed or deleted after `sequence` (a per-service counter).
     func zoneChanges(accountID: String, service: ZoneAddress.Service, after sequence: Int64, limit: Int) async throws
         -> ZoneChangePage

@@ -275,4 +275,33 @@ import Testing
         ).decode(ChunksMissingResponse.self).missing
         #expect(missing == Array(hashes[2...]))
     }
+
+    /// Earlier versions and Recently Deleted items are kept for 30 days from when they left, then removed.
+    @Test func historyAndRecentlyDeletedExpireAfterThirtyDays() async throws {
+        let fixture = try await Fixture.make()
+        let first = try #require(try await fixture.save("kept", "Kept.txt", "v1").item?.current?.content.contentHash)
+        _ = try await fixture.save("kept", "Kept.txt", "v2", base: first)
+        let gone = try #require(try await fixture.save("gone", "Gone.txt", "bye").item?.current?.content.contentHash)
+        _ = try await fixture.modify([DocumentOperation(.delete, itemID: "gone", baseContentHash: gone)])
+        // Sessions last two weeks: each look signs in again.
+        let versions = { () async throws -> DocumentVersionsResponse in
+            try await fixture.server.request(
+                .POST, fixture.documents + "/versions",
+                session: try await fixture.server.signIn(email: "ann@example.com", device: "phone"),
+                apiToken: fixture.app.apiToken, json: #"{"itemID":"kept"}"#
+            ).decode(DocumentVersionsResponse.self)
+        }
+
+        fixture.server.clock.advance(by: 29 * 24 * 3600)
+        #expect(try await fixture.server.server.expireDocuments() == 0)
+        #expect(try await versions().history.count == 1)
+
+        fixture.server.clock.advance(by: 2 * 24 * 3600)
+        #expect(try await fixture.server.server.expireDocuments() == 2)
+        #expect(try await versions().history.isEmpty)
+        #expect(try await versions().item.current?.content.contentHash == Fixture.hash(Data("v2".utf8)), "current stays")
+        let changes = try await fixture.changes(
+            session: try await fixture.server.signIn(email: "ann@example.com", device: "phone"))
+        #expect(changes.removed == ["gone"] && changes.items.map(\.itemID) == ["kept"])
+    }
 }

@@ -44,13 +44,20 @@ package struct DocumentVersion: Codable, Hashable, Sendable {
     package var baseContentHash: String?
     /// When the server received it, milliseconds since 1970.
     package var savedAt: Int64
+    /// When it left the item (replaced, or its conflict resolved), for versions in history: they are kept
+    /// for the retention period from then.
+    package var replacedAt: Int64?
 
-    package init(versionID: String, content: DocumentContent, device: String, baseContentHash: String?, savedAt: Int64) {
+    package init(
+        versionID: String, content: DocumentContent, device: String, baseContentHash: String?, savedAt: Int64,
+        replacedAt: Int64? = nil
+    ) {
         self.versionID = versionID
         self.content = content
         self.device = device
         self.baseContentHash = baseContentHash
         self.savedAt = savedAt
+        self.replacedAt = replacedAt
     }
 }
 

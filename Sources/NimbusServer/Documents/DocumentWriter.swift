@@ -156,11 +156,16 @@ final class DocumentWriter {
         guard item.deletedAt != nil else {
             throw NimbusError(.conflict, "\(item.name) is not in Recently Deleted; delete it first")
         }
-        for key in try transaction.keys(kind: DocumentKeys.versionKind, field: "item", value: .text(item.itemID)) {
+        try remove(item.itemID)
+        return DocumentResult(itemID: item.itemID, outcome: .applied)
+    }
+
+    /// Removes an item and its history for good.
+    func remove(_ id: String) throws {
+        for key in try transaction.keys(kind: DocumentKeys.versionKind, field: "item", value: .text(id)) {
             try transaction.put(key, payload: nil, size: 0)
         }
-        try transaction.put(DocumentKeys.item(item.itemID), payload: nil, size: 0)
-        return DocumentResult(itemID: item.itemID, outcome: .applied)
+        try transaction.put(DocumentKeys.item(id), payload: nil, size: 0)
     }
 
     // MARK: - Reads and checks
@@ -264,6 +269,8 @@ final class DocumentWriter {
     /// Keeps a version that is no longer current (or a resolved conflict) in the item's history. History
     /// does not count against the quota, as in iCloud Drive.
     private func archive(_ version: DocumentVersion, of item: String) throws {
+        var version = version
+        version.replacedAt = now
         let key = DocumentKeys.version(item, version.versionID)
         try transaction.put(key, payload: try encoder.encode(version), size: 0)
         try transaction.index(key, kind: DocumentKeys.versionKind, rows: [IndexEntry(field: "item", value: .text(item))])

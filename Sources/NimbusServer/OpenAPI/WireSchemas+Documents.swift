@@ -16,7 +16,7 @@ extension WireSchemas {
             object(
                 [
                     ("versionID", string), ("content", ref("DocumentContent")), ("device", string),
-                    ("baseContentHash", string), ("savedAt", integer),
+                    ("baseContentHash", string), ("savedAt", integer), ("replacedAt", integer),
                 ], required: ["versionID", "content", "device", "savedAt"])
         ),
         (

@@ -48,7 +48,7 @@ private struct ChunkReferences: Decodable {
     }
 }
 
-/// Runs the asset collector every `interval` while the server runs.
+/// Removes expired document versions and items (`DocumentExpiry`), then runs the asset collector, every `interval` while the server runs.
 struct AssetCollection: Service {
     let collector: AssetCollector
     let interval: Duration
@@ -62,6 +62,8 @@ struct AssetCollection: Service {
                 return
             }
             do {
+                let expired = try await DocumentExpiry(server: collector.server).expire()
+                if expired > 0 { logger.info("removed expired document versions and items", metadata: ["count": "\(expired)"]) }
                 let deleted = try await collector.collect()
                 if deleted > 0 { logger.info("deleted asset files no record holds", metadata: ["files": "\(deleted)"]) }
             } catch {

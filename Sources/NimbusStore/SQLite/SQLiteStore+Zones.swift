@@ -127,6 +127,18 @@ extension SQLiteStore: ZoneStore {
         }
     }
 
+    package func zoneKeys(of kind: ZoneAddress.Service.Kind) async throws -> [ZoneKey] {
+        try await read { db in
+            try Row.fetchAll(
+                db, sql: "SELECT account_id, service, name FROM zones WHERE kind = ? ORDER BY id", arguments: [kind.rawValue]
+            ).compactMap { row in
+                guard let accountID = row["account_id"] as String?, let service = ZoneAddress.Service(encoded: row["service"])
+                else { return nil }
+                return ZoneKey(accountID: accountID, address: ZoneAddress(service: service, name: row["name"]))
+            }
+        }
+    }
+
     package func zoneChanges(accountID: String, service: ZoneAddress.Service, after sequence: Int64, limit: Int) async throws
         -> ZoneChangePage
     {

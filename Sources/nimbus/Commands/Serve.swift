@@ -35,8 +35,12 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Session lifetime in hours. [env: NIMBUS_SESSION_HOURS]")
     var sessionHours: Double = Environment.double("NIMBUS_SESSION_HOURS") ?? 336
 
-    @Option(help: "What one user may store per container (records and assets), in megabytes. [env: NIMBUS_USER_QUOTA_MB]")
+    @Option(help: "What one user may store (key-value, records, assets, documents), in megabytes. [env: NIMBUS_USER_QUOTA_MB]")
     var userQuotaMB: Int = Environment.int("NIMBUS_USER_QUOTA_MB") ?? 5000
+
+    @Option(
+        help: "Days documents' earlier versions and Recently Deleted items are kept. [env: NIMBUS_DOCUMENT_RETENTION_DAYS]")
+    var documentRetentionDays: Int = Environment.int("NIMBUS_DOCUMENT_RETENTION_DAYS") ?? 30
     @Option(help: "Largest asset file an upload accepts, in megabytes. [env: NIMBUS_MAX_ASSET_MB]")
     var maxAssetMB: Int = Environment.int("NIMBUS_MAX_ASSET_MB") ?? 50
     @Option(help: "Comma-separated web origins the sign-in page may hand web auth tokens to. [env: NIMBUS_WEB_ORIGINS]")
@@ -96,6 +100,7 @@ struct Serve: AsyncParsableCommand {
             throw ValidationError("--max-asset-mb and --user-quota-mb must be positive")
         }
         configuration.userQuotaBytes = Int64(userQuotaMB) * 1_000_000
+        configuration.documentRetention = .seconds(max(1, documentRetentionDays) * 24 * 3600)
         configuration.maxAssetBytes = Int64(maxAssetMB) * 1_000_000
         configuration.publicURL = publicURL.map { $0.hasSuffix("/") ? String($0.dropLast()) : $0 }
         configuration.webSignInOrigins = webOrigins.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter {
