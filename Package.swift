@@ -165,12 +165,13 @@ let package = Package(
             name: "NimbusDeviceTests",
             dependencies: [
                 "NimbusDevice", "NimbusTestingCore", "NimbusTesting", "NimbusKit", "NimbusCore",
-                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Logging", package: "swift-log"), .product(name: "Crypto", package: "swift-crypto"),
             ]),
         .testTarget(
             name: "EndToEndTests",
             dependencies: [
-                "NimbusTesting", "NimbusKit", "NimbusServer", "NimbusCore", "NimbusStore",
+                "NimbusTesting", "NimbusKit", "NimbusServer", "NimbusCore", "NimbusStore", "NimbusTestingCore",
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Subprocess", package: "swift-subprocess"),
                 .product(name: "SystemPackage", package: "swift-system"),
             ]

@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import NimbusCore
 import NimbusKit
@@ -138,5 +139,67 @@ import Testing
         }
         let left = try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { $0.hasPrefix(".nimbus-") }
         #expect(left.isEmpty, "temporary files are cleared: \(left)")
+    }
+
+    /// `nimbus docs` without a daemon: put, get, mv, rm and Recently Deleted, versions and restore,
+    /// conflicts and resolve.
+    @Test func docsCommandsManageDocumentsDirectly() async throws {
+        let server = try await TestServer.start()
+        let app = try await server.seedApp()
+        let device = try await Self.devices(["laptop"], server: server, app: app)[0]
+        func nimbus(_ arguments: String...) async throws -> ChildProcess.Output {
+            let output = try await CommandLineTests.run(Array(arguments) + ["--config", device.config], server: server)
+            #expect(output.status == 0, "\(arguments): \(output.stderr)")
+            return output
+        }
+        let work = TestServer.temporaryDirectory()
+        try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
+        let first = work.appendingPathComponent("first.txt")
+        try Data("first draft".utf8).write(to: first)
+        _ = try await nimbus("docs", "put", first.path, "Documents/Essays/Essay.txt")
+        try Data("second draft".utf8).write(to: first)
+        _ = try await nimbus("docs", "put", first.path, "Documents/Essays/Essay.txt")
+        #expect(try await nimbus("docs", "ls").stdout.contains("Documents/Essays/Essay.txt\t12"))
+
+        let copy = work.appendingPathComponent("copy.txt")
+        _ = try await nimbus("docs", "get", "Documents/Essays/Essay.txt", copy.path)
+        #expect(FileManager.default.contents(atPath: copy.path) == Data("second draft".utf8))
+
+        let versions = try JSONDecoder().decode(
+            DocumentVersionsResponse.self,
+            from: Data(try await nimbus("docs", "versions", "Documents/Essays/Essay.txt", "--json").stdout.utf8))
+        let earlier = try #require(versions.history.first?.versionID)
+        _ = try await nimbus("docs", "restore", "Documents/Essays/Essay.txt", "--version", earlier)
+        _ = try await nimbus("docs", "get", "Documents/Essays/Essay.txt", copy.path)
+        #expect(FileManager.default.contents(atPath: copy.path) == Data("first draft".utf8))
+
+        _ = try await nimbus("docs", "mv", "Documents/Essays/Essay.txt", "Documents/Final.txt")
+        #expect(try await nimbus("docs", "ls", "Documents/Final.txt").stdout.hasPrefix("Documents/Final.txt"))
+        _ = try await nimbus("docs", "rm", "Documents/Final.txt")
+        #expect(try await nimbus("docs", "trash").stdout.contains("Final.txt"))
+        _ = try await nimbus("docs", "trash", "restore", "Final.txt")
+        #expect(try await nimbus("docs", "ls").stdout.contains("Documents/Final.txt"))
+
+        // Two saves on one base: a conflict, resolved by keeping the conflict version.
+        let client = try await Self.inspector(server, app)
+        let item = try #require(try await client.changes(since: nil).items.first { $0.name == "Final.txt" })
+        let other = Data("edited elsewhere".utf8)
+        let hash = SHA256.hash(data: other).map { String(format: "%02x", $0) }.joined()
+        try await client.upload(chunk: other, hash: hash)
+        _ = try await client.modify([
+            DocumentOperation(
+                .save, itemID: item.itemID, parentID: item.parentID, name: item.name, kind: .file,
+                baseContentHash: SHA256.hash(data: Data("old base".utf8)).map { String(format: "%02x", $0) }.joined(),
+                content: DocumentContent(
+                    contentHash: hash, size: Int64(other.count), chunks: [DocumentChunk(hash: hash, size: Int64(other.count))],
+                    modifiedAt: 1))
+        ])
+        #expect(try await nimbus("docs", "conflicts").stdout.contains("Documents/Final.txt"))
+        let conflict = try #require(
+            try await client.changes(since: nil).items.first { $0.itemID == item.itemID }?.conflicts.first)
+        _ = try await nimbus("docs", "resolve", "Documents/Final.txt", "--keep", conflict.versionID)
+        #expect(try await nimbus("docs", "conflicts").stdout.isEmpty)
+        _ = try await nimbus("docs", "get", "Documents/Final.txt", copy.path)
+        #expect(FileManager.default.contents(atPath: copy.path) == other)
     }
 }

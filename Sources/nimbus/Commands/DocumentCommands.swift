@@ -67,7 +67,10 @@ struct DeviceRun: AsyncParsableCommand {
 struct DocsCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "docs", abstract: "List the container's documents, their versions, conflicts and Recently Deleted.",
-        subcommands: [DocsList.self, DocsVersions.self, DocsConflicts.self, DocsTrash.self])
+        subcommands: [
+            DocsList.self, DocsPut.self, DocsGet.self, DocsRemove.self, DocsMove.self, DocsVersions.self, DocsRestore.self,
+            DocsConflicts.self, DocsResolve.self, DocsTrash.self,
+        ])
 }
 
 /// Every live item of the container, with its path.
@@ -170,15 +173,216 @@ struct DocsConflicts: AsyncParsableCommand {
 }
 
 struct DocsTrash: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "trash", abstract: "Recently Deleted.")
+    static let configuration = CommandConfiguration(
+        commandName: "trash", abstract: "Recently Deleted: list it, or restore or purge an item (by ID or name).")
     @OptionGroup var options: ContainerOptions
+    @Argument(help: "list, restore or purge.") var action = "list"
+    @Argument(help: "The item's ID or name, for restore and purge.") var item: String?
 
     func run() async throws {
-        let trash = try await options.documents().client.trash()
-        if options.client.json {
-            print(ValueText.json(trash))
+        let client = try options.documents().client
+        let trash = try await client.trash()
+        guard action != "list" else {
+            if options.client.json {
+                print(ValueText.json(trash))
+                return
+            }
+            for item in trash.items { print("\(item.itemID)\t\(item.name)") }
             return
         }
-        for item in trash.items { print("\(item.itemID)\t\(item.name)") }
+        guard let kind = ["restore": DocumentOperation.Kind.restore, "purge": .purge][action] else {
+            throw ValidationError("the action is list, restore or purge")
+        }
+        guard let wanted = item, let found = trash.items.first(where: { $0.itemID == wanted || $0.name == wanted }) else {
+            throw CLIError("nothing like \(item ?? "that") in Recently Deleted")
+        }
+        try await apply(DocumentOperation(kind, itemID: found.itemID), with: client, json: options.client.json)
+    }
+}
+
+/// Sends one operation and prints what became of it; a failed one is an error.
+private func apply(_ operation: DocumentOperation, with client: DocumentClient, json: Bool) async throws {
+    let result = try await client.modify([operation], device: ProcessInfo.processInfo.hostName).results[0]
+    if result.outcome == .failed {
+        throw NimbusError(result.serverErrorCode ?? .internalError, result.reason ?? "the operation failed")
+    }
+    print(json ? ValueText.json(result) : "\(result.outcome.rawValue): \(result.item?.name ?? result.itemID)")
+}
+
+/// Where a path of the container goes: its parent folder's ID (nil at the root) and its name. Missing
+/// folders are created when `creating`.
+private func place(of path: String, in client: DocumentClient, creating: Bool) async throws -> (parent: String?, name: String) {
+    let components = path.split(separator: "/").map(String.init)
+    guard let name = components.last else { throw ValidationError("give a path inside the container, like Documents/Notes.txt") }
+    var parent: String?
+    var listed = try await listing(client)
+    for depth in components.indices.dropLast() {
+        let folderPath = components[...depth].joined(separator: "/")
+        if let folder = listed.first(where: { $0.path == folderPath }) {
+            guard folder.item.kind == .folder else { throw CLIError("\(folderPath) is not a folder") }
+            parent = folder.item.itemID
+            continue
+        }
+        guard creating else { throw CLIError("no folder \(folderPath)") }
+        let id = UUIDString.random()
+        try await apply(
+            DocumentOperation(.save, itemID: id, parentID: parent, name: components[depth], kind: .folder), with: client,
+            json: false)
+        parent = id
+        listed = try await listing(client)
+    }
+    return (parent, name)
+}
+
+struct DocsPut: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "put", abstract: "Upload a local file to PATH (a new version if it exists).")
+    @OptionGroup var options: ContainerOptions
+    @Argument var local: String
+    @Argument var path: String
+
+    func run() async throws {
+        let client = try options.documents().client
+        let file = URL(fileURLWithPath: local)
+        var chunks: [DocumentChunk] = []
+        let hash = try await FileContent.chunks(of: file) { bytes, chunk in
+            chunks.append(DocumentChunk(hash: chunk, size: Int64(bytes.count)))
+        }
+        var missing = Set(try await client.missing(Array(Set(chunks.map(\.hash)))))
+        _ = try await FileContent.chunks(of: file) { bytes, chunk in
+            guard missing.remove(chunk) != nil else { return }
+            try await client.upload(chunk: bytes, hash: chunk)
+        }
+        let existing = try await listing(client).first { $0.path == path.trimmingCharacters(in: CharacterSet(charactersIn: "/")) }
+        let (parent, name) = try await place(of: path, in: client, creating: true)
+        let modified = (try FileManager.default.attributesOfItem(atPath: file.path)[.modificationDate] as? Date) ?? Date()
+        let content = DocumentContent(
+            contentHash: hash, size: chunks.reduce(0) { $0 + $1.size }, chunks: chunks, modifiedAt: modified.milliseconds)
+        try await apply(
+            DocumentOperation(
+                .save, itemID: existing?.item.itemID ?? UUIDString.random(), parentID: parent, name: name, kind: .file,
+                baseContentHash: existing?.item.current?.content.contentHash, content: content), with: client,
+            json: options.client.json)
+    }
+}
+
+struct DocsGet: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "get", abstract: "Download PATH (or one of its versions) to a local file.")
+    @OptionGroup var options: ContainerOptions
+    @Argument var path: String
+    @Argument var local: String
+    @Option(help: "A version ID from `nimbus docs versions`.") var version: String?
+
+    func run() async throws {
+        let client = try options.documents().client
+        let item = try await find(path, in: client)
+        var wanted = item.current
+        if let version {
+            let all = try await client.versions(of: item.itemID)
+            wanted = ([all.item.current].compactMap { $0 } + all.item.conflicts + all.history).first { $0.versionID == version }
+        }
+        guard let content = wanted?.content else { throw CLIError("\(path) has no version \(version ?? "")") }
+        let target = URL(fileURLWithPath: local)
+        let temporary = target.deletingLastPathComponent().appendingPathComponent(".\(target.lastPathComponent).download")
+        FileManager.default.createFile(atPath: temporary.path, contents: nil)
+        let handle = try FileHandle(forWritingTo: temporary)
+        do {
+            for chunk in content.chunks { try handle.write(contentsOf: try await client.download(chunk: chunk.hash)) }
+            try handle.synchronize()
+            try handle.close()
+        } catch {
+            try? handle.close()
+            try? FileManager.default.removeItem(at: temporary)
+            throw error
+        }
+        guard try FileContent.hash(of: temporary) == content.contentHash, rename(temporary.path, target.path) == 0 else {
+            try? FileManager.default.removeItem(at: temporary)
+            throw CLIError("the download of \(path) did not match its version; nothing was written")
+        }
+    }
+}
+
+struct DocsRemove: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "rm", abstract: "Move PATH to Recently Deleted.")
+    @OptionGroup var options: ContainerOptions
+    @Argument var path: String
+
+    func run() async throws {
+        let client = try options.documents().client
+        let item = try await find(path, in: client)
+        try await apply(
+            DocumentOperation(.delete, itemID: item.itemID, baseContentHash: item.current?.content.contentHash), with: client,
+            json: options.client.json)
+    }
+}
+
+struct DocsMove: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "mv", abstract: "Rename or move PATH to NEW-PATH.")
+    @OptionGroup var options: ContainerOptions
+    @Argument var path: String
+    @Argument var newPath: String
+
+    func run() async throws {
+        let client = try options.documents().client
+        let item = try await find(path, in: client)
+        let (parent, name) = try await place(of: newPath, in: client, creating: true)
+        try await apply(
+            DocumentOperation(.move, itemID: item.itemID, parentID: parent, name: name), with: client, json: options.client.json)
+    }
+}
+
+struct DocsRestore: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "restore", abstract: "Make an earlier version of PATH current again (as a new version).")
+    @OptionGroup var options: ContainerOptions
+    @Argument var path: String
+    @Option(help: "A version ID from `nimbus docs versions`.") var version: String
+
+    func run() async throws {
+        let client = try options.documents().client
+        let item = try await find(path, in: client)
+        let all = try await client.versions(of: item.itemID)
+        guard let earlier = (all.item.conflicts + all.history).first(where: { $0.versionID == version }) else {
+            throw CLIError("\(path) has no earlier version \(version)")
+        }
+        var content = earlier.content
+        content.modifiedAt = Date().milliseconds
+        try await apply(
+            DocumentOperation(
+                .save, itemID: item.itemID, parentID: item.parentID, name: item.name, kind: item.kind,
+                baseContentHash: item.current?.content.contentHash, content: content), with: client, json: options.client.json)
+    }
+}
+
+struct DocsResolve: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "resolve", abstract: "Resolve PATH's conflict by keeping one version (current or a conflict version).")
+    @OptionGroup var options: ContainerOptions
+    @Argument var path: String
+    @Option(help: "The version to keep, from `nimbus docs versions`.") var keep: String
+
+    func run() async throws {
+        let client = try options.documents().client
+        var item = try await find(path, in: client)
+        guard !item.conflicts.isEmpty else { throw CLIError("\(path) has no unresolved conflict") }
+        if let chosen = item.conflicts.first(where: { $0.versionID == keep }) {
+            var content = chosen.content
+            content.modifiedAt = Date().milliseconds
+            let saved = try await client.modify([
+                DocumentOperation(
+                    .save, itemID: item.itemID, parentID: item.parentID, name: item.name, kind: item.kind,
+                    baseContentHash: item.current?.content.contentHash, content: content)
+            ]).results[0]
+            guard let updated = saved.item, saved.outcome == .applied else {
+                throw NimbusError(saved.serverErrorCode ?? .conflict, saved.reason ?? "\(path) changed; look again")
+            }
+            item = updated
+        } else if item.current?.versionID != keep {
+            throw CLIError("\(keep) is neither \(path)'s current version nor one of its conflict versions")
+        }
+        try await apply(
+            DocumentOperation(.resolve, itemID: item.itemID, versionIDs: item.conflicts.map(\.versionID)), with: client,
+            json: options.client.json)
     }
 }
