@@ -207,6 +207,7 @@ import Testing
             DocumentOperation(.save, itemID: "../x", name: "X", kind: .folder),
             DocumentOperation(.save, itemID: "x", name: "a/b", kind: .folder),
             DocumentOperation(.save, itemID: "x", name: "..", kind: .folder),
+            DocumentOperation(.save, itemID: "x", name: "cache.nosync", kind: .folder),
             DocumentOperation(.save, itemID: "x", name: "nul\u{0}", kind: .folder),
             DocumentOperation(.save, itemID: "x", name: String(repeating: "n", count: 256), kind: .folder),
             DocumentOperation(.save, itemID: "x", name: "X", kind: .file),

@@ -26,6 +26,8 @@ package enum DocumentNames {
         guard !name.unicodeScalars.contains(where: { $0 == "/" || $0.properties.generalCategory == .control }) else {
             throw .badRequest("the name \"\(name.prefix(80))\" holds a slash or a control character, which names may not")
         }
+        // Devices never sync such items; one on the server would look deleted on every device.
+        guard !isExcludedFromSync(name) else { throw .badRequest("items named *.nosync are not synced") }
     }
 
     /// Names that file systems which ignore case and Unicode normalisation (Apple's, Windows') take
