@@ -58,8 +58,15 @@ package final class DeviceDaemon: Sendable {
                 // between the scan and the watch made no event.
                 watcher.watch(folder)
                 let settled = try await engine.sync()
-                if !settled || watcher.watch(folder) { wake.yield() }
-                backoff = .milliseconds(250)
+                if watcher.watch(folder) { wake.yield() }
+                if settled {
+                    backoff = .milliseconds(250)
+                } else {
+                    // Steps that keep failing (a folder that cannot be removed, say) are retried, not spun on.
+                    try? await Task.sleep(for: backoff)
+                    backoff = min(backoff * 2, .seconds(30))
+                    wake.yield()
+                }
             } catch {
                 logger.warning("sync round failed; trying again", metadata: ["error": "\(error)", "retryIn": "\(backoff)"])
                 try? await Task.sleep(for: backoff)

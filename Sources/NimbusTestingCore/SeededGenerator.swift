@@ -1,3 +1,5 @@
+import Foundation
+
 /// A small deterministic random number generator (SplitMix64), for fuzz tests whose failing rounds must
 /// repeat run to run.
 public struct SeededGenerator: RandomNumberGenerator {
@@ -13,5 +15,13 @@ public struct SeededGenerator: RandomNumberGenerator {
         z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE5_E4B9
         z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
         return z ^ (z >> 31)
+    }
+
+    /// `count` pseudo-random bytes, eight from each draw (a draw per byte made megabytes cost seconds
+    /// of CPU in debug builds, which other tests running beside felt).
+    public mutating func bytes(_ count: Int) -> Data {
+        var data = Data(capacity: count + 8)
+        while data.count < count { withUnsafeBytes(of: next()) { data.append(contentsOf: $0) } }
+        return data.prefix(count)
     }
 }

@@ -44,7 +44,7 @@ import Testing
 
     static func movie(seed: UInt64) -> Data {
         var generator = SeededGenerator(seed: seed)
-        return Data((0..<(16 << 20)).map { _ in UInt8.random(in: 0...255, using: &generator) })
+        return generator.bytes(16 << 20)
     }
 
     @Test func twoDaemonsMirrorAFolderAndTheCLIListsIt() async throws {

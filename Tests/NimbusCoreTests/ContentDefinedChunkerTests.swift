@@ -8,7 +8,7 @@ import Testing
 
     func randomBytes(_ count: Int, seed: UInt64) -> [UInt8] {
         var generator = SeededGenerator(seed: seed)
-        return (0..<count / 8).flatMap { _ in withUnsafeBytes(of: generator.next()) { Array($0) } }
+        return Array(generator.bytes(count))
     }
 
     func chunks(_ bytes: [UInt8]) -> [ArraySlice<UInt8>] {

@@ -154,7 +154,7 @@ import Testing
     @Test func aSmallEditToALargeFileSendsOnlyTheChunksAroundIt() async throws {
         let fixture = try await Fixture.make()
         var generator = SeededGenerator(seed: 7)
-        var bytes = Data((0..<(12 << 20)).map { _ in UInt8.random(in: 0...255, using: &generator) })
+        var bytes = generator.bytes(12 << 20)
         let url = fixture.a.folder.appendingPathComponent("Documents/Movie.bin")
         try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
         try bytes.write(to: url)

@@ -26,8 +26,12 @@ package enum DocumentNames {
         guard !name.unicodeScalars.contains(where: { $0 == "/" || $0.properties.generalCategory == .control }) else {
             throw .badRequest("the name \"\(name.prefix(80))\" holds a slash or a control character, which names may not")
         }
-        // Devices never sync such items; one on the server would look deleted on every device.
+        // Devices never sync such items (nor their own temporary files); one on the server would look
+        // deleted on every device.
         guard !isExcludedFromSync(name) else { throw .badRequest("items named *.nosync are not synced") }
+        guard !name.hasPrefix(temporaryPrefix) else {
+            throw .badRequest("names starting with \(temporaryPrefix) are the sync engine's temporary files")
+        }
     }
 
     /// Names that file systems which ignore case and Unicode normalisation (Apple's, Windows') take
@@ -53,6 +57,9 @@ package enum DocumentNames {
     }
 
     private static let reservedStems = Set(["CON", "PRN", "AUX", "NUL"] + (1...9).flatMap { ["COM\($0)", "LPT\($0)"] })
+
+    /// What the device's sync engine names its temporary files; no item may be named so.
+    package static let temporaryPrefix = ".nimbus-"
 
     /// Items named so are never synced (iCloud's rule).
     package static func isExcludedFromSync(_ name: String) -> Bool { name.hasSuffix(".nosync") }

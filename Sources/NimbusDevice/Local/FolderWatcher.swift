@@ -23,16 +23,17 @@ package final class FolderWatcher: Sendable {
     @discardableResult package func watch(_ folder: URL) -> Bool {
         var added = false
         var pending = [folder.path]
-        let mask = UInt32(IN_CREATE | IN_DELETE | IN_CLOSE_WRITE | IN_MOVED_FROM | IN_MOVED_TO | IN_ATTRIB | IN_DELETE_SELF)
+        let mask =
+            UInt32(IN_CREATE | IN_DELETE | IN_CLOSE_WRITE | IN_MOVED_FROM | IN_MOVED_TO | IN_ATTRIB | IN_DELETE_SELF)
+            | UInt32(IN_DONT_FOLLOW) | UInt32(IN_ONLYDIR)
         while let path = pending.popLast() {
             let handle = inotify_add_watch(descriptor, path, mask)
             if handle >= 0, watched.withLock({ $0.updateValue(handle, forKey: path) }) != handle { added = true }
             for name in (try? FileManager.default.contentsOfDirectory(atPath: path)) ?? [] {
-                var isFolder: ObjCBool = false
+                // lstat: a link is not followed (one to `..` would watch the whole disk, or loop).
+                var status = stat()
                 let child = path + "/" + name
-                if FileManager.default.fileExists(atPath: child, isDirectory: &isFolder), isFolder.boolValue {
-                    pending.append(child)
-                }
+                if lstat(child, &status) == 0, status.st_mode & S_IFMT == S_IFDIR { pending.append(child) }
             }
         }
         return added

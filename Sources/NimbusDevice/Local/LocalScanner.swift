@@ -11,7 +11,7 @@ package struct LocalScanner: Sendable {
     package init(folder: URL) { self.folder = folder }
 
     /// Names the engine writes while it works (temporary downloads, items stepping aside), never synced.
-    static let temporaryPrefix = ".nimbus-"
+    static let temporaryPrefix = DocumentNames.temporaryPrefix
 
     package struct Scan: Sendable {
         package var tree: SyncTree

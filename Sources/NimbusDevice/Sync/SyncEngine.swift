@@ -39,11 +39,19 @@ package final class SyncEngine: Sendable {
         for (id, item) in remoteItems { remote[id] = Self.syncItem(item) }
         let plan = SyncPlanner.plan(remote: remote, local: scan.tree, synced: try await journal.syncedTree())
         let (serverSide, diskSide) = (plan.filter(\.isRemote), plan.filter { !$0.isRemote })
-        try await runOnServer(serverSide, scan: scan)
+        // The server refusing this device's batch (its storage is full, say) must not stop what comes the
+        // other way: the disk's side runs, and the refusal is reported after it.
+        var refused: (any Error)?
+        do {
+            try await runOnServer(serverSide, scan: scan)
+        } catch let error as NimbusError where error.code != .networkUnavailable {
+            refused = error
+        }
         let fetched = try await fetch(diskSide, remote: remoteItems)
         defer { for file in fetched.values { unlink(file.path) } }
         var paths = scan.paths
         for step in diskSide { try await runOnDisk(step, scan: scan, fetched: fetched, paths: &paths) }
+        if let refused { throw refused }
         return !plan.isEmpty
     }
 
@@ -232,12 +240,23 @@ package final class SyncEngine: Sendable {
                     guard mkdir(folder.appendingPathComponent(target).path, 0o755) == 0 else { return }
                 }
             } else {
-                guard let file = fetched[id], place(file, at: target, replacing: current) else { return }
+                // The file's details as written, taken before it has a name anyone can edit it under.
+                guard let file = fetched[id], let written = LocalScanner.stat(file.path, path: target),
+                    place(file, at: target, replacing: current)
+                else { return }
+                try await placed(id, at: target, content: item.content, details: written, paths: &paths)
+                break
             }
-            try await placed(id, at: target, content: item.content, paths: &paths)
+            try await placed(id, at: target, content: nil, details: nil, paths: &paths)
         case .moveLocal(let place):
             guard let current, let target = path(of: place, in: paths), move(current, to: target) else { return }
-            try await placed(id, at: target, content: scan.tree[id]?.content, paths: &paths)
+            // The details the scan read, not the file's now: if it was edited since, the next scan sees
+            // they differ and reads it again instead of trusting the old hash.
+            let scanned = scan.files.first { $0.id == id }.map {
+                LocalScanner.Entry(
+                    path: target, isFolder: $0.content == nil, inode: $0.inode, size: $0.size, modified: $0.modified)
+            }
+            try await placed(id, at: target, content: scan.tree[id]?.content, details: scanned, paths: &paths)
         case .deleteLocal:
             guard let current, unchanged(current, scan: scan) else { return }
             let url = folder.appendingPathComponent(current)
@@ -258,12 +277,16 @@ package final class SyncEngine: Sendable {
 
     /// Notes where the engine put an item (and a folder's contents, which moved with it), so the rest
     /// of the round and the next scan know it.
-    private func placed(_ id: ItemID, at target: String, content: String?, paths: inout [ItemID: String]) async throws {
+    private func placed(
+        _ id: ItemID, at target: String, content: String?, details: LocalScanner.Entry?, paths: inout [ItemID: String]
+    ) async throws {
         if let old = paths[id], old != target {
             for (other, path) in paths where path.hasPrefix(old + "/") { paths[other] = target + path.dropFirst(old.count) }
         }
         paths[id] = target
-        guard let entry = LocalScanner.stat(folder.appendingPathComponent(target).path, path: target) else { return }
+        guard let entry = details ?? LocalScanner.stat(folder.appendingPathComponent(target).path, path: target) else {
+            return
+        }
         try await journal.setLocalFile(
             LocalFile(id: id, path: target, inode: entry.inode, size: entry.size, modified: entry.modified, content: content))
     }

@@ -192,7 +192,8 @@ private struct Planning {
     }
 
     static func aside(_ place: Place, _ id: ItemID) -> Place {
-        Place(parent: place.parent, name: ".\(place.name).nimbus-\(id.rawValue)")
+        // ".~", so that no item's temporary name looks like the engine's own temporary files.
+        Place(parent: place.parent, name: ".~\(place.name).nimbus-\(id.rawValue)")
     }
 
     /// Parents before children; deletions last, children before parents (a folder is removed once

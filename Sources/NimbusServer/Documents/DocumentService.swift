@@ -50,7 +50,6 @@ struct DocumentService: Sendable {
         guard request.operations.count <= Self.maxOperationsPerBatch else {
             throw NimbusError.badRequest("a batch holds at most \(Self.maxOperationsPerBatch) operations; split it")
         }
-        for operation in request.operations { try Self.validate(operation) }
         // The collector spares a chunk written or retained within its grace period: a collection whose
         // scan ran before this commit cannot delete what the commit names.
         let named = Set(request.operations.flatMap { $0.content?.chunks.map(\.hash) ?? [] })
@@ -64,6 +63,8 @@ struct DocumentService: Sendable {
             let usedBefore = try transaction.ownerBytes()
             let results = operations.map { operation in
                 do {
+                    // One malformed operation fails alone: a device's batch carries its other changes on.
+                    try Self.validate(operation)
                     if let chunk = operation.content?.chunks.first(where: { missing.contains($0.hash) }) {
                         throw NimbusError(.chunkMissing, "chunk \(chunk.hash) was not uploaded; upload it, then save again")
                     }

@@ -50,7 +50,9 @@ struct DeviceRun: AsyncParsableCommand {
         let (client, profile) = try options.documents()
         let rootURL = URL(fileURLWithPath: root)
         let directory = client.container.replacingOccurrences(of: ".", with: "~")
-        let folder = rootURL.appendingPathComponent("Mobile Documents").appendingPathComponent(directory)
+        // Each environment has its own folder: one folder for two would copy one's files into the other.
+        let folderName = options.environment == "development" ? directory : "\(directory) (\(options.environment))"
+        let folder = rootURL.appendingPathComponent("Mobile Documents").appendingPathComponent(folderName)
         let state = rootURL.appendingPathComponent(".nimbus")
         try FileManager.default.createDirectory(at: state, withIntermediateDirectories: true)
         let journal = try DeviceJournal(path: state.appendingPathComponent("\(directory).\(options.environment).sqlite").path)
@@ -193,8 +195,12 @@ struct DocsTrash: AsyncParsableCommand {
         guard let kind = ["restore": DocumentOperation.Kind.restore, "purge": .purge][action] else {
             throw ValidationError("the action is list, restore or purge")
         }
-        guard let wanted = item, let found = trash.items.first(where: { $0.itemID == wanted || $0.name == wanted }) else {
-            throw CLIError("nothing like \(item ?? "that") in Recently Deleted")
+        let matches = trash.items.filter { $0.itemID == item || $0.name == item }
+        guard let found = matches.first else { throw CLIError("nothing like \(item ?? "that") in Recently Deleted") }
+        guard matches.count == 1 else {
+            throw CLIError(
+                "several items in Recently Deleted are named \(found.name); give one's ID: "
+                    + matches.map(\.itemID).joined(separator: ", "))
         }
         try await apply(DocumentOperation(kind, itemID: found.itemID), with: client, json: options.client.json)
     }
