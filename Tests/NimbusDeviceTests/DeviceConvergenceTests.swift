@@ -81,7 +81,7 @@ import Testing
         let items = try contents(folder).keys.sorted()
         let folders = [""] + items.filter { (try? contents(folder)[$0]) == .some(nil) }
         let parent = folders.randomElement(using: &random)!
-        let name = ["a.txt", "b.txt", "c", "D.txt"].randomElement(using: &random)!
+        let name = ["a.txt", "b.txt", "c", "D.txt", "A.txt"].randomElement(using: &random)!
         let target = parent.isEmpty ? name : parent + "/" + name
         let targetURL = folder.appendingPathComponent(target)
         let free = !FileManager.default.fileExists(atPath: targetURL.path)

@@ -172,6 +172,19 @@ import Testing
             FileManager.default.contents(atPath: fixture.b.folder.appendingPathComponent("Documents/Movie.bin").path) == bytes)
     }
 
+    /// Two names one letter's case apart are two files on this disk but one name on the server (and on
+    /// Apple's and Windows' disks): the second is renamed as Finder would, and both reach the other device.
+    @Test func namesThatDifferOnlyByCaseAreBothKept() async throws {
+        let fixture = try await Fixture.make()
+        try fixture.a.write("Documents/Notes.txt", "upper")
+        try fixture.a.write("Documents/notes.txt", "lower")
+        try await fixture.settle()
+        let texts = Set(try fixture.b.files().filter { $0.key.hasPrefix("Documents/") && $0.value != "/" }.values)
+        #expect(texts == ["upper", "lower"], "both contents kept")
+        #expect(fixture.b.read("Documents/Notes.txt") == "upper" && fixture.b.read("Documents/notes 2.txt") == "lower")
+        #expect(try fixture.a.files() == fixture.b.files())
+    }
+
     /// The daemons, not the test, decide when to sync: a file written into one folder reaches the other
     /// through inotify, the server and the push socket.
     @Test func daemonsSyncOnTheirOwn() async throws {

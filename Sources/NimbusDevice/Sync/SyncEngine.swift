@@ -32,12 +32,16 @@ package final class SyncEngine: Sendable {
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         removeTemporaryFiles()
         try await fetchRemote()
-        let scan = try LocalScanner(folder: folder).scan(known: try await journal.localFiles())
+        let synced = try await journal.syncedTree()
+        var scan = try LocalScanner(folder: folder).scan(known: try await journal.localFiles())
+        if try renameCollidingNames(scan, synced: synced) {
+            scan = try LocalScanner(folder: folder).scan(known: try await journal.localFiles())
+        }
         try await journal.replaceLocalFiles(scan.files)
         let remoteItems = try await journal.remoteItems()
         var remote = SyncTree()
         for (id, item) in remoteItems { remote[id] = Self.syncItem(item) }
-        let plan = SyncPlanner.plan(remote: remote, local: scan.tree, synced: try await journal.syncedTree())
+        let plan = SyncPlanner.plan(remote: remote, local: scan.tree, synced: synced)
         let (serverSide, diskSide) = (plan.filter(\.isRemote), plan.filter { !$0.isRemote })
         // The server refusing this device's batch (its storage is full, say) must not stop what comes the
         // other way: the disk's side runs, and the refusal is reported after it.
@@ -53,6 +57,40 @@ package final class SyncEngine: Sendable {
         for step in diskSide { try await runOnDisk(step, scan: scan, fetched: fetched, paths: &paths) }
         if let refused { throw refused }
         return !plan.isEmpty
+    }
+
+    /// Names that differ only by case or Unicode normalisation are one name on the server (and on Apple's
+    /// and Windows' disks), but two on this one: all but one of such items are renamed here, as Finder
+    /// names copies ("notes 2.txt"), before anything is uploaded. The one kept is the item the server
+    /// already knows, else the first by name. Whether it renamed anything.
+    private func renameCollidingNames(_ scan: LocalScanner.Scan, synced: SyncTree) throws -> Bool {
+        var groups: [String: [ItemID]] = [:]
+        for (id, item) in scan.tree.items {
+            groups["\(item.place.parent?.rawValue ?? "")/\(DocumentNames.collisionKey(item.place.name))", default: []].append(id)
+        }
+        var renamed = false
+        for (_, ids) in groups where ids.count > 1 {
+            let ordered = ids.sorted { a, b in
+                let (knownA, knownB) = (synced[a] != nil, synced[b] != nil)
+                if knownA != knownB { return knownA }
+                return (scan.tree[a]?.place.name ?? "", a) < (scan.tree[b]?.place.name ?? "", b)
+            }
+            for id in ordered.dropFirst() {
+                guard let item = scan.tree[id], let path = scan.paths[id] else { continue }
+                let siblings = Set(
+                    scan.tree.items.values.filter { $0.place.parent == item.place.parent }.map {
+                        DocumentNames.collisionKey($0.place.name)
+                    })
+                guard
+                    let free = (2...1000).lazy.map({ DocumentNames.numbered(item.place.name, $0) }).first(where: {
+                        !siblings.contains(DocumentNames.collisionKey($0))
+                    })
+                else { continue }
+                let target = LocalScanner.split(path).folder.isEmpty ? free : LocalScanner.split(path).folder + "/" + free
+                if move(path, to: target) { renamed = true }
+            }
+        }
+        return renamed
     }
 
     /// Runs rounds until one plans nothing (or `rounds` ran); whether it converged.
