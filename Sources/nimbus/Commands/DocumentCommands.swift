@@ -338,6 +338,16 @@ struct DocsMove: AsyncParsableCommand {
     }
 }
 
+/// A save that makes an earlier or conflict version's content the item's current one, as a new version
+/// based on the current one.
+private func saving(_ version: DocumentVersion, over item: DocumentItem) -> DocumentOperation {
+    var content = version.content
+    content.modifiedAt = Date().milliseconds
+    return DocumentOperation(
+        .save, itemID: item.itemID, parentID: item.parentID, name: item.name, kind: item.kind,
+        baseContentHash: item.current?.content.contentHash, content: content)
+}
+
 struct DocsRestore: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "restore", abstract: "Make an earlier version of PATH current again (as a new version).")
@@ -352,12 +362,7 @@ struct DocsRestore: AsyncParsableCommand {
         guard let earlier = (all.item.conflicts + all.history).first(where: { $0.versionID == version }) else {
             throw CLIError("\(path) has no earlier version \(version)")
         }
-        var content = earlier.content
-        content.modifiedAt = Date().milliseconds
-        try await apply(
-            DocumentOperation(
-                .save, itemID: item.itemID, parentID: item.parentID, name: item.name, kind: item.kind,
-                baseContentHash: item.current?.content.contentHash, content: content), with: client, json: options.client.json)
+        try await apply(saving(earlier, over: item), with: client, json: options.client.json)
     }
 }
 
@@ -373,13 +378,7 @@ struct DocsResolve: AsyncParsableCommand {
         var item = try await find(path, in: client)
         guard !item.conflicts.isEmpty else { throw CLIError("\(path) has no unresolved conflict") }
         if let chosen = item.conflicts.first(where: { $0.versionID == keep }) {
-            var content = chosen.content
-            content.modifiedAt = Date().milliseconds
-            let saved = try await client.modify([
-                DocumentOperation(
-                    .save, itemID: item.itemID, parentID: item.parentID, name: item.name, kind: item.kind,
-                    baseContentHash: item.current?.content.contentHash, content: content)
-            ]).results[0]
+            let saved = try await client.modify([saving(chosen, over: item)]).results[0]
             guard let updated = saved.item, saved.outcome == .applied else {
                 throw NimbusError(saved.serverErrorCode ?? .conflict, saved.reason ?? "\(path) changed; look again")
             }
