@@ -246,16 +246,43 @@ import Testing
         #expect(try await fixture.items()["s"]?.deletedAt == nil)
     }
 
-    @Test func aSaveOverTheQuotaFailsWhole() async throws {
+    /// Uploaded chunks count against the quota until a version names them, then through the version;
+    /// a save that would go over it fails whole.
+    @Test func uploadsAndSavesOverTheQuotaAreRefused() async throws {
         let fixture = try await Fixture.make { $0.userQuotaBytes = 1_000 }
-        let big = Data(repeating: 7, count: 1_500)
-        #expect(try await fixture.upload(big).status == 204)
+        let tooBig = try await fixture.upload(Data(repeating: 7, count: 1_500))
+        #expect(tooBig.status == 413 && tooBig.errorCode == .quotaExceeded)
+        let text = String(repeating: "x", count: 600)
+        #expect(try await fixture.save("first", "First.txt", text).outcome == .applied)
+        #expect(try await fixture.upload(Data(repeating: 8, count: 600)).errorCode == .quotaExceeded, "600 + 600 > 1,000")
+        // The same bytes again (no upload needed) as a second file: 1,200 bytes of documents.
         let response = try await fixture.modifyRaw([
-            DocumentOperation(.save, itemID: "small", name: "Small", kind: .folder),
-            DocumentOperation(.save, itemID: "big", name: "Big.bin", kind: .file, content: fixture.content(big)),
+            DocumentOperation(.save, itemID: "folder", name: "Folder", kind: .folder),
+            DocumentOperation(.save, itemID: "copy", name: "Copy.txt", kind: .file, content: fixture.content(Data(text.utf8))),
         ])
         #expect(response.status == 413 && response.errorCode == .quotaExceeded)
-        #expect(try await fixture.items().isEmpty, "nothing of the batch was written")
+        #expect(try await fixture.items().keys.sorted() == ["first"], "nothing of the batch was written")
+    }
+
+    /// A chunk holding ends when nothing needs it: an upload no version named within a day, or a chunk
+    /// whose last version was purged; the chunk must then be uploaded again to be named.
+    @Test func chunkHoldingsEndWhenNothingNeedsThem() async throws {
+        let fixture = try await Fixture.make()
+        let abandoned = Data("never saved".utf8)
+        #expect(try await fixture.upload(abandoned).status == 204)
+        let purged = try #require(try await fixture.save("gone", "Gone.txt", "purged").item?.current?.content.contentHash)
+        _ = try await fixture.modify([DocumentOperation(.delete, itemID: "gone", baseContentHash: purged)])
+        _ = try await fixture.modify([DocumentOperation(.purge, itemID: "gone")])
+        _ = try await fixture.save("kept", "Kept.txt", "kept")
+        fixture.server.clock.advance(by: 2 * 24 * 3600)
+        #expect(try await fixture.server.server.expireDocuments() == 2)
+        let session = try await fixture.server.signIn(email: "ann@example.com", device: "phone")
+        let hashes = [Fixture.hash(abandoned), purged, Fixture.hash(Data("kept".utf8))]
+        let missing = try await fixture.server.request(
+            .POST, fixture.blobs + "/missing", session: session, apiToken: fixture.app.apiToken,
+            json: String(decoding: try JSONEncoder().encode(ChunksMissingRequest(hashes: hashes)), as: UTF8.self)
+        ).decode(ChunksMissingResponse.self).missing
+        #expect(missing == Array(hashes.prefix(2)))
     }
 
     /// Chunks no version holds (purged items, uploads never saved) are collected; those of current,
@@ -301,7 +328,8 @@ import Testing
         #expect(try await versions().history.count == 1)
 
         fixture.server.clock.advance(by: 2 * 24 * 3600)
-        #expect(try await fixture.server.server.expireDocuments() == 2)
+        // The earlier version and the deleted item, then the holdings of their two chunks.
+        #expect(try await fixture.server.server.expireDocuments() == 4)
         #expect(try await versions().history.isEmpty)
         #expect(try await versions().item.current?.content.contentHash == Fixture.hash(Data("v2".utf8)), "current stays")
         let changes = try await fixture.changes(

@@ -32,9 +32,10 @@ struct ChunkTransfers: Sendable {
             throw NimbusError.badRequest("a chunk is named by its SHA-256 in lowercase hexadecimal")
         }
         let writer = try await server.blobs.makeChunkWriter(hash: hash, maxBytes: DocumentService.maxChunkBytes)
+        let size: Int64
         do {
             for try await buffer in body { try await writer.write(Data(buffer: buffer)) }
-            _ = try await writer.finish()
+            size = try await writer.finish().size
         } catch is BlobTooLarge {
             throw NimbusError(.requestTooLarge, "a chunk holds at most \(DocumentService.maxChunkBytes) bytes")
         } catch let mismatch as BlobMismatch {
@@ -45,9 +46,16 @@ struct ChunkTransfers: Sendable {
             await writer.discard()
             throw NimbusError.badRequest("the upload ended before it was complete")
         }
+        let (now, quota) = (server.configuration.now().milliseconds, Int(server.configuration.userQuotaBytes))
         _ = try await server.store.transact(zone, creating: true) { transaction in
-            let key = DocumentKeys.chunk(hash)
-            if try transaction.entry(key)?.payload == nil { try transaction.put(key, payload: Data("{}".utf8), size: 0) }
+            if let held = try ChunkHolding.read(hash, in: transaction), held.named { return }
+            let before = try transaction.ownerBytes()
+            try ChunkHolding(size: size, uploadedAt: now, named: false).write(hash, in: transaction)
+            let used = try transaction.ownerBytes()
+            guard used <= quota || used <= before else {
+                throw NimbusError(
+                    .quotaExceeded, "the owner's storage is full: this chunk would make it \(used) bytes of \(quota)")
+            }
         }
     }
 

@@ -1,3 +1,4 @@
+import Foundation
 import NimbusCore
 import NimbusStore
 
@@ -8,7 +9,10 @@ import NimbusStore
 ///   or its deletion), indexed by place (`parent/collision key`) and parent while live, under `trash`
 ///   while in Recently Deleted. Its size is its current and conflict versions' bytes (the quota counts it).
 /// - `v/<item>/<version>`: a version no longer current or a resolved conflict, indexed by item.
-/// - `c/<hash>`: a chunk this user uploaded or holds, which they may name in a version and download.
+/// - `c/<hash>`: a chunk this user uploaded (`ChunkHolding`), which they may name in a version and
+///   download. Until a version names it, it counts its bytes against the quota; once one does, the
+///   version counts them. `DocumentExpiry` removes holdings no version names any more, and uploads no
+///   version named within a day.
 enum DocumentKeys {
     static let itemPrefix = "i/"
 
@@ -18,6 +22,7 @@ enum DocumentKeys {
 
     static let itemKind = "item"
     static let versionKind = "version"
+    static let chunkKind = "chunk"
 
     static func placeKey(parent: String?, name: String) -> IndexValue {
         .text("\(parent ?? "")/\(DocumentNames.collisionKey(name))")
@@ -30,5 +35,24 @@ enum DocumentKeys {
                 $0 == 45 || $0 == 95 || (48...57).contains($0) || (65...90).contains($0) || (97...122).contains($0)
             })
         else { throw .badRequest("an item ID is 1 to 64 letters, digits, \"-\" and \"_\", not \"\(id.prefix(80))\"") }
+    }
+}
+
+/// What `c/<hash>` records: the chunk's size, when it was uploaded, and whether a version has named it.
+struct ChunkHolding: Codable {
+    var size: Int64
+    var uploadedAt: Int64
+    var named: Bool
+
+    /// Writes the holding: its bytes count against the quota until a version names the chunk.
+    func write(_ hash: String, in transaction: any ZoneTransaction) throws {
+        let key = DocumentKeys.chunk(hash)
+        try transaction.put(key, payload: try JSONEncoder().encode(self), size: named ? 0 : Int(size))
+        try transaction.index(key, kind: DocumentKeys.chunkKind, rows: [IndexEntry(field: "held", value: .text("1"))])
+    }
+
+    static func read(_ hash: String, in transaction: any ZoneTransaction) throws -> ChunkHolding? {
+        guard let payload = try transaction.entry(DocumentKeys.chunk(hash))?.payload else { return nil }
+        return try JSONDecoder().decode(ChunkHolding.self, from: payload)
     }
 }

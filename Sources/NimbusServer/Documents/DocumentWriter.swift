@@ -24,12 +24,17 @@ final class DocumentWriter {
 
     func apply(_ operation: DocumentOperation) throws -> DocumentResult {
         switch operation.operationType {
-        case .save: try save(operation)
-        case .move: try move(operation)
-        case .delete: try delete(operation)
-        case .resolve: try resolve(operation)
-        case .restore: try restore(operation)
-        case .purge: try purge(operation)
+        case .save:
+            let unnamed = try requireHeld(operation.content)
+            let result = try save(operation)
+            // After the save's own checks and writes, so that a refused save changes nothing.
+            try markNamed(unnamed)
+            return result
+        case .move: return try move(operation)
+        case .delete: return try delete(operation)
+        case .resolve: return try resolve(operation)
+        case .restore: return try restore(operation)
+        case .purge: return try purge(operation)
         }
     }
 
@@ -39,7 +44,6 @@ final class DocumentWriter {
         guard let kind = operation.kind, let name = operation.name else {
             throw NimbusError.badRequest("a save names the item's kind and name")
         }
-        try requireHeld(operation.content)
         let version = operation.content.map {
             DocumentVersion(
                 versionID: UUIDString.timeOrdered().uuidString.lowercased(), content: $0, device: device,
@@ -217,10 +221,22 @@ final class DocumentWriter {
 
     /// Every chunk named was uploaded by this user (or is held by one of their versions): a hash alone
     /// never gives access to someone else's bytes.
-    private func requireHeld(_ content: DocumentContent?) throws {
-        for chunk in Set(content?.chunks.map(\.hash) ?? []) where try transaction.entry(DocumentKeys.chunk(chunk))?.payload == nil
-        {
-            throw NimbusError(.chunkMissing, "chunk \(chunk) was not uploaded; upload it, then save again")
+    private func requireHeld(_ content: DocumentContent?) throws -> [(String, ChunkHolding)] {
+        var unnamed: [(String, ChunkHolding)] = []
+        for chunk in Set(content?.chunks.map(\.hash) ?? []) {
+            guard let held = try ChunkHolding.read(chunk, in: transaction) else {
+                throw NimbusError(.chunkMissing, "chunk \(chunk) was not uploaded; upload it, then save again")
+            }
+            if !held.named { unnamed.append((chunk, held)) }
+        }
+        return unnamed
+    }
+
+    /// Once a version names a chunk, its bytes count through the version, not the upload.
+    private func markNamed(_ unnamed: [(String, ChunkHolding)]) throws {
+        for (chunk, var held) in unnamed {
+            held.named = true
+            try held.write(chunk, in: transaction)
         }
     }
 

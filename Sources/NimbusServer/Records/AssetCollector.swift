@@ -37,7 +37,7 @@ struct AssetCollector: Sendable {
 
 /// The chunks a document payload names: an item's current and conflict versions, or a version kept
 /// in history.
-private struct ChunkReferences: Decodable {
+struct ChunkReferences: Decodable {
     var current: DocumentVersion?
     var conflicts: [DocumentVersion]?
     var content: DocumentContent?
