@@ -19,6 +19,8 @@ package final class SyncEngine: Sendable {
     static let batchSize = 200
     /// Chunk uploads and downloads in flight at once.
     static let uploadsInFlight = 4
+    /// Chunks of a large file asked about together while it is read once.
+    static let chunksPerQuestion = 8
 
     package init(client: DocumentClient, folder: URL, journal: DeviceJournal, device: String) {
         self.client = client
@@ -124,13 +126,19 @@ package final class SyncEngine: Sendable {
         for start in stride(from: 0, to: steps.count, by: Self.batchSize) {
             let batch = Array(steps[start..<min(start + Self.batchSize, steps.count)])
             var contents: [ItemID: (path: String, content: DocumentContent)] = [:]
+            var sent = Set<ItemID>()
             for step in batch {
-                guard case .upload(let item, _) = step.action, item.kind != .folder, let path = scan.paths[step.item],
-                    let content = try await read(path, expecting: item.content)
+                guard case .upload(let item, _) = step.action, item.kind != .folder, let path = scan.paths[step.item]
+                else { continue }
+                // A file of several chunks is read once, asking about and sending its chunks as it goes;
+                // small files are read first and asked about together.
+                let large = (scan.files.first { $0.id == step.item }?.size ?? 0) > ContentDefinedChunker.standard.maximumSize
+                guard let content = try await large ? send(path, expecting: item.content) : read(path, expecting: item.content)
                 else { continue }
                 contents[step.item] = (path, content)
+                if large { sent.insert(step.item) }
             }
-            let hashes = Array(Set(contents.values.flatMap { $0.content.chunks.map(\.hash) }))
+            let hashes = Array(Set(contents.filter { !sent.contains($0.key) }.values.flatMap { $0.content.chunks.map(\.hash) }))
             var missing = Set<String>()
             for start in stride(from: 0, to: hashes.count, by: 10_000) {
                 missing.formUnion(try await client.missing(Array(hashes[start..<min(start + 10_000, hashes.count)])))
@@ -138,10 +146,11 @@ package final class SyncEngine: Sendable {
             var sendable: [(SyncOperation, DocumentOperation)] = []
             for step in batch {
                 if case .upload(let item, _) = step.action, item.kind != .folder {
-                    guard let (path, content) = contents[step.item],
-                        try await uploadChunks(of: path, content, missing: &missing),
-                        let operation = operation(step, content: content)
-                    else { continue }
+                    guard let (path, content) = contents[step.item] else { continue }
+                    if !sent.contains(step.item) {
+                        guard try await uploadChunks(of: path, content, missing: &missing) else { continue }
+                    }
+                    guard let operation = operation(step, content: content) else { continue }
                     sendable.append((step, operation))
                 } else if let operation = operation(step, content: nil) {
                     sendable.append((step, operation))
@@ -177,6 +186,46 @@ package final class SyncEngine: Sendable {
         var chunks: [DocumentChunk] = []
         let whole = try await FileContent.chunks(of: file) { bytes, chunk in
             chunks.append(DocumentChunk(hash: chunk, size: Int64(bytes.count)))
+        }
+        guard whole == hash else { return nil }
+        return DocumentContent(
+            contentHash: whole, size: chunks.reduce(0) { $0 + $1.size }, chunks: chunks, modifiedAt: before.modified / 1_000_000)
+    }
+
+    /// Reads the file once: every few chunks, asks the server which it lacks and sends those (a few in
+    /// flight) while reading on. The file's content, or nil when it is not what the planner saw.
+    private func send(_ path: String, expecting hash: String?) async throws -> DocumentContent? {
+        let file = folder.appendingPathComponent(path)
+        guard let before = LocalScanner.stat(file.path, path: path) else { return nil }
+        let client = client
+        var chunks: [DocumentChunk] = []
+        var asked = Set<String>()
+        let whole = try await withThrowingTaskGroup(of: Void.self) { group in
+            var window: [(Data, String)] = []
+            var inFlight = 0
+            func ask() async throws -> [(Data, String)] {
+                let fresh = window.filter { asked.insert($0.1).inserted }
+                defer { window = [] }
+                guard !fresh.isEmpty else { return [] }
+                let missing = Set(try await client.missing(fresh.map(\.1)))
+                return fresh.filter { missing.contains($0.1) }
+            }
+            let whole = try await FileContent.chunks(of: file) { bytes, chunk in
+                chunks.append(DocumentChunk(hash: chunk, size: Int64(bytes.count)))
+                window.append((bytes, chunk))
+                guard window.count == Self.chunksPerQuestion else { return }
+                for (bytes, chunk) in try await ask() {
+                    if inFlight == Self.uploadsInFlight {
+                        try await group.next()
+                        inFlight -= 1
+                    }
+                    group.addTask { try await client.upload(chunk: bytes, hash: chunk) }
+                    inFlight += 1
+                }
+            }
+            for (bytes, chunk) in try await ask() { group.addTask { try await client.upload(chunk: bytes, hash: chunk) } }
+            try await group.waitForAll()
+            return whole
         }
         guard whole == hash else { return nil }
         return DocumentContent(
