@@ -49,15 +49,7 @@ package final class DeviceJournal: Sendable {
     }
 
     package func setSynced(_ id: ItemID, _ item: SyncItem?) async throws {
-        try await database.write { db in
-            guard let item else {
-                try db.execute(sql: "DELETE FROM synced WHERE item_id = ?", arguments: [id.rawValue])
-                return
-            }
-            try db.execute(
-                sql: "INSERT OR REPLACE INTO synced VALUES (?, ?, ?, ?, ?)",
-                arguments: [id.rawValue, item.place.parent?.rawValue, item.place.name, item.kind.rawValue, item.content])
-        }
+        try await database.write { db in try Self.storeSynced(id, item, db) }
     }
 
     // MARK: - Remote tree
@@ -70,16 +62,8 @@ package final class DeviceJournal: Sendable {
 
     /// Applies a page of the server's changes and its token together.
     package func applyRemote(_ page: DocumentChangesResponse) async throws {
-        let encoder = JSONEncoder()
         try await database.write { db in
-            for item in page.items {
-                if item.deletedAt != nil {
-                    try db.execute(sql: "DELETE FROM remote WHERE item_id = ?", arguments: [item.itemID])
-                } else {
-                    try db.execute(
-                        sql: "INSERT OR REPLACE INTO remote VALUES (?, ?)", arguments: [item.itemID, try encoder.encode(item)])
-                }
-            }
+            for item in page.items { try Self.storeRemote(item, db) }
             for id in page.removed { try db.execute(sql: "DELETE FROM remote WHERE item_id = ?", arguments: [id]) }
             try db.execute(sql: "INSERT OR REPLACE INTO state VALUES ('token', ?)", arguments: [page.syncToken])
         }
@@ -112,13 +96,7 @@ package final class DeviceJournal: Sendable {
     package func replaceLocalFiles(_ files: [LocalFile]) async throws {
         try await database.write { db in
             try db.execute(sql: "DELETE FROM local")
-            for file in files {
-                try db.execute(
-                    sql: "INSERT INTO local VALUES (?, ?, ?, ?, ?, ?)",
-                    arguments: [
-                        file.id.rawValue, file.path, Int64(bitPattern: file.inode), file.size, file.modified, file.content,
-                    ])
-            }
+            for file in files { try Self.insertLocal(file, db) }
         }
     }
 
@@ -126,11 +104,7 @@ package final class DeviceJournal: Sendable {
     package func setLocalFile(_ file: LocalFile) async throws {
         try await database.write { db in
             try db.execute(sql: "DELETE FROM local WHERE item_id = ? OR path = ?", arguments: [file.id.rawValue, file.path])
-            try db.execute(
-                sql: "INSERT INTO local VALUES (?, ?, ?, ?, ?, ?)",
-                arguments: [
-                    file.id.rawValue, file.path, Int64(bitPattern: file.inode), file.size, file.modified, file.content,
-                ])
+            try Self.insertLocal(file, db)
         }
     }
 
@@ -142,33 +116,46 @@ package final class DeviceJournal: Sendable {
     /// item as the server now has it, and the synced state the planner expected (under the item the
     /// server merged a new one into, if it did).
     package func recordCommitted(_ outcomes: [(local: ItemID, remote: DocumentItem?, synced: SyncItem?)]) async throws {
-        let encoder = JSONEncoder()
         try await database.write { db in
             for outcome in outcomes {
                 let id = outcome.remote.map { ItemID($0.itemID) } ?? outcome.local
-                if let item = outcome.remote {
-                    if item.deletedAt != nil {
-                        try db.execute(sql: "DELETE FROM remote WHERE item_id = ?", arguments: [item.itemID])
-                    } else {
-                        try db.execute(
-                            sql: "INSERT OR REPLACE INTO remote VALUES (?, ?)",
-                            arguments: [item.itemID, try encoder.encode(item)])
-                    }
-                }
+                if let item = outcome.remote { try Self.storeRemote(item, db) }
                 if id != outcome.local {
                     try db.execute(sql: "DELETE FROM local WHERE item_id = ?", arguments: [id.rawValue])
                     try db.execute(
                         sql: "UPDATE local SET item_id = ? WHERE item_id = ?", arguments: [id.rawValue, outcome.local.rawValue])
                 }
-                if let item = outcome.synced {
-                    try db.execute(
-                        sql: "INSERT OR REPLACE INTO synced VALUES (?, ?, ?, ?, ?)",
-                        arguments: [id.rawValue, item.place.parent?.rawValue, item.place.name, item.kind.rawValue, item.content])
-                } else {
-                    try db.execute(sql: "DELETE FROM synced WHERE item_id = ?", arguments: [id.rawValue])
-                }
+                try Self.storeSynced(id, outcome.synced, db)
             }
         }
+    }
+
+    // MARK: - Rows
+
+    private static func storeSynced(_ id: ItemID, _ item: SyncItem?, _ db: Database) throws {
+        guard let item else {
+            try db.execute(sql: "DELETE FROM synced WHERE item_id = ?", arguments: [id.rawValue])
+            return
+        }
+        try db.execute(
+            sql: "INSERT OR REPLACE INTO synced VALUES (?, ?, ?, ?, ?)",
+            arguments: [id.rawValue, item.place.parent?.rawValue, item.place.name, item.kind.rawValue, item.content])
+    }
+
+    /// An item as the server has it: a row while it is live, none once it is in Recently Deleted.
+    private static func storeRemote(_ item: DocumentItem, _ db: Database) throws {
+        guard item.deletedAt == nil else {
+            try db.execute(sql: "DELETE FROM remote WHERE item_id = ?", arguments: [item.itemID])
+            return
+        }
+        try db.execute(
+            sql: "INSERT OR REPLACE INTO remote VALUES (?, ?)", arguments: [item.itemID, try JSONEncoder().encode(item)])
+    }
+
+    private static func insertLocal(_ file: LocalFile, _ db: Database) throws {
+        try db.execute(
+            sql: "INSERT INTO local VALUES (?, ?, ?, ?, ?, ?)",
+            arguments: [file.id.rawValue, file.path, Int64(bitPattern: file.inode), file.size, file.modified, file.content])
     }
 }
 

@@ -15,14 +15,14 @@ package struct LocalScanner: Sendable {
 
     package struct Scan: Sendable {
         package var tree: SyncTree
-        package var files: [LocalFile]
-        package var paths: [ItemID: String]
+        /// Each item's file (its path, and the details its hash was read with).
+        package var files: [ItemID: LocalFile]
     }
 
     package func scan(known: [LocalFile]) throws -> Scan {
         let byInode = Dictionary(known.map { ($0.inode, $0) }, uniquingKeysWith: { first, _ in first })
         let byPath = Dictionary(known.map { ($0.path, $0) }, uniquingKeysWith: { first, _ in first })
-        var scan = Scan(tree: SyncTree(), files: [], paths: [:])
+        var scan = Scan(tree: SyncTree(), files: [:])
         var claimed = Set<ItemID>()
         var folders: [String: ItemID] = [:]
         for entry in try entries() {
@@ -46,10 +46,8 @@ package struct LocalScanner: Sendable {
             }
             scan.tree[id] = SyncItem(
                 place: Place(parent: parent, name: name), kind: entry.isFolder ? .folder : .file, content: content)
-            scan.paths[id] = entry.path
-            scan.files.append(
-                LocalFile(
-                    id: id, path: entry.path, inode: entry.inode, size: entry.size, modified: entry.modified, content: content))
+            scan.files[id] = LocalFile(
+                id: id, path: entry.path, inode: entry.inode, size: entry.size, modified: entry.modified, content: content)
         }
         return scan
     }

@@ -39,7 +39,7 @@ package final class SyncEngine: Sendable {
         if try renameCollidingNames(scan, synced: synced) {
             scan = try LocalScanner(folder: folder).scan(known: try await journal.localFiles())
         }
-        try await journal.replaceLocalFiles(scan.files)
+        try await journal.replaceLocalFiles(Array(scan.files.values))
         let remoteItems = try await journal.remoteItems()
         var remote = SyncTree()
         for (id, item) in remoteItems { remote[id] = Self.syncItem(item) }
@@ -55,7 +55,7 @@ package final class SyncEngine: Sendable {
         }
         let fetched = try await fetch(diskSide, remote: remoteItems)
         defer { for file in fetched.values { unlink(file.path) } }
-        var paths = scan.paths
+        var paths = scan.files.mapValues(\.path)
         for step in diskSide { try await runOnDisk(step, scan: scan, fetched: fetched, paths: &paths) }
         if let refused { throw refused }
         return !plan.isEmpty
@@ -78,7 +78,7 @@ package final class SyncEngine: Sendable {
                 return (scan.tree[a]?.place.name ?? "", a) < (scan.tree[b]?.place.name ?? "", b)
             }
             for id in ordered.dropFirst() {
-                guard let item = scan.tree[id], let path = scan.paths[id] else { continue }
+                guard let item = scan.tree[id], let path = scan.files[id]?.path else { continue }
                 let siblings = Set(
                     scan.tree.items.values.filter { $0.place.parent == item.place.parent }.map {
                         DocumentNames.collisionKey($0.place.name)
@@ -128,11 +128,11 @@ package final class SyncEngine: Sendable {
             var contents: [ItemID: (path: String, content: DocumentContent)] = [:]
             var sent = Set<ItemID>()
             for step in batch {
-                guard case .upload(let item, _) = step.action, item.kind != .folder, let path = scan.paths[step.item]
+                guard case .upload(let item, _) = step.action, item.kind != .folder, let path = scan.files[step.item]?.path
                 else { continue }
                 // A file of several chunks is read once, asking about and sending its chunks as it goes;
                 // small files are read first and asked about together.
-                let large = (scan.files.first { $0.id == step.item }?.size ?? 0) > ContentDefinedChunker.standard.maximumSize
+                let large = (scan.files[step.item]?.size ?? 0) > ContentDefinedChunker.standard.maximumSize
                 guard let content = try await large ? send(path, expecting: item.content) : read(path, expecting: item.content)
                 else { continue }
                 contents[step.item] = (path, content)
@@ -319,7 +319,7 @@ package final class SyncEngine: Sendable {
         switch step.action {
         case .download(let item):
             guard let target = path(of: item.place, in: paths) else { return }
-            if let current, !unchanged(current, scan: scan) { return }
+            if let current, !unchanged(id, at: current, scan: scan) { return }
             if item.kind == .folder {
                 if let current {
                     guard current == target || move(current, to: target) else { return }
@@ -339,13 +339,13 @@ package final class SyncEngine: Sendable {
             guard let current, let target = path(of: place, in: paths), move(current, to: target) else { return }
             // The details the scan read, not the file's now: if it was edited since, the next scan sees
             // they differ and reads it again instead of trusting the old hash.
-            let scanned = scan.files.first { $0.id == id }.map {
+            let scanned = scan.files[id].map {
                 LocalScanner.Entry(
                     path: target, isFolder: $0.content == nil, inode: $0.inode, size: $0.size, modified: $0.modified)
             }
             try await placed(id, at: target, content: scan.tree[id]?.content, details: scanned, paths: &paths)
         case .deleteLocal:
-            guard let current, unchanged(current, scan: scan) else { return }
+            guard let current, unchanged(id, at: current, scan: scan) else { return }
             let url = folder.appendingPathComponent(current)
             if scan.tree[id]?.kind == .folder {
                 guard rmdir(url.path) == 0 else { return }  // something is still in it
@@ -385,8 +385,8 @@ package final class SyncEngine: Sendable {
     }
 
     /// Whether the file at `path` is still the one the scan read (same inode, size and time).
-    private func unchanged(_ path: String, scan: LocalScanner.Scan) -> Bool {
-        guard let known = scan.files.first(where: { $0.path == path }),
+    private func unchanged(_ id: ItemID, at path: String, scan: LocalScanner.Scan) -> Bool {
+        guard let known = scan.files[id], known.path == path,
             let now = LocalScanner.stat(folder.appendingPathComponent(path).path, path: path)
         else { return false }
         return now.inode == known.inode && now.size == known.size && now.modified == known.modified
