@@ -37,7 +37,7 @@ let package = Package(
         .target(
             name: "NimbusStore",
             dependencies: [
-                "NimbusCore",
+                "NimbusCore", "CFileOps",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
@@ -133,6 +133,7 @@ let package = Package(
             name: "DocumentBenchmarks",
             dependencies: [
                 "BenchmarkSupport", "NimbusDevice", "NimbusKit", "NimbusCore",
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Benchmarks/DocumentBenchmarks"

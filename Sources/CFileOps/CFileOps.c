@@ -13,3 +13,29 @@
 int nimbus_rename_noreplace(const char *from, const char *to) {
     return (int)syscall(SYS_renameat2, AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE);
 }
+
+int nimbus_sync_files(const char *directory, const char *const *paths, int count) {
+#ifdef __linux__
+    (void)paths;
+    (void)count;
+    int descriptor = open(directory, O_RDONLY | O_DIRECTORY);
+    if (descriptor < 0) return -1;
+    int result = syncfs(descriptor);
+    int saved = errno;
+    close(descriptor);
+    errno = saved;
+    return result;
+#else
+    (void)directory;
+    for (int index = 0; index < count; index++) {
+        int descriptor = open(paths[index], O_RDONLY);
+        if (descriptor < 0) return -1;
+        int result = fsync(descriptor);
+        int saved = errno;
+        close(descriptor);
+        errno = saved;
+        if (result != 0) return -1;
+    }
+    return 0;
+#endif
+}

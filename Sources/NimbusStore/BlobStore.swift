@@ -1,3 +1,4 @@
+import CFileOps
 import Crypto
 import Foundation
 import NimbusCore
@@ -24,6 +25,9 @@ package protocol BlobStore: Sendable {
     /// stored once however many versions hold it. `finish` throws `BlobMismatch` (and keeps nothing) when
     /// the bytes do not hash to `hash`; a chunk already stored stays as it is.
     func makeChunkWriter(hash: String, maxBytes: Int64) async throws -> any BlobWriter
+    /// Stores many chunks at once, durable together (one sync for all where the system allows). Throws
+    /// `BlobMismatch` for the first whose bytes do not hash to its name, before anything is stored.
+    func storeChunks(_ chunks: [ChunkBundle.Chunk]) async throws
     /// The file holding a finished blob, or nil.
     func file(_ id: String) -> URL?
     /// Marks blobs as in use now, so that a sweep keeps them for its grace period whatever its scan saw
@@ -71,6 +75,35 @@ package final class LocalBlobStore: BlobStore {
         let directory = directory
         return try await BlockingWork.run {
             try LocalBlobWriter(directory: directory, id: hash, maxBytes: maxBytes, contentAddressed: true)
+        }
+    }
+
+    package func storeChunks(_ chunks: [ChunkBundle.Chunk]) async throws {
+        let directory = directory
+        try await BlockingWork.run {
+            for chunk in chunks {
+                let actual = Secrets.hex(SHA256.hash(data: chunk.bytes))
+                guard actual == chunk.hash else { throw BlobMismatch(actual: actual) }
+            }
+            var written: [(temporary: URL, final: URL)] = []
+            do {
+                for chunk in chunks {
+                    let temporary = directory.appendingPathComponent(LocalBlobWriter.unfinishedPrefix + Secrets.apiToken())
+                    written.append((temporary, directory.appendingPathComponent(chunk.hash)))
+                    // Not FileManager.createFile, which writes through a second temporary file and syncs it.
+                    let handle = try LocalBlobWriter.createFile(temporary)
+                    defer { try? handle.close() }
+                    try handle.write(contentsOf: chunk.bytes)
+                }
+                try LocalBlobWriter.synchronize(written.map(\.temporary), in: directory)
+                for (temporary, final) in written where rename(temporary.path, final.path) != 0 {
+                    throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
+                }
+                try LocalBlobWriter.synchronizeDirectory(directory)
+            } catch {
+                for (temporary, _) in written { unlink(temporary.path) }
+                throw LocalBlobWriter.storeError(error)
+            }
         }
     }
 
@@ -153,10 +186,7 @@ final class LocalBlobWriter: BlobWriter, @unchecked Sendable {
         self.contentAddressed = contentAddressed
         temporary = directory.appendingPathComponent(Self.unfinishedPrefix + (contentAddressed ? Secrets.apiToken() : id))
         final = directory.appendingPathComponent(id)
-        guard FileManager.default.createFile(atPath: temporary.path, contents: nil, attributes: [.posixPermissions: 0o600]) else {
-            throw CocoaError(.fileWriteUnknown)
-        }
-        handle = try FileHandle(forWritingTo: temporary)
+        handle = try Self.createFile(temporary)
     }
 
     func write(_ bytes: Data) async throws {
@@ -194,7 +224,7 @@ final class LocalBlobWriter: BlobWriter, @unchecked Sendable {
     private func finishNow() throws -> StoredBlob {
         let digest = Data(hasher.finalize())
         if contentAddressed {
-            let actual = digest.map { String(format: "%02x", $0) }.joined()
+            let actual = Secrets.hex(digest)
             guard actual == id else {
                 discardNow()
                 throw BlobMismatch(actual: actual)
@@ -223,7 +253,23 @@ final class LocalBlobWriter: BlobWriter, @unchecked Sendable {
         return full ? StoreError.storageFull : error
     }
 
-    private static func synchronizeDirectory(_ directory: URL) throws {
+    /// A new file, owner-only, open for writing; fails if something is there already.
+    static func createFile(_ url: URL) throws -> FileHandle {
+        let descriptor = open(url.path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+        return FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
+    }
+
+    /// Makes `files` durable (one sync of their file system on Linux).
+    static func synchronize(_ files: [URL], in directory: URL) throws {
+        let paths = files.map { strdup($0.path) }
+        defer { for path in paths { free(path) } }
+        guard nimbus_sync_files(directory.path, paths.map { UnsafePointer($0) }, Int32(paths.count)) == 0 else {
+            throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
+        }
+    }
+
+    static func synchronizeDirectory(_ directory: URL) throws {
         let descriptor = open(directory.path, O_RDONLY | O_DIRECTORY)
         guard descriptor >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
         defer { close(descriptor) }

@@ -35,6 +35,28 @@ import Testing
                 ], body: bytes)
         }
 
+        func upload(bundle body: Data, session: NimbusSession? = nil) async throws -> RawResponse {
+            try await server.request(
+                .POST, blobs + "/upload",
+                headers: [
+                    ("Authorization", "Bearer \((session ?? ann).sessionToken)"), ("X-Nimbus-API-Token", app.apiToken),
+                    ("Content-Type", "application/octet-stream"),
+                ], body: body)
+        }
+
+        func fetch(_ hashes: [String], session: NimbusSession? = nil) async throws -> RawResponse {
+            try await server.request(
+                .POST, blobs + "/fetch", session: session ?? ann, apiToken: app.apiToken,
+                json: String(decoding: try JSONEncoder().encode(ChunksFetchRequest(hashes: hashes)), as: UTF8.self))
+        }
+
+        func missing(_ hashes: [String]) async throws -> [String] {
+            try await server.request(
+                .POST, blobs + "/missing", session: ann, apiToken: app.apiToken,
+                json: String(decoding: try JSONEncoder().encode(ChunksMissingRequest(hashes: hashes)), as: UTF8.self)
+            ).decode(ChunksMissingResponse.self).missing
+        }
+
         func content(_ bytes: Data, modifiedAt: Int64 = 1_000) -> DocumentContent {
             DocumentContent(
                 contentHash: Self.hash(bytes), size: Int64(bytes.count),
@@ -223,6 +245,46 @@ import Testing
             json: #"{"operations":[{"operationType":"save","itemID":7}]}"#)
         #expect(malformed.status == 400)
         #expect(try await fixture.items().keys.sorted() == ["fine"])
+    }
+
+    /// Small files' chunks travel many to a request: stored all together or, when one is wrong, not at all.
+    @Test func manyChunksTravelInOneBundleAllOrNothing() async throws {
+        let fixture = try await Fixture.make { $0.userQuotaBytes = 10_000 }
+        let chunks = (1...3).map {
+            ChunkBundle.Chunk(hash: Fixture.hash(Data("note \($0)".utf8)), bytes: Data("note \($0)".utf8))
+        }
+        let stored = try await fixture.upload(bundle: ChunkBundle.encode(chunks))
+        #expect(stored.status == 204, "\(String(decoding: stored.body, as: UTF8.self))")
+        #expect(try await fixture.missing(chunks.map(\.hash)).isEmpty)
+        let fetched = try await fixture.fetch(chunks.reversed().map(\.hash))
+        #expect(fetched.status == 200 && (try? ChunkBundle.decode(fetched.body)) == chunks.reversed())
+
+        let fresh = (4...5).map { ChunkBundle.Chunk(hash: Fixture.hash(Data("note \($0)".utf8)), bytes: Data("note \($0)".utf8)) }
+        let lying = ChunkBundle.Chunk(hash: Fixture.hash(Data("claimed".utf8)), bytes: Data("actual".utf8))
+        var cut = ChunkBundle.encode(fresh)
+        cut.removeLast()
+        var badName = ChunkBundle.encode(fresh)
+        badName.replaceSubrange(0..<6, with: Data("../../".utf8))
+        for (body, why) in [
+            (ChunkBundle.encode(fresh + [lying]), "a chunk not hashing to its name"), (cut, "a body cut short"),
+            (badName, "a name that is not a hash"), (Data("{}".utf8), "no bundle at all"),
+            (ChunkBundle.encode(fresh + [ChunkBundle.Chunk(hash: Fixture.hash(Data()), bytes: Data())]), "an empty chunk"),
+        ] {
+            let refused = try await fixture.upload(bundle: body)
+            #expect(refused.status == 400 && refused.errorCode == .badRequest, "\(why)")
+            #expect(try await fixture.missing(fresh.map(\.hash)) == fresh.map(\.hash), "nothing was stored: \(why)")
+        }
+        let huge = ChunkBundle.Chunk(
+            hash: Fixture.hash(Data(repeating: 1, count: 20_000)), bytes: Data(repeating: 1, count: 20_000))
+        let overQuota = try await fixture.upload(bundle: ChunkBundle.encode(fresh + [huge]))
+        #expect(overQuota.status == 413 && overQuota.errorCode == .quotaExceeded)
+        #expect(try await fixture.missing(fresh.map(\.hash)) == fresh.map(\.hash), "none of an over-quota bundle is held")
+
+        let bob = try await fixture.server.signIn(email: "bob@example.com", device: "laptop")
+        #expect(try await fixture.fetch([chunks[0].hash], session: bob).status == 404, "a hash alone gives no one else's bytes")
+        let unknown = try await fixture.fetch([chunks[0].hash, fresh[0].hash])
+        #expect(unknown.status == 404 && unknown.errorCode == .notFound)
+        #expect(try await fixture.fetch(["../../etc/passwd"]).status == 400)
     }
 
     @Test func anotherUsersItemsAndChunksStayOutOfReach() async throws {

@@ -242,3 +242,8 @@ package struct ChunksMissingResponse: Codable, Sendable {
     package var missing: [String]
     package init(missing: [String]) { self.missing = missing }
 }
+
+package struct ChunksFetchRequest: Codable, Sendable {
+    package var hashes: [String]
+    package init(hashes: [String]) { self.hashes = hashes }
+}

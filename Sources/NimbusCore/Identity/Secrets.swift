@@ -46,10 +46,11 @@ package enum Secrets {
         return zip(x, y).reduce(0) { $0 | ($1.0 ^ $1.1) } == 0
     }
 
-    package static func hex(_ bytes: [UInt8]) -> String {
+    /// Lowercase hexadecimal, as SHA-256s and tokens are written.
+    package static func hex(_ bytes: some Sequence<UInt8>) -> String {
         let digits = Array("0123456789abcdef".utf8)
         var out = [UInt8]()
-        out.reserveCapacity(bytes.count * 2)
+        out.reserveCapacity(bytes.underestimatedCount * 2)
         for byte in bytes {
             out.append(digits[Int(byte >> 4)])
             out.append(digits[Int(byte & 0x0f)])

@@ -105,17 +105,7 @@ package enum FileContent {
         defer { try? handle.close() }
         var hasher = SHA256()
         while let data = try handle.read(upToCount: readSize), !data.isEmpty { hasher.update(data: data) }
-        return hex(hasher.finalize())
-    }
-
-    static func hex(_ digest: some Sequence<UInt8>) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        var bytes: [UInt8] = []
-        for byte in digest {
-            bytes.append(digits[Int(byte >> 4)])
-            bytes.append(digits[Int(byte & 15)])
-        }
-        return String(decoding: bytes, as: UTF8.self)
+        return Secrets.hex(hasher.finalize())
     }
 
     /// Calls `body` with each chunk of the file in order (never more than the chunker's largest chunk
@@ -140,9 +130,9 @@ package enum FileContent {
             let length = buffer.withUnsafeBytes { chunker.nextChunkLength(in: $0) }
             let chunk = buffer.prefix(length)
             whole.update(data: chunk)
-            try await body(Data(chunk), hex(SHA256.hash(data: chunk)))
+            try await body(Data(chunk), Secrets.hex(SHA256.hash(data: chunk)))
             buffer.removeFirst(length)
         }
-        return hex(whole.finalize())
+        return Secrets.hex(whole.finalize())
     }
 }

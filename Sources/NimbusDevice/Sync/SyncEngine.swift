@@ -143,14 +143,16 @@ package final class SyncEngine: Sendable {
             for start in stride(from: 0, to: hashes.count, by: 10_000) {
                 missing.formUnion(try await client.missing(Array(hashes[start..<min(start + 10_000, hashes.count)])))
             }
+            let unchanged = try await uploadBundled(
+                batch.compactMap { step in
+                    contents[step.item].flatMap { sent.contains(step.item) ? nil : (step.item, $0.path, $0.content) }
+                }, missing: missing)
             var sendable: [(SyncOperation, DocumentOperation)] = []
             for step in batch {
                 if case .upload(let item, _) = step.action, item.kind != .folder {
-                    guard let (path, content) = contents[step.item] else { continue }
-                    if !sent.contains(step.item) {
-                        guard try await uploadChunks(of: path, content, missing: &missing) else { continue }
-                    }
-                    guard let operation = operation(step, content: content) else { continue }
+                    guard let (_, content) = contents[step.item], sent.contains(step.item) || unchanged.contains(step.item),
+                        let operation = operation(step, content: content)
+                    else { continue }
                     sendable.append((step, operation))
                 } else if let operation = operation(step, content: nil) {
                     sendable.append((step, operation))
@@ -232,28 +234,47 @@ package final class SyncEngine: Sendable {
             contentHash: whole, size: chunks.reduce(0) { $0 + $1.size }, chunks: chunks, modifiedAt: before.modified / 1_000_000)
     }
 
-    /// Uploads the file's chunks still in `missing` (and takes them out of it), a few requests in flight
-    /// while the next chunk is read; false when the file changed since it was read.
-    private func uploadChunks(of path: String, _ content: DocumentContent, missing: inout Set<String>) async throws -> Bool {
-        guard content.chunks.contains(where: { missing.contains($0.hash) }) else { return true }
+    /// Uploads the files' chunks that are in `missing`, many to a request (`ChunkBundle`) and a few
+    /// requests in flight, reading each file once more; the files still holding the content read before
+    /// (the others are saved in a later round).
+    private func uploadBundled(_ files: [(ItemID, path: String, content: DocumentContent)], missing: Set<String>)
+        async throws -> Set<ItemID>
+    {
         let client = client
         var wanted = missing
-        let whole = try await withThrowingTaskGroup(of: Void.self) { group in
+        var unchanged = Set<ItemID>()
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            var bundle: [ChunkBundle.Chunk] = []
+            var bytes = 0
             var inFlight = 0
-            let whole = try await FileContent.chunks(of: folder.appendingPathComponent(path)) { bytes, chunk in
-                guard wanted.remove(chunk) != nil else { return }
+            func flush() async throws {
+                guard !bundle.isEmpty else { return }
                 if inFlight == Self.uploadsInFlight {
                     try await group.next()
                     inFlight -= 1
                 }
-                group.addTask { try await client.upload(chunk: bytes, hash: chunk) }
+                let sending = bundle
+                group.addTask { try await client.upload(bundle: sending) }
                 inFlight += 1
+                (bundle, bytes) = ([], 0)
             }
+            for (id, path, content) in files {
+                guard content.chunks.contains(where: { wanted.contains($0.hash) }) else {
+                    unchanged.insert(id)
+                    continue
+                }
+                let whole = try await FileContent.chunks(of: folder.appendingPathComponent(path)) { data, hash in
+                    guard wanted.remove(hash) != nil else { return }
+                    if bytes + data.count > ChunkBundle.maxBytes || bundle.count == ChunkBundle.maxChunks { try await flush() }
+                    bundle.append(ChunkBundle.Chunk(hash: hash, bytes: data))
+                    bytes += data.count
+                }
+                if whole == content.contentHash { unchanged.insert(id) }
+            }
+            try await flush()
             try await group.waitForAll()
-            return whole
         }
-        missing = wanted
-        return whole == content.contentHash
+        return unchanged
     }
 
     private func send(_ batch: [(SyncOperation, DocumentOperation)]) async throws {
@@ -275,7 +296,8 @@ package final class SyncEngine: Sendable {
     // MARK: - The disk's side
 
     /// Downloads the files of the plan's downloads into temporary files at the folder's root (same file
-    /// system, skipped by scans), a few at a time; each is checked against its version's hashes and synced.
+    /// system, skipped by scans), checked against their versions' hashes and synced together. Small files
+    /// come many to a request (`ChunkBundle`), large ones chunk by chunk; a few requests are in flight.
     private func fetch(_ steps: [SyncOperation], remote: [ItemID: DocumentItem]) async throws -> [ItemID: URL] {
         let wanted = steps.compactMap { step -> (ItemID, DocumentContent)? in
             guard case .download(let item) = step.action, item.kind != .folder,
@@ -285,23 +307,50 @@ package final class SyncEngine: Sendable {
         }
         var fetched: [ItemID: URL] = [:]
         do {
-            try await withThrowingTaskGroup(of: (ItemID, URL).self) { group in
+            try await withThrowingTaskGroup(of: [(ItemID, URL)].self) { group in
                 var inFlight = 0
-                for (id, content) in wanted {
-                    if inFlight == Self.uploadsInFlight, let (done, file) = try await group.next() {
-                        fetched[done] = file
+                for files in Self.downloadGroups(wanted) {
+                    if inFlight == Self.uploadsInFlight, let done = try await group.next() {
+                        for (id, file) in done { fetched[id] = file }
                         inFlight -= 1
                     }
-                    group.addTask { (id, try await self.download(content)) }
+                    group.addTask { try await self.download(files) }
                     inFlight += 1
                 }
-                for try await (done, file) in group { fetched[done] = file }
+                for try await done in group { for (id, file) in done { fetched[id] = file } }
+            }
+            let paths = fetched.values.map { strdup($0.path) }
+            defer { for path in paths { free(path) } }
+            guard paths.isEmpty || nimbus_sync_files(folder.path, paths.map { UnsafePointer($0) }, Int32(paths.count)) == 0 else {
+                throw NimbusError(.internalError, "cannot sync the downloaded files: \(String(cString: strerror(errno)))")
             }
         } catch {
             for file in fetched.values { unlink(file.path) }
             throw error
         }
         return fetched
+    }
+
+    /// The downloads in requests: a large file alone, small files together up to a bundle's limits.
+    static func downloadGroups(_ files: [(ItemID, DocumentContent)]) -> [[(ItemID, DocumentContent)]] {
+        var groups: [[(ItemID, DocumentContent)]] = []
+        var small: [(ItemID, DocumentContent)] = []
+        var (bytes, chunks) = (Int64(0), 0)
+        for file in files {
+            guard file.1.size <= Int64(ContentDefinedChunker.standard.maximumSize) else {
+                groups.append([file])
+                continue
+            }
+            if bytes + file.1.size > Int64(ChunkBundle.maxBytes) || chunks + file.1.chunks.count > ChunkBundle.maxChunks {
+                groups.append(small)
+                (small, bytes, chunks) = ([], 0, 0)
+            }
+            small.append(file)
+            bytes += file.1.size
+            chunks += file.1.chunks.count
+        }
+        if !small.isEmpty { groups.append(small) }
+        return groups
     }
 
     private func removeTemporaryFiles() {
@@ -397,28 +446,46 @@ package final class SyncEngine: Sendable {
         nimbus_rename_noreplace(folder.appendingPathComponent(path).path, folder.appendingPathComponent(target).path) == 0
     }
 
-    /// Writes a version into a new temporary file, synced, checking every chunk and the whole against
-    /// their hashes.
-    private func download(_ content: DocumentContent) async throws -> URL {
+    /// Downloads a group of files (`downloadGroups`) into new temporary files: a large file's chunks one
+    /// request each, small files' chunks in one bundle.
+    private func download(_ files: [(ItemID, DocumentContent)]) async throws -> [(ItemID, URL)] {
+        if files.count == 1, let (id, content) = files.first, content.size > Int64(ContentDefinedChunker.standard.maximumSize) {
+            return [(id, try await write(content) { try await self.client.download(chunk: $0) })]
+        }
+        let hashes = Array(Set(files.flatMap { $0.1.chunks.map(\.hash) }))
+        let chunks = Dictionary(try await client.fetch(hashes).map { ($0.hash, $0.bytes) }, uniquingKeysWith: { a, _ in a })
+        var written: [(ItemID, URL)] = []
+        do {
+            for (id, content) in files { written.append((id, try await write(content) { chunks[$0] ?? Data() })) }
+        } catch {
+            for (_, file) in written { unlink(file.path) }
+            throw error
+        }
+        return written
+    }
+
+    /// Writes a version into a new temporary file (not yet synced), checking every chunk and the whole
+    /// against their hashes.
+    private func write(_ content: DocumentContent, chunk bytesOf: (String) async throws -> Data) async throws -> URL {
         let temporary = folder.appendingPathComponent(LocalScanner.temporaryPrefix + UUIDString.random())
-        guard FileManager.default.createFile(atPath: temporary.path, contents: nil, attributes: [.posixPermissions: 0o644])
-        else { throw NimbusError(.internalError, "cannot create \(temporary.path)") }
+        // Not FileManager.createFile, which writes through a second temporary file and syncs it.
+        let descriptor = open(temporary.path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+        guard descriptor >= 0 else { throw NimbusError(.internalError, "cannot create \(temporary.path)") }
+        let handle = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
         var hasher = SHA256()
         do {
-            let handle = try FileHandle(forWritingTo: temporary)
             defer { try? handle.close() }
             for chunk in content.chunks {
-                let bytes = try await client.download(chunk: chunk.hash)
-                guard FileContent.hex(SHA256.hash(data: bytes)) == chunk.hash else {
+                let bytes = try await bytesOf(chunk.hash)
+                guard Secrets.hex(SHA256.hash(data: bytes)) == chunk.hash else {
                     throw NimbusError(.internalError, "chunk \(chunk.hash) arrived with other bytes")
                 }
                 hasher.update(data: bytes)
                 try handle.write(contentsOf: bytes)
             }
-            guard FileContent.hex(hasher.finalize()) == content.contentHash else {
+            guard Secrets.hex(hasher.finalize()) == content.contentHash else {
                 throw NimbusError(.internalError, "the downloaded file does not hash to its version's content hash")
             }
-            try handle.synchronize()
         } catch {
             unlink(temporary.path)
             throw error

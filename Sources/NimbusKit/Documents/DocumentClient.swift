@@ -44,6 +44,21 @@ package struct DocumentClient: Sendable {
         _ = try await client.sendBytes(.PUT, blobs + "/" + hash, body: bytes)
     }
 
+    /// Uploads many chunks in one request (`ChunkBundle`'s limits).
+    package func upload(bundle chunks: [ChunkBundle.Chunk]) async throws {
+        _ = try await client.sendBytes(.POST, blobs + "/upload", body: ChunkBundle.encode(chunks))
+    }
+
+    /// Downloads many chunks in one request, checking that the server sent those asked for, in order.
+    package func fetch(_ hashes: [String]) async throws -> [ChunkBundle.Chunk] {
+        let body = try await client.sendRaw(
+            .POST, blobs + "/fetch", body: try JSONEncoder().encode(ChunksFetchRequest(hashes: hashes)))
+        guard let chunks = try? ChunkBundle.decode(body), chunks.map(\.hash) == hashes else {
+            throw NimbusError(.internalError, "the server answered with other chunks than those asked for")
+        }
+        return chunks
+    }
+
     package func download(chunk hash: String) async throws -> Data {
         try await client.sendRaw(.GET, blobs + "/" + hash, body: nil)
     }

@@ -46,17 +46,84 @@ struct ChunkTransfers: Sendable {
             await writer.discard()
             throw NimbusError.badRequest("the upload ended before it was complete")
         }
+        try await hold(zone, [hash: size])
+    }
+
+    /// Stores every chunk of a bundle (`ChunkBundle`) and records that the caller holds them: all or,
+    /// when one does not hash to its name or they would overfill the owner's storage, none.
+    func upload(_ zone: ZoneKey, bundle body: RequestBody) async throws {
+        let tooLarge = NimbusError(
+            .requestTooLarge, "a bundle holds at most \(ChunkBundle.maxBytes) bytes of at most \(ChunkBundle.maxChunks) chunks")
+        let collected = try await body.collect(
+            upTo: ChunkBundle.maxBodyBytes, orThrow: tooLarge)
+        let chunks: [ChunkBundle.Chunk]
+        do {
+            chunks = try ChunkBundle.decode(Data(buffer: collected))
+        } catch let malformed as ChunkBundle.Malformed {
+            throw NimbusError.badRequest(malformed.reason)
+        }
+        guard chunks.reduce(0, { $0 + $1.bytes.count }) <= ChunkBundle.maxBytes else { throw tooLarge }
+        if let empty = chunks.first(where: { $0.bytes.isEmpty }) {
+            throw NimbusError.badRequest(
+                "chunk \(empty.hash) is empty; a chunk holds 1 to \(DocumentService.maxChunkBytes) bytes")
+        }
+        do {
+            try await server.blobs.storeChunks(chunks)
+        } catch let mismatch as BlobMismatch {
+            throw NimbusError.badRequest("a chunk's bytes hash to \(mismatch.actual), not its name; nothing was stored")
+        }
+        try await hold(zone, Dictionary(chunks.map { ($0.hash, Int64($0.bytes.count)) }, uniquingKeysWith: { a, _ in a }))
+    }
+
+    /// Records that the caller holds the chunks (hash → size), counting them against the owner's quota
+    /// until a version names them; over the quota, none is recorded.
+    private func hold(_ zone: ZoneKey, _ sizes: [String: Int64]) async throws {
         let (now, quota) = (server.configuration.now().milliseconds, Int(server.configuration.userQuotaBytes))
         _ = try await server.store.transact(zone, creating: true) { transaction in
-            if let held = try ChunkHolding.read(hash, in: transaction), held.named { return }
             let before = try transaction.ownerBytes()
-            try ChunkHolding(size: size, uploadedAt: now, named: false).write(hash, in: transaction)
+            for (hash, size) in sizes.sorted(by: { $0.key < $1.key }) {
+                if let held = try ChunkHolding.read(hash, in: transaction), held.named { continue }
+                try ChunkHolding(size: size, uploadedAt: now, named: false).write(hash, in: transaction)
+            }
             let used = try transaction.ownerBytes()
             guard used <= quota || used <= before else {
                 throw NimbusError(
-                    .quotaExceeded, "the owner's storage is full: this chunk would make it \(used) bytes of \(quota)")
+                    .quotaExceeded, "the owner's storage is full: these chunks would make it \(used) bytes of \(quota)")
             }
         }
+    }
+
+    /// The chunks' bytes in one bundle (`ChunkBundle`), in the order asked; every one must be the caller's.
+    func fetch(_ zone: ZoneKey, _ request: ChunksFetchRequest) async throws -> Response {
+        guard request.hashes.count <= ChunkBundle.maxChunks else {
+            throw NimbusError.badRequest("fetch at most \(ChunkBundle.maxChunks) chunks at a time")
+        }
+        if let bad = request.hashes.first(where: { !DocumentNames.isHash($0) }) {
+            throw NimbusError.badRequest("\"\(bad.prefix(80))\" is not a SHA-256 in lowercase hexadecimal")
+        }
+        let held = Set(try await heldChunks(zone, request.hashes))
+        if let absent = request.hashes.first(where: { !held.contains($0) }) {
+            throw NimbusError.notFound("no chunk \(absent) among this user's documents")
+        }
+        let files = request.hashes.compactMap { server.blobs.file($0) }
+        let body = try await BlockingWork.run {
+            var chunks: [ChunkBundle.Chunk] = []
+            var total = 0
+            for (hash, file) in zip(request.hashes, files) {
+                let bytes = try Data(contentsOf: file)
+                total += bytes.count
+                guard total <= ChunkBundle.maxBytes else {
+                    throw NimbusError(
+                        .requestTooLarge,
+                        "the chunks asked for hold more than \(ChunkBundle.maxBytes) bytes; ask for fewer at a time")
+                }
+                chunks.append(ChunkBundle.Chunk(hash: hash, bytes: bytes))
+            }
+            return ChunkBundle.encode(chunks)
+        }
+        return Response(
+            status: .ok, headers: [.contentType: "application/octet-stream"],
+            body: ResponseBody(byteBuffer: ByteBuffer(data: body)))
     }
 
     /// The chunk's bytes, or the part a `Range: bytes=…` header asks for.

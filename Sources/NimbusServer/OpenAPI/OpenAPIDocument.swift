@@ -123,6 +123,15 @@ enum OpenAPIDocument {
                 summary: "Which chunks the caller must upload", access: .service, request: "ChunksMissingRequest",
                 response: "ChunksMissingResponse"),
             Operation(
+                method: "post", path: "/blobs/1/{container}/{environment}/upload",
+                summary:
+                    "Upload many chunks in one bundle: each its SHA-256 in 64 hexadecimal bytes, its size in 8 bytes big-endian, its bytes",
+                access: .service, request: "ChunkBundle", status: 204, requestType: "application/octet-stream"),
+            Operation(
+                method: "post", path: "/blobs/1/{container}/{environment}/fetch",
+                summary: "Download many chunks in one bundle, framed as uploads are", access: .service,
+                request: "ChunksFetchRequest", responseType: "application/octet-stream", errors: [404]),
+            Operation(
                 method: "put", path: "/blobs/1/{container}/{environment}/{hash}",
                 summary: "Upload a chunk, named by its SHA-256", access: .service, request: "ChunkBytes", status: 204,
                 requestType: "application/octet-stream"),

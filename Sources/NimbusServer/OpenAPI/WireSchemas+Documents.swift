@@ -73,6 +73,8 @@ extension WireSchemas {
         ),
         ("DocumentTrashResponse", object([("items", array(of: ref("DocumentItem")))], required: ["items"])),
         ("ChunkBytes", ["type": "string", "format": "binary"]),
+        ("ChunkBundle", ["type": "string", "format": "binary"]),
+        ("ChunksFetchRequest", object([("hashes", array(of: string))], required: ["hashes"])),
         ("ChunksMissingRequest", object([("hashes", array(of: string))], required: ["hashes"])),
         ("ChunksMissingResponse", object([("missing", array(of: string))], required: ["missing"])),
     ]

@@ -29,6 +29,13 @@ struct DocumentRoutes {
         blobs.post("missing") { request, context in
             try await chunks.missing(try zone(context), try await request.decode(as: ChunksMissingRequest.self, context: context))
         }
+        blobs.post("upload") { request, context in
+            try await chunks.upload(try zone(context), bundle: request.body)
+            return Response(status: .noContent)
+        }
+        blobs.post("fetch") { request, context in
+            try await chunks.fetch(try zone(context), try await request.decode(as: ChunksFetchRequest.self, context: context))
+        }
         blobs.put(":hash") { request, context in
             try await chunks.upload(try zone(context), hash: context.parameters.require("hash"), body: request.body)
             return Response(status: .noContent)

@@ -221,10 +221,12 @@ final class SQLiteZoneTransaction: RecordZoneTransaction {
     }
 
     func keys(kind: String, field: String, value: IndexValue) throws -> [String] {
+        // CROSS JOIN keeps SQLite to this order: left to choose, it walked every entry of the zone and
+        // probed the index for each (a document save cost a scan of the container).
         try String.fetchAll(
             try db.cachedStatement(
                 sql: """
-                    SELECT DISTINCT e.key FROM entry_index i JOIN entries e ON e.zone_id = i.zone_id AND e.sequence = i.sequence
+                    SELECT DISTINCT e.key FROM entry_index i CROSS JOIN entries e ON e.zone_id = i.zone_id AND e.sequence = i.sequence
                     WHERE i.zone_id = ? AND i.field = ? AND i.value = ?
                     """),
             arguments: [state.id, IndexFieldID.of(kind: kind, field: field), SQLiteStore.columns(value).value])
