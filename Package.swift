@@ -165,7 +165,7 @@ let package = Package(
         .testTarget(
             name: "NimbusDeviceTests",
             dependencies: [
-                "NimbusDevice", "NimbusTestingCore", "NimbusTesting", "NimbusKit", "NimbusCore",
+                "NimbusDevice", "NimbusTestingCore", "NimbusTesting", "NimbusKit", "NimbusCore", "NimbusServer",
                 .product(name: "Logging", package: "swift-log"), .product(name: "Crypto", package: "swift-crypto"),
             ]),
         .testTarget(

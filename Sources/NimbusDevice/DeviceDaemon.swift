@@ -13,11 +13,14 @@ package final class DeviceDaemon: Sendable {
     private let container: String
     private let rescanInterval: Duration
     private let logger: Logger
+    /// Where the control socket listens (`ControlSocket.path(root:)`); nil: no socket.
+    private let controlSocket: URL?
 
     package init(
         engine: SyncEngine, folder: URL, session: NimbusSession, container: String, rescanInterval: Duration = .seconds(30),
-        logger: Logger
+        controlSocket: URL? = nil, logger: Logger
     ) {
+        self.controlSocket = controlSocket
         self.engine = engine
         self.folder = folder
         self.session = session
@@ -29,6 +32,9 @@ package final class DeviceDaemon: Sendable {
     /// Syncs until cancelled.
     package func run() async throws {
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let reporter = StatusReporter(engine: engine, container: container)
+        let control = try controlSocket.map { try ControlSocket(path: $0) { await reporter.answer($0) } }
+        defer { control?.stop() }
         let (wakes, wake) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
         let watcher = try FolderWatcher { wake.yield() }
         let container = container

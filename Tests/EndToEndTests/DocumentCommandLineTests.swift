@@ -75,6 +75,48 @@ import Testing
         #expect(missing.status != 0 && missing.stderr.contains("no document at Nope.txt"))
     }
 
+    /// `nimbus device status` asks the running daemon through its owner-only socket; with no daemon it says
+    /// so at once, and a second daemon for the same root is refused.
+    @Test func deviceStatusAnswersThroughTheControlSocket() async throws {
+        let server = try await TestServer.start()
+        let app = try await server.seedApp()
+        let phone = try await Self.devices(["phone"], server: server, app: app)[0]
+        let status = ["device", "status", "--root", phone.root.path]
+        let none = try await CommandLineTests.run(status, server: server)
+        #expect(none.status != 0 && none.stderr.contains("no nimbus device daemon serves \(phone.root.path)"), "\(none.stderr)")
+        let nowhere = try await CommandLineTests.run(["device", "status", "/"], server: server)
+        #expect(nowhere.status != 0 && nowhere.stderr.contains("no device root above /"), "\(nowhere.stderr)")
+
+        let daemon = try CommandLineTests.process(phone.run, server: server)
+        _ = try await daemon.whileRunning { _ in
+            let socket = phone.root.appendingPathComponent(".nimbus/control.sock")
+            #expect(await eventually(timeout: .seconds(30)) { FileManager.default.fileExists(atPath: socket.path) })
+            let mode = { (path: String) in
+                ((try? FileManager.default.attributesOfItem(atPath: path)[.posixPermissions]) as? Int ?? 0) & 0o777
+            }
+            #expect(mode(socket.path) == 0o600 && mode(socket.deletingLastPathComponent().path) == 0o700)
+
+            let second = try await CommandLineTests.run(phone.run, server: server)
+            #expect(second.status != 0 && second.stderr.contains("another nimbus device daemon serves"), "\(second.stderr)")
+
+            let file = phone.folder.appendingPathComponent("Documents/Letter.txt")
+            try FileManager.default.createDirectory(at: file.deletingLastPathComponent(), withIntermediateDirectories: true)
+            try Data("Dear Ann,".utf8).write(to: file)
+            // The root is found above the path, as when run from inside the folder.
+            #expect(
+                await eventually(timeout: .seconds(30)) {
+                    let answer = try? await CommandLineTests.run(["device", "status", file.path], server: server)
+                    return answer?.stdout == "Documents/Letter.txt: synced\n"
+                })
+            let whole = try await CommandLineTests.run(status + ["--json"], server: server)
+            let folder = try JSONDecoder().decode(ControlResponseShape.self, from: Data(whole.stdout.utf8)).folder
+            #expect(folder?.pending == 0 && folder?.conflicts == 0 && folder?.folder == phone.folder.path, "\(whole.stdout)")
+            let excluded = try await CommandLineTests.run(
+                status + [phone.folder.appendingPathComponent("Documents/build.nosync").path], server: server)
+            #expect(excluded.stdout.contains("excluded: names ending in .nosync are not synced"), "\(excluded.stdout)")
+        }
+    }
+
     /// `kill -9` of the daemon while it uploads a large file: restarted, it finishes the upload, the
     /// other device gets the file whole, and the server holds one version of it.
     @Test func aDaemonKilledMidUploadFinishesWithoutLossOrDuplicates() async throws {
@@ -202,4 +244,14 @@ import Testing
         _ = try await nimbus("docs", "get", "Documents/Final.txt", copy.path)
         #expect(FileManager.default.contents(atPath: copy.path) == other)
     }
+}
+
+/// What a script reads from `nimbus device status --json`.
+private struct ControlResponseShape: Decodable {
+    struct Folder: Decodable {
+        var folder: String
+        var pending: Int
+        var conflicts: Int
+    }
+    var folder: Folder?
 }

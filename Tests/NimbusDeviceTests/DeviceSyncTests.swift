@@ -3,6 +3,7 @@ import Logging
 import NimbusCore
 import NimbusDevice
 import NimbusKit
+import NimbusServer
 import NimbusTesting
 import NimbusTestingCore
 import Testing
@@ -47,8 +48,8 @@ import Testing
         let b: Device
         let client: DocumentClient
 
-        static func make() async throws -> Fixture {
-            let server = try await TestServer.start()
+        static func make(configure: (inout ServerConfiguration) -> Void = { _ in }) async throws -> Fixture {
+            let server = try await TestServer.start(configure: configure)
             let app = try await server.seedApp()
             func device(_ name: String) async throws -> Device {
                 let session = try await server.signIn(email: "ann@example.com", device: name)

@@ -81,6 +81,19 @@ package final class DeviceJournal: Sendable {
         }
     }
 
+    package func remoteItem(_ id: ItemID) async throws -> DocumentItem? {
+        try await database.read { db in
+            try Data.fetchOne(db, sql: "SELECT item FROM remote WHERE item_id = ?", arguments: [id.rawValue]).map {
+                try JSONDecoder().decode(DocumentItem.self, from: $0)
+            }
+        }
+    }
+
+    /// How many items the server holds with unresolved conflict versions.
+    package func conflictCount() async throws -> Int {
+        try await remoteItems().values.filter { !$0.conflicts.isEmpty && $0.deletedAt == nil }.count
+    }
+
     // MARK: - Local identities
 
     package func localFiles() async throws -> [LocalFile] {

@@ -68,14 +68,15 @@ package struct LocalScanner: Sendable {
     }
 
     /// Every file and folder, parents before their contents, skipping what is not synced: names ending
-    /// in `.nosync`, the engine's temporary names, and anything but regular files and folders.
+    /// in `.nosync`, the engine's temporary names, names no server would take (control characters, over
+    /// 255 bytes; `nimbus device status` says why), and anything but regular files and folders.
     private func entries() throws -> [Entry] {
         var found: [Entry] = []
         var pending = [""]
         while let relative = pending.popLast() {
             let directory = relative.isEmpty ? folder.path : folder.appendingPathComponent(relative).path
             for name in try FileManager.default.contentsOfDirectory(atPath: directory).sorted() {
-                guard !name.hasPrefix(Self.temporaryPrefix), !DocumentNames.isExcludedFromSync(name) else { continue }
+                guard (try? DocumentNames.validate(name)) != nil else { continue }
                 let path = relative.isEmpty ? name : relative + "/" + name
                 guard let entry = Self.stat(folder.appendingPathComponent(path).path, path: path) else { continue }
                 found.append(entry)

@@ -11,9 +11,11 @@ import NimbusKit
 /// never overwritten (the next round sees it).
 package final class SyncEngine: Sendable {
     private let client: DocumentClient
-    private let folder: URL
-    private let journal: DeviceJournal
+    package let folder: URL
+    package let journal: DeviceJournal
     private let device: String
+    /// What the engine is doing and what stopped it, for the control socket.
+    package let activity = SyncActivity()
 
     /// Operations sent to the server in one request.
     static let batchSize = 200
@@ -31,6 +33,17 @@ package final class SyncEngine: Sendable {
 
     /// One round; whether it planned anything (run rounds until it plans nothing to converge).
     @discardableResult package func syncOnce() async throws -> Bool {
+        do {
+            let planned = try await round()
+            await activity.roundEnded(nil)
+            return planned
+        } catch {
+            await activity.roundEnded(error as? NimbusError ?? NimbusError(.internalError, "\(error)"))
+            throw error
+        }
+    }
+
+    private func round() async throws -> Bool {
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         removeTemporaryFiles()
         try await fetchRemote()
@@ -44,6 +57,9 @@ package final class SyncEngine: Sendable {
         var remote = SyncTree()
         for (id, item) in remoteItems { remote[id] = Self.syncItem(item) }
         let plan = SyncPlanner.plan(remote: remote, local: scan.tree, synced: synced)
+        var known = scan.files.mapValues(\.path)
+        for id in remote.items.keys where known[id] == nil { known[id] = remote.path(of: id) }
+        await activity.planned(paths: known, steps: plan)
         let (serverSide, diskSide) = (plan.filter(\.isRemote), plan.filter { !$0.isRemote })
         // The server refusing this device's batch (its storage is full, say) must not stop what comes the
         // other way: the disk's side runs, and the refusal is reported after it.
@@ -133,7 +149,9 @@ package final class SyncEngine: Sendable {
                 // A file of several chunks is read once, asking about and sending its chunks as it goes;
                 // small files are read first and asked about together.
                 let large = (scan.files[step.item]?.size ?? 0) > ContentDefinedChunker.standard.maximumSize
-                guard let content = try await large ? send(path, expecting: item.content) : read(path, expecting: item.content)
+                guard
+                    let content = try await large
+                        ? send(step.item, at: path, expecting: item.content) : read(path, expecting: item.content)
                 else { continue }
                 contents[step.item] = (path, content)
                 if large { sent.insert(step.item) }
@@ -196,10 +214,11 @@ package final class SyncEngine: Sendable {
 
     /// Reads the file once: every few chunks, asks the server which it lacks and sends those (a few in
     /// flight) while reading on. The file's content, or nil when it is not what the planner saw.
-    private func send(_ path: String, expecting hash: String?) async throws -> DocumentContent? {
+    private func send(_ id: ItemID, at path: String, expecting hash: String?) async throws -> DocumentContent? {
         let file = folder.appendingPathComponent(path)
         guard let before = LocalScanner.stat(file.path, path: path) else { return nil }
-        let client = client
+        let (client, activity) = (client, activity)
+        await activity.started(id, bytes: before.size)
         var chunks: [DocumentChunk] = []
         var asked = Set<String>()
         let whole = try await withThrowingTaskGroup(of: Void.self) { group in
@@ -210,7 +229,13 @@ package final class SyncEngine: Sendable {
                 defer { window = [] }
                 guard !fresh.isEmpty else { return [] }
                 let missing = Set(try await client.missing(fresh.map(\.1)))
+                let stored = fresh.filter { !missing.contains($0.1) }.reduce(0) { $0 + $1.0.count }
+                await activity.moved(id, bytes: Int64(stored))
                 return fresh.filter { missing.contains($0.1) }
+            }
+            func upload(_ bytes: Data, _ chunk: String) async throws {
+                try await client.upload(chunk: bytes, hash: chunk)
+                await activity.moved(id, bytes: Int64(bytes.count))
             }
             let whole = try await FileContent.chunks(of: file) { bytes, chunk in
                 chunks.append(DocumentChunk(hash: chunk, size: Int64(bytes.count)))
@@ -221,11 +246,11 @@ package final class SyncEngine: Sendable {
                         try await group.next()
                         inFlight -= 1
                     }
-                    group.addTask { try await client.upload(chunk: bytes, hash: chunk) }
+                    group.addTask { try await upload(bytes, chunk) }
                     inFlight += 1
                 }
             }
-            for (bytes, chunk) in try await ask() { group.addTask { try await client.upload(chunk: bytes, hash: chunk) } }
+            for (bytes, chunk) in try await ask() { group.addTask { try await upload(bytes, chunk) } }
             try await group.waitForAll()
             return whole
         }
@@ -286,8 +311,11 @@ package final class SyncEngine: Sendable {
                 // A merged item is now the one the server had at its name (the same new name on two
                 // devices): the local file is that item.
                 outcomes.append((step.item, result.item, step.synced))
+                await activity.finished(step.item)
             case .failed:
-                continue  // the next round plans again from what the server says now
+                // The next round plans again from what the server says now; until then, status says why.
+                await activity.refused(
+                    step.item, NimbusError(result.serverErrorCode ?? .internalError, result.reason ?? "the server refused it"))
             }
         }
         try await journal.recordCommitted(outcomes)
@@ -409,6 +437,7 @@ package final class SyncEngine: Sendable {
             return
         }
         try await journal.setSynced(id, step.synced)
+        await activity.finished(id)
     }
 
     /// Notes where the engine put an item (and a folder's contents, which moved with it), so the rest
@@ -450,7 +479,13 @@ package final class SyncEngine: Sendable {
     /// request each, small files' chunks in one bundle.
     private func download(_ files: [(ItemID, DocumentContent)]) async throws -> [(ItemID, URL)] {
         if files.count == 1, let (id, content) = files.first, content.size > Int64(ContentDefinedChunker.standard.maximumSize) {
-            return [(id, try await write(content) { try await self.client.download(chunk: $0) })]
+            await activity.started(id, bytes: content.size)
+            let written = try await write(content) { hash in
+                let bytes = try await self.client.download(chunk: hash)
+                await self.activity.moved(id, bytes: Int64(bytes.count))
+                return bytes
+            }
+            return [(id, written)]
         }
         let hashes = Array(Set(files.flatMap { $0.1.chunks.map(\.hash) }))
         let chunks = Dictionary(try await client.fetch(hashes).map { ($0.hash, $0.bytes) }, uniquingKeysWith: { a, _ in a })

@@ -1,3 +1,5 @@
+import NimbusCore
+
 /// An item's identity in a container, the same on the server and on every device: it survives renames
 /// and moves. A device names the items it creates, so an item created offline has its ID before the
 /// server has seen it.
@@ -87,6 +89,18 @@ public struct SyncTree: Equatable, Sendable {
             steps += 1
         }
         return false
+    }
+
+    /// The item's path from the root ("Documents/Notes/a.txt"), or nil when a folder above it is missing.
+    func path(of id: ItemID) -> String? {
+        var components: [String] = []
+        var current: ItemID? = id
+        while let next = current, components.count <= DocumentNames.maxDepth {
+            guard let item = items[next] else { return nil }
+            components.append(item.place.name)
+            current = item.place.parent
+        }
+        return current == nil ? components.reversed().joined(separator: "/") : nil
     }
 
     /// How many folders lie between the item and the root (items whose parent is missing count as at

@@ -8,7 +8,7 @@ import NimbusKit
 struct DeviceCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "device", abstract: "Keep this device's folder of iCloud documents in sync, in the background.",
-        subcommands: [DeviceRun.self])
+        subcommands: [DeviceRun.self, DeviceStatusCommand.self])
 }
 
 /// Options of the document commands: the device and which container.
@@ -60,9 +60,59 @@ struct DeviceRun: AsyncParsableCommand {
         let engine = SyncEngine(client: client, folder: folder, journal: journal, device: device)
         let daemon = DeviceDaemon(
             engine: engine, folder: folder, session: profile.session, container: client.container,
-            rescanInterval: .seconds(max(1, rescanSeconds)), logger: Logger(label: "nimbus.device"))
+            rescanInterval: .seconds(max(1, rescanSeconds)), controlSocket: ControlSocket.path(root: rootURL),
+            logger: Logger(label: "nimbus.device"))
         FileHandle.standardError.write(Data("syncing \(folder.path)\n".utf8))
         try await daemon.run()
+    }
+}
+
+struct DeviceStatusCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "status",
+        abstract: "Ask the running daemon how the folder stands, or why PATH is not synced yet.")
+
+    @Argument(help: "A file or folder in the synced folder (default: the folder as a whole).")
+    var path: String?
+    @Option(help: "The device's root folder (default: found above PATH or the current directory).")
+    var root: String?
+    @Flag(help: "Print JSON for scripts.")
+    var json = false
+
+    func run() async throws {
+        let here = URL(fileURLWithPath: FileManager.default.currentDirectoryPath)
+        let target = path.map { URL(fileURLWithPath: $0, relativeTo: here).standardizedFileURL }
+        guard let rootURL = root.map({ URL(fileURLWithPath: $0) }) ?? Self.root(above: target ?? here) else {
+            throw CLIError("no device root above \((target ?? here).path): pass --root (the folder given to nimbus device run)")
+        }
+        let response: ControlResponse
+        do {
+            response = try ControlSocket.ask(
+                ControlRequest(command: .status, path: target?.path), at: ControlSocket.path(root: rootURL))
+        } catch let error as NimbusError {
+            throw CLIError(error.reason)
+        }
+        if let error = response.error { throw CLIError(error) }
+        if json {
+            print(ValueText.json(response))
+        } else if let item = response.item {
+            print("\(item.path): \(item.reason)")
+        } else if let folder = response.folder {
+            print(folder.folder)
+            print("  " + (folder.problem ?? (folder.pending == 0 ? "up to date" : "\(folder.pending) to do")))
+            print("  \(folder.conflicts) in conflict, \(folder.refused) refused by the server")
+        }
+    }
+
+    /// The nearest folder at or above `url` that has a daemon's control socket.
+    static func root(above url: URL) -> URL? {
+        var current = url.standardizedFileURL
+        while true {
+            if FileManager.default.fileExists(atPath: ControlSocket.path(root: current).path) { return current }
+            let parent = current.deletingLastPathComponent()
+            if parent.path == current.path { return nil }
+            current = parent
+        }
     }
 }
 

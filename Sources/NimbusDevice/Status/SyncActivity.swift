@@ -1,0 +1,75 @@
+import Foundation
+import NimbusCore
+
+/// What the engine is doing and what stopped it, kept for the control socket: the steps the last plan
+/// left to do, transfers in progress, the server's refusal of an item, and why the last round failed.
+/// The engine writes it as it goes; `nimbus device status` and apps read it.
+package actor SyncActivity {
+    package enum Work: String, Codable, Sendable {
+        case upload, download, moveOnServer, moveOnDisk, deleteOnServer, deleteOnDisk
+    }
+
+    /// Bytes moved of an item's transfer.
+    package struct Progress: Sendable {
+        var done: Int64
+        var total: Int64
+    }
+
+    private(set) var paths: [String: ItemID] = [:]
+    private(set) var pending: [ItemID: Work] = [:]
+    private(set) var transfers: [ItemID: Progress] = [:]
+    private(set) var refusals: [ItemID: NimbusError] = [:]
+    private(set) var roundError: NimbusError?
+    private(set) var lastRoundEnded: Date?
+
+    package init() {}
+
+    /// A round scanned the disk and planned: where each item is, and what is left to do.
+    func planned(paths: [ItemID: String], steps: [SyncOperation]) {
+        self.paths = Dictionary(paths.map { ($1, $0) }, uniquingKeysWith: { a, _ in a })
+        pending = [:]
+        for step in steps { if let work = Work(step.action) { pending[step.item] = work } }
+    }
+
+    func started(_ id: ItemID, bytes: Int64) { transfers[id] = Progress(done: 0, total: bytes) }
+    func moved(_ id: ItemID, bytes: Int64) { transfers[id]?.done += bytes }
+
+    func finished(_ id: ItemID) {
+        transfers[id] = nil
+        pending[id] = nil
+        refusals[id] = nil
+    }
+
+    func refused(_ id: ItemID, _ error: NimbusError) {
+        transfers[id] = nil
+        refusals[id] = error
+    }
+
+    func roundEnded(_ error: NimbusError?) {
+        roundError = error
+        transfers = [:]
+        if error == nil { lastRoundEnded = Date() }
+    }
+
+    func item(at path: String) -> ItemID? { paths[path] }
+    func work(of id: ItemID) -> Work? { pending[id] }
+    func transfer(of id: ItemID) -> Progress? { transfers[id] }
+    func refusal(of id: ItemID) -> NimbusError? { refusals[id] }
+    func summary() -> (pending: Int, refused: Int, error: NimbusError?, lastRoundEnded: Date?) {
+        (pending.count, refusals.count, roundError, lastRoundEnded)
+    }
+}
+
+extension SyncActivity.Work {
+    init?(_ action: SyncOperation.Action) {
+        switch action {
+        case .upload: self = .upload
+        case .download: self = .download
+        case .moveRemote: self = .moveOnServer
+        case .moveLocal: self = .moveOnDisk
+        case .deleteRemote: self = .deleteOnServer
+        case .deleteLocal: self = .deleteOnDisk
+        case .record: return nil
+        }
+    }
+}
