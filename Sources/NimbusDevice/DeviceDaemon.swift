@@ -32,10 +32,10 @@ package final class DeviceDaemon: Sendable {
     /// Syncs until cancelled.
     package func run() async throws {
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        let reporter = StatusReporter(engine: engine, container: container)
-        let control = try controlSocket.map { try ControlSocket(path: $0) { await reporter.answer($0) } }
-        defer { control?.stop() }
         let (wakes, wake) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+        let control = DeviceControl(engine: engine, container: container) { wake.yield() }
+        let socket = try controlSocket.map { try ControlSocket(path: $0) { await control.answer($0) } }
+        defer { socket?.stop() }
         let watcher = try FolderWatcher { wake.yield() }
         let container = container
         let push = PushConnection(

@@ -114,6 +114,15 @@ import Testing
             let excluded = try await CommandLineTests.run(
                 status + [phone.folder.appendingPathComponent("Documents/build.nosync").path], server: server)
             #expect(excluded.stdout.contains("excluded: names ending in .nosync are not synced"), "\(excluded.stdout)")
+
+            let evict = try await CommandLineTests.run(["docs", "evict", file.path], server: server)
+            #expect(evict.status == 0 && evict.stdout.contains("not downloaded"), "\(evict.stdout)\(evict.stderr)")
+            #expect(!FileManager.default.fileExists(atPath: file.path))
+            let download = try await CommandLineTests.run(["docs", "download", file.path], server: server)
+            #expect(
+                download.status == 0 && download.stdout == "Documents/Letter.txt: synced\n",
+                "\(download.stdout)\(download.stderr)")
+            #expect(FileManager.default.contents(atPath: file.path) == Data("Dear Ann,".utf8))
         }
     }
 

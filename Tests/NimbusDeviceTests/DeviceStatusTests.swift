@@ -11,7 +11,7 @@ import Testing
     typealias Fixture = DeviceSyncTests.Fixture
 
     func status(_ device: DeviceSyncTests.Device, _ path: String?) async throws -> ControlResponse {
-        await StatusReporter(engine: device.engine, container: "iCloud.com.example.Cloudy").answer(
+        await DeviceControl(engine: device.engine, container: "iCloud.com.example.Cloudy").answer(
             ControlRequest(command: .status, path: path))
     }
 

@@ -51,24 +51,27 @@ import Testing
         static func make(configure: (inout ServerConfiguration) -> Void = { _ in }) async throws -> Fixture {
             let server = try await TestServer.start(configure: configure)
             let app = try await server.seedApp()
-            func device(_ name: String) async throws -> Device {
-                let session = try await server.signIn(email: "ann@example.com", device: name)
-                let root = TestResources.temporaryDirectory(prefix: "nimbus-device")
-                try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
-                let folder = root.appendingPathComponent("Mobile Documents/iCloud~com~example~Cloudy")
-                let journal = try DeviceJournal(path: root.appendingPathComponent("journal.sqlite").path)
-                let client = DocumentClient(
-                    client: NimbusClient(session: session, apiToken: app.apiToken), container: app.container)
-                return Device(
-                    engine: SyncEngine(client: client, folder: folder, journal: journal, device: name), folder: folder,
-                    journal: journal)
-            }
-            let a = try await device("phone")
-            let b = try await device("laptop")
+            let a = try await device("phone", server: server, app: app)
+            let b = try await device("laptop", server: server, app: app)
             let session = try await server.signIn(email: "ann@example.com", device: "inspector")
             return Fixture(
                 server: server, app: app, a: a, b: b,
                 client: DocumentClient(client: NimbusClient(session: session, apiToken: app.apiToken), container: app.container))
+        }
+
+        /// Another device of the fixture's user, with a folder and journal of its own.
+        static func device(_ name: String, server: TestServer, app: TestServer.SeededApp, onDemand: Bool = false)
+            async throws -> Device
+        {
+            let session = try await server.signIn(email: "ann@example.com", device: name)
+            let root = TestResources.temporaryDirectory(prefix: "nimbus-device")
+            try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
+            let folder = root.appendingPathComponent("Mobile Documents/iCloud~com~example~Cloudy")
+            let journal = try DeviceJournal(path: root.appendingPathComponent("journal.sqlite").path)
+            let client = DocumentClient(client: NimbusClient(session: session, apiToken: app.apiToken), container: app.container)
+            return Device(
+                engine: SyncEngine(client: client, folder: folder, journal: journal, device: name, downloadsOnDemand: onDemand),
+                folder: folder, journal: journal)
         }
 
         /// Syncs both devices until neither has anything left to do.

@@ -183,4 +183,7 @@ package struct LocalFile: Sendable, Hashable {
     package var modified: Int64
     /// SHA-256 of the content (nil for folders).
     package var content: String?
+
+    /// Whether the item is evicted: its file on the disk is a placeholder (`Placeholder`).
+    package var isPlaceholder: Bool { Placeholder.isPlaceholder(path: path) }
 }

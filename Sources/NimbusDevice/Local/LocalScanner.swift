@@ -25,10 +25,20 @@ package struct LocalScanner: Sendable {
         var scan = Scan(tree: SyncTree(), files: [:])
         var claimed = Set<ItemID>()
         var folders: [String: ItemID] = [:]
-        for entry in try entries() {
-            let (parentPath, name) = Self.split(entry.path)
+        let entries = try entries()
+        let paths = Set(entries.map(\.path))
+        for entry in entries {
+            let parentPath = Self.split(entry.path).folder
+            var name = Self.split(entry.path).name
             let parent = parentPath.isEmpty ? nil : folders[parentPath]
             if !parentPath.isEmpty && parent == nil { continue }  // inside something not synced
+            let placeholder = entry.isFolder ? nil : Placeholder.itemName(of: name)
+            if let real = placeholder {
+                // A placeholder beside its file is left over from an eviction or download cut short: the file is the item.
+                let realPath = parentPath.isEmpty ? real : parentPath + "/" + real
+                guard (try? DocumentNames.validate(real)) != nil, !paths.contains(realPath) else { continue }
+                name = real
+            }
             let previous = [byInode[entry.inode], byPath[entry.path]].compactMap { $0 }.first {
                 !claimed.contains($0.id) && ($0.content == nil) == entry.isFolder
             }
@@ -38,6 +48,9 @@ package struct LocalScanner: Sendable {
             if !entry.isFolder {
                 if let previous, previous.inode == entry.inode, previous.size == entry.size, previous.modified == entry.modified {
                     content = previous.content
+                } else if placeholder != nil {
+                    guard let read = Placeholder(contentsOf: folder.appendingPathComponent(entry.path)) else { continue }
+                    content = read.contentHash
                 } else {
                     content = try FileContent.hash(of: folder.appendingPathComponent(entry.path))
                 }

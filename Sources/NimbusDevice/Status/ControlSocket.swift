@@ -7,8 +7,8 @@ import NimbusCore
 
 /// The daemon's Unix domain socket (`ROOT/.nimbus/control.sock`, in an owner-only folder), through which
 /// the CLI and apps ask what the daemon is doing. A request and its answer are one JSON object on one line
-/// each. Requests are few and quick, so one thread serves them in turn; each connection may take at most
-/// `timeout` to send its request.
+/// each; each connection is answered on a thread of its own and may take at most `timeout` to send its
+/// request.
 package final class ControlSocket: Sendable {
     private let path: String
     private let listener: Int32
@@ -68,36 +68,41 @@ package final class ControlSocket: Sendable {
                 if errno == EINTR || errno == ECONNABORTED { continue }
                 return  // the listener was closed
             }
-            var timeout = Self.timeout
-            setsockopt(connection, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-            setsockopt(connection, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-            let response: ControlResponse
-            if let line = readLine(connection) {
-                if let request = try? JSONDecoder().decode(ControlRequest.self, from: line) {
-                    // This thread is not one of Swift's cooperative threads, so it may wait for the answer.
-                    let answered = Answer()
-                    let done = DispatchSemaphore(value: 0)
-                    Task {
-                        answered.set(await handler(request))
-                        done.signal()
-                    }
-                    done.wait()
-                    response = answered.get() ?? ControlResponse(error: "no answer")
-                } else {
-                    response = ControlResponse(error: "not a request: send {\"command\":\"status\",\"path\":…} on one line")
-                }
-            } else {
-                response = ControlResponse(error: "the request did not arrive whole within its time or size limit")
-            }
-            var bytes = (try? JSONEncoder().encode(response)) ?? Data()
-            bytes.append(0x0A)
-            _ = bytes.withUnsafeBytes { send(connection, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-            close(connection)
+            // A thread a connection: a download asked for may take minutes, and status must still answer.
+            Thread.detachNewThread { answer(connection, handler: handler) }
         }
     }
 
-    /// Sends one request to the daemon at `path` and waits (at most a few seconds) for its answer.
-    package static func ask(_ request: ControlRequest, at url: URL) throws -> ControlResponse {
+    private static func answer(_ connection: Int32, handler: @escaping @Sendable (ControlRequest) async -> ControlResponse) {
+        var timeout = Self.timeout
+        setsockopt(connection, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        setsockopt(connection, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        let response: ControlResponse
+        if let line = readLine(connection) {
+            if let request = try? JSONDecoder().decode(ControlRequest.self, from: line) {
+                // This thread is not one of Swift's cooperative threads, so it may wait for the answer.
+                let answered = Answer()
+                let done = DispatchSemaphore(value: 0)
+                Task {
+                    answered.set(await handler(request))
+                    done.signal()
+                }
+                done.wait()
+                response = answered.get() ?? ControlResponse(error: "no answer")
+            } else {
+                response = ControlResponse(error: "not a request: send {\"command\":\"status\",\"path\":…} on one line")
+            }
+        } else {
+            response = ControlResponse(error: "the request did not arrive whole within its time or size limit")
+        }
+        var bytes = (try? JSONEncoder().encode(response)) ?? Data()
+        bytes.append(0x0A)
+        _ = bytes.withUnsafeBytes { send(connection, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        close(connection)
+    }
+
+    /// Sends one request to the daemon at `path` and waits (at most `timeout` seconds) for its answer.
+    package static func ask(_ request: ControlRequest, at url: URL, timeout seconds: Int = 10) throws -> ControlResponse {
         let connection: Int32
         do {
             connection = try connect(url.path)
@@ -107,7 +112,7 @@ package final class ControlSocket: Sendable {
                 .networkUnavailable, "no nimbus device daemon serves \(root) (start one: nimbus device run --root \(root))")
         }
         defer { close(connection) }
-        var timeout = timeval(tv_sec: 10, tv_usec: 0)
+        var timeout = timeval(tv_sec: seconds, tv_usec: 0)
         setsockopt(connection, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         var bytes = try JSONEncoder().encode(request)
         bytes.append(0x0A)

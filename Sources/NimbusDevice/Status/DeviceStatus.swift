@@ -4,8 +4,8 @@ import NimbusCore
 /// Where an item stands, and in words why it is not synced yet.
 package struct ItemStatus: Codable, Sendable, Equatable {
     package enum State: String, Codable, Sendable {
-        case synced, queued, uploading, downloading, waitingForNetwork, conflict, overQuota, refused, nameInvalid,
-            excluded, notFound
+        case synced, notDownloaded, queued, uploading, downloading, waitingForNetwork, conflict, overQuota, refused,
+            nameInvalid, excluded, notFound
     }
 
     /// Relative to the container's folder.
@@ -41,7 +41,7 @@ package struct FolderStatus: Codable, Sendable, Equatable {
 
 /// A request on the control socket: one JSON object on one line.
 package struct ControlRequest: Codable, Sendable {
-    package enum Command: String, Codable, Sendable { case status }
+    package enum Command: String, Codable, Sendable { case status, download, evict }
     package var command: Command
     /// Absolute, or relative to the container's folder; nil asks about the folder as a whole.
     package var path: String?
@@ -64,24 +64,40 @@ package struct ControlResponse: Codable, Sendable {
     }
 }
 
-/// Answers status requests from what the engine is doing (`SyncActivity`) and what the journal holds.
-package struct StatusReporter: Sendable {
+/// Answers the control socket: status from what the engine is doing (`SyncActivity`) and what the
+/// journal holds; downloads and evictions through the engine.
+package struct DeviceControl: Sendable {
+    let engine: SyncEngine
     let activity: SyncActivity
     let journal: DeviceJournal
     let folder: URL
     let container: String
+    /// Called after a download or eviction, so the daemon runs a round and the activity catches up.
+    let changed: @Sendable () -> Void
 
-    package init(engine: SyncEngine, container: String) {
+    package init(engine: SyncEngine, container: String, changed: @escaping @Sendable () -> Void = {}) {
+        self.engine = engine
         self.activity = engine.activity
         self.journal = engine.journal
         self.folder = engine.folder.standardizedFileURL
         self.container = container
+        self.changed = changed
     }
 
     package func answer(_ request: ControlRequest) async -> ControlResponse {
         do {
-            guard let path = request.path else { return ControlResponse(folder: try await folderStatus()) }
-            return ControlResponse(item: try await status(of: try relative(path)))
+            guard let path = request.path else {
+                guard request.command == .status else { throw NimbusError.badRequest("\(request.command.rawValue) needs a path") }
+                return ControlResponse(folder: try await folderStatus())
+            }
+            let relative = try relative(path)
+            switch request.command {
+            case .status: break
+            case .download: try await engine.download(relative)
+            case .evict: try await engine.evict(relative)
+            }
+            if request.command != .status { changed() }
+            return ControlResponse(item: try await status(of: relative))
         } catch let error as NimbusError {
             return ControlResponse(error: error.reason)
         } catch {
@@ -164,6 +180,12 @@ package struct StatusReporter: Sendable {
                 .conflict, "in conflict: \(count) unresolved conflict version\(count == 1 ? "" : "s") (nimbus docs conflicts)")
         }
         let elsewhere = issues.isEmpty ? "" : "; its name is not valid on \(issues.joined(separator: ", "))"
+        let stub = folder.appendingPathComponent(Placeholder.path(for: path)).path
+        if !FileManager.default.fileExists(atPath: folder.appendingPathComponent(path).path),
+            FileManager.default.fileExists(atPath: stub)
+        {
+            return status(.notDownloaded, "synced, not downloaded (nimbus docs download)" + elsewhere)
+        }
         return status(.synced, "synced" + elsewhere)
     }
 

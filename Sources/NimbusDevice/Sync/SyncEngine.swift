@@ -10,10 +10,14 @@ import NimbusKit
 /// just before touching a file that it is still what the planner saw, so an edit made meanwhile is
 /// never overwritten (the next round sees it).
 package final class SyncEngine: Sendable {
-    private let client: DocumentClient
+    let client: DocumentClient
     package let folder: URL
     package let journal: DeviceJournal
     private let device: String
+    /// New files from the server arrive as placeholders, downloaded when asked for (`download(_:)`).
+    private let downloadsOnDemand: Bool
+    /// Rounds, evictions and requested downloads run one at a time.
+    private let turns = AsyncLock()
     /// What the engine is doing and what stopped it, for the control socket.
     package let activity = SyncActivity()
 
@@ -24,7 +28,8 @@ package final class SyncEngine: Sendable {
     /// Chunks of a large file asked about together while it is read once.
     static let chunksPerQuestion = 8
 
-    package init(client: DocumentClient, folder: URL, journal: DeviceJournal, device: String) {
+    package init(client: DocumentClient, folder: URL, journal: DeviceJournal, device: String, downloadsOnDemand: Bool = false) {
+        self.downloadsOnDemand = downloadsOnDemand
         self.client = client
         self.folder = folder
         self.journal = journal
@@ -33,14 +38,29 @@ package final class SyncEngine: Sendable {
 
     /// One round; whether it planned anything (run rounds until it plans nothing to converge).
     @discardableResult package func syncOnce() async throws -> Bool {
-        do {
-            let planned = try await round()
-            await activity.roundEnded(nil)
-            return planned
-        } catch {
-            await activity.roundEnded(error as? NimbusError ?? NimbusError(.internalError, "\(error)"))
-            throw error
+        try await exclusively {
+            do {
+                let planned = try await round()
+                await activity.roundEnded(nil)
+                return planned
+            } catch {
+                await activity.roundEnded(error as? NimbusError ?? NimbusError(.internalError, "\(error)"))
+                throw error
+            }
         }
+    }
+
+    /// Runs `body` when no round, eviction or requested download runs.
+    func exclusively<T: Sendable>(_ body: () async throws -> T) async throws -> T {
+        await turns.lock()
+        let result: Result<T, any Error>
+        do {
+            result = .success(try await body())
+        } catch {
+            result = .failure(error)
+        }
+        await turns.unlock()
+        return try result.get()
     }
 
     private func round() async throws -> Bool {
@@ -57,7 +77,7 @@ package final class SyncEngine: Sendable {
         var remote = SyncTree()
         for (id, item) in remoteItems { remote[id] = Self.syncItem(item) }
         let plan = SyncPlanner.plan(remote: remote, local: scan.tree, synced: synced)
-        var known = scan.files.mapValues(\.path)
+        var known = scan.files.mapValues { $0.isPlaceholder ? Self.realPath(of: $0.path) : $0.path }
         for id in remote.items.keys where known[id] == nil { known[id] = remote.path(of: id) }
         await activity.planned(paths: known, steps: plan)
         let (serverSide, diskSide) = (plan.filter(\.isRemote), plan.filter { !$0.isRemote })
@@ -69,10 +89,12 @@ package final class SyncEngine: Sendable {
         } catch let error as NimbusError where error.code != .networkUnavailable {
             refused = error
         }
-        let fetched = try await fetch(diskSide, remote: remoteItems)
+        let fetched = try await fetch(diskSide.filter { !staysEvicted($0, scan: scan) }, remote: remoteItems)
         defer { for file in fetched.values { unlink(file.path) } }
         var paths = scan.files.mapValues(\.path)
-        for step in diskSide { try await runOnDisk(step, scan: scan, fetched: fetched, paths: &paths) }
+        for step in diskSide {
+            try await runOnDisk(step, scan: scan, fetched: fetched, remote: remoteItems, paths: &paths)
+        }
         if let refused { throw refused }
         return !plan.isEmpty
     }
@@ -347,16 +369,22 @@ package final class SyncEngine: Sendable {
                 }
                 for try await done in group { for (id, file) in done { fetched[id] = file } }
             }
-            let paths = fetched.values.map { strdup($0.path) }
-            defer { for path in paths { free(path) } }
-            guard paths.isEmpty || nimbus_sync_files(folder.path, paths.map { UnsafePointer($0) }, Int32(paths.count)) == 0 else {
-                throw NimbusError(.internalError, "cannot sync the downloaded files: \(String(cString: strerror(errno)))")
-            }
+            try synchronize(Array(fetched.values))
         } catch {
             for file in fetched.values { unlink(file.path) }
             throw error
         }
         return fetched
+    }
+
+    /// Makes downloaded files durable before they are renamed into place (one sync of the file system).
+    func synchronize(_ files: [URL]) throws {
+        guard !files.isEmpty else { return }
+        let paths = files.map { strdup($0.path) }
+        defer { for path in paths { free(path) } }
+        guard nimbus_sync_files(folder.path, paths.map { UnsafePointer($0) }, Int32(paths.count)) == 0 else {
+            throw NimbusError(.internalError, "cannot sync the downloaded files: \(String(cString: strerror(errno)))")
+        }
     }
 
     /// The downloads in requests: a large file alone, small files together up to a bundle's limits.
@@ -388,8 +416,24 @@ package final class SyncEngine: Sendable {
         }
     }
 
+    /// Whether a download leaves the item evicted (its placeholder updated, no bytes fetched): it is
+    /// evicted now, or new here while the container downloads on demand.
+    private func staysEvicted(_ step: SyncOperation, scan: LocalScanner.Scan) -> Bool {
+        guard case .download(let item) = step.action, item.kind == .file else { return false }
+        guard let current = scan.files[step.item] else { return downloadsOnDemand }
+        return current.isPlaceholder
+    }
+
+    /// The path of the file a placeholder stands for.
+    static func realPath(of placeholder: String) -> String {
+        let (folder, name) = LocalScanner.split(placeholder)
+        let real = Placeholder.itemName(of: name) ?? name
+        return folder.isEmpty ? real : folder + "/" + real
+    }
+
     private func runOnDisk(
-        _ step: SyncOperation, scan: LocalScanner.Scan, fetched: [ItemID: URL], paths: inout [ItemID: String]
+        _ step: SyncOperation, scan: LocalScanner.Scan, fetched: [ItemID: URL], remote: [ItemID: DocumentItem],
+        paths: inout [ItemID: String]
     ) async throws {
         let id = step.item
         let current = paths[id]
@@ -403,6 +447,15 @@ package final class SyncEngine: Sendable {
                 } else {
                     guard mkdir(folder.appendingPathComponent(target).path, 0o755) == 0 else { return }
                 }
+            } else if staysEvicted(step, scan: scan) {
+                let stub = Placeholder.path(for: target)
+                let placeholder = Placeholder(
+                    name: item.place.name, size: remote[id]?.current?.content.size ?? 0, contentHash: item.content ?? "")
+                guard let file = try? writeTemporary(try placeholder.encoded()),
+                    let written = LocalScanner.stat(file.path, path: stub), place(file, at: stub, replacing: current)
+                else { return }
+                try await placed(id, at: stub, content: item.content, details: written, paths: &paths)
+                break
             } else {
                 // The file's details as written, taken before it has a name anyone can edit it under.
                 guard let file = fetched[id], let written = LocalScanner.stat(file.path, path: target),
@@ -413,7 +466,9 @@ package final class SyncEngine: Sendable {
             }
             try await placed(id, at: target, content: nil, details: nil, paths: &paths)
         case .moveLocal(let place):
-            guard let current, let target = path(of: place, in: paths), move(current, to: target) else { return }
+            guard let current, let real = path(of: place, in: paths) else { return }
+            let target = Placeholder.isPlaceholder(path: current) ? Placeholder.path(for: real) : real
+            guard move(current, to: target) else { return }
             // The details the scan read, not the file's now: if it was edited since, the next scan sees
             // they differ and reads it again instead of trusting the old hash.
             let scanned = scan.files[id].map {
@@ -477,7 +532,7 @@ package final class SyncEngine: Sendable {
 
     /// Downloads a group of files (`downloadGroups`) into new temporary files: a large file's chunks one
     /// request each, small files' chunks in one bundle.
-    private func download(_ files: [(ItemID, DocumentContent)]) async throws -> [(ItemID, URL)] {
+    func download(_ files: [(ItemID, DocumentContent)]) async throws -> [(ItemID, URL)] {
         if files.count == 1, let (id, content) = files.first, content.size > Int64(ContentDefinedChunker.standard.maximumSize) {
             await activity.started(id, bytes: content.size)
             let written = try await write(content) { hash in
@@ -499,14 +554,32 @@ package final class SyncEngine: Sendable {
         return written
     }
 
-    /// Writes a version into a new temporary file (not yet synced), checking every chunk and the whole
-    /// against their hashes.
-    private func write(_ content: DocumentContent, chunk bytesOf: (String) async throws -> Data) async throws -> URL {
+    /// A new temporary file holding `bytes`.
+    func writeTemporary(_ bytes: Data) throws -> URL {
+        let (temporary, handle) = try createTemporary()
+        defer { try? handle.close() }
+        do {
+            try handle.write(contentsOf: bytes)
+        } catch {
+            unlink(temporary.path)
+            throw error
+        }
+        return temporary
+    }
+
+    /// A new empty file at the folder's root, under a name scans skip.
+    private func createTemporary() throws -> (URL, FileHandle) {
         let temporary = folder.appendingPathComponent(LocalScanner.temporaryPrefix + UUIDString.random())
         // Not FileManager.createFile, which writes through a second temporary file and syncs it.
         let descriptor = open(temporary.path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
         guard descriptor >= 0 else { throw NimbusError(.internalError, "cannot create \(temporary.path)") }
-        let handle = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
+        return (temporary, FileHandle(fileDescriptor: descriptor, closeOnDealloc: true))
+    }
+
+    /// Writes a version into a new temporary file (not yet synced), checking every chunk and the whole
+    /// against their hashes.
+    private func write(_ content: DocumentContent, chunk bytesOf: (String) async throws -> Data) async throws -> URL {
+        let (temporary, handle) = try createTemporary()
         var hasher = SHA256()
         do {
             defer { try? handle.close() }
@@ -530,7 +603,7 @@ package final class SyncEngine: Sendable {
 
     /// Renames a downloaded file into place, so no reader ever sees half a file. It replaces only
     /// `current` (the item's own file, checked unchanged), and removes that file when the item moved.
-    private func place(_ file: URL, at target: String, replacing current: String?) -> Bool {
+    func place(_ file: URL, at target: String, replacing current: String?) -> Bool {
         let targetURL = folder.appendingPathComponent(target)
         if current == target { return rename(file.path, targetURL.path) == 0 }
         guard nimbus_rename_noreplace(file.path, targetURL.path) == 0 else { return false }

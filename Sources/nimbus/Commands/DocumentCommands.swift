@@ -45,6 +45,8 @@ struct DeviceRun: AsyncParsableCommand {
     var root: String
     @Option(help: "Seconds between safety-net rescans (changes are noticed at once through inotify and push).")
     var rescanSeconds = 30
+    @Flag(help: "Download files only when asked for (nimbus docs download); until then each is a placeholder.")
+    var onDemand = false
 
     func run() async throws {
         let (client, profile) = try options.documents()
@@ -57,7 +59,7 @@ struct DeviceRun: AsyncParsableCommand {
         try FileManager.default.createDirectory(at: state, withIntermediateDirectories: true)
         let journal = try DeviceJournal(path: state.appendingPathComponent("\(directory).\(options.environment).sqlite").path)
         let device = ProcessInfo.processInfo.hostName
-        let engine = SyncEngine(client: client, folder: folder, journal: journal, device: device)
+        let engine = SyncEngine(client: client, folder: folder, journal: journal, device: device, downloadsOnDemand: onDemand)
         let daemon = DeviceDaemon(
             engine: engine, folder: folder, session: profile.session, container: client.container,
             rescanInterval: .seconds(max(1, rescanSeconds)), controlSocket: ControlSocket.path(root: rootURL),
@@ -80,19 +82,7 @@ struct DeviceStatusCommand: AsyncParsableCommand {
     var json = false
 
     func run() async throws {
-        let here = URL(fileURLWithPath: FileManager.default.currentDirectoryPath)
-        let target = path.map { URL(fileURLWithPath: $0, relativeTo: here).standardizedFileURL }
-        guard let rootURL = root.map({ URL(fileURLWithPath: $0) }) ?? Self.root(above: target ?? here) else {
-            throw CLIError("no device root above \((target ?? here).path): pass --root (the folder given to nimbus device run)")
-        }
-        let response: ControlResponse
-        do {
-            response = try ControlSocket.ask(
-                ControlRequest(command: .status, path: target?.path), at: ControlSocket.path(root: rootURL))
-        } catch let error as NimbusError {
-            throw CLIError(error.reason)
-        }
-        if let error = response.error { throw CLIError(error) }
+        let response = try DeviceRoot.ask(.status, path: path, root: root)
         if json {
             print(ValueText.json(response))
         } else if let item = response.item {
@@ -102,6 +92,30 @@ struct DeviceStatusCommand: AsyncParsableCommand {
             print("  " + (folder.problem ?? (folder.pending == 0 ? "up to date" : "\(folder.pending) to do")))
             print("  \(folder.conflicts) in conflict, \(folder.refused) refused by the server")
         }
+    }
+}
+
+/// Finding the daemon that serves a path, and asking it.
+enum DeviceRoot {
+    /// Sends `command` about `path` (relative to the current directory; nil: the folder) to the daemon of
+    /// `root`, or of the nearest device root above the path.
+    static func ask(_ command: ControlRequest.Command, path: String?, root: String?, timeout: Int = 10) throws
+        -> ControlResponse
+    {
+        let here = URL(fileURLWithPath: FileManager.default.currentDirectoryPath)
+        let target = path.map { URL(fileURLWithPath: $0, relativeTo: here).standardizedFileURL }
+        guard let rootURL = root.map({ URL(fileURLWithPath: $0) }) ?? Self.root(above: target ?? here) else {
+            throw CLIError("no device root above \((target ?? here).path): pass --root (the folder given to nimbus device run)")
+        }
+        let response: ControlResponse
+        do {
+            response = try ControlSocket.ask(
+                ControlRequest(command: command, path: target?.path), at: ControlSocket.path(root: rootURL), timeout: timeout)
+        } catch let error as NimbusError {
+            throw CLIError(error.reason)
+        }
+        if let error = response.error { throw CLIError(error) }
+        return response
     }
 
     /// The nearest folder at or above `url` that has a daemon's control socket.
@@ -116,12 +130,41 @@ struct DeviceStatusCommand: AsyncParsableCommand {
     }
 }
 
+struct DocsDownload: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "download", abstract: "Download an evicted file on this device (through its running daemon).")
+    @Argument(help: "The file, in the device's synced folder.")
+    var path: String
+    @Option(help: "The device's root folder (default: found above PATH).")
+    var root: String?
+
+    func run() async throws {
+        let item = try DeviceRoot.ask(.download, path: path, root: root, timeout: 3600).item
+        print("\(item?.path ?? path): \(item?.reason ?? "downloaded")")
+    }
+}
+
+struct DocsEvict: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "evict",
+        abstract: "Free a synced file's space on this device, keeping a placeholder (through its running daemon).")
+    @Argument(help: "The file, in the device's synced folder.")
+    var path: String
+    @Option(help: "The device's root folder (default: found above PATH).")
+    var root: String?
+
+    func run() async throws {
+        let item = try DeviceRoot.ask(.evict, path: path, root: root).item
+        print("\(item?.path ?? path): \(item?.reason ?? "evicted")")
+    }
+}
+
 struct DocsCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "docs", abstract: "List the container's documents, their versions, conflicts and Recently Deleted.",
         subcommands: [
             DocsList.self, DocsPut.self, DocsGet.self, DocsRemove.self, DocsMove.self, DocsVersions.self, DocsRestore.self,
-            DocsConflicts.self, DocsResolve.self, DocsTrash.self,
+            DocsConflicts.self, DocsResolve.self, DocsTrash.self, DocsDownload.self, DocsEvict.self,
         ])
 }
 

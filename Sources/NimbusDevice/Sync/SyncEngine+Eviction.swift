@@ -1,0 +1,77 @@
+import Foundation
+import NimbusCore
+
+/// Evicting a synced file (its bytes leave the disk, a placeholder keeps its place and metadata) and
+/// downloading it again when asked for, one at a time with the engine's rounds.
+extension SyncEngine {
+    /// Replaces the file at `path` (relative to the folder) with its placeholder. Only a file whose
+    /// bytes are the server's current version is evicted, so nothing unsynced is ever dropped.
+    package func evict(_ path: String) async throws {
+        try await exclusively {
+            let files = try await journal.localFiles()
+            let stub = Placeholder.path(for: path)
+            guard let file = files.first(where: { $0.path == path }) else {
+                if files.contains(where: { $0.path == stub }) { return }  // evicted already
+                throw NimbusError.notFound("\(path) is not a synced item on this device")
+            }
+            guard let content = file.content else {
+                throw NimbusError.badRequest("\(path) is a folder; evict the files in it")
+            }
+            let url = folder.appendingPathComponent(path)
+            func unchanged() -> Bool {
+                guard let now = LocalScanner.stat(url.path, path: path) else { return false }
+                return now.inode == file.inode && now.size == file.size && now.modified == file.modified
+            }
+            let synced = try await journal.syncedTree()[file.id]
+            let current = try await journal.remoteItem(file.id)?.current?.content.contentHash
+            guard synced?.content == content, current == content, unchanged() else {
+                throw NimbusError(.conflict, "\(path) has changes that are not synced yet; it is evicted once they are")
+            }
+            // A placeholder left beside the file by an eviction cut short is stale.
+            unlink(folder.appendingPathComponent(stub).path)
+            let placeholder = Placeholder(name: LocalScanner.split(path).name, size: file.size, contentHash: content)
+            let temporary = try writeTemporary(try placeholder.encoded())
+            guard let written = LocalScanner.stat(temporary.path, path: stub), place(temporary, at: stub, replacing: nil) else {
+                unlink(temporary.path)
+                throw NimbusError(.conflict, "cannot write the placeholder of \(path)")
+            }
+            guard unchanged(), unlink(url.path) == 0 else {
+                unlink(folder.appendingPathComponent(stub).path)
+                throw NimbusError(.conflict, "\(path) changed while it was being evicted; it stays")
+            }
+            try await journal.setLocalFile(
+                LocalFile(
+                    id: file.id, path: stub, inode: written.inode, size: written.size, modified: written.modified,
+                    content: content))
+        }
+    }
+
+    /// Downloads the evicted file at `path` (relative to the folder) in place of its placeholder: the
+    /// server's current version, written whole before it takes the name.
+    package func download(_ path: String) async throws {
+        try await exclusively {
+            let files = try await journal.localFiles()
+            let stub = Placeholder.path(for: path)
+            guard let file = files.first(where: { $0.path == stub }) else {
+                if files.contains(where: { $0.path == path }) { return }  // downloaded already
+                throw NimbusError.notFound("\(path) is not an item on this device")
+            }
+            guard let version = try await journal.remoteItem(file.id)?.current else {
+                throw NimbusError.notFound("\(path) is no longer on the server")
+            }
+            guard let (_, temporary) = try await download([(file.id, version.content)]).first else {
+                throw NimbusError(.internalError, "the download of \(path) wrote nothing")
+            }
+            defer { unlink(temporary.path) }
+            try synchronize([temporary])
+            guard let written = LocalScanner.stat(temporary.path, path: path), place(temporary, at: path, replacing: nil) else {
+                throw NimbusError(.conflict, "something else is at \(path) now; the download waits for it to move")
+            }
+            unlink(folder.appendingPathComponent(stub).path)
+            try await journal.setLocalFile(
+                LocalFile(
+                    id: file.id, path: path, inode: written.inode, size: written.size, modified: written.modified,
+                    content: version.content.contentHash))
+        }
+    }
+}
