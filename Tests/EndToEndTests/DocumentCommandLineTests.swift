@@ -212,6 +212,26 @@ import Testing
         _ = try await nimbus("docs", "put", first.path, "Documents/Essays/Essay.txt")
         #expect(try await nimbus("docs", "ls").stdout.contains("Documents/Essays/Essay.txt\t12"))
 
+        // Over 1 MB: a progress line on a terminal (script(1) gives the command one), none when piped.
+        var generator = SeededGenerator(seed: 17)
+        let album = work.appendingPathComponent("album.bin")
+        try generator.bytes(3 << 20).write(to: album)
+        let piped = try await nimbus("docs", "put", album.path, "Documents/Album.bin")
+        #expect(!piped.stderr.contains("MB/s"), "\(piped.stderr)")
+        let command = try
+            ([
+                CommandLineTests.executable.path, "docs", "get", "Documents/Album.bin", album.path + ".copy", "--config",
+                device.config,
+            ])
+            .map { "'" + $0 + "'" }.joined(separator: " ")
+        let terminal = try await ChildProcess(
+            executable: URL(fileURLWithPath: "/usr/bin/script"), arguments: ["-qec", command, "/dev/null"],
+            environment: CommandLineTests.environment(server: server.url.absoluteString)
+        ).run()
+        #expect(
+            terminal.status == 0 && terminal.stdout.contains("down [####################] 3.1 / 3.1 MB"), "\(terminal.stdout)")
+        #expect(FileManager.default.contents(atPath: album.path + ".copy") == FileManager.default.contents(atPath: album.path))
+
         let copy = work.appendingPathComponent("copy.txt")
         _ = try await nimbus("docs", "get", "Documents/Essays/Essay.txt", copy.path)
         #expect(FileManager.default.contents(atPath: copy.path) == Data("second draft".utf8))

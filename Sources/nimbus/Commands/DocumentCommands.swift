@@ -348,10 +348,12 @@ struct DocsPut: AsyncParsableCommand {
             chunks.append(DocumentChunk(hash: chunk, size: Int64(bytes.count)))
         }
         var missing = Set(try await client.missing(Array(Set(chunks.map(\.hash)))))
+        let progress = TransferProgress("up", total: chunks.reduce(0) { $0 + $1.size })
         _ = try await FileContent.chunks(of: file) { bytes, chunk in
-            guard missing.remove(chunk) != nil else { return }
-            try await client.upload(chunk: bytes, hash: chunk)
+            if missing.remove(chunk) != nil { try await client.upload(chunk: bytes, hash: chunk) }
+            progress.add(bytes.count)
         }
+        progress.finish()
         let existing = try await listing(client).first { $0.path == path.trimmingCharacters(in: CharacterSet(charactersIn: "/")) }
         let (parent, name) = try await place(of: path, in: client, creating: true)
         let modified = (try FileManager.default.attributesOfItem(atPath: file.path)[.modificationDate] as? Date) ?? Date()
@@ -387,7 +389,13 @@ struct DocsGet: AsyncParsableCommand {
         FileManager.default.createFile(atPath: temporary.path, contents: nil)
         let handle = try FileHandle(forWritingTo: temporary)
         do {
-            for chunk in content.chunks { try handle.write(contentsOf: try await client.download(chunk: chunk.hash)) }
+            let progress = TransferProgress("down", total: content.size)
+            for chunk in content.chunks {
+                let bytes = try await client.download(chunk: chunk.hash)
+                try handle.write(contentsOf: bytes)
+                progress.add(bytes.count)
+            }
+            progress.finish()
             try handle.synchronize()
             try handle.close()
         } catch {
