@@ -61,6 +61,8 @@ package protocol DeveloperStore: Sendable {
     func apps() async throws -> [App]
     func createContainer(_ container: Container) async throws
     func container(identifier: String) async throws -> Container?
+    /// Sets which folder extensions the container treats as file packages; false when there is no such container.
+    func setPackageExtensions(_ extensions: [String], of identifier: String) async throws -> Bool
     func containers() async throws -> [Container]
     func entitle(bundleID: String, container: String) async throws
     func revokeEntitlement(bundleID: String, container: String) async throws

@@ -287,6 +287,28 @@ import Testing
         #expect(try await fixture.fetch(["../../etc/passwd"]).status == 400)
     }
 
+    /// Which folders are file packages is the container's setting, set by an administrator and told to
+    /// every device with the changes.
+    @Test func packageExtensionsAreAContainerSetting() async throws {
+        let fixture = try await Fixture.make()
+        #expect(try await fixture.changes().packageExtensions == ["key", "numbers", "pages", "rtfd"])
+        let admin = try await fixture.server.signInAdministrator()
+        let path = "/admin/1/containers/\(fixture.app.container)/packages"
+        let set = try await fixture.server.request(.PUT, path, session: admin, json: #"{"packageExtensions":["sketch","pages"]}"#)
+        #expect(set.status == 200 && (try? set.decode(Container.self))?.packageExtensions == ["sketch", "pages"])
+        #expect(try await fixture.changes().packageExtensions == ["sketch", "pages"])
+        for bad in [#"{"packageExtensions":[".pages"]}"#, #"{"packageExtensions":["PAGES"]}"#, #"{"packageExtensions":[""]}"#] {
+            let refused = try await fixture.server.request(.PUT, path, session: admin, json: bad)
+            #expect(refused.status == 400, "\(bad)")
+        }
+        #expect(try await fixture.changes().packageExtensions == ["sketch", "pages"], "a refused setting changes nothing")
+        let nobody = try await fixture.server.request(
+            .PUT, "/admin/1/containers/iCloud.com.example.None/packages", session: admin, json: #"{"packageExtensions":[]}"#)
+        #expect(nobody.status == 404)
+        let notAdmin = try await fixture.server.request(.PUT, path, session: fixture.ann, json: #"{"packageExtensions":[]}"#)
+        #expect(notAdmin.status == 403 || notAdmin.status == 401)
+    }
+
     @Test func anotherUsersItemsAndChunksStayOutOfReach() async throws {
         let fixture = try await Fixture.make()
         let secret = Data("ann's secret".utf8)

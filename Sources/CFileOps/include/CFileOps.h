@@ -5,6 +5,10 @@
 /// RENAME_NOREPLACE, which Swift's Glibc module does not expose): 0, or -1 with errno set (EEXIST).
 int nimbus_rename_noreplace(const char *from, const char *to);
 
+/// Swaps what is at `from` and at `to` in one step (renameat2 with RENAME_EXCHANGE), so a reader of
+/// either path sees the old or the new, never nothing: 0, or -1 with errno set.
+int nimbus_rename_exchange(const char *from, const char *to);
+
 /// Makes the files at `paths` (on the file system holding `directory`) durable. On Linux it is one
 /// syncfs of that file system — one journal commit however many files were written, where syncing each
 /// file costs a commit apiece; elsewhere each file is synced. 0, or -1 with errno set.

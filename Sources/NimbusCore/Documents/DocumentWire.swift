@@ -109,8 +109,13 @@ package struct DocumentChangesResponse: Codable, Sendable {
     package var removed: [String]
     package var syncToken: String
     package var moreComing: Bool
+    /// Extensions of folders the container treats as file packages.
+    package var packageExtensions: [String]?
 
-    package init(items: [DocumentItem], removed: [String], syncToken: String, moreComing: Bool) {
+    package init(
+        items: [DocumentItem], removed: [String], syncToken: String, moreComing: Bool, packageExtensions: [String]? = nil
+    ) {
+        self.packageExtensions = packageExtensions
         self.items = items
         self.removed = removed
         self.syncToken = syncToken

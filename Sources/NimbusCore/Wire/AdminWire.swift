@@ -47,10 +47,39 @@ package struct CreateAppRequest: Codable, Sendable {
 package struct Container: Codable, Sendable, Hashable {
     package var identifier: String
     package var teamID: String
-    package init(identifier: String, teamID: String) {
+    /// Extensions of folders its documents treat as file packages, synced and versioned as one document
+    /// (nil: `defaultPackageExtensions`).
+    package var packageExtensions: [String]?
+
+    package init(identifier: String, teamID: String, packageExtensions: [String]? = nil) {
         self.identifier = identifier
         self.teamID = teamID
+        self.packageExtensions = packageExtensions
     }
+
+    /// Apple's document packages most apps meet.
+    package static let defaultPackageExtensions = ["key", "numbers", "pages", "rtfd"]
+
+    package var effectivePackageExtensions: [String] { packageExtensions ?? Self.defaultPackageExtensions }
+
+    /// Extensions are 1 to 32 lowercase letters and digits; a container names at most 100.
+    package static func validate(packageExtensions: [String]) throws(NimbusError) {
+        guard packageExtensions.count <= 100,
+            packageExtensions.allSatisfy({
+                (1...32).contains($0.utf8.count)
+                    && $0.utf8.allSatisfy { (0x61...0x7A).contains($0) || (0x30...0x39).contains($0) }
+            })
+        else {
+            throw .badRequest(
+                "packageExtensions are at most 100 extensions of 1 to 32 lowercase letters and digits, without the dot")
+        }
+    }
+}
+
+/// `PUT /admin/1/containers/{container}/packages`: which folder extensions are file packages.
+package struct PackageExtensionsRequest: Codable, Sendable {
+    package var packageExtensions: [String]
+    package init(packageExtensions: [String]) { self.packageExtensions = packageExtensions }
 }
 
 package struct EntitlementRequest: Codable, Sendable {

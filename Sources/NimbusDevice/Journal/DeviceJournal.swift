@@ -66,6 +66,20 @@ package final class DeviceJournal: Sendable {
             for item in page.items { try Self.storeRemote(item, db) }
             for id in page.removed { try db.execute(sql: "DELETE FROM remote WHERE item_id = ?", arguments: [id]) }
             try db.execute(sql: "INSERT OR REPLACE INTO state VALUES ('token', ?)", arguments: [page.syncToken])
+            if let extensions = page.packageExtensions {
+                try db.execute(
+                    sql: "INSERT OR REPLACE INTO state VALUES ('packages', ?)", arguments: [extensions.joined(separator: ",")])
+            }
+        }
+    }
+
+    /// The folder extensions the container treats as file packages, as the server last said.
+    package var packageExtensions: Set<String> {
+        get async throws {
+            try await database.read { db in
+                let text = try String.fetchOne(db, sql: "SELECT value FROM state WHERE key = 'packages'") ?? ""
+                return Set(text.split(separator: ",").map(String.init))
+            }
         }
     }
 

@@ -4,11 +4,23 @@ import NimbusCore
 
 /// Reads the container's folder into the local tree. Items keep their IDs across renames and moves by
 /// their inode, and across a save that replaces the file (a new inode at the same path) by their path;
-/// a file's content hash is computed again only when its size or modification time changed.
+/// a file's content hash is computed again only when its size or modification time changed. A folder
+/// whose extension is one of the container's package extensions is one item, a file package.
 package struct LocalScanner: Sendable {
     package let folder: URL
+    /// Lowercased extensions of folders that are file packages (`pages`).
+    package let packageExtensions: Set<String>
 
-    package init(folder: URL) { self.folder = folder }
+    package init(folder: URL, packageExtensions: Set<String> = []) {
+        self.folder = folder
+        self.packageExtensions = packageExtensions
+    }
+
+    /// Whether a folder of this name is a file package.
+    func isPackage(_ name: String) -> Bool {
+        guard let dot = name.lastIndex(of: "."), dot != name.startIndex else { return false }
+        return packageExtensions.contains(name[name.index(after: dot)...].lowercased())
+    }
 
     /// Names the engine writes while it works (temporary downloads, items stepping aside), never synced.
     static let temporaryPrefix = DocumentNames.temporaryPrefix
@@ -39,13 +51,22 @@ package struct LocalScanner: Sendable {
                 guard (try? DocumentNames.validate(real)) != nil, !paths.contains(realPath) else { continue }
                 name = real
             }
+            let isPackage = entry.isFolder && isPackage(name)
+            var entry = entry
+            if isPackage {
+                (entry.size, entry.modified) = try PackageArchive.details(of: folder.appendingPathComponent(entry.path))
+            }
             let previous = [byInode[entry.inode], byPath[entry.path]].compactMap { $0 }.first {
-                !claimed.contains($0.id) && ($0.content == nil) == entry.isFolder
+                !claimed.contains($0.id) && ($0.content == nil) == (entry.isFolder && !isPackage)
             }
             let id = previous?.id ?? ItemID(UUIDString.random())
             claimed.insert(id)
             var content: String?
-            if !entry.isFolder {
+            if isPackage {
+                let unchanged = previous.map { $0.inode == entry.inode && $0.size == entry.size && $0.modified == entry.modified }
+                content =
+                    try unchanged == true ? previous?.content : PackageArchive.hash(of: folder.appendingPathComponent(entry.path))
+            } else if !entry.isFolder {
                 if let previous, previous.inode == entry.inode, previous.size == entry.size, previous.modified == entry.modified {
                     content = previous.content
                 } else if placeholder != nil {
@@ -58,7 +79,8 @@ package struct LocalScanner: Sendable {
                 folders[entry.path] = id
             }
             scan.tree[id] = SyncItem(
-                place: Place(parent: parent, name: name), kind: entry.isFolder ? .folder : .file, content: content)
+                place: Place(parent: parent, name: name), kind: isPackage ? .package : entry.isFolder ? .folder : .file,
+                content: content)
             scan.files[id] = LocalFile(
                 id: id, path: entry.path, inode: entry.inode, size: entry.size, modified: entry.modified, content: content)
         }
@@ -93,7 +115,8 @@ package struct LocalScanner: Sendable {
                 let path = relative.isEmpty ? name : relative + "/" + name
                 guard let entry = Self.stat(folder.appendingPathComponent(path).path, path: path) else { continue }
                 found.append(entry)
-                if entry.isFolder { pending.append(path) }
+                // A package is one item: what it holds is its content, not items of its own.
+                if entry.isFolder && !isPackage(name) { pending.append(path) }
             }
         }
         return found.sorted { $0.path.split(separator: "/").count < $1.path.split(separator: "/").count }

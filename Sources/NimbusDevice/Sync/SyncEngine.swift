@@ -68,9 +68,10 @@ package final class SyncEngine: Sendable {
         removeTemporaryFiles()
         try await fetchRemote()
         let synced = try await journal.syncedTree()
-        var scan = try LocalScanner(folder: folder).scan(known: try await journal.localFiles())
+        let scanner = LocalScanner(folder: folder, packageExtensions: try await journal.packageExtensions)
+        var scan = try scanner.scan(known: try await journal.localFiles())
         if try renameCollidingNames(scan, synced: synced) {
-            scan = try LocalScanner(folder: folder).scan(known: try await journal.localFiles())
+            scan = try scanner.scan(known: try await journal.localFiles())
         }
         try await journal.replaceLocalFiles(Array(scan.files.values))
         let remoteItems = try await journal.remoteItems()
@@ -165,12 +166,21 @@ package final class SyncEngine: Sendable {
             let batch = Array(steps[start..<min(start + Self.batchSize, steps.count)])
             var contents: [ItemID: (path: String, content: DocumentContent)] = [:]
             var sent = Set<ItemID>()
+            var packed: [URL] = []
+            defer { for archive in packed { unlink(archive.path) } }
             for step in batch {
-                guard case .upload(let item, _) = step.action, item.kind != .folder, let path = scan.files[step.item]?.path
+                guard case .upload(let item, _) = step.action, item.kind != .folder, var path = scan.files[step.item]?.path
                 else { continue }
+                if item.kind == .package {
+                    // A package travels as its stream (`PackageArchive`), written to a temporary file first.
+                    guard let archive = try? pack(path, expecting: item.content) else { continue }
+                    packed.append(archive)
+                    path = archive.lastPathComponent
+                }
                 // A file of several chunks is read once, asking about and sending its chunks as it goes;
                 // small files are read first and asked about together.
-                let large = (scan.files[step.item]?.size ?? 0) > ContentDefinedChunker.standard.maximumSize
+                let size = LocalScanner.stat(folder.appendingPathComponent(path).path, path: path)?.size ?? 0
+                let large = size > ContentDefinedChunker.standard.maximumSize
                 guard
                     let content = try await large
                         ? send(step.item, at: path, expecting: item.content) : read(path, expecting: item.content)
@@ -200,6 +210,19 @@ package final class SyncEngine: Sendable {
             }
             if !sendable.isEmpty { try await send(sendable) }
         }
+    }
+
+    /// The package at `path` as its stream in a temporary file at the folder's root, if it still hashes to
+    /// `expected`.
+    private func pack(_ path: String, expecting expected: String?) throws -> URL? {
+        let (archive, handle) = try createTemporary()
+        let hash = try? PackageArchive.pack(folder.appendingPathComponent(path), into: handle)
+        try? handle.close()
+        guard hash == expected else {
+            unlink(archive.path)
+            return nil
+        }
+        return archive
     }
 
     /// The wire operation for a step of the server's side.
@@ -456,6 +479,12 @@ package final class SyncEngine: Sendable {
                 else { return }
                 try await placed(id, at: stub, content: item.content, details: written, paths: &paths)
                 break
+            } else if item.kind == .package {
+                guard let archive = fetched[id], let written = try placePackage(archive, at: target, replacing: current) else {
+                    return
+                }
+                try await placed(id, at: target, content: item.content, details: written, paths: &paths)
+                break
             } else {
                 // The file's details as written, taken before it has a name anyone can edit it under.
                 guard let file = fetched[id], let written = LocalScanner.stat(file.path, path: target),
@@ -481,6 +510,8 @@ package final class SyncEngine: Sendable {
             let url = folder.appendingPathComponent(current)
             if scan.tree[id]?.kind == .folder {
                 guard rmdir(url.path) == 0 else { return }  // something is still in it
+            } else if scan.tree[id]?.kind == .package {
+                guard (try? FileManager.default.removeItem(at: url)) != nil else { return }
             } else {
                 guard unlink(url.path) == 0 else { return }
             }
@@ -517,11 +548,16 @@ package final class SyncEngine: Sendable {
         return paths[parent].map { $0 + "/" + place.name }
     }
 
-    /// Whether the file at `path` is still the one the scan read (same inode, size and time).
+    /// Whether the file at `path` is still the one the scan read (same inode, size and time; for a
+    /// package, its files' total size and latest time).
     private func unchanged(_ id: ItemID, at path: String, scan: LocalScanner.Scan) -> Bool {
         guard let known = scan.files[id], known.path == path,
-            let now = LocalScanner.stat(folder.appendingPathComponent(path).path, path: path)
+            var now = LocalScanner.stat(folder.appendingPathComponent(path).path, path: path)
         else { return false }
+        if scan.tree[id]?.kind == .package {
+            guard let details = try? PackageArchive.details(of: folder.appendingPathComponent(path)) else { return false }
+            (now.size, now.modified) = details
+        }
         return now.inode == known.inode && now.size == known.size && now.modified == known.modified
     }
 
@@ -599,6 +635,27 @@ package final class SyncEngine: Sendable {
             throw error
         }
         return temporary
+    }
+
+    /// Rebuilds a downloaded package from its stream beside the folder's contents and swaps it into place in
+    /// one step (the old one, checked unchanged, is then removed): its details as placed, or nil when it
+    /// could not be placed (the next round tries again).
+    private func placePackage(_ archive: URL, at target: String, replacing current: String?) throws -> LocalScanner.Entry? {
+        let unpacked = folder.appendingPathComponent(LocalScanner.temporaryPrefix + UUIDString.random())
+        defer { try? FileManager.default.removeItem(at: unpacked) }
+        guard (try? PackageArchive.unpack(archive, into: unpacked)) != nil else { return nil }
+        try synchronize([unpacked])
+        let targetURL = folder.appendingPathComponent(target)
+        if let current, current == target {
+            // The old package ends up at the temporary name, removed by the defer.
+            guard nimbus_rename_exchange(unpacked.path, targetURL.path) == 0 else { return nil }
+        } else {
+            guard nimbus_rename_noreplace(unpacked.path, targetURL.path) == 0 else { return nil }
+            if let current { try? FileManager.default.removeItem(at: folder.appendingPathComponent(current)) }
+        }
+        guard var entry = LocalScanner.stat(targetURL.path, path: target) else { return nil }
+        (entry.size, entry.modified) = try PackageArchive.details(of: targetURL)
+        return entry
     }
 
     /// Renames a downloaded file into place, so no reader ever sees half a file. It replaces only

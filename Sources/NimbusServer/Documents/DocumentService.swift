@@ -40,7 +40,13 @@ struct DocumentService: Sendable {
                 removed.append(String(entry.key.dropFirst(DocumentKeys.itemPrefix.count)))
             }
         }
-        return DocumentChangesResponse(items: items, removed: removed, syncToken: page.token.encoded, moreComing: page.moreComing)
+        var container: Container?
+        if let identifier = zone.address.service.container {
+            container = try await server.store.container(identifier: identifier)
+        }
+        return DocumentChangesResponse(
+            items: items, removed: removed, syncToken: page.token.encoded, moreComing: page.moreComing,
+            packageExtensions: container?.effectivePackageExtensions ?? Container.defaultPackageExtensions)
     }
 
     func modify(_ zone: ZoneKey, _ request: DocumentModifyRequest, context: ServiceRequestContext) async throws

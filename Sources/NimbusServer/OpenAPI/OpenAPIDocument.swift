@@ -152,6 +152,10 @@ enum OpenAPIDocument {
                 method: "post", path: "/admin/1/containers", summary: "Create a container", access: .administrator,
                 request: "Container", response: "Container"),
             Operation(
+                method: "put", path: "/admin/1/containers/{container}/packages",
+                summary: "Set which folder extensions the container's documents treat as file packages",
+                access: .administrator, request: "PackageExtensionsRequest", response: "Container", errors: [404]),
+            Operation(
                 method: "post", path: "/admin/1/apps/{bundleID}/entitlements", summary: "Entitle an app to a container",
                 access: .administrator, request: "EntitlementRequest", response: "App"),
             Operation(

@@ -34,7 +34,7 @@ extension WireSchemas {
             object(
                 [
                     ("items", array(of: ref("DocumentItem"))), ("removed", array(of: string)), ("syncToken", string),
-                    ("moreComing", boolean),
+                    ("moreComing", boolean), ("packageExtensions", array(of: string)),
                 ], required: ["items", "removed", "syncToken", "moreComing"])
         ),
         (

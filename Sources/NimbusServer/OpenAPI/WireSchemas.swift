@@ -148,7 +148,13 @@ enum WireSchemas {
                 ],
                 required: ["bundleID", "teamID", "keyValueStoreIdentifier", "containers"])
         ),
-        ("Container", object([("identifier", string), ("teamID", string)], required: ["identifier", "teamID"])),
+        (
+            "Container",
+            object(
+                [("identifier", string), ("teamID", string), ("packageExtensions", array(of: string))],
+                required: ["identifier", "teamID"])
+        ),
+        ("PackageExtensionsRequest", object([("packageExtensions", array(of: string))], required: ["packageExtensions"])),
         ("EntitlementRequest", object([("container", string)], required: ["container"])),
         (
             "CreateAPITokenRequest",

@@ -22,6 +22,11 @@ struct AdminRoutes {
         admin.post("containers") { request, context in
             try await service.createContainer(try await request.decode(as: Container.self, context: context))
         }
+        admin.put("containers/:container/packages") { request, context in
+            try await service.setPackageExtensions(
+                try await request.decode(as: PackageExtensionsRequest.self, context: context),
+                of: context.parameters.require("container"))
+        }
         admin.post("apps/:bundleID/entitlements") { request, context in
             let body = try await request.decode(as: EntitlementRequest.self, context: context)
             return try await service.entitle(bundleID: context.parameters.require("bundleID"), container: body.container)

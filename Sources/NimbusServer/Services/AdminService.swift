@@ -36,7 +36,16 @@ struct AdminService: Sendable {
     func createContainer(_ container: Container) async throws -> Container {
         try Identifiers.validateContainerID(container.identifier)
         try Identifiers.validateTeamID(container.teamID)
+        if let extensions = container.packageExtensions { try Container.validate(packageExtensions: extensions) }
         try await server.store.createContainer(container)
+        return container
+    }
+
+    func setPackageExtensions(_ request: PackageExtensionsRequest, of identifier: String) async throws -> Container {
+        try Container.validate(packageExtensions: request.packageExtensions)
+        guard try await server.store.setPackageExtensions(request.packageExtensions, of: identifier),
+            let container = try await server.store.container(identifier: identifier)
+        else { throw NimbusError.notFound("no container \(identifier)") }
         return container
     }
 

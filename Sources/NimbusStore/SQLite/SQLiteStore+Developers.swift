@@ -40,10 +40,21 @@ extension SQLiteStore: DeveloperStore {
     package func createContainer(_ container: Container) async throws {
         try await write(duplicate: "container \(container.identifier)") { db in
             try Self.requireTeam(container.teamID, db)
-            try db.cachedStatement(sql: "INSERT INTO containers (identifier, team_id) VALUES (?, ?)").execute(arguments: [
-                container.identifier, container.teamID,
-            ])
+            try db.cachedStatement(sql: "INSERT INTO containers (identifier, team_id, package_extensions) VALUES (?, ?, ?)")
+                .execute(arguments: [container.identifier, container.teamID, try container.packageExtensions.map(Self.json)])
         }
+    }
+
+    package func setPackageExtensions(_ extensions: [String], of identifier: String) async throws -> Bool {
+        try await write { db in
+            try db.cachedStatement(sql: "UPDATE containers SET package_extensions = ? WHERE identifier = ?").execute(
+                arguments: [try Self.json(extensions), identifier])
+            return db.changesCount > 0
+        }
+    }
+
+    private static func json(_ extensions: [String]) throws -> String {
+        String(decoding: try JSONEncoder().encode(extensions), as: UTF8.self)
     }
 
     package func container(identifier: String) async throws -> Container? {
@@ -147,7 +158,11 @@ extension SQLiteStore: DeveloperStore {
     }
 
     private static func container(_ row: Row) -> Container {
-        Container(identifier: row["identifier"], teamID: row["team_id"])
+        Container(
+            identifier: row["identifier"], teamID: row["team_id"],
+            packageExtensions: (row["package_extensions"] as String?).flatMap {
+                try? JSONDecoder().decode([String].self, from: Data($0.utf8))
+            })
     }
 
     private static func apiToken(_ row: Row) -> APITokenRecord {

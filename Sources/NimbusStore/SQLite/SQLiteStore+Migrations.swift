@@ -302,6 +302,11 @@ extension SQLiteStore {
                     CREATE TABLE zone_purges (zone_id INTEGER PRIMARY KEY);
                     """)
         }
+        migrator.registerMigration("2026-11-24-container-package-extensions") { db in
+            // A JSON array of the folder extensions the container's documents treat as file packages; NULL:
+            // Container.defaultPackageExtensions.
+            try db.execute(sql: "ALTER TABLE containers ADD COLUMN package_extensions TEXT")
+        }
         return migrator
     }
 }

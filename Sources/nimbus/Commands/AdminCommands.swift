@@ -117,17 +117,37 @@ struct AdminContainers: AsyncParsableCommand {
     @OptionGroup var client: ClientOptions
     @Option(help: "Create a container with this identifier.") var create: String?
     @Option(help: "The team the new container belongs to.") var team: String?
+    @Option(
+        help: ArgumentHelp(
+            "Folder extensions its documents treat as file packages, comma-separated (default: key,numbers,pages,rtfd).",
+            valueName: "extensions"))
+    var packageExtensions: String?
+    @Option(help: "Set --package-extensions of this existing container.") var set: String?
 
     func run() async throws {
         let admin = AdminClient(options: client)
+        let extensions = packageExtensions.map { $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } }
         if let identifier = create {
             guard let team else { fail(ValidationError("--team is required with --create")) }
             let container: Container = await admin.send(
-                .POST, "/admin/1/containers", body: Container(identifier: identifier, teamID: team))
+                .POST, "/admin/1/containers",
+                body: Container(identifier: identifier, teamID: team, packageExtensions: extensions))
             admin.print(container) { "Created container \(container.identifier)." }
+        } else if let identifier = set {
+            guard let extensions else { fail(ValidationError("--package-extensions is required with --set")) }
+            let container: Container = await admin.send(
+                .PUT, "/admin/1/containers/\(identifier)/packages", body: PackageExtensionsRequest(packageExtensions: extensions))
+            admin.print(container) {
+                "\(container.identifier): packages are \(container.effectivePackageExtensions.joined(separator: ", "))"
+            }
         } else {
             let list: ListResponse<Container> = await admin.send(.GET, "/admin/1/containers")
-            admin.print(list) { list.items.map { "\($0.identifier)  team \($0.teamID)" }.joined(separator: "\n") }
+            admin.print(list) {
+                list.items.map {
+                    "\($0.identifier)  team \($0.teamID)  packages: \($0.effectivePackageExtensions.joined(separator: ","))"
+                }
+                .joined(separator: "\n")
+            }
         }
     }
 }
