@@ -79,7 +79,7 @@ let package = Package(
         .target(
             name: "NimbusDevice",
             dependencies: [
-                "NimbusKit", "NimbusCore", "CFileOps",
+                "NimbusKit", "NimbusCore", "CFileOps", "CProcessTuning",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),

@@ -17,7 +17,7 @@ package final class ServerProcess: @unchecked Sendable {
     package let storeIdentifier = "98Z3R5XU29.com.example.Bench"
     package let container = "iCloud.com.example.Bench"
     package let dataDirectory: URL
-    static let password = "benchmark password"
+    package static let password = "benchmark password"
 
     package var pid: Int32 { process.processIdentifier }
 

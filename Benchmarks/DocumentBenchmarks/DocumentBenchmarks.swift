@@ -10,6 +10,7 @@ import NimbusKit
 /// and journal) against a real `nimbus serve` (release build) on loopback.
 ///
 ///     scripts/benchmark docs [propagation|commit|small|large|edit]...
+///     scripts/benchmark docs scale    (100,000 files; only when named: it takes minutes)
 @main
 enum DocumentBenchmarks {
     static func main() async throws {
@@ -87,6 +88,30 @@ enum DocumentBenchmarks {
             table.add(
                 "Bytes sent for a 1-byte edit in a 64 MB file", String(format: "%.2f MB (bound %.2f MB)", mb(sent), mb(bound)),
                 target: "≤ 2 chunks + 64 KiB", met: sent <= bound)
+        }
+        if selected.contains("scale") {
+            let figures = try await ScaleBenchmark(server: server, nimbus: nimbus, files: 100_000).run()
+            let seconds = { (duration: Duration) in duration.milliseconds / 1000 }
+            table.add(
+                "Scale: writing 100,000 files of 1 KiB on A (reference)", String(format: "%.1f s", seconds(figures.write)),
+                target: "(reference)", met: true)
+            table.add(
+                "Scale: first sync up, A's engine (files/s)",
+                String(format: "%.1f s (%.0f files/s)", seconds(figures.up), 100_000 / seconds(figures.up)),
+                target: "(reference)", met: true)
+            table.add(
+                "Scale: first sync down, a `nimbus device run` daemon",
+                String(format: "%.1f s (%.0f files/s)", seconds(figures.down), 100_000 / seconds(figures.down)),
+                target: "(reference)", met: true)
+            let rescan = figures.rescans.map(seconds).sorted()[1]
+            table.add(
+                "Scale: a round with nothing changed, 100,000 files (median of 3)", String(format: "%.2f s", rescan),
+                target: "≤ 3 s",
+                met: rescan <= 3)
+            table.add(
+                "Scale: the daemon's resident memory idle after the first sync (peak during it)",
+                String(format: "%.1f MB (%.1f MB)", mb(figures.resident), mb(figures.peakResident)), target: "≤ 100 MB",
+                met: figures.resident <= 100 << 20)
         }
         print(table.render())
     }

@@ -12,3 +12,18 @@ int nimbus_set_malloc_thresholds(int trim, int mmap) {
     return 0;
 #endif
 }
+
+int nimbus_set_malloc_arena_max(int arenas) {
+#if defined(__GLIBC__)
+    return mallopt(M_ARENA_MAX, arenas) == 1;
+#else
+    (void)arenas;
+    return 0;
+#endif
+}
+
+void nimbus_release_free_memory(void) {
+#if defined(__GLIBC__)
+    malloc_trim(0);
+#endif
+}

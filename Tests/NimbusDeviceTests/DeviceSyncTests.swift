@@ -126,7 +126,7 @@ import Testing
         let texts = Set([item.current] + item.conflicts.map { Optional($0) }).compactMap { $0?.content.contentHash }
         #expect(texts.count == 2 && item.conflicts.count == 1, "both versions kept, one flagged as a conflict")
         for device in [fixture.a, fixture.b] {
-            let remote = try await device.journal.remoteItems()[ItemID(item.itemID)]
+            let remote = try await device.journal.remoteItem(ItemID(item.itemID))
             #expect(remote?.conflicts.count == 1, "the conflict is flagged on every device")
         }
         #expect(fixture.a.read("Documents/Chapter.txt") == fixture.b.read("Documents/Chapter.txt"))
@@ -136,7 +136,7 @@ import Testing
         ])
         try await fixture.settle()
         for device in [fixture.a, fixture.b] {
-            #expect(try await device.journal.remoteItems()[ItemID(item.itemID)]?.conflicts.isEmpty == true)
+            #expect(try await device.journal.remoteItem(ItemID(item.itemID))?.conflicts.isEmpty == true)
         }
     }
 

@@ -23,7 +23,12 @@ package enum DocumentNames {
         guard name.utf8.count <= maxNameBytes else {
             throw .badRequest("the name \"\(name.prefix(40))…\" is longer than \(maxNameBytes) bytes")
         }
-        guard !name.unicodeScalars.contains(where: { $0 == "/" || $0.properties.generalCategory == .control }) else {
+        let ascii = name.utf8.allSatisfy { $0 < 0x80 }
+        guard
+            ascii
+                ? !name.utf8.contains(where: { $0 == 0x2F || $0 < 0x20 || $0 == 0x7F })
+                : !name.unicodeScalars.contains(where: { $0 == "/" || $0.properties.generalCategory == .control })
+        else {
             throw .badRequest("the name \"\(name.prefix(80))\" holds a slash or a control character, which names may not")
         }
         // Devices never sync such items (nor their own temporary files); one on the server would look
@@ -37,7 +42,10 @@ package enum DocumentNames {
     /// Names that file systems which ignore case and Unicode normalisation (Apple's, Windows') take
     /// for one name have one key.
     package static func collisionKey(_ name: String) -> String {
-        name.precomposedStringWithCanonicalMapping.lowercased()
+        // ASCII is its own normal form, and Foundation's normalisation is slow (a device folder's scan
+        // computes a key for every name).
+        if name.utf8.allSatisfy({ $0 < 0x80 }) { return name.lowercased() }
+        return name.precomposedStringWithCanonicalMapping.lowercased()
     }
 
     /// Why the name would not work everywhere: characters Windows refuses, a trailing dot or space,

@@ -59,7 +59,7 @@ package struct LocalScanner: Sendable {
             let previous = [byInode[entry.inode], byPath[entry.path]].compactMap { $0 }.first {
                 !claimed.contains($0.id) && ($0.content == nil) == (entry.isFolder && !isPackage)
             }
-            let id = previous?.id ?? ItemID(UUIDString.random())
+            let id = previous?.id ?? ItemID.random()
             claimed.insert(id)
             var content: String?
             if isPackage {
@@ -106,9 +106,13 @@ package struct LocalScanner: Sendable {
     /// in `.nosync`, the engine's temporary names, names no server would take (control characters, over
     /// 255 bytes; `nimbus device status` says why), and anything but regular files and folders.
     private func entries() throws -> [Entry] {
+        // Breadth first, so parents come before what they hold.
         var found: [Entry] = []
         var pending = [""]
-        while let relative = pending.popLast() {
+        var next = 0
+        while next < pending.count {
+            let relative = pending[next]
+            next += 1
             let directory = relative.isEmpty ? folder.path : folder.appendingPathComponent(relative).path
             for name in try FileManager.default.contentsOfDirectory(atPath: directory).sorted() {
                 guard (try? DocumentNames.validate(name)) != nil else { continue }
@@ -119,7 +123,7 @@ package struct LocalScanner: Sendable {
                 if entry.isFolder && !isPackage(name) { pending.append(path) }
             }
         }
-        return found.sorted { $0.path.split(separator: "/").count < $1.path.split(separator: "/").count }
+        return found
     }
 
     static func stat(_ absolute: String, path: String) -> Entry? {

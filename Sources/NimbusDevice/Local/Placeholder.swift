@@ -22,7 +22,9 @@ package struct Placeholder: Equatable, Sendable {
     }
 
     /// Whether a relative path names a placeholder.
-    package static func isPlaceholder(path: String) -> Bool { itemName(of: LocalScanner.split(path).name) != nil }
+    package static func isPlaceholder(path: String) -> Bool {
+        path.hasSuffix(suffix) && itemName(of: LocalScanner.split(path).name) != nil
+    }
 
     /// A relative path with its last name turned into the placeholder's.
     package static func path(for path: String) -> String {

@@ -86,11 +86,11 @@ package struct DeviceControl: Sendable {
 
     package func answer(_ request: ControlRequest) async -> ControlResponse {
         do {
-            guard let path = request.path else {
-                guard request.command == .status else { throw NimbusError.badRequest("\(request.command.rawValue) needs a path") }
+            let relative = try request.path.map(relative)
+            guard let relative, !relative.isEmpty else {
+                guard request.command == .status else { throw NimbusError.badRequest("\(request.command.rawValue) needs a file") }
                 return ControlResponse(folder: try await folderStatus())
             }
-            let relative = try relative(path)
             switch request.command {
             case .status: break
             case .download: try await engine.download(relative)

@@ -14,10 +14,10 @@ extension SyncEngine {
                 if files.contains(where: { $0.path == stub }) { return }  // evicted already
                 throw NimbusError.notFound("\(path) is not a synced item on this device")
             }
-            guard let content = file.content else {
-                throw NimbusError.badRequest("\(path) is a folder; evict the files in it")
-            }
             let url = folder.appendingPathComponent(path)
+            guard let content = file.content, LocalScanner.stat(url.path, path: path)?.isFolder == false else {
+                throw NimbusError.badRequest("\(path) is a folder or a package; evict the files it holds")
+            }
             func unchanged() -> Bool {
                 guard let now = LocalScanner.stat(url.path, path: path) else { return false }
                 return now.inode == file.inode && now.size == file.size && now.modified == file.modified

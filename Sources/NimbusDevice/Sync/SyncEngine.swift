@@ -25,6 +25,8 @@ package final class SyncEngine: Sendable {
     static let batchSize = 200
     /// Chunk uploads and downloads in flight at once.
     static let uploadsInFlight = 4
+    /// Steps of the disk's side downloaded and done together.
+    static let diskSlice = 500
     /// Chunks of a large file asked about together while it is read once.
     static let chunksPerQuestion = 8
 
@@ -69,18 +71,15 @@ package final class SyncEngine: Sendable {
         try await fetchRemote()
         let synced = try await journal.syncedTree()
         let scanner = LocalScanner(folder: folder, packageExtensions: try await journal.packageExtensions)
-        var scan = try scanner.scan(known: try await journal.localFiles())
-        if try renameCollidingNames(scan, synced: synced) {
-            scan = try scanner.scan(known: try await journal.localFiles())
-        }
-        try await journal.replaceLocalFiles(Array(scan.files.values))
-        let remoteItems = try await journal.remoteItems()
-        var remote = SyncTree()
-        for (id, item) in remoteItems { remote[id] = Self.syncItem(item) }
+        let known = try await journal.localFiles()
+        var scan = try scanner.scan(known: known)
+        if try renameCollidingNames(scan, synced: synced) { scan = try scanner.scan(known: known) }
+        try await journal.updateLocalFiles(from: known, to: scan.files)
+        let remote = try await journal.remoteTree()
         let plan = SyncPlanner.plan(remote: remote, local: scan.tree, synced: synced)
-        var known = scan.files.mapValues { $0.isPlaceholder ? Self.realPath(of: $0.path) : $0.path }
-        for id in remote.items.keys where known[id] == nil { known[id] = remote.path(of: id) }
-        await activity.planned(paths: known, steps: plan)
+        var itemPaths = scan.files.mapValues { $0.isPlaceholder ? Self.realPath(of: $0.path) : $0.path }
+        for id in remote.items.keys where itemPaths[id] == nil { itemPaths[id] = remote.path(of: id) }
+        await activity.planned(paths: itemPaths, steps: plan)
         let (serverSide, diskSide) = (plan.filter(\.isRemote), plan.filter { !$0.isRemote })
         // The server refusing this device's batch (its storage is full, say) must not stop what comes the
         // other way: the disk's side runs, and the refusal is reported after it.
@@ -90,11 +89,15 @@ package final class SyncEngine: Sendable {
         } catch let error as NimbusError where error.code != .networkUnavailable {
             refused = error
         }
-        let fetched = try await fetch(diskSide.filter { !staysEvicted($0, scan: scan) }, remote: remoteItems)
-        defer { for file in fetched.values { unlink(file.path) } }
+        // In slices, so that files appear as they arrive and memory holds one slice's downloads.
         var paths = scan.files.mapValues(\.path)
-        for step in diskSide {
-            try await runOnDisk(step, scan: scan, fetched: fetched, remote: remoteItems, paths: &paths)
+        for start in stride(from: 0, to: diskSide.count, by: Self.diskSlice) {
+            let slice = diskSide[start..<min(start + Self.diskSlice, diskSide.count)]
+            let downloads = slice.filter { if case .download = $0.action { true } else { false } }
+            let items = try await journal.remoteItems(downloads.map(\.item))
+            let fetched = try await fetch(downloads.filter { !staysEvicted($0, scan: scan) }, remote: items)
+            defer { for file in fetched.values { unlink(file.path) } }
+            for step in slice { try await runOnDisk(step, scan: scan, fetched: fetched, remote: items, paths: &paths) }
         }
         if let refused { throw refused }
         return !plan.isEmpty
@@ -138,12 +141,6 @@ package final class SyncEngine: Sendable {
     package func sync(rounds: Int = 20) async throws -> Bool {
         for _ in 0..<rounds where try await !syncOnce() { return true }
         return false
-    }
-
-    static func syncItem(_ item: DocumentItem) -> SyncItem {
-        SyncItem(
-            place: Place(parent: item.parentID.map(ItemID.init), name: item.name),
-            kind: ItemKind(rawValue: item.kind.rawValue) ?? .file, content: item.current?.content.contentHash)
     }
 
     private func fetchRemote() async throws {

@@ -8,6 +8,14 @@ public struct ItemID: Hashable, Comparable, Sendable, CustomStringConvertible {
     public init(_ rawValue: String) { self.rawValue = rawValue }
     public var description: String { rawValue }
     public static func < (lhs: ItemID, rhs: ItemID) -> Bool { lhs.rawValue < rhs.rawValue }
+
+    /// A new item's ID: 15 random letters and digits (89 bits), short enough for Swift to keep the string
+    /// inline — at 100,000 items a heap string per ID, in every tree and plan, cost tens of megabytes.
+    public static func random() -> ItemID {
+        let alphabet = Array("0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz".utf8)
+        var generator = SystemRandomNumberGenerator()
+        return ItemID(String(decoding: (0..<15).map { _ in alphabet[Int.random(in: 0..<62, using: &generator)] }, as: UTF8.self))
+    }
 }
 
 public enum ItemKind: String, Hashable, Sendable, Codable {

@@ -49,6 +49,7 @@ struct DeviceRun: AsyncParsableCommand {
     var onDemand = false
 
     func run() async throws {
+        DeviceDaemon.tuneMemory()
         let (client, profile) = try options.documents()
         let rootURL = URL(fileURLWithPath: root)
         let directory = client.container.replacingOccurrences(of: ".", with: "~")
