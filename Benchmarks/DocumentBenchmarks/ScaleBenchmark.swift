@@ -70,7 +70,7 @@ struct ScaleBenchmark {
         let deadline = ContinuousClock.now + .seconds(3_600)
         while ContinuousClock.now < deadline {
             try await Task.sleep(for: .milliseconds(200))
-            guard let status = (try? ControlSocket.ask(ControlRequest(command: .status), at: socket))?.folder,
+            guard let status = (try? ControlSocket.ask(ControlRequest(command: .status), at: socket))?.folders?.first,
                 status.pending == 0, status.lastSyncedAt != nil, status.problem == nil
             else { continue }
             if count(folder) == files {

@@ -14,14 +14,18 @@ package final class DeviceDaemon: Sendable {
     private let container: String
     private let rescanInterval: Duration
     private let logger: Logger
-    /// Where the control socket listens (`ControlSocket.path(root:)`); nil: no socket.
-    private let controlSocket: URL?
+    private let wakes: AsyncStream<Void>
+    private let wake: AsyncStream<Void>.Continuation
+    /// Answers the control socket for this daemon's folder (`DeviceHost` serves the socket).
+    package let control: DeviceControl
 
     package init(
         engine: SyncEngine, folder: URL, session: NimbusSession, container: String, rescanInterval: Duration = .seconds(30),
-        controlSocket: URL? = nil, logger: Logger
+        logger: Logger
     ) {
-        self.controlSocket = controlSocket
+        (wakes, wake) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+        let wake = wake
+        control = DeviceControl(engine: engine, container: container) { wake.yield() }
         self.engine = engine
         self.folder = folder
         self.session = session
@@ -37,10 +41,7 @@ package final class DeviceDaemon: Sendable {
     /// Syncs until cancelled.
     package func run() async throws {
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        let (wakes, wake) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
-        let control = DeviceControl(engine: engine, container: container) { wake.yield() }
-        let socket = try controlSocket.map { try ControlSocket(path: $0) { await control.answer($0) } }
-        defer { socket?.stop() }
+        let wake = wake
         let watcher = try FolderWatcher { wake.yield() }
         let container = container
         let push = PushConnection(

@@ -109,7 +109,7 @@ import Testing
                     return answer?.stdout == "Documents/Letter.txt: synced\n"
                 })
             let whole = try await CommandLineTests.run(status + ["--json"], server: server)
-            let folder = try JSONDecoder().decode(ControlResponseShape.self, from: Data(whole.stdout.utf8)).folder
+            let folder = try JSONDecoder().decode(ControlResponseShape.self, from: Data(whole.stdout.utf8)).folders?.first
             #expect(folder?.pending == 0 && folder?.conflicts == 0 && folder?.folder == phone.folder.path, "\(whole.stdout)")
             let excluded = try await CommandLineTests.run(
                 status + [phone.folder.appendingPathComponent("Documents/build.nosync").path], server: server)
@@ -123,6 +123,54 @@ import Testing
                 download.status == 0 && download.stdout == "Documents/Letter.txt: synced\n",
                 "\(download.stdout)\(download.stderr)")
             #expect(FileManager.default.contents(atPath: file.path) == Data("Dear Ann,".utf8))
+        }
+    }
+
+    /// One daemon mirrors every container the device holds a token for, each in its own folder, and the
+    /// root's socket answers for all of them.
+    @Test func oneDaemonMirrorsEveryContainerItWasGiven() async throws {
+        let server = try await TestServer.start()
+        let app = try await server.seedApp()
+        let notes = try await server.seedApp(bundleID: "com.example.Notes")
+        let phone = try await Self.devices(["phone"], server: server, app: app)[0]
+        let refused = try await CommandLineTests.run(
+            ["device", "add", "--config", phone.config, "--container", notes.container, "--api-token", app.apiToken],
+            server: server)
+        #expect(refused.status != 0 && refused.stderr.contains("cannot be mirrored with that token"), "\(refused.stderr)")
+        let added = try await CommandLineTests.run(
+            ["device", "add", "--config", phone.config, "--container", notes.container, "--api-token", notes.apiToken],
+            server: server)
+        #expect(added.status == 0 && added.stdout.contains(notes.container), "\(added.stdout)\(added.stderr)")
+
+        let notesFolder = phone.root.appendingPathComponent("Mobile Documents/iCloud~com~example~Notes/Documents")
+        let daemon = try CommandLineTests.process(phone.run, server: server)
+        _ = try await daemon.whileRunning { _ in
+            for folder in [phone.folder.appendingPathComponent("Documents"), notesFolder] {
+                try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+                try Data("hello".utf8).write(to: folder.appendingPathComponent("Hello.txt"))
+            }
+            for (client, name) in [
+                (try await Self.inspector(server, app), "Cloudy"),
+                (
+                    DocumentClient(
+                        client: NimbusClient(
+                            session: try await server.signIn(email: "ann@example.com", device: "inspector"),
+                            apiToken: notes.apiToken),
+                        container: notes.container), "Notes"
+                ),
+            ] {
+                #expect(
+                    await eventually(timeout: .seconds(30)) {
+                        (try? await client.changes(since: nil).items.contains { $0.name == "Hello.txt" }) == true
+                    }, "\(name)'s file reached its container")
+            }
+            let status = try await CommandLineTests.run(
+                ["device", "status", "--root", phone.root.path, "--json"], server: server)
+            let folders = try JSONDecoder().decode(ControlResponseShape.self, from: Data(status.stdout.utf8)).folders ?? []
+            #expect(folders.map(\.folder).sorted() == [phone.folder.path, notesFolder.deletingLastPathComponent().path].sorted())
+            let one = try await CommandLineTests.run(
+                ["device", "status", notesFolder.appendingPathComponent("Hello.txt").path], server: server)
+            #expect(one.stdout == "Documents/Hello.txt: synced\n", "\(one.stdout)\(one.stderr)")
         }
     }
 
@@ -282,5 +330,5 @@ private struct ControlResponseShape: Decodable {
         var pending: Int
         var conflicts: Int
     }
-    var folder: Folder?
+    var folders: [Folder]?
 }

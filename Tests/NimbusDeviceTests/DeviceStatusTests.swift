@@ -42,7 +42,7 @@ import Testing
         #expect(windows.state == .synced && !windows.nameIssues.isEmpty && windows.reason.contains("not valid on"))
         #expect(try await item(a, "Documents/Missing.txt").state == .notFound)
         #expect(try await status(a, "/etc/passwd").error?.contains("is not inside") == true)
-        let folder = try #require(try await status(a, nil).folder)
+        let folder = try #require(try await status(a, nil).folders?.first)
         #expect(folder.pending == 0 && folder.problem == nil && !folder.offline && folder.lastSyncedAt != nil)
 
         // Edited on both devices from the same version: both see the conflict, and the folder counts it.
@@ -52,7 +52,7 @@ import Testing
         for device in [a, fixture.b] {
             let conflicted = try await item(device, "Documents/Notes.txt")
             #expect(conflicted.state == .conflict && conflicted.reason.contains("1 unresolved conflict version"))
-            #expect(try await status(device, nil).folder?.conflicts == 1)
+            #expect(try await status(device, nil).folders?.first?.conflicts == 1)
         }
 
         // The server gone: what waits says it is waiting for the network.
@@ -60,7 +60,7 @@ import Testing
         await fixture.server.stop()
         await #expect(throws: NimbusError.self) { try await a.engine.syncOnce() }
         #expect(try await item(a, "Documents/Offline.txt").state == .waitingForNetwork)
-        let offline = try #require(try await status(a, nil).folder)
+        let offline = try #require(try await status(a, nil).folders?.first)
         #expect(offline.offline && offline.problem?.hasPrefix("offline") == true)
     }
 
@@ -70,6 +70,6 @@ import Testing
         await #expect(throws: NimbusError.self) { try await fixture.a.engine.syncOnce() }
         let big = try await item(fixture.a, "Documents/Big.txt")
         #expect(big.state == .overQuota && big.reason.hasPrefix("over quota"), "\(big)")
-        #expect(try await status(fixture.a, nil).folder?.problem?.hasPrefix("over quota") == true)
+        #expect(try await status(fixture.a, nil).folders?.first?.problem?.hasPrefix("over quota") == true)
     }
 }

@@ -53,12 +53,13 @@ package struct ControlRequest: Codable, Sendable {
 }
 
 package struct ControlResponse: Codable, Sendable {
-    package var folder: FolderStatus?
+    /// Each container folder of the root, when the request named no path.
+    package var folders: [FolderStatus]?
     package var item: ItemStatus?
     package var error: String?
 
-    package init(folder: FolderStatus? = nil, item: ItemStatus? = nil, error: String? = nil) {
-        self.folder = folder
+    package init(folders: [FolderStatus]? = nil, item: ItemStatus? = nil, error: String? = nil) {
+        self.folders = folders
         self.item = item
         self.error = error
     }
@@ -70,7 +71,7 @@ package struct DeviceControl: Sendable {
     let engine: SyncEngine
     let activity: SyncActivity
     let journal: DeviceJournal
-    let folder: URL
+    package let folder: URL
     let container: String
     /// Called after a download or eviction, so the daemon runs a round and the activity catches up.
     let changed: @Sendable () -> Void
@@ -89,7 +90,7 @@ package struct DeviceControl: Sendable {
             let relative = try request.path.map(relative)
             guard let relative, !relative.isEmpty else {
                 guard request.command == .status else { throw NimbusError.badRequest("\(request.command.rawValue) needs a file") }
-                return ControlResponse(folder: try await folderStatus())
+                return ControlResponse(folders: [try await folderStatus()])
             }
             switch request.command {
             case .status: break

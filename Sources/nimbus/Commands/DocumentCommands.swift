@@ -8,7 +8,7 @@ import NimbusKit
 struct DeviceCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "device", abstract: "Keep this device's folder of iCloud documents in sync, in the background.",
-        subcommands: [DeviceRun.self, DeviceStatusCommand.self])
+        subcommands: [DeviceRun.self, DeviceStatusCommand.self, DeviceAdd.self])
 }
 
 /// Options of the document commands: the device and which container.
@@ -38,9 +38,17 @@ struct ContainerOptions: ParsableArguments {
 struct DeviceRun: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "run",
-        abstract: "Mirror the container at ROOT/Mobile Documents/<container, dots as tildes>/ until stopped.")
+        abstract: "Mirror each container at ROOT/Mobile Documents/<container, dots as tildes>/ until stopped.",
+        discussion: """
+            The containers are the login's (--container with its --api-token) and those added with \
+            `nimbus device add`; --container mirrors just one of them.
+            """)
 
-    @OptionGroup var options: ContainerOptions
+    @OptionGroup var client: ClientOptions
+    @Option(help: "Mirror only this container.")
+    var container: String?
+    @Option(help: "development or production.")
+    var environment = "development"
     @Option(help: "The device's root folder.")
     var root: String
     @Option(help: "Seconds between safety-net rescans (changes are noticed at once through inotify and push).")
@@ -50,23 +58,71 @@ struct DeviceRun: AsyncParsableCommand {
 
     func run() async throws {
         DeviceDaemon.tuneMemory()
-        let (client, profile) = try options.documents()
+        let profile = try client.profile()
+        var containers = profile.documentContainers
+        if let container {
+            guard let token = containers[container] else {
+                throw CLIError("this device has no API token for \(container): add it with `nimbus device add`")
+            }
+            containers = [container: token]
+        }
+        guard !containers.isEmpty else {
+            throw CLIError(
+                "no container to mirror: pass --api-token and --container to `nimbus login`, or use `nimbus device add`")
+        }
         let rootURL = URL(fileURLWithPath: root)
-        let directory = client.container.replacingOccurrences(of: ".", with: "~")
-        // Each environment has its own folder: one folder for two would copy one's files into the other.
-        let folderName = options.environment == "development" ? directory : "\(directory) (\(options.environment))"
-        let folder = rootURL.appendingPathComponent("Mobile Documents").appendingPathComponent(folderName)
         let state = rootURL.appendingPathComponent(".nimbus")
         try FileManager.default.createDirectory(at: state, withIntermediateDirectories: true)
-        let journal = try DeviceJournal(path: state.appendingPathComponent("\(directory).\(options.environment).sqlite").path)
-        let device = ProcessInfo.processInfo.hostName
-        let engine = SyncEngine(client: client, folder: folder, journal: journal, device: device, downloadsOnDemand: onDemand)
-        let daemon = DeviceDaemon(
-            engine: engine, folder: folder, session: profile.session, container: client.container,
-            rescanInterval: .seconds(max(1, rescanSeconds)), controlSocket: ControlSocket.path(root: rootURL),
-            logger: Logger(label: "nimbus.device"))
-        FileHandle.standardError.write(Data("syncing \(folder.path)\n".utf8))
-        try await daemon.run()
+        var daemons: [DeviceDaemon] = []
+        for (identifier, apiToken) in containers.sorted(by: { $0.key < $1.key }) {
+            let client = DocumentClient(
+                client: NimbusClient(session: profile.session, apiToken: apiToken), container: identifier,
+                environment: environment)
+            let directory = identifier.replacingOccurrences(of: ".", with: "~")
+            // Each environment has its own folder: one folder for two would copy one's files into the other.
+            let folderName = environment == "development" ? directory : "\(directory) (\(environment))"
+            let folder = rootURL.appendingPathComponent("Mobile Documents").appendingPathComponent(folderName)
+            let journal = try DeviceJournal(path: state.appendingPathComponent("\(directory).\(environment).sqlite").path)
+            let engine = SyncEngine(
+                client: client, folder: folder, journal: journal, device: ProcessInfo.processInfo.hostName,
+                downloadsOnDemand: onDemand)
+            daemons.append(
+                DeviceDaemon(
+                    engine: engine, folder: folder, session: profile.session, container: identifier,
+                    rescanInterval: .seconds(max(1, rescanSeconds)), logger: Logger(label: "nimbus.device")))
+            FileHandle.standardError.write(Data("syncing \(folder.path)\n".utf8))
+        }
+        try await DeviceHost(root: rootURL, daemons: daemons).run()
+    }
+}
+
+struct DeviceAdd: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "add", abstract: "Mirror one more container on this device, with its app's API token.")
+
+    @OptionGroup var client: ClientOptions
+    @Option(help: "The container, as an app's entitlements name it.")
+    var container: String
+    @Option(help: "An API token of an app entitled to the container.")
+    var apiToken: String
+
+    func run() async throws {
+        guard var profile = try DeviceProfile.load(from: client.configDirectory) else {
+            throw CLIError("not signed in: run `nimbus login` first")
+        }
+        // Asking for the container's changes proves the token opens it for this user.
+        do {
+            _ = try await DocumentClient(
+                client: NimbusClient(session: profile.session, apiToken: apiToken), container: container
+            ).changes(since: nil)
+        } catch let error as NimbusError {
+            throw CLIError("\(container) cannot be mirrored with that token: \(error.reason)")
+        }
+        var mirrored = profile.mirrored ?? [:]
+        mirrored[container] = apiToken
+        profile.mirrored = mirrored
+        try profile.save(to: client.configDirectory)
+        print("This device now mirrors \(profile.documentContainers.keys.sorted().joined(separator: ", ")).")
     }
 }
 
@@ -88,10 +144,12 @@ struct DeviceStatusCommand: AsyncParsableCommand {
             print(ValueText.json(response))
         } else if let item = response.item {
             print("\(item.path): \(item.reason)")
-        } else if let folder = response.folder {
-            print(folder.folder)
-            print("  " + (folder.problem ?? (folder.pending == 0 ? "up to date" : "\(folder.pending) to do")))
-            print("  \(folder.conflicts) in conflict, \(folder.refused) refused by the server")
+        } else {
+            for folder in response.folders ?? [] {
+                print(folder.folder)
+                print("  " + (folder.problem ?? (folder.pending == 0 ? "up to date" : "\(folder.pending) to do")))
+                print("  \(folder.conflicts) in conflict, \(folder.refused) refused by the server")
+            }
         }
     }
 }

@@ -13,6 +13,15 @@ struct DeviceProfile: Codable {
     var storeIdentifier: String?
     /// The container record commands use unless told another.
     var container: String?
+    /// More containers `nimbus device run` mirrors, each with its app's API token (`nimbus device add`).
+    var mirrored: [String: String]?
+
+    /// Every container this device mirrors, with the API token for it.
+    var documentContainers: [String: String] {
+        var containers = mirrored ?? [:]
+        if let container, let apiToken { containers[container] = apiToken }
+        return containers
+    }
 
     static let fileName = "credentials.json"
 
