@@ -8,10 +8,12 @@ import NimbusTestingCore
 import Testing
 
 /// Whole engines on real folders against a real server: three devices of one user create, edit,
-/// rename, move and delete files and folders at random, each syncing now and then; finally all sync
-/// until nothing is left to do. Every folder must then match the server's tree byte for byte, and
-/// every content that was on a disk before the end must be on the server (current, a conflict
-/// version, history or Recently Deleted). A failing seed is printed; replay it with
+/// rename, move and delete files and folders at random, each syncing now and then (a device that does
+/// not sync for a while is offline), and now and then a device's round is cut off at a random point and
+/// its engine started afresh on the same journal (a killed daemon); finally all sync until nothing is
+/// left to do. Every folder must then match the server's tree byte for byte, and every content that
+/// stayed on a device across one of its rounds, or was on a disk at the end, must be on the server
+/// (current, a conflict version, history or Recently Deleted). A failing seed is printed; replay it with
 /// `NIMBUS_DEVICE_SEED=S swift test --filter wholeEnginesConverge`, soak with `NIMBUS_DEVICE_SEEDS=N`.
 @Suite(.cleansUp) struct DeviceConvergenceTests {
     @Test func wholeEnginesConverge() async throws {
@@ -44,15 +46,36 @@ import Testing
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         }
         var random = SeededGenerator(seed: seed)
+        // What must not be lost: every content that stayed on a device from the start of one of its rounds
+        // that ran to the end to the start of its next (a content replaced before the round after the one
+        // that saw it may never have been uploaded, as with no daemon), and every content on a disk at the end.
+        var written = Set<String>()
+        var seen: [Set<String>] = Array(repeating: [], count: devices.count)
         for step in 0..<40 {
-            let device = devices[Int.random(in: 0..<devices.count, using: &random)]
-            if Int.random(in: 0..<3, using: &random) == 0 {
+            let index = Int.random(in: 0..<devices.count, using: &random)
+            let device = devices[index]
+            switch Int.random(in: 0..<6, using: &random) {
+            case 0, 1:
+                let now = Set(try contents(device.folder).values.compactMap { $0 })
+                written.formUnion(seen[index].intersection(now))
                 _ = try await device.engine.syncOnce()
-            } else {
+                seen[index] = now
+            case 2:
+                // Killed mid-round: the round is cancelled after a random number of turns, and a new engine
+                // takes over the journal and folder, as a restarted daemon does. (What it saw need not reach
+                // the server: an edit made before the next round replaces it, as it would with no daemon.)
+                let round = Task { try await device.engine.syncOnce() }
+                for _ in 0..<Int.random(in: 0..<40, using: &random) { await Task.yield() }
+                round.cancel()
+                _ = try? await round.value
+                devices[index] = DeviceSyncTests.Device(
+                    engine: SyncEngine(
+                        client: device.engine.client, folder: device.folder, journal: device.journal,
+                        device: ["one", "two", "three"][index]), folder: device.folder, journal: device.journal)
+            default:
                 try edit(device.folder, &random, tag: "s\(seed)-\(step)")
             }
         }
-        var written = Set<String>()
         for device in devices { written.formUnion(try contents(device.folder).values.compactMap { $0 }) }
         for _ in 0..<30 {
             var busy = false

@@ -10,7 +10,7 @@ import NimbusKit
 /// just before touching a file that it is still what the planner saw, so an edit made meanwhile is
 /// never overwritten (the next round sees it).
 package final class SyncEngine: Sendable {
-    let client: DocumentClient
+    package let client: DocumentClient
     package let folder: URL
     package let journal: DeviceJournal
     private let device: String
