@@ -118,8 +118,11 @@ enum DocumentBenchmarks {
                 target: "≤ 3 s",
                 met: rescan <= 3)
             table.add(
-                "Scale: the daemon's resident memory idle after the first sync (peak during it)",
-                String(format: "%.1f MB (%.1f MB)", mb(figures.resident), mb(figures.peakResident)), target: "≤ 100 MB",
+                "Scale: the daemon's resident memory idle after the first sync (peak during it; of which heap)",
+                String(
+                    format: "%.1f MB (%.1f MB; %.1f MB)", mb(figures.resident), mb(figures.peakResident),
+                    mb(figures.peakAnonymous)),
+                target: "≤ 100 MB",
                 met: figures.resident <= 100 << 20)
         }
         print(table.render())

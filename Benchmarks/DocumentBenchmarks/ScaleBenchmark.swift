@@ -18,6 +18,8 @@ struct ScaleBenchmark {
         var down: Duration
         var peakResident: Int
         var resident: Int
+        /// The largest heap-and-stack part of the resident memory seen, sampled every 200 ms.
+        var peakAnonymous: Int
     }
 
     func run() async throws -> Figures {
@@ -38,13 +40,14 @@ struct ScaleBenchmark {
             guard try await !pair.a.engine.syncOnce() else { throw BenchmarkError("a round with nothing changed planned work") }
             rescans.append(ContinuousClock.now - start)
         }
-        let (down, peak, resident) = try await downloadThroughDaemon()
-        return Figures(write: write, up: up, rescans: rescans, down: down, peakResident: peak, resident: resident)
+        let (down, peak, resident, anonymous) = try await downloadThroughDaemon()
+        return Figures(
+            write: write, up: up, rescans: rescans, down: down, peakResident: peak, resident: resident, peakAnonymous: anonymous)
     }
 
     /// Signs a new device in with the CLI, runs its daemon on an empty root and waits until it says it is
     /// up to date and holds every file: how long that took, and the daemon's peak and final resident memory.
-    private func downloadThroughDaemon() async throws -> (Duration, Int, Int) {
+    private func downloadThroughDaemon() async throws -> (Duration, Int, Int, Int) {
         let root = server.dataDirectory.deletingLastPathComponent().appendingPathComponent(
             "nimbus-bench-scale-\(UUIDString.random())")
         let config = root.appendingPathComponent("config").path
@@ -68,8 +71,12 @@ struct ScaleBenchmark {
         let folder = root.appendingPathComponent("Mobile Documents").appendingPathComponent(
             server.container.replacingOccurrences(of: ".", with: "~"))
         let deadline = ContinuousClock.now + .seconds(3_600)
+        var peakAnonymous = 0
         while ContinuousClock.now < deadline {
             try await Task.sleep(for: .milliseconds(200))
+            if let memory = try? String(contentsOfFile: "/proc/\(daemon.processIdentifier)/status", encoding: .utf8) {
+                peakAnonymous = max(peakAnonymous, kilobytes("RssAnon:", memory) * 1024)
+            }
             guard let status = (try? ControlSocket.ask(ControlRequest(command: .status), at: socket))?.folders?.first,
                 status.pending == 0, status.lastSyncedAt != nil, status.problem == nil
             else { continue }
@@ -85,7 +92,7 @@ struct ScaleBenchmark {
                     cpu = now
                 }
                 let memory = try String(contentsOfFile: "/proc/\(daemon.processIdentifier)/status", encoding: .utf8)
-                return (elapsed, kilobytes("VmHWM:", memory) * 1024, kilobytes("VmRSS:", memory) * 1024)
+                return (elapsed, kilobytes("VmHWM:", memory) * 1024, kilobytes("VmRSS:", memory) * 1024, peakAnonymous)
             }
         }
         throw BenchmarkError("the daemon did not download the container within an hour")

@@ -191,6 +191,25 @@ import Testing
 
     /// The daemons, not the test, decide when to sync: a file written into one folder reaches the other
     /// through inotify, the server and the push socket.
+    /// A folder and a file of one 255-byte name on two devices: the file steps aside and is numbered within
+    /// the limit, and both devices end with both.
+    @Test func namesAtTheLengthLimitAreBothKept() async throws {
+        let fixture = try await Fixture.make()
+        let name = String(repeating: "n", count: 251) + ".txt"
+        try fixture.a.write("Documents/Readme.txt", "both devices share Documents")
+        try await fixture.settle()
+        try FileManager.default.createDirectory(
+            at: fixture.a.folder.appendingPathComponent("Documents/\(name)"), withIntermediateDirectories: true)
+        try fixture.a.write("Documents/\(name)/inside.txt", "in the folder")
+        try fixture.b.write("Documents/\(name)", "the file")
+        try await fixture.settle()
+        let numbered = String(repeating: "n", count: 249) + " 2.txt"
+        for device in [fixture.a, fixture.b] {
+            #expect(device.read("Documents/\(name)/inside.txt") == "in the folder")
+            #expect(device.read("Documents/\(numbered)") == "the file")
+        }
+    }
+
     @Test func daemonsSyncOnTheirOwn() async throws {
         let fixture = try await Fixture.make()
         var daemons: [Task<Void, any Error>] = []

@@ -74,8 +74,12 @@ package enum DocumentNames {
 
     /// The `number`th free name Finder would pick for a copy: "Report 2.pages", "Notes 3".
     package static func numbered(_ name: String, _ number: Int) -> String {
-        guard let dot = name.lastIndex(of: "."), dot != name.startIndex else { return "\(name) \(number)" }
-        return "\(name[..<dot]) \(number)\(name[dot...])"
+        let dot = name.lastIndex(of: ".").flatMap { $0 == name.startIndex ? nil : $0 } ?? name.endIndex
+        var stem = String(name[..<dot])
+        let tail = " \(number)" + name[dot...]
+        // A name at the length limit gives up characters of its stem, so the numbered one fits too.
+        while stem.utf8.count + tail.utf8.count > maxNameBytes, !stem.isEmpty { stem.removeLast() }
+        return stem + tail
     }
 
     /// Whether `text` is a SHA-256 as the wire writes it: 64 lowercase hexadecimal characters.

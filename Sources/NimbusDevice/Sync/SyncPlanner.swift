@@ -1,3 +1,5 @@
+import NimbusCore
+
 /// Decides what to do from the three trees alone: a pure function, with no clock, disk or network, so
 /// any situation can be built in a test and replayed from its seed.
 ///
@@ -192,8 +194,12 @@ private struct Planning {
     }
 
     static func aside(_ place: Place, _ id: ItemID) -> Place {
-        // ".~", so that no item's temporary name looks like the engine's own temporary files.
-        Place(parent: place.parent, name: ".~\(place.name).nimbus-\(id.rawValue)")
+        // ".~", so that no item's temporary name looks like the engine's own temporary files; the name is
+        // shortened (by whole characters) so that the temporary one still fits in a name's 255 bytes.
+        let suffix = ".nimbus-\(id.rawValue)"
+        var name = place.name
+        while 2 + name.utf8.count + suffix.utf8.count > DocumentNames.maxNameBytes, !name.isEmpty { name.removeLast() }
+        return Place(parent: place.parent, name: ".~\(name)\(suffix)")
     }
 
     /// Parents before children; deletions last, children before parents (a folder is removed once
