@@ -115,8 +115,8 @@ import Testing
                 status + [phone.folder.appendingPathComponent("Documents/build.nosync").path], server: server)
             #expect(excluded.stdout.contains("excluded: names ending in .nosync are not synced"), "\(excluded.stdout)")
 
-            let evict = try await CommandLineTests.run(["docs", "evict", file.path], server: server)
-            #expect(evict.status == 0 && evict.stdout.contains("not downloaded"), "\(evict.stdout)\(evict.stderr)")
+            let evict = try await CommandLineTests.run(["docs", "evict", file.path, "--json"], server: server)
+            #expect(evict.status == 0 && evict.stdout.contains(#""state":"notDownloaded""#), "\(evict.stdout)\(evict.stderr)")
             #expect(!FileManager.default.fileExists(atPath: file.path))
             let download = try await CommandLineTests.run(["docs", "download", file.path], server: server)
             #expect(

@@ -196,10 +196,12 @@ struct DocsDownload: AsyncParsableCommand {
     var path: String
     @Option(help: "The device's root folder (default: found above PATH).")
     var root: String?
+    @Flag(help: "Print JSON for scripts.")
+    var json = false
 
     func run() async throws {
         let item = try DeviceRoot.ask(.download, path: path, root: root, timeout: 3600).item
-        print("\(item?.path ?? path): \(item?.reason ?? "downloaded")")
+        print(json ? ValueText.json(item) : "\(item?.path ?? path): \(item?.reason ?? "downloaded")")
     }
 }
 
@@ -211,10 +213,12 @@ struct DocsEvict: AsyncParsableCommand {
     var path: String
     @Option(help: "The device's root folder (default: found above PATH).")
     var root: String?
+    @Flag(help: "Print JSON for scripts.")
+    var json = false
 
     func run() async throws {
         let item = try DeviceRoot.ask(.evict, path: path, root: root).item
-        print("\(item?.path ?? path): \(item?.reason ?? "evicted")")
+        print(json ? ValueText.json(item) : "\(item?.path ?? path): \(item?.reason ?? "evicted")")
     }
 }
 
