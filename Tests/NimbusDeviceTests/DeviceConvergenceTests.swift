@@ -33,17 +33,9 @@ import Testing
         let app = try await server.seedApp()
         var devices: [DeviceSyncTests.Device] = []
         for name in ["one", "two", "three"] {
-            let session = try await server.signIn(email: "ann@example.com", device: name)
-            let root = TestResources.temporaryDirectory(prefix: "nimbus-device")
-            try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
-            let folder = root.appendingPathComponent("container")
-            let journal = try DeviceJournal(path: root.appendingPathComponent("journal.sqlite").path)
-            let client = DocumentClient(client: NimbusClient(session: session, apiToken: app.apiToken), container: app.container)
-            devices.append(
-                DeviceSyncTests.Device(
-                    engine: SyncEngine(client: client, folder: folder, journal: journal, device: name), folder: folder,
-                    journal: journal))
-            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            let device = try await DeviceSyncTests.Fixture.device(name, server: server, app: app)
+            try FileManager.default.createDirectory(at: device.folder, withIntermediateDirectories: true)
+            devices.append(device)
         }
         var random = SeededGenerator(seed: seed)
         // What must not be lost: every content that stayed on a device from the start of one of its rounds

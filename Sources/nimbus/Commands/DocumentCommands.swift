@@ -189,9 +189,8 @@ enum DeviceRoot {
     }
 }
 
-struct DocsDownload: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "download", abstract: "Download an evicted file on this device (through its running daemon).")
+/// A file in a device's synced folder, asked about through its running daemon.
+struct LocalItemOptions: ParsableArguments {
     @Argument(help: "The file, in the device's synced folder.")
     var path: String
     @Option(help: "The device's root folder (default: found above PATH).")
@@ -199,27 +198,28 @@ struct DocsDownload: AsyncParsableCommand {
     @Flag(help: "Print JSON for scripts.")
     var json = false
 
-    func run() async throws {
-        let item = try DeviceRoot.ask(.download, path: path, root: root, timeout: 3600).item
-        print(json ? ValueText.json(item) : "\(item?.path ?? path): \(item?.reason ?? "downloaded")")
+    /// Sends `command` for the file and prints where it stands after.
+    func send(_ command: ControlRequest.Command, timeout: Int) throws {
+        let item = try DeviceRoot.ask(command, path: path, root: root, timeout: timeout).item
+        print(json ? ValueText.json(item) : "\(item?.path ?? path): \(item?.reason ?? "done")")
     }
+}
+
+struct DocsDownload: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "download", abstract: "Download an evicted file on this device (through its running daemon).")
+    @OptionGroup var item: LocalItemOptions
+
+    func run() async throws { try item.send(.download, timeout: 3600) }
 }
 
 struct DocsEvict: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "evict",
         abstract: "Free a synced file's space on this device, keeping a placeholder (through its running daemon).")
-    @Argument(help: "The file, in the device's synced folder.")
-    var path: String
-    @Option(help: "The device's root folder (default: found above PATH).")
-    var root: String?
-    @Flag(help: "Print JSON for scripts.")
-    var json = false
+    @OptionGroup var item: LocalItemOptions
 
-    func run() async throws {
-        let item = try DeviceRoot.ask(.evict, path: path, root: root).item
-        print(json ? ValueText.json(item) : "\(item?.path ?? path): \(item?.reason ?? "evicted")")
-    }
+    func run() async throws { try item.send(.evict, timeout: 10) }
 }
 
 struct DocsCommand: AsyncParsableCommand {
