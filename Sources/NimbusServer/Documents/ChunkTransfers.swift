@@ -105,12 +105,14 @@ struct ChunkTransfers: Sendable {
         if let absent = request.hashes.first(where: { !held.contains($0) }) {
             throw NimbusError.notFound("no chunk \(absent) among this user's documents")
         }
-        let files = request.hashes.compactMap { server.blobs.file($0) }
+        let files = request.hashes.map { server.blobs.file($0) }
         let body = try await BlockingWork.run {
             var chunks: [ChunkBundle.Chunk] = []
             var total = 0
             for (hash, file) in zip(request.hashes, files) {
-                let bytes = try Data(contentsOf: file)
+                guard let file, let bytes = try? Data(contentsOf: file) else {
+                    throw NimbusError.notFound("no chunk \(hash) among this user's documents")
+                }
                 total += bytes.count
                 guard total <= ChunkBundle.maxBytes else {
                     throw NimbusError(
