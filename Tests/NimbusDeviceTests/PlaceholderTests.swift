@@ -68,6 +68,28 @@ import Testing
         #expect(try await fixture.client.trash().items.map(\.name) == ["Summary.txt"])
     }
 
+    /// A daemon killed between writing the placeholder and recording it (or between writing a download and
+    /// recording it) leaves the other form of the file than the journal knows: it is still the same item.
+    @Test func anEvictionOrDownloadCutShortKeepsTheItem() async throws {
+        let fixture = try await Fixture.make()
+        let a = fixture.a
+        try a.write("Documents/Report.txt", "quarterly figures")
+        try await fixture.settle()
+        let stub = a.folder.appendingPathComponent("Documents/.Report.txt.icloud")
+        let file = a.folder.appendingPathComponent("Documents/Report.txt")
+        let hash = try #require(try await a.journal.localFiles().first { $0.path == "Documents/Report.txt" }?.content)
+        try Placeholder(name: "Report.txt", size: 17, contentHash: hash).encoded().write(to: stub)
+        #expect(unlink(file.path) == 0)
+        #expect(try await !a.engine.syncOnce(), "the placeholder is the same item: nothing to do")
+        #expect(try await fixture.client.trash().items.isEmpty && fixture.b.read("Documents/Report.txt") == "quarterly figures")
+
+        try Data("quarterly figures".utf8).write(to: file)
+        #expect(unlink(stub.path) == 0)
+        #expect(try await !a.engine.syncOnce(), "the downloaded file is the same item: nothing to do")
+        #expect(try await fixture.client.trash().items.isEmpty)
+        #expect(try await a.journal.localFiles().contains { $0.path == "Documents/Report.txt" })
+    }
+
     @Test func aContainerOnDemandGetsPlaceholdersUntilAFileIsAskedFor() async throws {
         let fixture = try await Fixture.make()
         let tablet = try await Fixture.device("tablet", server: fixture.server, app: fixture.app, onDemand: true)

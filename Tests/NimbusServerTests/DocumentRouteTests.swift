@@ -231,6 +231,7 @@ import Testing
             DocumentOperation(.save, itemID: "x", name: "..", kind: .folder),
             DocumentOperation(.save, itemID: "x", name: "cache.nosync", kind: .folder),
             DocumentOperation(.save, itemID: "x", name: ".nimbus-download", kind: .folder),
+            DocumentOperation(.save, itemID: "x", name: ".Report.txt.icloud", kind: .folder),
             DocumentOperation(.save, itemID: "x", name: "nul\u{0}", kind: .folder),
             DocumentOperation(.save, itemID: "x", name: String(repeating: "n", count: 256), kind: .folder),
             DocumentOperation(.save, itemID: "x", name: "X", kind: .file),
@@ -269,6 +270,11 @@ import Testing
             (ChunkBundle.encode(fresh + [lying]), "a chunk not hashing to its name"), (cut, "a body cut short"),
             (badName, "a name that is not a hash"), (Data("{}".utf8), "no bundle at all"),
             (ChunkBundle.encode(fresh + [ChunkBundle.Chunk(hash: Fixture.hash(Data()), bytes: Data())]), "an empty chunk"),
+            (
+                ChunkBundle.encode(
+                    fresh + [ChunkBundle.Chunk(hash: Fixture.hash(Data(count: 9 << 20)), bytes: Data(count: 9 << 20))]),
+                "a chunk over 8 MiB"
+            ),
         ] {
             let refused = try await fixture.upload(bundle: body)
             #expect(refused.status == 400 && refused.errorCode == .badRequest, "\(why)")

@@ -37,6 +37,9 @@ package enum DocumentNames {
         guard !name.hasPrefix(temporaryPrefix) else {
             throw .badRequest("names starting with \(temporaryPrefix) are the sync engine's temporary files")
         }
+        guard !isPlaceholderName(name) else {
+            throw .badRequest("names like .\(name.dropFirst().dropLast(7)).icloud are evicted files' placeholders on devices")
+        }
     }
 
     /// Names that file systems which ignore case and Unicode normalisation (Apple's, Windows') take
@@ -68,6 +71,11 @@ package enum DocumentNames {
 
     /// What the device's sync engine names its temporary files; no item may be named so.
     package static let temporaryPrefix = ".nimbus-"
+
+    /// Whether a name is shaped like an evicted file's placeholder (`.<name>.icloud`), which devices write.
+    package static func isPlaceholderName(_ name: String) -> Bool {
+        name.hasPrefix(".") && name.hasSuffix(".icloud") && name.utf8.count > 8
+    }
 
     /// Items named so are never synced (iCloud's rule).
     package static func isExcludedFromSync(_ name: String) -> Bool { name.hasSuffix(".nosync") }

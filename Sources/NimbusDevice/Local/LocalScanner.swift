@@ -53,31 +53,41 @@ package struct LocalScanner: Sendable {
             }
             let isPackage = entry.isFolder && isPackage(name)
             var entry = entry
-            if isPackage {
-                (entry.size, entry.modified) = try PackageArchive.details(of: folder.appendingPathComponent(entry.path))
-            }
-            let previous = [byInode[entry.inode], byPath[entry.path]].compactMap { $0 }.first {
+            // A package that cannot be read now (an app saving into it, say) keeps what was known of it.
+            let details = isPackage ? try? PackageArchive.details(of: folder.appendingPathComponent(entry.path)) : nil
+            if let details { (entry.size, entry.modified) = details }
+            // An eviction or download cut short leaves the other form of the path than the journal knows.
+            let otherForm =
+                placeholder != nil ? (parentPath.isEmpty ? name : parentPath + "/" + name) : Placeholder.path(for: entry.path)
+            let previous = [byInode[entry.inode], byPath[entry.path], byPath[otherForm]].compactMap { $0 }.first {
                 !claimed.contains($0.id) && ($0.content == nil) == (entry.isFolder && !isPackage)
             }
             let id = previous?.id ?? ItemID.random()
-            claimed.insert(id)
             var content: String?
             if isPackage {
                 let unchanged = previous.map { $0.inode == entry.inode && $0.size == entry.size && $0.modified == entry.modified }
-                content =
-                    try unchanged == true ? previous?.content : PackageArchive.hash(of: folder.appendingPathComponent(entry.path))
+                if details != nil, unchanged != true {
+                    content = try? PackageArchive.hash(of: folder.appendingPathComponent(entry.path))
+                }
+                content = content ?? previous?.content
+                guard content != nil else { continue }
             } else if !entry.isFolder {
                 if let previous, previous.inode == entry.inode, previous.size == entry.size, previous.modified == entry.modified {
                     content = previous.content
                 } else if placeholder != nil {
-                    guard let read = Placeholder(contentsOf: folder.appendingPathComponent(entry.path)) else { continue }
-                    content = read.contentHash
+                    // A placeholder written over is not read as content: the item stays as the journal knew it.
+                    guard
+                        let read = Placeholder(contentsOf: folder.appendingPathComponent(entry.path))?.contentHash
+                            ?? previous?.content
+                    else { continue }
+                    content = read
                 } else {
                     content = try FileContent.hash(of: folder.appendingPathComponent(entry.path))
                 }
             } else {
                 folders[entry.path] = id
             }
+            claimed.insert(id)
             scan.tree[id] = SyncItem(
                 place: Place(parent: parent, name: name), kind: isPackage ? .package : entry.isFolder ? .folder : .file,
                 content: content)
@@ -115,9 +125,12 @@ package struct LocalScanner: Sendable {
             next += 1
             let directory = relative.isEmpty ? folder.path : folder.appendingPathComponent(relative).path
             for name in try FileManager.default.contentsOfDirectory(atPath: directory).sorted() {
-                guard (try? DocumentNames.validate(name)) != nil else { continue }
+                let valid = (try? DocumentNames.validate(name)) != nil
+                guard valid || DocumentNames.isPlaceholderName(name) else { continue }
                 let path = relative.isEmpty ? name : relative + "/" + name
-                guard let entry = Self.stat(folder.appendingPathComponent(path).path, path: path) else { continue }
+                // Placeholders' names are reserved for files, which `scan` reads as the items they stand for.
+                guard let entry = Self.stat(folder.appendingPathComponent(path).path, path: path), valid || !entry.isFolder
+                else { continue }
                 found.append(entry)
                 // A package is one item: what it holds is its content, not items of its own.
                 if entry.isFolder && !isPackage(name) { pending.append(path) }

@@ -12,6 +12,8 @@ import NimbusCore
 package final class ControlSocket: Sendable {
     private let path: String
     private let listener: Int32
+    /// Held (`flock`) while this daemon serves the root.
+    private let lock: Int32
     static let timeout = timeval(tv_sec: 2, tv_usec: 0)
     static let maxRequestBytes = 64 << 10
 
@@ -27,26 +29,35 @@ package final class ControlSocket: Sendable {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         guard chmod(directory.path, 0o700) == 0 else { throw Self.failure("cannot make \(directory.path) owner-only") }
         path = url.path
-        if let probe = try? Self.connect(path) {
-            close(probe)
+        // The lock makes "one daemon a root" hold for two started at once; the kernel drops it with the process.
+        let lock = open(directory.appendingPathComponent("daemon.lock").path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard lock >= 0 else { throw Self.failure("cannot open the lock in \(directory.path)") }
+        guard flock(lock, LOCK_EX | LOCK_NB) == 0, (try? Self.connect(path)).map({ close($0) }) == nil else {
+            close(lock)
             throw NimbusError(.conflict, "another nimbus device daemon serves \(directory.deletingLastPathComponent().path)")
         }
+        self.lock = lock
         unlink(path)
         let listener = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard listener >= 0 else { throw Self.failure("cannot open a Unix socket") }
         self.listener = listener
         do {
-            var address = try Self.address(path)
+            // Bound under a temporary name, made owner-only, then renamed: no one ever sees it otherwise.
+            let temporary = path + ".\(getpid())"
+            unlink(temporary)
+            var address = try Self.address(temporary)
             let bound = withUnsafePointer(to: &address) {
                 $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
                     bind(listener, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
                 }
             }
-            guard bound == 0, chmod(path, 0o600) == 0, listen(listener, 16) == 0 else {
+            guard bound == 0, chmod(temporary, 0o600) == 0, listen(listener, 16) == 0, rename(temporary, path) == 0 else {
+                unlink(temporary)
                 throw Self.failure("cannot listen at \(path)")
             }
         } catch {
             close(listener)
+            close(lock)
             throw error
         }
         let thread = Thread { Self.serve(listener, handler: handler) }
@@ -59,6 +70,7 @@ package final class ControlSocket: Sendable {
         shutdown(listener, Int32(SHUT_RDWR))
         close(listener)
         unlink(path)
+        close(lock)
     }
 
     private static func serve(_ listener: Int32, handler: @escaping @Sendable (ControlRequest) async -> ControlResponse) {

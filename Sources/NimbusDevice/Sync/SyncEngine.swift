@@ -130,7 +130,8 @@ package final class SyncEngine: Sendable {
                         !siblings.contains(DocumentNames.collisionKey($0))
                     })
                 else { continue }
-                let target = LocalScanner.split(path).folder.isEmpty ? free : LocalScanner.split(path).folder + "/" + free
+                var target = LocalScanner.split(path).folder.isEmpty ? free : LocalScanner.split(path).folder + "/" + free
+                if Placeholder.isPlaceholder(path: path) { target = Placeholder.path(for: target) }
                 if move(path, to: target) { renamed = true }
             }
         }
@@ -432,7 +433,8 @@ package final class SyncEngine: Sendable {
     private func removeTemporaryFiles() {
         for name in (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []
         where name.hasPrefix(LocalScanner.temporaryPrefix) {
-            unlink(folder.appendingPathComponent(name).path)
+            // Folders too: a package being unpacked, or the old one swapped out, when the daemon was killed.
+            try? FileManager.default.removeItem(at: folder.appendingPathComponent(name))
         }
     }
 
@@ -477,9 +479,11 @@ package final class SyncEngine: Sendable {
                 try await placed(id, at: stub, content: item.content, details: written, paths: &paths)
                 break
             } else if item.kind == .package {
-                guard let archive = fetched[id], let written = try placePackage(archive, at: target, replacing: current) else {
-                    return
-                }
+                guard let archive = fetched[id],
+                    let written = try placePackage(
+                        archive, at: target, replacing: current,
+                        unchanged: { current.map { self.unchanged(id, at: $0, scan: scan) } ?? true })
+                else { return }
                 try await placed(id, at: target, content: item.content, details: written, paths: &paths)
                 break
             } else {
@@ -637,11 +641,15 @@ package final class SyncEngine: Sendable {
     /// Rebuilds a downloaded package from its stream beside the folder's contents and swaps it into place in
     /// one step (the old one, checked unchanged, is then removed): its details as placed, or nil when it
     /// could not be placed (the next round tries again).
-    private func placePackage(_ archive: URL, at target: String, replacing current: String?) throws -> LocalScanner.Entry? {
+    private func placePackage(
+        _ archive: URL, at target: String, replacing current: String?, unchanged: () -> Bool
+    ) throws -> LocalScanner.Entry? {
         let unpacked = folder.appendingPathComponent(LocalScanner.temporaryPrefix + UUIDString.random())
         defer { try? FileManager.default.removeItem(at: unpacked) }
         guard (try? PackageArchive.unpack(archive, into: unpacked)) != nil else { return nil }
         try synchronize([unpacked])
+        // Unpacking took a while: an app may have saved into the old package meanwhile, and that save wins.
+        guard unchanged() else { return nil }
         let targetURL = folder.appendingPathComponent(target)
         if let current, current == target {
             // The old package ends up at the temporary name, removed by the defer.

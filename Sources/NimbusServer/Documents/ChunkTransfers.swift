@@ -63,9 +63,9 @@ struct ChunkTransfers: Sendable {
             throw NimbusError.badRequest(malformed.reason)
         }
         guard chunks.reduce(0, { $0 + $1.bytes.count }) <= ChunkBundle.maxBytes else { throw tooLarge }
-        if let empty = chunks.first(where: { $0.bytes.isEmpty }) {
+        if let wrong = chunks.first(where: { !(1...DocumentService.maxChunkBytes).contains(Int64($0.bytes.count)) }) {
             throw NimbusError.badRequest(
-                "chunk \(empty.hash) is empty; a chunk holds 1 to \(DocumentService.maxChunkBytes) bytes")
+                "chunk \(wrong.hash) holds \(wrong.bytes.count) bytes; a chunk holds 1 to \(DocumentService.maxChunkBytes)")
         }
         do {
             try await server.blobs.storeChunks(chunks)

@@ -219,7 +219,7 @@ struct DocsEvict: AsyncParsableCommand {
         abstract: "Free a synced file's space on this device, keeping a placeholder (through its running daemon).")
     @OptionGroup var item: LocalItemOptions
 
-    func run() async throws { try item.send(.evict, timeout: 10) }
+    func run() async throws { try item.send(.evict, timeout: 600) }
 }
 
 struct DocsCommand: AsyncParsableCommand {
