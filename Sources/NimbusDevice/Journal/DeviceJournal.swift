@@ -112,13 +112,7 @@ package final class DeviceJournal: Sendable {
         }
     }
 
-    package func remoteItem(_ id: ItemID) async throws -> DocumentItem? {
-        try await database.read { db in
-            try Data.fetchOne(db, sql: "SELECT item FROM remote WHERE item_id = ?", arguments: [id.rawValue]).map {
-                try JSONDecoder().decode(DocumentItem.self, from: $0)
-            }
-        }
-    }
+    package func remoteItem(_ id: ItemID) async throws -> DocumentItem? { try await remoteItems([id])[id] }
 
     /// How many items the server holds with unresolved conflict versions.
     package func conflictCount() async throws -> Int {

@@ -47,8 +47,9 @@ package struct LocalScanner: Sendable {
             let placeholder = entry.isFolder ? nil : Placeholder.itemName(of: name)
             if let real = placeholder {
                 // A placeholder beside its file is left over from an eviction or download cut short: the file is the item.
-                let realPath = parentPath.isEmpty ? real : parentPath + "/" + real
-                guard (try? DocumentNames.validate(real)) != nil, !paths.contains(realPath) else { continue }
+                guard (try? DocumentNames.validate(real)) != nil, !paths.contains(Placeholder.realPath(of: entry.path)) else {
+                    continue
+                }
                 name = real
             }
             let isPackage = entry.isFolder && isPackage(name)
@@ -57,8 +58,7 @@ package struct LocalScanner: Sendable {
             let details = isPackage ? try? PackageArchive.details(of: folder.appendingPathComponent(entry.path)) : nil
             if let details { (entry.size, entry.modified) = details }
             // An eviction or download cut short leaves the other form of the path than the journal knows.
-            let otherForm =
-                placeholder != nil ? (parentPath.isEmpty ? name : parentPath + "/" + name) : Placeholder.path(for: entry.path)
+            let otherForm = placeholder != nil ? Placeholder.realPath(of: entry.path) : Placeholder.path(for: entry.path)
             let previous = [byInode[entry.inode], byPath[entry.path], byPath[otherForm]].compactMap { $0 }.first {
                 !claimed.contains($0.id) && ($0.content == nil) == (entry.isFolder && !isPackage)
             }

@@ -26,6 +26,13 @@ package struct Placeholder: Equatable, Sendable {
         path.hasSuffix(suffix) && itemName(of: LocalScanner.split(path).name) != nil
     }
 
+    /// The path of the file a placeholder's path stands for (a path that is no placeholder's, unchanged).
+    package static func realPath(of placeholder: String) -> String {
+        let (folder, name) = LocalScanner.split(placeholder)
+        let real = itemName(of: name) ?? name
+        return folder.isEmpty ? real : folder + "/" + real
+    }
+
     /// A relative path with its last name turned into the placeholder's.
     package static func path(for path: String) -> String {
         let (folder, name) = LocalScanner.split(path)

@@ -77,7 +77,7 @@ package final class SyncEngine: Sendable {
         try await journal.updateLocalFiles(from: known, to: scan.files)
         let remote = try await journal.remoteTree()
         let plan = SyncPlanner.plan(remote: remote, local: scan.tree, synced: synced)
-        var itemPaths = scan.files.mapValues { $0.isPlaceholder ? Self.realPath(of: $0.path) : $0.path }
+        var itemPaths = scan.files.mapValues { $0.isPlaceholder ? Placeholder.realPath(of: $0.path) : $0.path }
         for id in remote.items.keys where itemPaths[id] == nil { itemPaths[id] = remote.path(of: id) }
         await activity.planned(paths: itemPaths, steps: plan)
         let (serverSide, diskSide) = (plan.filter(\.isRemote), plan.filter { !$0.isRemote })
@@ -444,13 +444,6 @@ package final class SyncEngine: Sendable {
         guard case .download(let item) = step.action, item.kind == .file else { return false }
         guard let current = scan.files[step.item] else { return downloadsOnDemand }
         return current.isPlaceholder
-    }
-
-    /// The path of the file a placeholder stands for.
-    static func realPath(of placeholder: String) -> String {
-        let (folder, name) = LocalScanner.split(placeholder)
-        let real = Placeholder.itemName(of: name) ?? name
-        return folder.isEmpty ? real : folder + "/" + real
     }
 
     private func runOnDisk(
