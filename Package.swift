@@ -68,7 +68,7 @@ let package = Package(
         .target(
             name: "NimbusKit",
             dependencies: [
-                "NimbusCore",
+                "NimbusCore", "CFileOps",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "WSClient", package: "swift-websocket"),
                 .product(name: "Logging", package: "swift-log"),

@@ -77,7 +77,7 @@ struct ScaleBenchmark {
             if let memory = try? String(contentsOfFile: "/proc/\(daemon.processIdentifier)/status", encoding: .utf8) {
                 peakAnonymous = max(peakAnonymous, kilobytes("RssAnon:", memory) * 1024)
             }
-            guard let status = (try? ControlSocket.ask(ControlRequest(command: .status), at: socket))?.folders?.first,
+            guard let status = (try? DaemonConnection.ask(ControlRequest(command: .status), at: socket))?.folders?.first,
                 status.pending == 0, status.lastSyncedAt != nil, status.problem == nil
             else { continue }
             if count(folder) == files {

@@ -47,3 +47,16 @@ int nimbus_sync_files(const char *directory, const char *const *paths, int count
     return 0;
 #endif
 }
+
+int nimbus_lock_byte(int descriptor, long long offset, int kind, int wait) {
+    struct flock lock = {0};
+    lock.l_type = kind == 0 ? F_UNLCK : (kind == 1 ? F_RDLCK : F_WRLCK);
+    lock.l_whence = SEEK_SET;
+    lock.l_start = (off_t)offset;
+    lock.l_len = 1;
+#ifdef F_OFD_SETLKW
+    return fcntl(descriptor, wait ? F_OFD_SETLKW : F_OFD_SETLK, &lock);
+#else
+    return fcntl(descriptor, wait ? F_SETLKW : F_SETLK, &lock);
+#endif
+}

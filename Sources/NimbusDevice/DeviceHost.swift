@@ -1,5 +1,6 @@
 import Foundation
 import NimbusCore
+import NimbusKit
 
 /// A device root: the daemons of every container it mirrors, and the root's control socket answering for
 /// all of them (by the folder a path is in).
@@ -15,7 +16,13 @@ package struct DeviceHost: Sendable {
     /// Runs every daemon until cancelled; refuses to start when another host serves the root.
     package func run() async throws {
         let controls = daemons.map(\.control)
-        let socket = try ControlSocket(path: ControlSocket.path(root: root)) { await Self.answer($0, controls) }
+        let socket = try ControlSocket(path: ControlSocket.path(root: root)) { request in
+            guard request.command == .watch else { return (await Self.answer(request, controls), nil) }
+            guard let owner = Self.owner(of: request, controls) else {
+                return (ControlResponse(NimbusError.badRequest("a watch names a synced folder")), nil)
+            }
+            return await owner.watch(request)
+        }
         defer { socket.stop() }
         try await withThrowingTaskGroup(of: Void.self) { group in
             for daemon in daemons { group.addTask { try await daemon.run() } }
@@ -30,15 +37,19 @@ package struct DeviceHost: Sendable {
             for control in controls { folders += await control.answer(request).folders ?? [] }
             return ControlResponse(folders: folders)
         }
-        let absolute = URL(fileURLWithPath: path).standardizedFileURL.path
-        let owner =
-            path.hasPrefix("/")
-            ? controls.first { absolute == $0.folder.path || absolute.hasPrefix($0.folder.path + "/") }
-            : controls.count == 1 ? controls.first : nil
-        guard let owner else {
+        guard let owner = owner(of: request, controls) else {
             let folders = controls.map(\.folder.path).joined(separator: ", ")
-            return ControlResponse(error: "\(path) is not inside a synced folder (\(folders))")
+            return ControlResponse(NimbusError.badRequest("\(path) is not inside a synced folder (\(folders))"))
         }
         return await owner.answer(request)
+    }
+
+    /// The folder a request's path is in (a relative path: the only folder's).
+    static func owner(of request: ControlRequest, _ controls: [DeviceControl]) -> DeviceControl? {
+        guard let path = request.path, !path.isEmpty else { return controls.count == 1 ? controls.first : nil }
+        let absolute = URL(fileURLWithPath: path).standardizedFileURL.path
+        return path.hasPrefix("/")
+            ? controls.first { absolute == $0.folder.path || absolute.hasPrefix($0.folder.path + "/") }
+            : controls.count == 1 ? controls.first : nil
     }
 }

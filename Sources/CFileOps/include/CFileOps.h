@@ -14,4 +14,10 @@ int nimbus_rename_exchange(const char *from, const char *to);
 /// file costs a commit apiece; elsewhere each file is synced. 0, or -1 with errno set.
 int nimbus_sync_files(const char *directory, const char *const *paths, int count);
 
+/// Takes (or with `kind` 0 releases) a lock on the byte at `offset` of the open file `descriptor`: `kind` 1
+/// shared, 2 exclusive; waits for it when `wait` is non-zero. Open-file-description locks (Linux's
+/// F_OFD_SETLK/SETLKW): each open of the file holds its own locks, within a process as across processes,
+/// and the kernel drops them when the file is closed or its process dies. 0, or -1 with errno set.
+int nimbus_lock_byte(int descriptor, long long offset, int kind, int wait);
+
 #endif

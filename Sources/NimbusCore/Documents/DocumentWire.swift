@@ -75,10 +75,12 @@ package struct DocumentItem: Codable, Hashable, Sendable {
     package var deletedAt: Int64?
     /// Why the name would not work on some file systems (it is kept as it is).
     package var nameIssues: [String]
+    /// When the server first stored it, milliseconds since 1970 (absent for items stored before it was kept).
+    package var createdAt: Int64?
 
     package init(
         itemID: String, parentID: String?, name: String, kind: DocumentKind, current: DocumentVersion? = nil,
-        conflicts: [DocumentVersion] = [], deletedAt: Int64? = nil, nameIssues: [String] = []
+        conflicts: [DocumentVersion] = [], deletedAt: Int64? = nil, nameIssues: [String] = [], createdAt: Int64? = nil
     ) {
         self.itemID = itemID
         self.parentID = parentID
@@ -88,6 +90,7 @@ package struct DocumentItem: Codable, Hashable, Sendable {
         self.conflicts = conflicts
         self.deletedAt = deletedAt
         self.nameIssues = nameIssues
+        self.createdAt = createdAt
     }
 }
 

@@ -84,7 +84,7 @@ extension Predicate {
                     if ["==", "!=", "<>", "<=", ">=", "=<", "=>", "&&", "||"].contains(two) {
                         tokens.append((.symbol(two), start))
                         index += 2
-                    } else if "=<>(){},!".contains(character) {
+                    } else if "=<>(){},![]".contains(character) {
                         tokens.append((.symbol(String(character)), start))
                         index += 1
                     } else {

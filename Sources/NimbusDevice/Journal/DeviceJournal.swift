@@ -9,6 +9,7 @@ import NimbusCore
 /// resumes without losing a local edit or sending again what the server has.
 package final class DeviceJournal: Sendable {
     private let database: DatabaseQueue
+    private let observers = Locked<[@Sendable (Set<ItemID>) -> Void]>([])
 
     package init(path: String) throws {
         var configuration = Configuration()
@@ -45,7 +46,32 @@ package final class DeviceJournal: Sendable {
                 try Self.storeRemote(try JSONDecoder().decode(DocumentItem.self, from: data), db)
             }
         }
+        migrator.registerMigration("2026-11-25-remote-metadata") { db in
+            // What apps' metadata queries list (size and dates), read without decoding each item.
+            try db.execute(
+                sql: """
+                    ALTER TABLE remote ADD COLUMN size INTEGER NOT NULL DEFAULT 0;
+                    ALTER TABLE remote ADD COLUMN modified INTEGER;
+                    ALTER TABLE remote ADD COLUMN created INTEGER;
+                    """)
+            for data in try Data.fetchAll(db, sql: "SELECT item FROM remote") {
+                try Self.storeRemote(try JSONDecoder().decode(DocumentItem.self, from: data), db)
+            }
+        }
         try migrator.migrate(database)
+    }
+
+    // MARK: - Changes
+
+    /// Called after each write with the items whose remote or local row it changed.
+    package func observe(_ observer: @escaping @Sendable (Set<ItemID>) -> Void) {
+        observers.withLock { $0.append(observer) }
+    }
+
+    private func changed(_ ids: some Sequence<ItemID>) {
+        let ids = Set(ids)
+        guard !ids.isEmpty else { return }
+        for observer in observers.withLock({ $0 }) { observer(ids) }
     }
 
     // MARK: - Synced tree
@@ -79,6 +105,14 @@ package final class DeviceJournal: Sendable {
                     sql: "INSERT OR REPLACE INTO state VALUES ('packages', ?)", arguments: [extensions.joined(separator: ",")])
             }
         }
+        changed(page.items.map { ItemID($0.itemID) } + page.removed.map(ItemID.init))
+    }
+
+    /// Items as the server answered them outside the changes feed (a resolution, say); the feed brings
+    /// them again later, unchanged.
+    package func storeRemoteItems(_ items: [DocumentItem]) async throws {
+        try await database.write { db in for item in items { try Self.storeRemote(item, db) } }
+        changed(items.map { ItemID($0.itemID) })
     }
 
     /// The folder extensions the container treats as file packages, as the server last said.
@@ -153,6 +187,7 @@ package final class DeviceJournal: Sendable {
                 try Self.insertLocal(file, db)
             }
         }
+        self.changed(changed.map(\.id) + removed)
     }
 
     /// Records a file or folder the engine itself wrote, moved or created, so the next scan knows it.
@@ -161,10 +196,12 @@ package final class DeviceJournal: Sendable {
             try db.execute(sql: "DELETE FROM local WHERE item_id = ? OR path = ?", arguments: [file.id.rawValue, file.path])
             try Self.insertLocal(file, db)
         }
+        changed([file.id])
     }
 
     package func removeLocalFile(_ id: ItemID) async throws {
         try await database.write { db in try db.execute(sql: "DELETE FROM local WHERE item_id = ?", arguments: [id.rawValue]) }
+        changed([id])
     }
 
     /// What the server answered to a batch of this device's operations, in one transaction: each
@@ -182,6 +219,43 @@ package final class DeviceJournal: Sendable {
                 }
                 try Self.storeSynced(id, outcome.synced, db)
             }
+        }
+        changed(outcomes.flatMap { [$0.local] + ($0.remote.map { [ItemID($0.itemID)] } ?? []) })
+    }
+
+    // MARK: - Metadata
+
+    /// The remote and local facts of `ids` (nil: of every item) that apps' metadata queries list.
+    package func metadata(of ids: Set<ItemID>?) async throws -> (remote: [ItemID: RemoteFacts], local: [ItemID: LocalFacts]) {
+        try await database.read { db in
+            var remote: [ItemID: RemoteFacts] = [:]
+            var local: [ItemID: LocalFacts] = [:]
+            let batches: [[String]?] =
+                ids.map { ids in
+                    stride(from: 0, to: ids.count, by: 500).map { Array(ids.map(\.rawValue)[$0..<min($0 + 500, ids.count)]) }
+                }
+                ?? [nil]
+            for batch in batches {
+                let filter =
+                    batch.map { "WHERE item_id IN (\(Array(repeating: "?", count: $0.count).joined(separator: ",")))" } ?? ""
+                let arguments = StatementArguments(batch ?? [])
+                let remoteRows = try Row.fetchCursor(
+                    db,
+                    sql:
+                        "SELECT item_id, parent_id, name, kind, content, conflicts, size, modified, created FROM remote \(filter)",
+                    arguments: arguments)
+                while let row = try remoteRows.next() {
+                    remote[ItemID(row[0])] = RemoteFacts(
+                        parent: (row[1] as String?).map(ItemID.init), name: row[2], kind: ItemKind(rawValue: row[3]) ?? .file,
+                        content: row[4], conflicts: row[5], size: row[6], modified: row[7], created: row[8])
+                }
+                let localRows = try Row.fetchCursor(
+                    db, sql: "SELECT item_id, path, size, modified, content FROM local \(filter)", arguments: arguments)
+                while let row = try localRows.next() {
+                    local[ItemID(row[0])] = LocalFacts(path: row[1], size: row[2], modified: row[3], content: row[4])
+                }
+            }
+            return (remote, local)
         }
     }
 
@@ -217,12 +291,13 @@ package final class DeviceJournal: Sendable {
         }
         try db.execute(
             sql: """
-                INSERT OR REPLACE INTO remote (item_id, item, parent_id, name, kind, content, conflicts)
-                VALUES (?, ?, ?, ?, ?, ?, ?)
+                INSERT OR REPLACE INTO remote (item_id, item, parent_id, name, kind, content, conflicts, size, modified, created)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """,
             arguments: [
                 item.itemID, try JSONEncoder().encode(item), item.parentID, item.name, item.kind.rawValue,
-                item.current?.content.contentHash, item.conflicts.count,
+                item.current?.content.contentHash, item.conflicts.count, item.current?.content.size ?? 0,
+                item.current?.content.modifiedAt, item.createdAt,
             ])
     }
 
@@ -247,4 +322,37 @@ package struct LocalFile: Sendable, Hashable {
 
     /// Whether the item is evicted: its file on the disk is a placeholder (`Placeholder`).
     package var isPlaceholder: Bool { Placeholder.isPlaceholder(path: path) }
+}
+
+/// An item as the server last described it, for apps' metadata queries.
+package struct RemoteFacts: Sendable, Hashable {
+    var parent: ItemID?
+    var name: String
+    var kind: ItemKind
+    var content: String?
+    var conflicts: Int
+    var size: Int64
+    /// Milliseconds since 1970.
+    var modified: Int64?
+    var created: Int64?
+}
+
+/// A file or folder on the disk as the journal knows it, for apps' metadata queries.
+package struct LocalFacts: Sendable, Hashable {
+    /// Relative to the container's folder (a placeholder's own name, when evicted).
+    var path: String
+    var size: Int64
+    /// Nanoseconds since 1970.
+    var modified: Int64
+    var content: String?
+}
+
+/// A value shared between threads behind a lock.
+final class Locked<Value>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value: Value
+    init(_ value: Value) { self.value = value }
+    func withLock<T>(_ body: (inout Value) throws -> T) rethrows -> T {
+        try lock.withLock { try body(&value) }
+    }
 }

@@ -1,76 +1,15 @@
 import Foundation
 import NimbusCore
-
-/// Where an item stands, and in words why it is not synced yet.
-package struct ItemStatus: Codable, Sendable, Equatable {
-    package enum State: String, Codable, Sendable {
-        case synced, notDownloaded, queued, uploading, downloading, waitingForNetwork, conflict, overQuota, refused,
-            nameInvalid, excluded, notFound
-    }
-
-    /// Relative to the container's folder.
-    package var path: String
-    package var state: State
-    package var reason: String
-    package var percentDone: Double?
-    /// Systems on which the item's name is not valid (it syncs, but would not on those).
-    package var nameIssues: [String]
-
-    package init(path: String, state: State, reason: String, percentDone: Double? = nil, nameIssues: [String] = []) {
-        self.path = path
-        self.state = state
-        self.reason = reason
-        self.percentDone = percentDone
-        self.nameIssues = nameIssues
-    }
-}
-
-/// The whole folder: what is left to do and what stopped the last round.
-package struct FolderStatus: Codable, Sendable, Equatable {
-    package var folder: String
-    package var container: String
-    package var pending: Int
-    package var refused: Int
-    package var conflicts: Int
-    /// The last round's failure in words (nil: it succeeded).
-    package var problem: String?
-    package var offline: Bool
-    /// Milliseconds since 1970 of the last round that succeeded.
-    package var lastSyncedAt: Int64?
-}
-
-/// A request on the control socket: one JSON object on one line.
-package struct ControlRequest: Codable, Sendable {
-    package enum Command: String, Codable, Sendable { case status, download, evict }
-    package var command: Command
-    /// Absolute, or relative to the container's folder; nil asks about the folder as a whole.
-    package var path: String?
-
-    package init(command: Command, path: String? = nil) {
-        self.command = command
-        self.path = path
-    }
-}
-
-package struct ControlResponse: Codable, Sendable {
-    /// Each container folder of the root, when the request named no path.
-    package var folders: [FolderStatus]?
-    package var item: ItemStatus?
-    package var error: String?
-
-    package init(folders: [FolderStatus]? = nil, item: ItemStatus? = nil, error: String? = nil) {
-        self.folders = folders
-        self.item = item
-        self.error = error
-    }
-}
+import NimbusKit
 
 /// Answers the control socket: status from what the engine is doing (`SyncActivity`) and what the
-/// journal holds; downloads and evictions through the engine.
+/// journal holds; downloads and evictions through the engine; apps' metadata queries from the
+/// `MetadataIndex`; versions and their resolution through the server.
 package struct DeviceControl: Sendable {
     let engine: SyncEngine
     let activity: SyncActivity
     let journal: DeviceJournal
+    let index: MetadataIndex
     package let folder: URL
     let container: String
     /// Called after a download or eviction, so the daemon runs a round and the activity catches up.
@@ -83,27 +22,104 @@ package struct DeviceControl: Sendable {
         self.folder = engine.folder.standardizedFileURL
         self.container = container
         self.changed = changed
+        self.index = MetadataIndex(journal: engine.journal, activity: engine.activity, folder: engine.folder)
     }
 
     package func answer(_ request: ControlRequest) async -> ControlResponse {
         do {
             let relative = try request.path.map(relative)
+            switch request.command {
+            case .query: return ControlResponse(items: try await index.query(try Self.spec(of: request)))
+            case .watch: throw NimbusError.badRequest("a watch is answered by watch(_:)")
+            case .touched:
+                changed()
+                return ControlResponse()
+            default: break
+            }
             guard let relative, !relative.isEmpty else {
                 guard request.command == .status else { throw NimbusError.badRequest("\(request.command.rawValue) needs a file") }
                 return ControlResponse(folders: [try await folderStatus()])
             }
             switch request.command {
-            case .status: break
             case .download: try await engine.download(relative)
             case .evict: try await engine.evict(relative)
+            case .versions: return ControlResponse(versions: try await versions(of: relative))
+            case .resolve: try await resolve(relative, request.versionIDs ?? [])
+            case .fetchVersion: return ControlResponse(file: try await fetch(relative, version: request.versionIDs?.first))
+            case .status, .query, .watch, .touched: break
             }
             if request.command != .status { changed() }
             return ControlResponse(item: try await status(of: relative))
         } catch let error as NimbusError {
-            return ControlResponse(error: error.reason)
+            return ControlResponse(error)
         } catch {
             return ControlResponse(error: "\(error)")
         }
+    }
+
+    /// A watch's first answer and the updates after it.
+    package func watch(_ request: ControlRequest) async -> (ControlResponse, AsyncStream<ControlResponse>?) {
+        do {
+            let (items, updates) = try await index.watch(try Self.spec(of: request))
+            return (ControlResponse(items: items), updates)
+        } catch let error as NimbusError {
+            return (ControlResponse(error), nil)
+        } catch {
+            return (ControlResponse(error: "\(error)"), nil)
+        }
+    }
+
+    private static func spec(of request: ControlRequest) throws -> MetadataQuerySpec {
+        guard let spec = request.query else { throw NimbusError.badRequest("\(request.command.rawValue) needs a query") }
+        return spec
+    }
+
+    private func itemID(at path: String) async throws -> ItemID {
+        guard let id = await activity.item(at: path) else {
+            throw NimbusError.notFound("\(path) is not an item the server has yet")
+        }
+        return id
+    }
+
+    /// The item's current version, its unresolved conflict versions, then its history, newest first.
+    func versions(of path: String) async throws -> [VersionInfo] {
+        let answer = try await engine.client.versions(of: try await itemID(at: path).rawValue)
+        func info(_ version: DocumentVersion, _ role: VersionInfo.Role) -> VersionInfo {
+            VersionInfo(
+                versionID: version.versionID, role: role, size: version.content.size, modifiedAt: version.content.modifiedAt,
+                savedAt: version.savedAt, device: version.device)
+        }
+        return (answer.item.current.map { [info($0, .current)] } ?? [])
+            + answer.item.conflicts.sorted { $0.savedAt > $1.savedAt }.map { info($0, .conflict) }
+            + answer.history.sorted { $0.savedAt > $1.savedAt }.map { info($0, .history) }
+    }
+
+    /// Resolves conflict versions on the server, and keeps its answer so apps see it at once.
+    func resolve(_ path: String, _ versionIDs: [String]) async throws {
+        guard !versionIDs.isEmpty else { throw NimbusError.badRequest("resolve names the conflict versions it resolves") }
+        let id = try await itemID(at: path)
+        let response = try await engine.client.modify([DocumentOperation(.resolve, itemID: id.rawValue, versionIDs: versionIDs)])
+        guard let result = response.results.first else { throw NimbusError(.internalError, "the server answered nothing") }
+        guard result.outcome == .applied, let item = result.item else {
+            throw NimbusError(result.serverErrorCode ?? .conflict, result.reason ?? "the server did not resolve \(path)")
+        }
+        try await journal.storeRemoteItems([item])
+    }
+
+    /// Writes a version of the item into the device's own folder (beside the container folders, on the same
+    /// file system, never synced) and returns where.
+    func fetch(_ path: String, version versionID: String?) async throws -> String {
+        let id = try await itemID(at: path)
+        let answer = try await engine.client.versions(of: id.rawValue)
+        let all = (answer.item.current.map { [$0] } ?? []) + answer.item.conflicts + answer.history
+        guard let version = all.first(where: { $0.versionID == versionID }) else {
+            throw NimbusError.notFound("\(path) has no version \(versionID ?? "(none named)")")
+        }
+        let root = folder.deletingLastPathComponent().deletingLastPathComponent()
+        return try await engine.writeVersion(
+            version.content, kind: answer.item.kind == .package ? .package : .file,
+            into: root.appendingPathComponent(".nimbus")
+        ).path
     }
 
     func folderStatus() async throws -> FolderStatus {

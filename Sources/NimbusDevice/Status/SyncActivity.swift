@@ -22,33 +22,64 @@ package actor SyncActivity {
     private(set) var roundError: NimbusError?
     private(set) var lastRoundEnded: Date?
 
+    /// Told of the items whose work, transfer or refusal changed (apps' metadata queries follow them).
+    private var observer: (@Sendable (Set<ItemID>) -> Void)?
+
     package init() {}
+
+    func observe(_ observer: @escaping @Sendable (Set<ItemID>) -> Void) { self.observer = observer }
 
     /// A round scanned the disk and planned: where each item is, and what is left to do.
     func planned(paths: [ItemID: String], steps: [SyncOperation]) {
         self.paths = Dictionary(paths.map { ($1, $0) }, uniquingKeysWith: { a, _ in a })
+        let before = pending
         pending = [:]
         for step in steps { if let work = Work(step.action) { pending[step.item] = work } }
+        notify(Set(before.keys).symmetricDifference(pending.keys).union(pending.keys.filter { before[$0] != pending[$0] }))
     }
 
-    func started(_ id: ItemID, bytes: Int64) { transfers[id] = Progress(done: 0, total: bytes) }
-    func moved(_ id: ItemID, bytes: Int64) { transfers[id]?.done += bytes }
+    func started(_ id: ItemID, bytes: Int64) {
+        transfers[id] = Progress(done: 0, total: bytes)
+        notify([id])
+    }
+
+    func moved(_ id: ItemID, bytes: Int64) {
+        transfers[id]?.done += bytes
+        notify([id])
+    }
 
     func finished(_ id: ItemID) {
         transfers[id] = nil
         pending[id] = nil
         refusals[id] = nil
+        notify([id])
     }
 
     func refused(_ id: ItemID, _ error: NimbusError) {
         transfers[id] = nil
         refusals[id] = error
+        notify([id])
     }
 
     func roundEnded(_ error: NimbusError?) {
         roundError = error
+        let moving = Set(transfers.keys)
         transfers = [:]
         if error == nil { lastRoundEnded = Date() }
+        notify(moving)
+    }
+
+    private func notify(_ ids: Set<ItemID>) {
+        if !ids.isEmpty { observer?(ids) }
+    }
+
+    /// What is left to do for each of `ids`, and how far its transfer is.
+    func facts(_ ids: some Sequence<ItemID>) -> [ItemID: (work: Work?, progress: Progress?, refusal: NimbusError?)] {
+        var facts: [ItemID: (work: Work?, progress: Progress?, refusal: NimbusError?)] = [:]
+        for id in ids where pending[id] != nil || transfers[id] != nil || refusals[id] != nil {
+            facts[id] = (pending[id], transfers[id], refusals[id])
+        }
+        return facts
     }
 
     func item(at path: String) -> ItemID? { paths[path] }

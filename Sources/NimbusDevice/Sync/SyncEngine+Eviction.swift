@@ -27,22 +27,26 @@ extension SyncEngine {
             guard synced?.content == content, current == content, unchanged() else {
                 throw NimbusError(.conflict, "\(path) has changes that are not synced yet; it is evicted once they are")
             }
-            // A placeholder left beside the file by an eviction cut short is stale.
-            unlink(folder.appendingPathComponent(stub).path)
-            let placeholder = Placeholder(name: LocalScanner.split(path).name, size: file.size, contentHash: content)
-            let temporary = try writeTemporary(try placeholder.encoded())
-            guard let written = LocalScanner.stat(temporary.path, path: stub), place(temporary, at: stub, replacing: nil) else {
-                unlink(temporary.path)
-                throw NimbusError(.conflict, "cannot write the placeholder of \(path)")
-            }
-            guard unchanged(), unlink(url.path) == 0 else {
+            // An app reading the file holds its coordination lock: the bytes stay until it is done.
+            try await coordinated([path], exclusive: true) {
+                // A placeholder left beside the file by an eviction cut short is stale.
                 unlink(folder.appendingPathComponent(stub).path)
-                throw NimbusError(.conflict, "\(path) changed while it was being evicted; it stays")
+                let placeholder = Placeholder(name: LocalScanner.split(path).name, size: file.size, contentHash: content)
+                let temporary = try writeTemporary(try placeholder.encoded())
+                guard let written = LocalScanner.stat(temporary.path, path: stub), place(temporary, at: stub, replacing: nil)
+                else {
+                    unlink(temporary.path)
+                    throw NimbusError(.conflict, "cannot write the placeholder of \(path)")
+                }
+                guard unchanged(), unlink(url.path) == 0 else {
+                    unlink(folder.appendingPathComponent(stub).path)
+                    throw NimbusError(.conflict, "\(path) changed while it was being evicted; it stays")
+                }
+                try await journal.setLocalFile(
+                    LocalFile(
+                        id: file.id, path: stub, inode: written.inode, size: written.size, modified: written.modified,
+                        content: content))
             }
-            try await journal.setLocalFile(
-                LocalFile(
-                    id: file.id, path: stub, inode: written.inode, size: written.size, modified: written.modified,
-                    content: content))
         }
     }
 
@@ -64,14 +68,41 @@ extension SyncEngine {
             }
             defer { unlink(temporary.path) }
             try synchronize([temporary])
-            guard let written = LocalScanner.stat(temporary.path, path: path), place(temporary, at: path, replacing: nil) else {
-                throw NimbusError(.conflict, "something else is at \(path) now; the download waits for it to move")
+            let written = try await coordinated([path], exclusive: true) {
+                guard let written = LocalScanner.stat(temporary.path, path: path), place(temporary, at: path, replacing: nil)
+                else {
+                    throw NimbusError(.conflict, "something else is at \(path) now; the download waits for it to move")
+                }
+                unlink(folder.appendingPathComponent(stub).path)
+                return written
             }
-            unlink(folder.appendingPathComponent(stub).path)
             try await journal.setLocalFile(
                 LocalFile(
                     id: file.id, path: path, inode: written.inode, size: written.size, modified: written.modified,
                     content: version.content.contentHash))
+        }
+    }
+
+    /// Writes `content` (a version of the item at `path`, of `kind`) into a new file or package in
+    /// `directory`, for an app to put in the item's place (`FileVersion.replaceItem(at:)`).
+    package func writeVersion(_ content: DocumentContent, kind: ItemKind, into directory: URL) async throws -> URL {
+        try await exclusively {
+            guard let (_, temporary) = try await download([(ItemID.random(), content)]).first else {
+                throw NimbusError(.internalError, "the version's download wrote nothing")
+            }
+            defer { unlink(temporary.path) }
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            let target = directory.appendingPathComponent(DocumentNames.temporaryPrefix + "version-" + UUIDString.random())
+            if kind == .package {
+                try PackageArchive.unpack(temporary, into: target)
+                try synchronize([target])
+            } else {
+                try synchronize([temporary])
+                guard rename(temporary.path, target.path) == 0 else {
+                    throw NimbusError(.internalError, "cannot write the version into \(directory.path)")
+                }
+            }
+            return target
         }
     }
 }

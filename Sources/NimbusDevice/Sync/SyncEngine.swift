@@ -20,6 +20,10 @@ package final class SyncEngine: Sendable {
     private let turns = AsyncLock()
     /// What the engine is doing and what stopped it, for the control socket.
     package let activity = SyncActivity()
+    /// The device root whose file coordination locks (`CoordinationLock`) the engine takes, so an app's
+    /// coordinated read never sees a file being placed and its coordinated write is never overwritten: the
+    /// folder's root when it is `ROOT/Mobile Documents/<container>`.
+    let coordinationRoot: URL?
 
     /// Operations sent to the server in one request.
     static let batchSize = 200
@@ -36,6 +40,22 @@ package final class SyncEngine: Sendable {
         self.folder = folder
         self.journal = journal
         self.device = device
+        let parent = folder.standardizedFileURL.deletingLastPathComponent()
+        coordinationRoot = parent.lastPathComponent == "Mobile Documents" ? parent.deletingLastPathComponent() : nil
+    }
+
+    /// Runs `body` holding the coordination locks of `paths` (relative; a placeholder stands for its file).
+    func coordinated<T>(_ paths: [String], exclusive: Bool, _ body: () async throws -> T) async throws -> T {
+        guard let coordinationRoot, !paths.isEmpty else { return try await body() }
+        let base = folder.standardizedFileURL.path + "/"
+        let lock = try CoordinationLock(
+            root: coordinationRoot,
+            accesses: paths.map {
+                (path: base + (Placeholder.isPlaceholder(path: $0) ? Placeholder.realPath(of: $0) : $0), exclusive: exclusive)
+            })
+        let result = try await body()
+        _ = consume lock
+        return result
     }
 
     /// One round; whether it planned anything (run rounds until it plans nothing to converge).
@@ -247,8 +267,10 @@ package final class SyncEngine: Sendable {
         let file = folder.appendingPathComponent(path)
         guard let before = LocalScanner.stat(file.path, path: path) else { return nil }
         var chunks: [DocumentChunk] = []
-        let whole = try await FileContent.chunks(of: file) { bytes, chunk in
-            chunks.append(DocumentChunk(hash: chunk, size: Int64(bytes.count)))
+        let whole = try await coordinated([path], exclusive: false) {
+            try await FileContent.chunks(of: file) { bytes, chunk in
+                chunks.append(DocumentChunk(hash: chunk, size: Int64(bytes.count)))
+            }
         }
         guard whole == hash else { return nil }
         return DocumentContent(
@@ -264,38 +286,40 @@ package final class SyncEngine: Sendable {
         await activity.started(id, bytes: before.size)
         var chunks: [DocumentChunk] = []
         var asked = Set<String>()
-        let whole = try await withThrowingTaskGroup(of: Void.self) { group in
-            var window: [(Data, String)] = []
-            var inFlight = 0
-            func ask() async throws -> [(Data, String)] {
-                let fresh = window.filter { asked.insert($0.1).inserted }
-                defer { window = [] }
-                guard !fresh.isEmpty else { return [] }
-                let missing = Set(try await client.missing(fresh.map(\.1)))
-                let stored = fresh.filter { !missing.contains($0.1) }.reduce(0) { $0 + $1.0.count }
-                await activity.moved(id, bytes: Int64(stored))
-                return fresh.filter { missing.contains($0.1) }
-            }
-            func upload(_ bytes: Data, _ chunk: String) async throws {
-                try await client.upload(chunk: bytes, hash: chunk)
-                await activity.moved(id, bytes: Int64(bytes.count))
-            }
-            let whole = try await FileContent.chunks(of: file) { bytes, chunk in
-                chunks.append(DocumentChunk(hash: chunk, size: Int64(bytes.count)))
-                window.append((bytes, chunk))
-                guard window.count == Self.chunksPerQuestion else { return }
-                for (bytes, chunk) in try await ask() {
-                    if inFlight == Self.uploadsInFlight {
-                        try await group.next()
-                        inFlight -= 1
-                    }
-                    group.addTask { try await upload(bytes, chunk) }
-                    inFlight += 1
+        let whole = try await coordinated([path], exclusive: false) {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                var window: [(Data, String)] = []
+                var inFlight = 0
+                func ask() async throws -> [(Data, String)] {
+                    let fresh = window.filter { asked.insert($0.1).inserted }
+                    defer { window = [] }
+                    guard !fresh.isEmpty else { return [] }
+                    let missing = Set(try await client.missing(fresh.map(\.1)))
+                    let stored = fresh.filter { !missing.contains($0.1) }.reduce(0) { $0 + $1.0.count }
+                    await activity.moved(id, bytes: Int64(stored))
+                    return fresh.filter { missing.contains($0.1) }
                 }
+                func upload(_ bytes: Data, _ chunk: String) async throws {
+                    try await client.upload(chunk: bytes, hash: chunk)
+                    await activity.moved(id, bytes: Int64(bytes.count))
+                }
+                let whole = try await FileContent.chunks(of: file) { bytes, chunk in
+                    chunks.append(DocumentChunk(hash: chunk, size: Int64(bytes.count)))
+                    window.append((bytes, chunk))
+                    guard window.count == Self.chunksPerQuestion else { return }
+                    for (bytes, chunk) in try await ask() {
+                        if inFlight == Self.uploadsInFlight {
+                            try await group.next()
+                            inFlight -= 1
+                        }
+                        group.addTask { try await upload(bytes, chunk) }
+                        inFlight += 1
+                    }
+                }
+                for (bytes, chunk) in try await ask() { group.addTask { try await upload(bytes, chunk) } }
+                try await group.waitForAll()
+                return whole
             }
-            for (bytes, chunk) in try await ask() { group.addTask { try await upload(bytes, chunk) } }
-            try await group.waitForAll()
-            return whole
         }
         guard whole == hash else { return nil }
         return DocumentContent(
@@ -331,11 +355,15 @@ package final class SyncEngine: Sendable {
                     unchanged.insert(id)
                     continue
                 }
-                let whole = try await FileContent.chunks(of: folder.appendingPathComponent(path)) { data, hash in
-                    guard wanted.remove(hash) != nil else { return }
-                    if bytes + data.count > ChunkBundle.maxBytes || bundle.count == ChunkBundle.maxChunks { try await flush() }
-                    bundle.append(ChunkBundle.Chunk(hash: hash, bytes: data))
-                    bytes += data.count
+                let whole = try await coordinated([path], exclusive: false) {
+                    try await FileContent.chunks(of: folder.appendingPathComponent(path)) { data, hash in
+                        guard wanted.remove(hash) != nil else { return }
+                        if bytes + data.count > ChunkBundle.maxBytes || bundle.count == ChunkBundle.maxChunks {
+                            try await flush()
+                        }
+                        bundle.append(ChunkBundle.Chunk(hash: hash, bytes: data))
+                        bytes += data.count
+                    }
                 }
                 if whole == content.contentHash { unchanged.insert(id) }
             }
@@ -446,7 +474,25 @@ package final class SyncEngine: Sendable {
         return current.isPlaceholder
     }
 
+    /// Does a step of the disk's side holding the coordination locks of the places it touches.
     private func runOnDisk(
+        _ step: SyncOperation, scan: LocalScanner.Scan, fetched: [ItemID: URL], remote: [ItemID: DocumentItem],
+        paths: inout [ItemID: String]
+    ) async throws {
+        var touched = paths[step.item].map { [$0] } ?? []
+        switch step.action {
+        case .download(let item): if let target = path(of: item.place, in: paths) { touched.append(target) }
+        case .moveLocal(let place): if let target = path(of: place, in: paths) { touched.append(target) }
+        default: break
+        }
+        var working = paths
+        try await coordinated(touched, exclusive: true) {
+            try await runOnDiskCoordinated(step, scan: scan, fetched: fetched, remote: remote, paths: &working)
+        }
+        paths = working
+    }
+
+    private func runOnDiskCoordinated(
         _ step: SyncOperation, scan: LocalScanner.Scan, fetched: [ItemID: URL], remote: [ItemID: DocumentItem],
         paths: inout [ItemID: String]
     ) async throws {

@@ -96,7 +96,8 @@ final class DocumentWriter {
         }
         let item = DocumentItem(
             itemID: operation.itemID, parentID: operation.parentID,
-            name: try freeName(name, in: operation.parentID, for: operation.itemID), kind: kind, current: version)
+            name: try freeName(name, in: operation.parentID, for: operation.itemID), kind: kind, current: version,
+            createdAt: now)
         return DocumentResult(itemID: item.itemID, outcome: .applied, item: try write(item))
     }
 

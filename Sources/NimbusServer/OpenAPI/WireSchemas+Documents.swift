@@ -25,7 +25,7 @@ extension WireSchemas {
                 [
                     ("itemID", string), ("parentID", string), ("name", string), ("kind", ref("DocumentKind")),
                     ("current", ref("DocumentVersion")), ("conflicts", array(of: ref("DocumentVersion"))),
-                    ("deletedAt", integer), ("nameIssues", array(of: string)),
+                    ("deletedAt", integer), ("nameIssues", array(of: string)), ("createdAt", integer),
                 ], required: ["itemID", "name", "kind", "conflicts", "nameIssues"])
         ),
         ("DocumentChangesRequest", object([("syncToken", string), ("resultsLimit", integer)], required: [])),

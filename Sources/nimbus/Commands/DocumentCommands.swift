@@ -168,7 +168,7 @@ enum DeviceRoot {
         }
         let response: ControlResponse
         do {
-            response = try ControlSocket.ask(
+            response = try DaemonConnection.ask(
                 ControlRequest(command: command, path: target?.path), at: ControlSocket.path(root: rootURL), timeout: timeout)
         } catch let error as NimbusError {
             throw CLIError(error.reason)

@@ -1,0 +1,211 @@
+import Foundation
+import NimbusCore
+import NimbusKit
+
+/// What apps' metadata queries search: every item of the container (downloaded or not) with its path,
+/// size, dates and sync state, from the journal and the engine's activity. It is built when an app first
+/// asks, then kept current from the journal's and the activity's change notices: only the items they name
+/// (and, for a folder that moved, what is inside it) are read again, and each watch hears of those that
+/// came to match its query, changed, or stopped matching.
+package actor MetadataIndex {
+    private let journal: DeviceJournal
+    private let activity: SyncActivity
+    /// The container's folder, absolute.
+    private let folder: String
+    private var remote: [ItemID: RemoteFacts] = [:]
+    private var local: [ItemID: LocalFacts] = [:]
+    private var children: [ItemID: Set<ItemID>] = [:]
+    private var loading: Task<Void, any Error>?
+    private var watchers: [UUID: Watcher] = [:]
+    private let notices: AsyncStream<Set<ItemID>>.Continuation
+
+    private struct Watcher {
+        var spec: MetadataQuerySpec
+        var matched: Set<ItemID>
+        var output: AsyncStream<ControlResponse>.Continuation
+    }
+
+    package init(journal: DeviceJournal, activity: SyncActivity, folder: URL) {
+        self.journal = journal
+        self.activity = activity
+        self.folder = folder.standardizedFileURL.path
+        let (stream, notices) = AsyncStream.makeStream(of: Set<ItemID>.self)
+        self.notices = notices
+        journal.observe { notices.yield($0) }
+        Task { [weak self] in
+            await activity.observe { notices.yield($0) }
+            for await ids in stream {
+                guard let self else { return }
+                await self.refresh(ids)
+            }
+        }
+    }
+
+    deinit { notices.finish() }
+
+    /// The items matching `spec` now.
+    package func query(_ spec: MetadataQuerySpec) async throws -> [MetadataItem] {
+        try await load()
+        let ids = Array(remote.keys) + local.keys.filter { remote[$0] == nil }
+        let facts = await activity.facts(ids)
+        var memo: [ItemID: String] = [:]
+        return ids.compactMap { id in
+            guard let item = item(id, facts[id], memo: &memo), Self.matches(spec, item, folder: folder) else { return nil }
+            return item
+        }
+    }
+
+    /// The items matching `spec` (none when it does not gather), and a stream of updates until it is
+    /// cancelled.
+    package func watch(_ spec: MetadataQuerySpec) async throws -> ([MetadataItem], AsyncStream<ControlResponse>) {
+        let items = try await query(MetadataQuerySpec(scopes: spec.scopes, predicate: spec.predicate))
+        let (updates, output) = AsyncStream.makeStream(of: ControlResponse.self)
+        let id = UUID()
+        watchers[id] = Watcher(spec: spec, matched: Set(items.map { ItemID($0.id) }), output: output)
+        output.onTermination = { [weak self] _ in Task { await self?.unwatch(id) } }
+        return (spec.gather ? items : [], updates)
+    }
+
+    private func unwatch(_ id: UUID) { watchers[id] = nil }
+
+    private func load() async throws {
+        if loading == nil {
+            loading = Task {
+                let all = try await journal.metadata(of: nil)
+                (remote, local) = all
+                children = [:]
+                for (id, facts) in remote { if let parent = facts.parent { children[parent, default: []].insert(id) } }
+            }
+        }
+        do {
+            try await loading?.value
+        } catch {
+            loading = nil
+            throw error
+        }
+    }
+
+    /// Reads `ids` again and tells each watch what that changed.
+    private func refresh(_ ids: Set<ItemID>) async {
+        guard let loading, (try? await loading.value) != nil else { return }
+        guard let fresh = try? await journal.metadata(of: ids) else { return }
+        var affected = ids
+        for id in ids {
+            affected.formUnion(descendants(of: id))
+            affected.formUnion(descendants(of: id, in: fresh.remote))
+        }
+        let facts = await activity.facts(affected)
+        // From here on nothing awaits: the before and after below are of one moment.
+        var memo: [ItemID: String] = [:]
+        let before = Dictionary(uniqueKeysWithValues: affected.map { ($0, item($0, facts[$0], memo: &memo)) })
+        for id in ids {
+            if let parent = remote[id]?.parent { children[parent]?.remove(id) }
+            remote[id] = fresh.remote[id]
+            local[id] = fresh.local[id]
+            if let parent = remote[id]?.parent { children[parent, default: []].insert(id) }
+        }
+        memo = [:]
+        let after = Dictionary(uniqueKeysWithValues: affected.map { ($0, item($0, facts[$0], memo: &memo)) })
+        for (watchID, watcher) in watchers {
+            var update = MetadataUpdate()
+            var matched = watcher.matched
+            for id in affected.sorted(by: { (after[$0]??.path ?? "") < (after[$1]??.path ?? "") }) {
+                let old = before[id] ?? nil
+                let new = after[id] ?? nil
+                let matches = new.map { Self.matches(watcher.spec, $0, folder: folder) } ?? false
+                switch (matched.contains(id), matches) {
+                case (false, true):
+                    update.added.append(new!)
+                    matched.insert(id)
+                case (true, false):
+                    if let gone = old ?? new { update.removed.append(gone) }
+                    matched.remove(id)
+                case (true, true) where old != new || ids.contains(id):
+                    update.changed.append(new!)
+                    if let old, old.path != new!.path { update.previousPaths[id.rawValue] = old.path }
+                default:
+                    break
+                }
+            }
+            watchers[watchID]?.matched = matched
+            if !update.isEmpty { watcher.output.yield(ControlResponse(update: update)) }
+        }
+    }
+
+    /// Every item below `id` in the remote tree (`tree`: the index's own, unless given).
+    private func descendants(of id: ItemID, in tree: [ItemID: RemoteFacts]? = nil) -> Set<ItemID> {
+        var found: Set<ItemID> = []
+        var queue = [id]
+        while let next = queue.popLast() {
+            var below = children[next] ?? []
+            if let tree { below.formUnion(tree.filter { $0.value.parent == next }.keys) }
+            for child in below where found.insert(child).inserted { queue.append(child) }
+        }
+        return found
+    }
+
+    /// The item as apps see it, nil when neither the server nor the disk has it.
+    private func item(
+        _ id: ItemID, _ activity: (work: SyncActivity.Work?, progress: SyncActivity.Progress?, refusal: NimbusError?)?,
+        memo: inout [ItemID: String]
+    ) -> MetadataItem? {
+        let server = remote[id]
+        let disk = local[id]
+        guard server != nil || disk != nil, let relative = path(of: id, memo: &memo) else { return nil }
+        let evicted = disk.map { Placeholder.isPlaceholder(path: $0.path) } ?? false
+        let isFolder = server?.kind == .folder || (server == nil && disk?.content == nil)
+        let work = activity?.work
+        let percent = activity?.progress.map { $0.total == 0 ? 100 : 100 * Double($0.done) / Double($0.total) }
+        let status: MetadataItem.DownloadingStatus
+        if isFolder {
+            status = .current
+        } else if disk == nil || evicted {
+            status = .notDownloaded
+        } else if server == nil || disk?.content == server?.content || work == .upload {
+            status = .current
+        } else {
+            status = .downloaded
+        }
+        let uploaded =
+            server != nil && work != .upload && (isFolder || evicted || disk == nil || disk?.content == server?.content)
+        let onDisk = evicted ? nil : disk
+        return MetadataItem(
+            id: id.rawValue, path: folder + "/" + relative, isDirectory: isFolder,
+            size: isFolder ? 0 : (onDisk?.size ?? server?.size ?? 0),
+            creationDate: server?.created.map { Date(timeIntervalSince1970: Double($0) / 1000) },
+            modificationDate: onDisk.map { Date(timeIntervalSince1970: Double($0.modified) / 1_000_000_000) }
+                ?? server?.modified.map { Date(timeIntervalSince1970: Double($0) / 1000) },
+            downloadingStatus: status, isDownloading: work == .download, isUploading: work == .upload, isUploaded: uploaded,
+            percentDownloaded: work == .download ? percent : (status == .notDownloaded ? 0 : 100),
+            percentUploaded: work == .upload ? percent : (uploaded ? 100 : 0),
+            uploadingError: activity?.refusal?.reason, hasUnresolvedConflicts: (server?.conflicts ?? 0) > 0)
+    }
+
+    /// Where the item is, relative to the folder: by the server's names while it has the item (a placeholder
+    /// is listed by its real name), else where it is on the disk.
+    private func path(of id: ItemID, memo: inout [ItemID: String]) -> String? {
+        if let known = memo[id] { return known }
+        var found: String?
+        if let server = remote[id] {
+            if let parent = server.parent {
+                found = path(of: parent, memo: &memo).map { $0 + "/" + server.name }
+            } else {
+                found = server.name
+            }
+        }
+        if found == nil, let disk = local[id] {
+            found = Placeholder.isPlaceholder(path: disk.path) ? Placeholder.realPath(of: disk.path) : disk.path
+        }
+        if let found, remote[id]?.kind == .folder || (remote[id] == nil && local[id]?.content == nil) { memo[id] = found }
+        return found
+    }
+
+    static func matches(_ spec: MetadataQuerySpec, _ item: MetadataItem, folder: String) -> Bool {
+        let relative = item.path.dropFirst(folder.count + 1)
+        let inDocuments = relative.hasPrefix("Documents/")
+        let scoped =
+            (spec.scopes.contains(.documents) && inDocuments)
+            || (spec.scopes.contains(.data) && !inDocuments && relative != "Documents")
+        return scoped && spec.predicate.matches { item.value(forAttribute: $0) }
+    }
+}

@@ -1,0 +1,189 @@
+import Foundation
+import NimbusCore
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Talks to a device root's daemon over its control socket (`ROOT/.nimbus/control.sock`): one request
+/// and its answer, or a watch whose answers keep coming. Blocking socket calls run on threads of their
+/// own, never on Swift's cooperative pool.
+package enum DaemonConnection {
+    /// Where a device root's daemon listens.
+    package static func socketPath(root: URL) -> URL {
+        root.appendingPathComponent(".nimbus").appendingPathComponent("control.sock")
+    }
+
+    /// Sends one request and waits (at most `timeout` seconds) for its answer, errors included.
+    package static func ask(_ request: ControlRequest, at url: URL, timeout seconds: Int = 10) throws -> ControlResponse {
+        let connection = try open(url)
+        defer { close(connection) }
+        try send(request, on: connection, timeout: seconds)
+        guard let line = UnixSocket.readLine(connection, limit: 1 << 30) else {
+            throw NimbusError(.networkUnavailable, "the daemon at \(url.path) did not answer within \(seconds) s")
+        }
+        return try JSONDecoder().decode(ControlResponse.self, from: line)
+    }
+
+    /// `ask`, off the caller's task, throwing the error an answer carries.
+    package static func request(_ request: ControlRequest, root: URL, timeout: Int = 10) async throws -> ControlResponse {
+        let socket = socketPath(root: root)
+        return try await withCheckedThrowingContinuation { continuation in
+            Thread.detachNewThread {
+                continuation.resume(with: Result { try ask(request, at: socket, timeout: timeout).get() })
+            }
+        }
+    }
+
+    /// A watch: the daemon's first answer, then each update as it comes, until `Watch.cancel()` or the
+    /// daemon goes away (the stream then ends with an error).
+    package static func watch(_ request: ControlRequest, root: URL) async throws -> Watch {
+        let socket = socketPath(root: root)
+        return try await withCheckedThrowingContinuation { continuation in
+            Thread.detachNewThread {
+                do {
+                    let connection = try open(socket)
+                    do {
+                        try send(request, on: connection, timeout: 10)
+                        guard let line = UnixSocket.readLine(connection, limit: 1 << 30) else {
+                            throw NimbusError(.networkUnavailable, "the daemon at \(socket.path) did not answer")
+                        }
+                        let first = try JSONDecoder().decode(ControlResponse.self, from: line).get()
+                        continuation.resume(returning: Watch(connection: connection, first: first))
+                    } catch {
+                        close(connection)
+                        throw error
+                    }
+                } catch {
+                    continuation.resume(throwing: error)
+                }
+            }
+        }
+    }
+
+    /// A watch's connection: its first answer and the updates after it.
+    package final class Watch: Sendable {
+        package let first: ControlResponse
+        package let updates: AsyncThrowingStream<MetadataUpdate, any Error>
+        private let connection: Int32
+
+        init(connection: Int32, first: ControlResponse) {
+            self.connection = connection
+            self.first = first
+            let (updates, continuation) = AsyncThrowingStream.makeStream(of: MetadataUpdate.self)
+            self.updates = updates
+            var forever = timeval(tv_sec: 0, tv_usec: 0)
+            setsockopt(connection, SOL_SOCKET, SO_RCVTIMEO, &forever, socklen_t(MemoryLayout<timeval>.size))
+            let thread = Thread {
+                let decoder = JSONDecoder()
+                while let line = UnixSocket.readLine(connection, limit: 1 << 30) {
+                    guard let response = try? decoder.decode(ControlResponse.self, from: line) else { break }
+                    if let update = response.update { continuation.yield(update) }
+                }
+                close(connection)
+                continuation.finish(throwing: NimbusError(.networkUnavailable, "the device daemon stopped"))
+            }
+            thread.name = "nimbus-watch"
+            thread.start()
+        }
+
+        /// Hangs up; the daemon forgets the watch.
+        package func cancel() { shutdown(connection, Int32(SHUT_RDWR)) }
+    }
+
+    private static func open(_ url: URL) throws -> Int32 {
+        do {
+            return try UnixSocket.connect(url.path)
+        } catch {
+            let root = url.deletingLastPathComponent().deletingLastPathComponent().path
+            throw NimbusError(
+                .networkUnavailable, "no nimbus device daemon serves \(root) (start one: nimbus device run --root \(root))")
+        }
+    }
+
+    private static func send(_ request: ControlRequest, on connection: Int32, timeout seconds: Int) throws {
+        var timeout = timeval(tv_sec: seconds, tv_usec: 0)
+        setsockopt(connection, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        setsockopt(connection, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        var bytes = try JSONEncoder().encode(request)
+        bytes.append(0x0A)
+        guard UnixSocket.send(bytes, on: connection) else {
+            throw NimbusError(.networkUnavailable, "the device daemon hung up")
+        }
+    }
+}
+
+/// The few Unix socket calls the daemon and its clients share.
+package enum UnixSocket {
+    /// Bytes up to the first newline (or the end), nil past `limit`, a timeout or a hang-up before any byte.
+    package static func readLine(_ connection: Int32, limit: Int) -> Data? {
+        var line = Data()
+        // One byte at a time would be slow for large answers; peek for the newline and read up to it.
+        var chunk = [UInt8](repeating: 0, count: 64 << 10)
+        while line.count <= limit {
+            let peeked = recv(connection, &chunk, chunk.count, Int32(MSG_PEEK))
+            if peeked < 0 && errno == EINTR { continue }
+            guard peeked > 0 else { return peeked == 0 && !line.isEmpty ? line : nil }
+            let newline = chunk[0..<peeked].firstIndex(of: 0x0A)
+            let take = newline.map { $0 + 1 } ?? peeked
+            let count = recv(connection, &chunk, take, 0)
+            guard count == take else { return nil }
+            if newline != nil {
+                line.append(contentsOf: chunk[0..<(take - 1)])
+                return line
+            }
+            line.append(contentsOf: chunk[0..<take])
+        }
+        return nil
+    }
+
+    /// Sends all of `bytes`; whether the peer took them.
+    package static func send(_ bytes: Data, on connection: Int32) -> Bool {
+        bytes.withUnsafeBytes { raw in
+            var offset = 0
+            while offset < raw.count {
+                let sent = Glibc.send(connection, raw.baseAddress! + offset, raw.count - offset, Int32(MSG_NOSIGNAL))
+                if sent < 0 && errno == EINTR { continue }
+                guard sent > 0 else { return false }
+                offset += sent
+            }
+            return true
+        }
+    }
+
+    package static func connect(_ path: String) throws -> Int32 {
+        let connection = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard connection >= 0 else { throw failure("cannot open a Unix socket") }
+        var address = try address(path)
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                Glibc.connect(connection, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
+        guard connected == 0 else {
+            close(connection)
+            throw failure("cannot connect to \(path)")
+        }
+        return connection
+    }
+
+    package static func address(_ path: String) throws -> sockaddr_un {
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let bytes = Array(path.utf8)
+        let capacity = MemoryLayout.size(ofValue: address.sun_path)
+        guard bytes.count < capacity else {
+            throw NimbusError.badRequest(
+                "the control socket's path \(path) is longer than \(capacity - 1) bytes; use a shorter root")
+        }
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            raw.copyBytes(from: bytes)
+            raw[bytes.count] = 0
+        }
+        return address
+    }
+
+    package static func failure(_ what: String) -> NimbusError {
+        NimbusError(.internalError, "\(what): \(String(cString: strerror(errno)))")
+    }
+}

@@ -1,0 +1,185 @@
+import Foundation
+import NimbusCore
+
+// The daemon's control socket speaks these: one JSON request a line, one answer a line (a `watch` keeps
+// answering, one update a line, until the app hangs up). The CLI, the daemon and apps share them.
+
+/// Where an item stands, and in words why it is not synced yet.
+package struct ItemStatus: Codable, Sendable, Equatable {
+    package enum State: String, Codable, Sendable {
+        case synced, notDownloaded, queued, uploading, downloading, waitingForNetwork, conflict, overQuota, refused,
+            nameInvalid, excluded, notFound
+    }
+
+    /// Relative to the container's folder.
+    package var path: String
+    package var state: State
+    package var reason: String
+    package var percentDone: Double?
+    /// Systems on which the item's name is not valid (it syncs, but would not on those).
+    package var nameIssues: [String]
+
+    package init(path: String, state: State, reason: String, percentDone: Double? = nil, nameIssues: [String] = []) {
+        self.path = path
+        self.state = state
+        self.reason = reason
+        self.percentDone = percentDone
+        self.nameIssues = nameIssues
+    }
+}
+
+/// The whole folder: what is left to do and what stopped the last round.
+package struct FolderStatus: Codable, Sendable, Equatable {
+    package var folder: String
+    package var container: String
+    package var pending: Int
+    package var refused: Int
+    package var conflicts: Int
+    /// The last round's failure in words (nil: it succeeded).
+    package var problem: String?
+    package var offline: Bool
+    /// Milliseconds since 1970 of the last round that succeeded.
+    package var lastSyncedAt: Int64?
+
+    package init(
+        folder: String, container: String, pending: Int, refused: Int, conflicts: Int, problem: String?, offline: Bool,
+        lastSyncedAt: Int64?
+    ) {
+        self.folder = folder
+        self.container = container
+        self.pending = pending
+        self.refused = refused
+        self.conflicts = conflicts
+        self.problem = problem
+        self.offline = offline
+        self.lastSyncedAt = lastSyncedAt
+    }
+}
+
+/// A request on the control socket: one JSON object on one line.
+package struct ControlRequest: Codable, Sendable {
+    package enum Command: String, Codable, Sendable {
+        case status, download, evict
+        /// The items matching `query`, once.
+        case query
+        /// The items matching `query` (unless it asks not to gather), then their changes as they happen.
+        case watch
+        /// The item's current, conflict and history versions.
+        case versions
+        /// Marks the item's conflict versions `versionIDs` resolved.
+        case resolve
+        /// Writes version `versionIDs[0]` of the item into a new file beside the container's items.
+        case fetchVersion
+        /// The item's file was written by a coordinated writer: sync soon.
+        case touched
+    }
+
+    package var command: Command
+    /// Absolute, or relative to the container's folder; nil asks about the folder as a whole.
+    package var path: String?
+    package var query: MetadataQuerySpec?
+    package var versionIDs: [String]?
+
+    package init(command: Command, path: String? = nil, query: MetadataQuerySpec? = nil, versionIDs: [String]? = nil) {
+        self.command = command
+        self.path = path
+        self.query = query
+        self.versionIDs = versionIDs
+    }
+}
+
+package struct ControlResponse: Codable, Sendable {
+    /// Each container folder of the root, when the request named no path.
+    package var folders: [FolderStatus]?
+    package var item: ItemStatus?
+    /// A query's or a watch's matching items.
+    package var items: [MetadataItem]?
+    /// A watch's changes, after its first answer.
+    package var update: MetadataUpdate?
+    package var versions: [VersionInfo]?
+    /// Where a fetched version was written (absolute).
+    package var file: String?
+    package var error: String?
+    /// The error's stable code, when the request failed.
+    package var code: ErrorCode?
+
+    package init(
+        folders: [FolderStatus]? = nil, item: ItemStatus? = nil, items: [MetadataItem]? = nil, update: MetadataUpdate? = nil,
+        versions: [VersionInfo]? = nil, file: String? = nil, error: String? = nil, code: ErrorCode? = nil
+    ) {
+        self.folders = folders
+        self.item = item
+        self.items = items
+        self.update = update
+        self.versions = versions
+        self.file = file
+        self.error = error
+        self.code = code
+    }
+
+    package init(_ error: NimbusError) { self.init(error: error.reason, code: error.code) }
+
+    /// The answer, or the error it carries.
+    package func get() throws -> ControlResponse {
+        guard let error else { return self }
+        throw NimbusError(code ?? .internalError, error)
+    }
+}
+
+/// What a metadata query asks of the daemon.
+package struct MetadataQuerySpec: Codable, Sendable, Hashable {
+    package var scopes: [MetadataQuery.Scope]
+    package var predicate: MetadataPredicate
+    /// Whether the watch's first answer lists the matching items (a presenter's watch needs only changes).
+    package var gather: Bool
+
+    package init(scopes: [MetadataQuery.Scope], predicate: MetadataPredicate, gather: Bool = true) {
+        self.scopes = scopes
+        self.predicate = predicate
+        self.gather = gather
+    }
+}
+
+/// Items that came to match, changed, or stopped matching (moved away, deleted), in the order they did.
+package struct MetadataUpdate: Codable, Sendable, Hashable {
+    package var added: [MetadataItem]
+    package var changed: [MetadataItem]
+    /// As they were last sent.
+    package var removed: [MetadataItem]
+    /// Where changed items that moved were before (by item ID).
+    package var previousPaths: [String: String]
+
+    package init(
+        added: [MetadataItem] = [], changed: [MetadataItem] = [], removed: [MetadataItem] = [],
+        previousPaths: [String: String] = [:]
+    ) {
+        self.added = added
+        self.changed = changed
+        self.removed = removed
+        self.previousPaths = previousPaths
+    }
+
+    package var isEmpty: Bool { added.isEmpty && changed.isEmpty && removed.isEmpty }
+}
+
+/// One version of an item as the daemon describes it to `FileVersion`.
+package struct VersionInfo: Codable, Sendable, Hashable {
+    package enum Role: String, Codable, Sendable { case current, conflict, history }
+    package var versionID: String
+    package var role: Role
+    package var size: Int64
+    /// Milliseconds since 1970: when the saving device last modified the content.
+    package var modifiedAt: Int64
+    /// Milliseconds since 1970: when the server received it.
+    package var savedAt: Int64
+    package var device: String
+
+    package init(versionID: String, role: Role, size: Int64, modifiedAt: Int64, savedAt: Int64, device: String) {
+        self.versionID = versionID
+        self.role = role
+        self.size = size
+        self.modifiedAt = modifiedAt
+        self.savedAt = savedAt
+        self.device = device
+    }
+}
