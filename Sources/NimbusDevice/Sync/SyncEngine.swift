@@ -48,14 +48,13 @@ package final class SyncEngine: Sendable {
     func coordinated<T>(_ paths: [String], exclusive: Bool, _ body: () async throws -> T) async throws -> T {
         guard let coordinationRoot, !paths.isEmpty else { return try await body() }
         let base = folder.standardizedFileURL.path + "/"
-        let lock = try CoordinationLock(
+        let lock = try await CoordinationLock.acquire(
             root: coordinationRoot,
             accesses: paths.map {
                 (path: base + (Placeholder.isPlaceholder(path: $0) ? Placeholder.realPath(of: $0) : $0), exclusive: exclusive)
             })
-        let result = try await body()
-        _ = consume lock
-        return result
+        defer { withExtendedLifetime(lock) {} }
+        return try await body()
     }
 
     /// One round; whether it planned anything (run rounds until it plans nothing to converge).

@@ -12,7 +12,7 @@ import NimbusCore
 /// for accesses inside it. Locks are open-file-description locks: the kernel keeps them per open of the
 /// file, across processes and threads alike, and drops them when a process dies, so a crashed app never
 /// leaves an item locked. They are taken in byte order, so two coordinations never wait on each other.
-package struct CoordinationLock: ~Copyable {
+package final class CoordinationLock: Sendable {
     private let descriptor: Int32
 
     /// The lock file of the device root `root`.
@@ -50,6 +50,15 @@ package struct CoordinationLock: ~Copyable {
             }
         }
         self.descriptor = descriptor
+    }
+
+    /// `init`, waiting on a thread of its own (never blocking Swift's cooperative pool).
+    package static func acquire(root: URL, accesses: [(path: String, exclusive: Bool)]) async throws -> CoordinationLock {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread.detachNewThread {
+                continuation.resume(with: Result { try CoordinationLock(root: root, accesses: accesses) })
+            }
+        }
     }
 
     /// Releases every lock taken.

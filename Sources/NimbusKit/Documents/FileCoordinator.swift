@@ -104,9 +104,7 @@ public struct FileCoordinator: Sendable {
                         guard let device else { return try body() }
                         let lock = try CoordinationLock(
                             root: device.root, accesses: accesses.map { (path: $0.0, exclusive: $0.1) })
-                        let result = try body()
-                        _ = consume lock
-                        return result
+                        return try withExtendedLifetime(lock) { try body() }
                     })
             }
         }

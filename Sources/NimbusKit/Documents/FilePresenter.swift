@@ -49,6 +49,8 @@ final class PresenterRegistry: @unchecked Sendable {
     private let lock = NSLock()
     private var entries: [ObjectIdentifier: Entry] = [:]
     private var watches: [String: DaemonConnection.Watch] = [:]
+    /// Container folders a watch loop runs for.
+    private var watching: Set<String> = []
     /// One event at a time, in order, to every presenter.
     private let (queue, queueInput) = AsyncStream.makeStream(of: (Change, ObjectIdentifier?, Bool).self)
 
@@ -66,15 +68,22 @@ final class PresenterRegistry: @unchecked Sendable {
         guard let url = presenter.presentedItemURL?.standardizedFileURL, let device = UbiquityDevice.holding(url),
             let folder = Self.containerFolder(of: url, in: device)
         else { return }
-        let starting = lock.withLock {
-            guard watches[folder.path] == nil else { return false }
-            return true
+        let starting = lock.withLock { watching.insert(folder.path).inserted }
+        if starting {
+            Task {
+                await startWatching(folder, device)
+                _ = lock.withLock { watching.remove(folder.path) }
+            }
         }
-        if starting { Task { await startWatching(folder, device) } }
     }
 
     func remove(_ presenter: any FilePresenter) {
-        _ = lock.withLock { entries.removeValue(forKey: ObjectIdentifier(presenter)) }
+        let idle: [DaemonConnection.Watch] = lock.withLock {
+            entries.removeValue(forKey: ObjectIdentifier(presenter))
+            let presented = entries.values.compactMap { $0.presenter?.presentedItemURL?.standardizedFileURL.path }
+            return watches.filter { folder, _ in !presented.contains { $0.hasPrefix(folder + "/") } }.map(\.value)
+        }
+        for watch in idle { watch.cancel() }
     }
 
     /// A change made by a coordinator of this process, for every presenter but `except`.
@@ -89,31 +98,50 @@ final class PresenterRegistry: @unchecked Sendable {
         return URL(fileURLWithPath: top + name, isDirectory: true)
     }
 
+    /// Follows the daemon's changes of a container folder while presenters of items in it remain; when the
+    /// daemon goes away (restarted, say), connects again, and then has every presenter there check its item,
+    /// since what happened meanwhile was not heard.
     private func startWatching(_ folder: URL, _ device: UbiquityDevice) async {
         let spec = MetadataQuerySpec(scopes: [.documents, .data], predicate: .always(true), gather: false)
-        guard
-            let watch = try? await DaemonConnection.watch(
-                ControlRequest(command: .watch, path: folder.path, query: spec), root: device.root)
-        else { return }
-        let kept = lock.withLock {
-            guard watches[folder.path] == nil else { return false }
-            watches[folder.path] = watch
-            return true
-        }
-        guard kept else { return watch.cancel() }
-        do {
-            for try await update in watch.updates {
-                for item in update.removed { queueInput.yield((.deleted(item.url), nil, true)) }
-                for item in update.added + update.changed {
-                    if let previous = update.previousPaths[item.id] {
-                        queueInput.yield((.moved(URL(fileURLWithPath: previous), to: item.url), nil, true))
-                    }
-                    queueInput.yield((.changed(item.url), nil, true))
-                }
+        var reconnecting = false
+        var backoff = Duration.milliseconds(50)
+        while presents(inside: folder) {
+            guard
+                let watch = try? await DaemonConnection.watch(
+                    ControlRequest(command: .watch, path: folder.path, query: spec), root: device.root)
+            else {
+                reconnecting = true
+                try? await Task.sleep(for: backoff)
+                backoff = min(backoff * 2, .seconds(2))
+                continue
             }
-        } catch {}
-        _ = lock.withLock { watches.removeValue(forKey: folder.path) }
+            backoff = .milliseconds(50)
+            lock.withLock { watches[folder.path] = watch }
+            if reconnecting {
+                for url in presentedURLs(inside: folder) { queueInput.yield((.changed(url), nil, true)) }
+            }
+            do {
+                for try await update in watch.updates {
+                    for item in update.removed { queueInput.yield((.deleted(item.url), nil, true)) }
+                    for item in update.added + update.changed {
+                        if let previous = update.previousPaths[item.id] {
+                            queueInput.yield((.moved(URL(fileURLWithPath: previous), to: item.url), nil, true))
+                        }
+                        queueInput.yield((.changed(item.url), nil, true))
+                    }
+                }
+            } catch {}
+            reconnecting = true
+        }
+        lock.withLock { watches[folder.path] = nil }
     }
+
+    private func presentedURLs(inside folder: URL) -> [URL] {
+        lock.withLock { entries.values.compactMap { $0.presenter?.presentedItemURL?.standardizedFileURL } }
+            .filter { $0.path.hasPrefix(folder.path + "/") }
+    }
+
+    private func presents(inside folder: URL) -> Bool { !presentedURLs(inside: folder).isEmpty }
 
     private func deliver(_ change: Change, except: ObjectIdentifier?, fromDaemon: Bool) async {
         let presenters = lock.withLock {

@@ -69,16 +69,14 @@ public final class FileVersion: @unchecked Sendable, Hashable, CustomStringConve
         get { lock.withLock { !isConflict || resolved } }
         set {
             guard newValue, isConflict, !isResolved else { return }
-            let done = DispatchSemaphore(value: 0)
-            Task.detached { [self] in
-                do {
-                    try await resolve()
-                } catch {
-                    lock.withLock { failure = error as? NimbusError ?? NimbusError(.internalError, "\(error)") }
-                }
-                done.signal()
+            // A plain blocking request: waiting on a task here could take the last of Swift's cooperative threads.
+            let request = ControlRequest(command: .resolve, path: url.path, versionIDs: [persistentIdentifier])
+            do {
+                _ = try DaemonConnection.ask(request, at: DaemonConnection.socketPath(root: device.root), timeout: 60).get()
+                lock.withLock { resolved = true }
+            } catch {
+                lock.withLock { failure = error as? NimbusError ?? NimbusError(.internalError, "\(error)") }
             }
-            done.wait()
         }
     }
 
