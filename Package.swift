@@ -115,6 +115,8 @@ let package = Package(
             dependencies: ["NimbusKit"],
             path: "Examples/ShoppingList"
         ),
+        .executableTarget(name: "Notes", dependencies: ["NimbusKit"], path: "Examples/Notes"),
+        .executableTarget(name: "Bookmarks", dependencies: ["NimbusKit"], path: "Examples/Bookmarks"),
         .target(
             name: "BenchmarkSupport",
             dependencies: [

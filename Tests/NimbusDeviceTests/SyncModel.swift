@@ -1,3 +1,4 @@
+import NimbusCore
 @testable import NimbusDevice
 
 /// The server's document rules, kept in memory, for driving the planner through thousands of
@@ -34,9 +35,7 @@ struct ModelServer {
             tree[id] = item.moved(to: freePlace(item.place))
             return .applied
         }
-        if let occupant = occupant(item.place), let existing = tree[occupant], existing.kind == item.kind,
-            item.kind != .folder
-        {
+        if let occupant = occupant(item.place), let existing = tree[occupant], existing.kind == item.kind {
             if let content = item.content, content > (existing.content ?? "") { tree[occupant]?.content = content }
             return .merged(into: occupant)
         }
@@ -93,9 +92,12 @@ struct ModelDevice {
     var online = true
     /// Set when a step would have destroyed content the server never received.
     var lostContent: [String] = []
+    /// This round's new folders the server merged into existing ones.
+    var rekeyed: [ItemID: ItemID] = [:]
 
     /// Runs one round; whether it planned anything.
     mutating func sync(with server: inout ModelServer, trace: String? = nil) -> Bool {
+        rekeyed = [:]
         let plan = SyncPlanner.plan(remote: server.tree, local: disk, synced: synced)
         for step in plan {
             run(step, on: &server)
@@ -106,11 +108,42 @@ struct ModelDevice {
 
     mutating func run(_ step: SyncOperation, on server: inout ModelServer) {
         let id = step.item
+        // Like the engine, steps planned inside a folder the server merged go to the folder it merged into.
+        var action = step.action
+        switch action {
+        case .upload(var item, let base):
+            if let parent = item.place.parent, let merged = rekeyed[parent] { item.place.parent = merged }
+            action = .upload(item, base: base)
+        case .moveRemote(var place):
+            if let parent = place.parent, let merged = rekeyed[parent] { place.parent = merged }
+            action = .moveRemote(to: place)
+        default: break
+        }
+        var expected = step.synced
+        if let parent = expected?.place.parent, let merged = rekeyed[parent] { expected?.place.parent = merged }
+        let step = SyncOperation(id, action, synced: expected)
         switch step.action {
         case .upload(let item, let base):
             guard disk[id].map({ !$0.differsInContent(from: item) }) ?? false else { return }
             switch server.commit(id, item, base: base) {
             case .applied: synced[id] = step.synced
+            case .merged(let existing) where item.kind == .folder:
+                // The same new folder on two devices: this one is that folder now, and what it holds is
+                // in that folder — unless the disk holds that folder elsewhere already: then this one is
+                // renamed as Finder names copies, and uploaded under that name next round.
+                guard disk[existing] == nil else {
+                    guard let place = disk[id]?.place else { return }
+                    let taken = Set(disk.items.values.filter { $0.place.parent == place.parent }.map(\.place.name))
+                    disk[id]?.place.name =
+                        (2...).lazy.map { DocumentNames.numbered(place.name, $0) }.first { !taken.contains($0) } ?? place.name
+                    return
+                }
+                disk[existing] = disk[id]
+                disk[id] = nil
+                synced[existing] = step.synced
+                for (child, held) in disk.items where held.place.parent == id { disk[child]?.place.parent = existing }
+                for (child, held) in synced.items where held.place.parent == id { synced[child]?.place.parent = existing }
+                rekeyed[id] = existing
             case .merged(let existing):
                 // The server made this new item a version of the one already at its name: the file
                 // is that item now, unless the disk holds that item elsewhere already (then the

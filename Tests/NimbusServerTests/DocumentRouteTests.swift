@@ -185,8 +185,18 @@ import Testing
         #expect(merged.outcome == .merged && merged.item?.itemID == "a", "the same new name is one item")
         #expect(merged.item?.conflicts.count == 1)
 
+        // A new folder of an existing folder's name is that folder (two devices' `Documents`), and what the same
+        // batch puts in it lands in the existing one.
         _ = try await fixture.modify([DocumentOperation(.save, itemID: "f", name: "Folder", kind: .folder)])
-        let folder = try await fixture.modify([DocumentOperation(.save, itemID: "g", name: "FOLDER", kind: .folder)])[0]
+        let batch = try await fixture.modify([
+            DocumentOperation(.save, itemID: "g", name: "FOLDER", kind: .folder),
+            DocumentOperation(.save, itemID: "h", parentID: "g", name: "Inside", kind: .folder),
+        ])
+        #expect(batch[0].outcome == .merged && batch[0].item?.itemID == "f" && batch[0].item?.name == "Folder")
+        #expect(batch[1].outcome == .applied && batch[1].item?.parentID == "f")
+        // Other items taking a name held by another kind get Finder's numbers.
+        _ = try await fixture.save("g", "Notes", "a file")
+        let folder = try await fixture.modify([DocumentOperation(.move, itemID: "g", name: "FOLDER")])[0]
         #expect(folder.item?.name == "FOLDER 2")
         let moved = try await fixture.modify([DocumentOperation(.move, itemID: "g", name: "folder")])[0]
         #expect(moved.item?.name == "folder 2")

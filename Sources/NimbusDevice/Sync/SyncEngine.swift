@@ -179,6 +179,7 @@ package final class SyncEngine: Sendable {
     /// hashed, the server is asked once which it lacks, those are uploaded a few at a time, and one
     /// request commits the batch's operations.
     private func runOnServer(_ steps: [SyncOperation], scan: LocalScanner.Scan) async throws {
+        var rekeyed: [ItemID: ItemID] = [:]
         for start in stride(from: 0, to: steps.count, by: Self.batchSize) {
             let batch = Array(steps[start..<min(start + Self.batchSize, steps.count)])
             var contents: [ItemID: (path: String, content: DocumentContent)] = [:]
@@ -225,7 +226,14 @@ package final class SyncEngine: Sendable {
                     sendable.append((step, operation))
                 }
             }
-            if !sendable.isEmpty { try await send(sendable) }
+            for index in sendable.indices {
+                if let parent = sendable[index].1.parentID, let merged = rekeyed[ItemID(parent)] {
+                    sendable[index].1.parentID = merged.rawValue
+                }
+            }
+            if !sendable.isEmpty {
+                rekeyed.merge(try await send(sendable, rekeyed: rekeyed, scan: scan)) { _, new in new }
+            }
         }
     }
 
@@ -372,15 +380,40 @@ package final class SyncEngine: Sendable {
         return unchanged
     }
 
-    private func send(_ batch: [(SyncOperation, DocumentOperation)]) async throws {
+    /// Commits a batch; the new folders the server merged into existing ones (this device's ID → theirs).
+    private func send(
+        _ batch: [(SyncOperation, DocumentOperation)], rekeyed earlier: [ItemID: ItemID], scan: LocalScanner.Scan
+    ) async throws -> [ItemID: ItemID] {
         let response = try await client.modify(batch.map(\.1), device: device)
         var outcomes: [(local: ItemID, remote: DocumentItem?, synced: SyncItem?)] = []
-        for ((step, _), result) in zip(batch, response.results) {
+        var rekeyed = earlier
+        var renamed = Set<ItemID>()
+        for ((step, _), result) in zip(batch, response.results) where result.outcome == .merged {
+            guard let item = result.item, item.kind == .folder else { continue }
+            let existing = ItemID(item.itemID)
+            if scan.files[existing] == nil {
+                rekeyed[step.item] = existing
+            } else if let path = scan.files[step.item]?.path {
+                // This device holds that folder elsewhere already: this one is renamed as Finder names copies,
+                // and uploaded under that name next round.
+                let (parent, name) = LocalScanner.split(path)
+                let free = (2...1000).lazy.map { DocumentNames.numbered(name, $0) }.first { candidate in
+                    !FileManager.default.fileExists(
+                        atPath: self.folder.appendingPathComponent(parent).appendingPathComponent(candidate).path)
+                }
+                if let free { _ = move(path, to: parent.isEmpty ? free : parent + "/" + free) }
+                renamed.insert(step.item)
+            }
+        }
+        for ((step, _), result) in zip(batch, response.results) where !renamed.contains(step.item) {
             switch result.outcome {
             case .applied, .conflict, .merged:
                 // A merged item is now the one the server had at its name (the same new name on two
-                // devices): the local file is that item.
-                outcomes.append((step.item, result.item, step.synced))
+                // devices): the local file or folder is that item, and what this batch put in a merged
+                // folder is in that item.
+                var synced = step.synced
+                if let parent = synced?.place.parent, let merged = rekeyed[parent] { synced?.place.parent = merged }
+                outcomes.append((step.item, result.item, synced))
                 await activity.finished(step.item)
             case .failed:
                 // The next round plans again from what the server says now; until then, status says why.
@@ -389,6 +422,7 @@ package final class SyncEngine: Sendable {
             }
         }
         try await journal.recordCommitted(outcomes)
+        return rekeyed.filter { earlier[$0.key] == nil }
     }
 
     // MARK: - The disk's side

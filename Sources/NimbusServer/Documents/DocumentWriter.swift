@@ -7,7 +7,8 @@ import NimbusStore
 ///
 /// Nothing is lost: a save on a stale base keeps both versions (the later one current, the other an
 /// unresolved conflict); a save for an item in Recently Deleted brings it back; a new file named like
-/// an existing one becomes a version of it; a name taken by another item gets a free one ("name 2");
+/// an existing one becomes a version of it, a new folder named like an existing one becomes that folder;
+/// a name taken by another item gets a free one ("name 2");
 /// a delete is refused when the file changed since the device last saw it.
 final class DocumentWriter {
     private let transaction: any ZoneTransaction
@@ -15,6 +16,9 @@ final class DocumentWriter {
     private let now: Int64
     private let encoder = JSONEncoder()
     private let decoder = JSONDecoder()
+    /// New folders of this batch merged into folders of their name (device's ID → the existing folder's),
+    /// so that the batch's later operations inside them land in the existing folder.
+    private var mergedFolders: [String: String] = [:]
 
     init(transaction: any ZoneTransaction, device: String, now: Int64) {
         self.transaction = transaction
@@ -23,6 +27,8 @@ final class DocumentWriter {
     }
 
     func apply(_ operation: DocumentOperation) throws -> DocumentResult {
+        var operation = operation
+        if let parent = operation.parentID, let merged = mergedFolders[parent] { operation.parentID = merged }
         switch operation.operationType {
         case .save:
             let unnamed = try requireHeld(operation.content)
@@ -86,6 +92,11 @@ final class DocumentWriter {
         guard transaction.state.liveEntries < DocumentNames.maxEntries else {
             throw NimbusError(
                 .quotaExceeded, "a container holds at most \(DocumentNames.maxEntries) items, versions and chunks")
+        }
+        if kind == .folder, let existing = try occupant(of: name, in: operation.parentID), existing.kind == .folder {
+            // The same new folder on two devices (each app made its `Documents`, say): one folder, holding both's items.
+            mergedFolders[operation.itemID] = existing.itemID
+            return DocumentResult(itemID: operation.itemID, outcome: .merged, item: existing)
         }
         if kind != .folder, let version, var existing = try occupant(of: name, in: operation.parentID),
             existing.kind == kind

@@ -45,7 +45,8 @@ struct LogIn: AsyncParsableCommand {
                 session: session, email: email,
                 apiToken: apiToken ?? Environment.string("NIMBUS_API_TOKEN") ?? previous?.apiToken,
                 storeIdentifier: store ?? Environment.string("NIMBUS_STORE") ?? previous?.storeIdentifier,
-                container: container ?? Environment.string("NIMBUS_CONTAINER") ?? previous?.container)
+                container: container ?? Environment.string("NIMBUS_CONTAINER") ?? previous?.container,
+                deviceName: deviceName)
             try profile.save(to: client.configDirectory)
             print(
                 client.json

@@ -84,7 +84,7 @@ struct DeviceRun: AsyncParsableCommand {
             let folder = rootURL.appendingPathComponent("Mobile Documents").appendingPathComponent(folderName)
             let journal = try DeviceJournal(path: state.appendingPathComponent("\(directory).\(environment).sqlite").path)
             let engine = SyncEngine(
-                client: client, folder: folder, journal: journal, device: ProcessInfo.processInfo.hostName,
+                client: client, folder: folder, journal: journal, device: profile.deviceName ?? ProcessInfo.processInfo.hostName,
                 downloadsOnDemand: onDemand)
             daemons.append(
                 DeviceDaemon(

@@ -15,6 +15,8 @@ struct DeviceProfile: Codable {
     var container: String?
     /// More containers `nimbus device run` mirrors, each with its app's API token (`nimbus device add`).
     var mirrored: [String: String]?
+    /// The name the device signed in with: the versions it saves say they come from it.
+    var deviceName: String?
 
     /// Every container this device mirrors, with the API token for it.
     var documentContainers: [String: String] {
