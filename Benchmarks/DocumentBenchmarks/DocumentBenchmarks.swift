@@ -9,7 +9,7 @@ import NimbusKit
 /// Document benchmarks: two devices of one user (sync engines in this process, each with its own folder
 /// and journal) against a real `nimbus serve` (release build) on loopback.
 ///
-///     scripts/benchmark docs [propagation|commit|small|large|edit]...
+///     scripts/benchmark docs [propagation|apps|query|commit|small|large|edit]...
 ///     scripts/benchmark docs scale    (100,000 files; only when named: it takes minutes)
 @main
 enum DocumentBenchmarks {
@@ -40,6 +40,42 @@ enum DocumentBenchmarks {
             table.add(
                 "Propagation p99, 100 × 1 KiB", String(format: "%.1f ms", percentiles.at(99)), target: "≤ 250 ms",
                 met: percentiles.at(99) <= 250)
+        }
+        if wanted("apps") {
+            let pair = try await DevicePair(server, name: "apps")
+            let (known, current) = try await MetadataQueryBenchmarks.saveToQueryUpdate(pair, saves: 100)
+            let (first, downloaded) = (Percentiles(known), Percentiles(current))
+            let floor = String(format: "floor: 5 round trips (%.2f ms) + 2 synced commits", 5 * roundTrip / 1000)
+            table.add(
+                "Save on A → B's MetadataQuery update, p50 (downloaded: p50)",
+                String(format: "%.1f ms (%.1f ms; %@)", first.at(50), downloaded.at(50), floor), target: "≤ 60 ms",
+                met: first.at(50) <= 60)
+            table.add(
+                "Save on A → B's MetadataQuery update, p99 (downloaded: p99)",
+                String(format: "%.1f ms (%.1f ms)", first.at(99), downloaded.at(99)), target: "≤ 300 ms",
+                met: first.at(99) <= 300)
+        }
+        if wanted("query") {
+            let session = try await server.signIn("query@bench.local", device: "query")
+            let figures = try await MetadataQueryBenchmarks.largeQuery(
+                items: 100_000, in: server.dataDirectory.deletingLastPathComponent(), session: session,
+                apiToken: server.apiToken, container: server.container)
+            let (warm, selective) = (Percentiles(figures.warmGathering), Percentiles(figures.selectiveGathering))
+            let (updates, socket) = (Percentiles(figures.updates), Percentiles(figures.roundTrip))
+            table.add(
+                "Floor: one control-socket request and answer (status), p50", String(format: "%.2f ms", socket.at(50)),
+                target: "(reference)", met: true)
+            table.add(
+                "MetadataQuery over 100,000 items: gathering finished, the first (daemon's index built)",
+                String(format: "%.0f ms", figures.coldGathering), target: "≤ 500 ms", met: figures.coldGathering <= 500)
+            table.add(
+                "MetadataQuery over 100,000 items: gathering finished, later queries (median of 5; one match: median)",
+                String(format: "%.0f ms (%.1f ms)", warm.at(50), selective.at(50)), target: "≤ 500 ms",
+                met: warm.at(50) <= 500)
+            table.add(
+                "MetadataQuery over 100,000 items: update after the daemon records a change, p50 (p99)",
+                String(format: "%.2f ms (%.2f ms)", updates.at(50), updates.at(99)), target: "≤ 20 ms",
+                met: updates.at(50) <= 20)
         }
         if wanted("small") || wanted("commit") {
             let pair = try await DevicePair(server, name: "commit")

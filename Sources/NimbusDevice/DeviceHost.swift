@@ -16,17 +16,22 @@ package struct DeviceHost: Sendable {
     /// Runs every daemon until cancelled; refuses to start when another host serves the root.
     package func run() async throws {
         let controls = daemons.map(\.control)
-        let socket = try ControlSocket(path: ControlSocket.path(root: root)) { request in
-            guard request.command == .watch else { return (await Self.answer(request, controls), nil) }
-            guard let owner = Self.owner(of: request, controls) else {
-                return (ControlResponse(NimbusError.badRequest("a watch names a synced folder")), nil)
-            }
-            return await owner.watch(request)
-        }
+        let socket = try ControlSocket(path: ControlSocket.path(root: root), handler: Self.handler(controls))
         defer { socket.stop() }
         try await withThrowingTaskGroup(of: Void.self) { group in
             for daemon in daemons { group.addTask { try await daemon.run() } }
             try await group.waitForAll()
+        }
+    }
+
+    /// Answers the root's control socket for the folders of `controls`.
+    package static func handler(_ controls: [DeviceControl]) -> ControlSocket.Handler {
+        { request in
+            guard request.command == .watch else { return (await answer(request, controls), nil) }
+            guard let owner = owner(of: request, controls) else {
+                return (ControlResponse(NimbusError.badRequest("a watch names a synced folder")), nil)
+            }
+            return await owner.watch(request)
         }
     }
 

@@ -320,6 +320,15 @@ package struct LocalFile: Sendable, Hashable {
     /// SHA-256 of the content (nil for folders).
     package var content: String?
 
+    package init(id: ItemID, path: String, inode: UInt64, size: Int64, modified: Int64, content: String?) {
+        self.id = id
+        self.path = path
+        self.inode = inode
+        self.size = size
+        self.modified = modified
+        self.content = content
+    }
+
     /// Whether the item is evicted: its file on the disk is a placeholder (`Placeholder`).
     package var isPlaceholder: Bool { Placeholder.isPlaceholder(path: path) }
 }
