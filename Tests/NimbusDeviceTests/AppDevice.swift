@@ -90,3 +90,17 @@ final class TextDocument: Document, @unchecked Sendable {
         state.withLock { $0 = (text: String(decoding: data, as: UTF8.self), loads: $0.loads + 1) }
     }
 }
+
+/// A `Document` whose contents are whatever wrapper it holds: files or packages as given.
+final class PackageDocument: Document, @unchecked Sendable {
+    private let held = Mutex(DocumentWrapper.directory([:]))
+
+    var wrapper: DocumentWrapper {
+        get { held.withLock { $0 } }
+        set { held.withLock { $0 = newValue } }
+    }
+
+    override func contents(forType typeName: String?) throws -> DocumentWrapper { wrapper }
+
+    override func load(fromContents contents: DocumentWrapper, ofType typeName: String?) throws { wrapper = contents }
+}

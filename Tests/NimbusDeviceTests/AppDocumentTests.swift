@@ -206,6 +206,31 @@ import Testing
         #expect(states.all.first == .normal, "opened by its first save")
     }
 
+    @Test func aPackageDocumentSavesWholeAndOpensOnTheOtherDevice() async throws {
+        let (_, a, b) = try await AppDevice.pair()
+        try FileManager.default.createDirectory(at: a.documents, withIntermediateDirectories: true)
+        let url = a.documents.appendingPathComponent("Trip.rtfd")
+        let trip = PackageDocument(fileURL: url)
+        let first = DocumentWrapper.directory([
+            "TXT.rtf": .regularFile(Data("the plan".utf8)), "Images": .directory(["map.png": .regularFile(Data([1, 2, 3]))]),
+        ])
+        trip.wrapper = first
+        try await trip.save(to: url, for: .forCreating)
+        #expect(try DocumentWrapper(contentsOf: url) == first)
+        #expect(try await eventually(timeout: .seconds(20)) { b.device.read("Documents/Trip.rtfd/TXT.rtf") == "the plan" })
+        let other = PackageDocument(fileURL: b.documents.appendingPathComponent("Trip.rtfd"))
+        try await other.open()
+        #expect(other.wrapper == first)
+
+        // Saved again it is replaced whole: what the new contents lack is gone, here and there.
+        let second = DocumentWrapper.directory(["TXT.rtf": .regularFile(Data("the new plan".utf8))])
+        trip.wrapper = second
+        try await trip.save(to: url, for: .forOverwriting)
+        #expect(try DocumentWrapper(contentsOf: url) == second)
+        #expect(try await eventually(timeout: .seconds(20)) { other.wrapper == second }, "reloaded on the other device")
+        #expect(b.device.read("Documents/Trip.rtfd/Images/map.png") == nil)
+    }
+
     @Test func openingAnEvictedDocumentDownloadsItWithProgressAvailable() async throws {
         let (_, a, b) = try await AppDevice.pair(onDemandB: true)
         try a.device.write("Documents/Far.note", "far away")
@@ -220,7 +245,7 @@ import Testing
 
     /// The tutorials' conflict chapter: one device offline, both edit, it reconnects, both documents say
     /// `inConflict`, the conflict versions are listed, one is kept, and both return to normal.
-    @Test func theConflictChapter() async throws {
+    @Test(arguments: ["laptop", "phone"]) func theConflictChapter(resolvedOn resolver: String) async throws {
         let (_, a, b) = try await AppDevice.pair()
         try a.device.write("Documents/Story.note", "once upon a time")
         #expect(try await eventually(timeout: .seconds(20)) { b.device.read("Documents/Story.note") == "once upon a time" })
@@ -248,25 +273,29 @@ import Testing
         #expect(try await eventually(timeout: .seconds(20)) { onB.documentState.contains(.inConflict) }, "B sees it")
         #expect(await eventually { presenter.conflictsGained.count == 1 }, "A's presenter heard of the new version")
 
-        let conflicts = try await FileVersion.unresolvedConflictVersionsOfItem(at: onB.fileURL)
+        // Either device lists the versions, keeps the conflict version (it replaces the file), and resolving it
+        // clears the conflict everywhere.
+        let (here, device) = resolver == "laptop" ? (onB, b) : (onA, a)
+        let conflicts = try await FileVersion.unresolvedConflictVersionsOfItem(at: here.fileURL)
         #expect(conflicts.count == 1)
-        let current = try #require(try await FileVersion.currentVersionOfItem(at: onB.fileURL))
-        let others = try await FileVersion.otherVersionsOfItem(at: onB.fileURL)
+        let current = try #require(try await FileVersion.currentVersionOfItem(at: here.fileURL))
+        let others = try await FileVersion.otherVersionsOfItem(at: here.fileURL)
         #expect(others.contains(conflicts[0]) && !others.contains(current))
         let kept = conflicts[0]
         let losing = current.originatingDevice
         #expect(Set([kept.originatingDevice, losing]) == ["phone", "laptop"], "one version from each device")
         let keptText = kept.originatingDevice == "phone" ? "A's ending" : "B's ending"
+        await #expect(throws: NimbusError.self, "only conflict versions are removed") { try await current.remove() }
 
-        // Keep the conflict version on B: it replaces the file, and resolving it clears the conflict everywhere.
-        try await kept.replaceItem(at: onB.fileURL)
-        #expect(b.device.read("Documents/Story.note") == keptText)
+        try await kept.replaceItem(at: here.fileURL)
+        #expect(device.device.read("Documents/Story.note") == keptText)
         kept.isResolved = true
         #expect(kept.isResolved && kept.resolutionError == nil)
         #expect(try await eventually(timeout: .seconds(20)) { !onB.documentState.contains(.inConflict) })
         #expect(try await eventually(timeout: .seconds(20)) { !onA.documentState.contains(.inConflict) }, "resolved on A too")
         #expect(try await eventually(timeout: .seconds(20)) { onA.text == keptText && onB.text == keptText })
         #expect(try await FileVersion.unresolvedConflictVersionsOfItem(at: onA.fileURL).isEmpty)
+        #expect(try await FileVersion.unresolvedConflictVersionsOfItem(at: onB.fileURL).isEmpty)
         #expect(onA.documentState == .normal && onB.documentState == .normal)
         #expect(await eventually { presenter.conflictsResolved.count == 1 })
     }

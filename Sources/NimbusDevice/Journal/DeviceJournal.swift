@@ -53,6 +53,7 @@ package final class DeviceJournal: Sendable {
                     ALTER TABLE remote ADD COLUMN size INTEGER NOT NULL DEFAULT 0;
                     ALTER TABLE remote ADD COLUMN modified INTEGER;
                     ALTER TABLE remote ADD COLUMN created INTEGER;
+                    CREATE INDEX remote_in_conflict ON remote(conflicts) WHERE conflicts > 0;
                     """)
             for data in try Data.fetchAll(db, sql: "SELECT item FROM remote") {
                 try Self.storeRemote(try JSONDecoder().decode(DocumentItem.self, from: data), db)

@@ -138,9 +138,7 @@ package final class ControlSocket: Sendable {
     }
 
     private static func send(_ response: ControlResponse, on connection: Int32) -> Bool {
-        var bytes = (try? JSONEncoder().encode(response)) ?? Data()
-        bytes.append(0x0A)
-        return UnixSocket.send(bytes, on: connection)
+        UnixSocket.send((try? response.encoded()) ?? Data("{}\n".utf8), on: connection)
     }
 }
 

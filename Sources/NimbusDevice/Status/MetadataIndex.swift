@@ -10,10 +10,8 @@ import NimbusKit
 package actor MetadataIndex {
     private let journal: DeviceJournal
     private let activity: SyncActivity
-    /// The container's folder, absolute.
-    private let folder: String
-    private var remote: [ItemID: RemoteFacts] = [:]
-    private var local: [ItemID: LocalFacts] = [:]
+    private var facts: MetadataSnapshot
+    private var folder: String { facts.folder }
     private var children: [ItemID: Set<ItemID>] = [:]
     private var loading: Task<Void, any Error>?
     private var watchers: [UUID: Watcher] = [:]
@@ -28,7 +26,7 @@ package actor MetadataIndex {
     package init(journal: DeviceJournal, activity: SyncActivity, folder: URL) {
         self.journal = journal
         self.activity = activity
-        self.folder = folder.standardizedFileURL.path
+        self.facts = MetadataSnapshot(folder: folder.standardizedFileURL.path)
         let (stream, notices) = AsyncStream.makeStream(of: Set<ItemID>.self)
         self.notices = notices
         journal.observe { notices.yield($0) }
@@ -43,15 +41,28 @@ package actor MetadataIndex {
 
     deinit { notices.finish() }
 
-    /// The items matching `spec` now.
+    /// The items matching `spec` now, evaluated on two threads (a query may cover 100,000 items).
     package func query(_ spec: MetadataQuerySpec) async throws -> [MetadataItem] {
         try await load()
-        let ids = Array(remote.keys) + local.keys.filter { remote[$0] == nil }
-        let facts = await activity.facts(ids)
-        var memo: [ItemID: String] = [:]
-        return ids.compactMap { id in
-            guard let item = item(id, facts[id], memo: &memo), Self.matches(spec, item, folder: folder) else { return nil }
-            return item
+        let snapshot = facts
+        let ids = Array(snapshot.remote.keys) + snapshot.local.keys.filter { snapshot.remote[$0] == nil }
+        let work = await activity.facts(ids)
+        let half = ids.count / 2
+        return await withTaskGroup(of: [MetadataItem].self) { group in
+            for part in [ids[..<half], ids[half...]] {
+                group.addTask {
+                    var memo: [ItemID: String] = [:]
+                    return part.compactMap { id in
+                        guard let item = snapshot.item(id, work[id], memo: &memo),
+                            Self.matches(spec, item, folder: snapshot.folder)
+                        else { return nil }
+                        return item
+                    }
+                }
+            }
+            var items: [MetadataItem] = []
+            for await part in group { items += part }
+            return items
         }
     }
 
@@ -72,9 +83,9 @@ package actor MetadataIndex {
         if loading == nil {
             loading = Task {
                 let all = try await journal.metadata(of: nil)
-                (remote, local) = all
+                (facts.remote, facts.local) = all
                 children = [:]
-                for (id, facts) in remote { if let parent = facts.parent { children[parent, default: []].insert(id) } }
+                for (id, item) in facts.remote { if let parent = item.parent { children[parent, default: []].insert(id) } }
             }
         }
         do {
@@ -89,23 +100,25 @@ package actor MetadataIndex {
     private func refresh(_ ids: Set<ItemID>) async {
         guard let loading, (try? await loading.value) != nil else { return }
         guard let fresh = try? await journal.metadata(of: ids) else { return }
+        // What is inside a folder that moved moves with it: below each item, as the index had it and as it is now.
+        var freshChildren: [ItemID: [ItemID]] = [:]
+        for (id, item) in fresh.remote { if let parent = item.parent { freshChildren[parent, default: []].append(id) } }
         var affected = ids
-        for id in ids {
-            affected.formUnion(descendants(of: id))
-            affected.formUnion(descendants(of: id, in: fresh.remote))
+        for id in ids where facts.remote[id]?.kind == .folder || fresh.remote[id]?.kind == .folder {
+            affected.formUnion(descendants(of: id, also: freshChildren))
         }
-        let facts = await activity.facts(affected)
+        let work = await activity.facts(affected)
         // From here on nothing awaits: the before and after below are of one moment.
         var memo: [ItemID: String] = [:]
-        let before = Dictionary(uniqueKeysWithValues: affected.map { ($0, item($0, facts[$0], memo: &memo)) })
+        let before = Dictionary(uniqueKeysWithValues: affected.map { ($0, facts.item($0, work[$0], memo: &memo)) })
         for id in ids {
-            if let parent = remote[id]?.parent { children[parent]?.remove(id) }
-            remote[id] = fresh.remote[id]
-            local[id] = fresh.local[id]
-            if let parent = remote[id]?.parent { children[parent, default: []].insert(id) }
+            if let parent = facts.remote[id]?.parent { children[parent]?.remove(id) }
+            facts.remote[id] = fresh.remote[id]
+            facts.local[id] = fresh.local[id]
+            if let parent = facts.remote[id]?.parent { children[parent, default: []].insert(id) }
         }
         memo = [:]
-        let after = Dictionary(uniqueKeysWithValues: affected.map { ($0, item($0, facts[$0], memo: &memo)) })
+        let after = Dictionary(uniqueKeysWithValues: affected.map { ($0, facts.item($0, work[$0], memo: &memo)) })
         for (watchID, watcher) in watchers {
             var update = MetadataUpdate()
             var matched = watcher.matched
@@ -132,20 +145,37 @@ package actor MetadataIndex {
         }
     }
 
-    /// Every item below `id` in the remote tree (`tree`: the index's own, unless given).
-    private func descendants(of id: ItemID, in tree: [ItemID: RemoteFacts]? = nil) -> Set<ItemID> {
+    /// Every item below `id` in the index's remote tree or in `extra` (children by parent).
+    private func descendants(of id: ItemID, also extra: [ItemID: [ItemID]]) -> Set<ItemID> {
         var found: Set<ItemID> = []
         var queue = [id]
         while let next = queue.popLast() {
-            var below = children[next] ?? []
-            if let tree { below.formUnion(tree.filter { $0.value.parent == next }.keys) }
-            for child in below where found.insert(child).inserted { queue.append(child) }
+            for child in (children[next] ?? []).union(extra[next] ?? []) where found.insert(child).inserted {
+                queue.append(child)
+            }
         }
         return found
     }
 
+    static func matches(_ spec: MetadataQuerySpec, _ item: MetadataItem, folder: String) -> Bool {
+        let relative = item.path.utf8.dropFirst(folder.utf8.count + 1)
+        let inDocuments = relative.starts(with: "Documents/".utf8)
+        let scoped =
+            (spec.scopes.contains(.documents) && inDocuments)
+            || (spec.scopes.contains(.data) && !inDocuments && !relative.elementsEqual("Documents".utf8))
+        return scoped && spec.predicate.matches { item.value(forAttribute: $0) }
+    }
+}
+
+/// The index's facts at one moment: a value, so a query can evaluate it off the actor.
+struct MetadataSnapshot: Sendable {
+    /// The container's folder, absolute.
+    let folder: String
+    var remote: [ItemID: RemoteFacts] = [:]
+    var local: [ItemID: LocalFacts] = [:]
+
     /// The item as apps see it, nil when neither the server nor the disk has it.
-    private func item(
+    func item(
         _ id: ItemID, _ activity: (work: SyncActivity.Work?, progress: SyncActivity.Progress?, refusal: NimbusError?)?,
         memo: inout [ItemID: String]
     ) -> MetadataItem? {
@@ -183,7 +213,7 @@ package actor MetadataIndex {
 
     /// Where the item is, relative to the folder: by the server's names while it has the item (a placeholder
     /// is listed by its real name), else where it is on the disk.
-    private func path(of id: ItemID, memo: inout [ItemID: String]) -> String? {
+    func path(of id: ItemID, memo: inout [ItemID: String]) -> String? {
         if let known = memo[id] { return known }
         var found: String?
         if let server = remote[id] {
@@ -198,14 +228,5 @@ package actor MetadataIndex {
         }
         if let found, remote[id]?.kind == .folder || (remote[id] == nil && local[id]?.content == nil) { memo[id] = found }
         return found
-    }
-
-    static func matches(_ spec: MetadataQuerySpec, _ item: MetadataItem, folder: String) -> Bool {
-        let relative = item.path.dropFirst(folder.count + 1)
-        let inDocuments = relative.hasPrefix("Documents/")
-        let scoped =
-            (spec.scopes.contains(.documents) && inDocuments)
-            || (spec.scopes.contains(.data) && !inDocuments && relative != "Documents")
-        return scoped && spec.predicate.matches { item.value(forAttribute: $0) }
     }
 }

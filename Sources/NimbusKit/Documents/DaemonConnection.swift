@@ -19,10 +19,10 @@ package enum DaemonConnection {
         let connection = try open(url)
         defer { close(connection) }
         try send(request, on: connection, timeout: seconds)
-        guard let line = UnixSocket.readLine(connection, limit: 1 << 30) else {
+        guard let response = try ControlResponse.read(from: LineReader(connection)) else {
             throw NimbusError(.networkUnavailable, "the daemon at \(url.path) did not answer within \(seconds) s")
         }
-        return try JSONDecoder().decode(ControlResponse.self, from: line)
+        return response
     }
 
     /// `ask`, off the caller's task, throwing the error an answer carries.
@@ -45,11 +45,11 @@ package enum DaemonConnection {
                     let connection = try open(socket)
                     do {
                         try send(request, on: connection, timeout: 10)
-                        guard let line = UnixSocket.readLine(connection, limit: 1 << 30) else {
+                        let lines = LineReader(connection)
+                        guard let first = try ControlResponse.read(from: lines)?.get() else {
                             throw NimbusError(.networkUnavailable, "the daemon at \(socket.path) did not answer")
                         }
-                        let first = try JSONDecoder().decode(ControlResponse.self, from: line).get()
-                        continuation.resume(returning: Watch(connection: connection, first: first))
+                        continuation.resume(returning: Watch(connection: connection, lines: lines, first: first))
                     } catch {
                         close(connection)
                         throw error
@@ -67,7 +67,7 @@ package enum DaemonConnection {
         package let updates: AsyncThrowingStream<MetadataUpdate, any Error>
         private let connection: Int32
 
-        init(connection: Int32, first: ControlResponse) {
+        init(connection: Int32, lines: LineReader, first: ControlResponse) {
             self.connection = connection
             self.first = first
             let (updates, continuation) = AsyncThrowingStream.makeStream(of: MetadataUpdate.self)
@@ -75,9 +75,7 @@ package enum DaemonConnection {
             var forever = timeval(tv_sec: 0, tv_usec: 0)
             setsockopt(connection, SOL_SOCKET, SO_RCVTIMEO, &forever, socklen_t(MemoryLayout<timeval>.size))
             let thread = Thread {
-                let decoder = JSONDecoder()
-                while let line = UnixSocket.readLine(connection, limit: 1 << 30) {
-                    guard let response = try? decoder.decode(ControlResponse.self, from: line) else { break }
+                while let response = try? ControlResponse.read(from: lines) {
                     if let update = response.update { continuation.yield(update) }
                 }
                 close(connection)
@@ -109,6 +107,42 @@ package enum DaemonConnection {
         bytes.append(0x0A)
         guard UnixSocket.send(bytes, on: connection) else {
             throw NimbusError(.networkUnavailable, "the device daemon hung up")
+        }
+    }
+}
+
+/// Lines read from a socket through a buffer (one `recv` for many lines).
+package final class LineReader: @unchecked Sendable {
+    private let connection: Int32
+    private var buffer: [UInt8] = []
+    private var start = 0
+    /// A line longer than this ends the reading (a broken or hostile peer).
+    static let limit = 1 << 30
+
+    package init(_ connection: Int32) { self.connection = connection }
+
+    /// The next line without its newline; nil at the end, on a timeout, or past the limit.
+    package func next() -> Data? { nextBytes().map { Data($0) } }
+
+    package func nextBytes() -> [UInt8]? {
+        var searched = start
+        while true {
+            if let newline = buffer[searched...].firstIndex(of: 0x0A) {
+                let line = Array(buffer[start..<newline])
+                start = newline + 1
+                if start > 1 << 20 {
+                    buffer.removeSubrange(0..<start)
+                    start = 0
+                }
+                return line
+            }
+            searched = buffer.count
+            guard buffer.count - start <= Self.limit else { return nil }
+            var chunk = [UInt8](repeating: 0, count: 256 << 10)
+            let count = recv(connection, &chunk, chunk.count, 0)
+            if count < 0 && errno == EINTR { continue }
+            guard count > 0 else { return nil }
+            buffer.append(contentsOf: chunk[0..<count])
         }
     }
 }

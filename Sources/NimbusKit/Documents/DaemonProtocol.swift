@@ -92,8 +92,10 @@ package struct ControlResponse: Codable, Sendable {
     /// Each container folder of the root, when the request named no path.
     package var folders: [FolderStatus]?
     package var item: ItemStatus?
-    /// A query's or a watch's matching items.
+    /// A query's or a watch's matching items. On the socket they follow the answer's line, one `row` a line
+    /// (`itemRows` says how many), not inside it.
     package var items: [MetadataItem]?
+    package var itemRows: Int?
     /// A watch's changes, after its first answer.
     package var update: MetadataUpdate?
     package var versions: [VersionInfo]?
@@ -107,6 +109,7 @@ package struct ControlResponse: Codable, Sendable {
         folders: [FolderStatus]? = nil, item: ItemStatus? = nil, items: [MetadataItem]? = nil, update: MetadataUpdate? = nil,
         versions: [VersionInfo]? = nil, file: String? = nil, error: String? = nil, code: ErrorCode? = nil
     ) {
+        self.itemRows = nil
         self.folders = folders
         self.item = item
         self.items = items
@@ -118,6 +121,38 @@ package struct ControlResponse: Codable, Sendable {
     }
 
     package init(_ error: NimbusError) { self.init(error: error.reason, code: error.code) }
+
+    /// The answer as it goes on the socket: its line, then its items' rows.
+    package func encoded() throws -> Data {
+        var head = self
+        head.items = nil
+        head.itemRows = items?.count
+        var bytes = [UInt8](try JSONEncoder().encode(head))
+        bytes.append(0x0A)
+        for item in items ?? [] {
+            item.appendRow(to: &bytes)
+            bytes.append(0x0A)
+        }
+        return Data(bytes)
+    }
+
+    /// The next answer from `lines` (its line, then its items' rows), nil when the connection ends first.
+    package static func read(from lines: LineReader) throws -> ControlResponse? {
+        guard let line = lines.next() else { return nil }
+        var response = try JSONDecoder().decode(ControlResponse.self, from: line)
+        if let count = response.itemRows {
+            var items: [MetadataItem] = []
+            items.reserveCapacity(count)
+            for _ in 0..<count {
+                guard let row = lines.nextBytes(), let item = MetadataItem(row: row) else {
+                    throw NimbusError(.internalError, "the daemon's answer ended or broke off inside its items")
+                }
+                items.append(item)
+            }
+            (response.items, response.itemRows) = (items, nil)
+        }
+        return response
+    }
 
     /// The answer, or the error it carries.
     package func get() throws -> ControlResponse {

@@ -79,7 +79,19 @@ public struct MetadataItem: Codable, Sendable, Hashable, Identifiable {
     }
 
     public var url: URL { URL(fileURLWithPath: path, isDirectory: isDirectory) }
-    public var name: String { (path as NSString).lastPathComponent }
+
+    /// The last component of the path (the file's name).
+    public var name: String {
+        guard let slash = path.utf8.lastIndex(of: UInt8(ascii: "/")) else { return path }
+        return String(path[path.utf8.index(after: slash)...])
+    }
+
+    /// The name's extension, lowercased, without the dot ("" for none; a leading dot starts no extension).
+    var fileExtension: String {
+        let name = name
+        guard let dot = name.lastIndex(of: "."), dot != name.startIndex else { return "" }
+        return String(name[name.index(after: dot)...]).lowercased()
+    }
 
     /// The attribute `key` names (`Key`), as predicates compare it.
     public func value(forAttribute key: String) -> MetadataValue? {
@@ -90,7 +102,7 @@ public struct MetadataItem: Codable, Sendable, Hashable, Identifiable {
         case Key.fsSize: .number(Double(size))
         case Key.fsCreationDate: creationDate.map(MetadataValue.date)
         case Key.fsContentChangeDate: modificationDate.map(MetadataValue.date)
-        case Key.fileExtension: .string((name as NSString).pathExtension.lowercased())
+        case Key.fileExtension: .string(fileExtension)
         case Key.isDirectory: .number(isDirectory ? 1 : 0)
         case Key.downloadingStatus: .string(downloadingStatus.rawValue)
         case Key.isDownloading: .number(isDownloading ? 1 : 0)
@@ -103,5 +115,100 @@ public struct MetadataItem: Codable, Sendable, Hashable, Identifiable {
         case Key.hasUnresolvedConflicts: .number(hasUnresolvedConflicts ? 1 : 0)
         default: nil
         }
+    }
+}
+
+extension MetadataItem {
+    /// Appends the item as one line of tab-separated fields (without the newline): a query's many items
+    /// travel so, since encoding and decoding 100,000 of them as JSON objects took seconds.
+    package func appendRow(to bytes: inout [UInt8]) {
+        func text(_ value: String?) {
+            if let value { bytes.append(contentsOf: Self.escape(value).utf8) }
+            bytes.append(0x09)
+        }
+        func number(_ value: Double?) {
+            if let value { bytes.append(contentsOf: "\(value)".utf8) }
+            bytes.append(0x09)
+        }
+        func flag(_ value: Bool) { bytes.append(contentsOf: value ? [0x31, 0x09] : [0x30, 0x09]) }
+        text(id)
+        text(path)
+        flag(isDirectory)
+        bytes.append(contentsOf: String(size).utf8)
+        bytes.append(0x09)
+        number(creationDate?.timeIntervalSince1970)
+        number(modificationDate?.timeIntervalSince1970)
+        bytes.append(downloadingStatus == .notDownloaded ? 0x30 : downloadingStatus == .downloaded ? 0x31 : 0x32)
+        bytes.append(0x09)
+        flag(isDownloading)
+        flag(isUploading)
+        flag(isUploaded)
+        number(percentDownloaded)
+        number(percentUploaded)
+        text(downloadingError)
+        text(uploadingError)
+        bytes.append(hasUnresolvedConflicts ? 0x31 : 0x30)
+    }
+
+    /// The item a row describes, nil for a malformed one. Read byte by byte, making strings only of the
+    /// text fields: splitting by characters cost more than the rest of a 100,000-item query together.
+    package init?(row bytes: [UInt8]) {
+        var bounds: [Range<Int>] = []
+        bounds.reserveCapacity(15)
+        var start = 0
+        for index in bytes.indices where bytes[index] == 0x09 {
+            bounds.append(start..<index)
+            start = index + 1
+        }
+        bounds.append(start..<bytes.count)
+        guard bounds.count == 15 else { return nil }
+        func text(_ field: Int) -> String { Self.unescape(String(decoding: bytes[bounds[field]], as: UTF8.self)) }
+        func optionalText(_ field: Int) -> String? { bounds[field].isEmpty ? nil : text(field) }
+        func flag(_ field: Int) -> Bool { bounds[field].count == 1 && bytes[bounds[field].lowerBound] == 0x31 }
+        func integer(_ field: Int) -> Int64? {
+            guard !bounds[field].isEmpty, bounds[field].count <= 18 else { return nil }
+            var value: Int64 = 0
+            for byte in bytes[bounds[field]] {
+                guard (0x30...0x39).contains(byte) else { return nil }
+                value = value * 10 + Int64(byte - 0x30)
+            }
+            return value
+        }
+        func number(_ field: Int) -> Double? {
+            bounds[field].isEmpty ? nil : Double(String(decoding: bytes[bounds[field]], as: UTF8.self))
+        }
+        let status = bounds[6].count == 1 ? bytes[bounds[6].lowerBound] : 0
+        guard let size = integer(3), (0x30...0x32).contains(status) else { return nil }
+        self.init(
+            id: text(0), path: text(1), isDirectory: flag(2), size: size,
+            creationDate: number(4).map(Date.init(timeIntervalSince1970:)),
+            modificationDate: number(5).map(Date.init(timeIntervalSince1970:)),
+            downloadingStatus: status == 0x30 ? .notDownloaded : status == 0x31 ? .downloaded : .current,
+            isDownloading: flag(7), isUploading: flag(8), isUploaded: flag(9), percentDownloaded: number(10),
+            percentUploaded: number(11), downloadingError: optionalText(12), uploadingError: optionalText(13),
+            hasUnresolvedConflicts: flag(14))
+    }
+
+    private static func escape(_ text: String) -> String {
+        guard text.utf8.contains(where: { $0 == 0x5C || $0 == 0x09 || $0 == 0x0A || $0 == 0x0D }) else { return text }
+        return text.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\t", with: "\\t")
+            .replacingOccurrences(of: "\n", with: "\\n").replacingOccurrences(of: "\r", with: "\\r")
+    }
+
+    private static func unescape(_ field: String) -> String {
+        guard field.utf8.contains(0x5C) else { return field }
+        var text = ""
+        var escaped = false
+        for character in field {
+            if escaped {
+                text.append(character == "t" ? "\t" : character == "n" ? "\n" : character == "r" ? "\r" : character)
+                escaped = false
+            } else if character == "\\" {
+                escaped = true
+            } else {
+                text.append(character)
+            }
+        }
+        return text
     }
 }

@@ -43,6 +43,8 @@ public final class MetadataQuery: @unchecked Sendable {
     private var _predicate: MetadataPredicate = .always(true)
     private var _sortDescriptors: [SortDescriptor] = []
     private var _results: [MetadataItem] = []
+    /// The results by ID, kept with `_results` (an update must not rebuild a map of every result).
+    private var byID: [String: MetadataItem] = [:]
     private var disabled = 0
     private var held: [MetadataUpdate] = []
     private var watch: DaemonConnection.Watch?
@@ -78,12 +80,14 @@ public final class MetadataQuery: @unchecked Sendable {
         }
     }
 
-    /// The matching items, in the sort descriptors' order (then by path). Frozen while updates are disabled.
+    /// The matching items, in the sort descriptors' order (ties by path); with none, in no particular order
+    /// (as `NSMetadataQuery`'s). Frozen while updates are disabled.
     public var results: [MetadataItem] { lock.withLock { _results } }
 
     /// Gathers, then follows changes. Throws when no daemon serves the device's root or the container.
     public func start() async throws {
-        guard let folder = await device.ubiquityContainerURL(forIdentifier: container) else {
+        // No waiting for the daemon's first round: what it brings arrives as updates.
+        guard let folder = await device.containerFolder(container, waitingForFirstRound: false) else {
             throw NimbusError(
                 .networkUnavailable,
                 "no nimbus device daemon serves \(container ?? "the app's container") at \(device.root.path)")
@@ -93,7 +97,9 @@ public final class MetadataQuery: @unchecked Sendable {
             ControlRequest(command: .watch, path: folder.path, query: spec), root: device.root)
         let gathered = lock.withLock {
             self.watch = watch
-            _results = (watch.first.items ?? []).sorted(by: order)
+            _results = watch.first.items ?? []
+            if !_sortDescriptors.isEmpty { _results.sort(by: order) }
+            byID = Dictionary(_results.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
             return _results
         }
         continuation.yield(.gatheringFinished(gathered))
@@ -143,12 +149,11 @@ public final class MetadataQuery: @unchecked Sendable {
             var before: [String: MetadataItem] = [:]
             var after: [String: MetadataItem?] = [:]
             var touched: [String] = []
-            let current = Dictionary(_results.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
             for update in updates {
                 for item in update.removed + update.added + update.changed where after[item.id] == nil {
-                    before[item.id] = current[item.id]
+                    before[item.id] = byID[item.id]
                     touched.append(item.id)
-                    after[item.id] = .some(current[item.id])
+                    after[item.id] = .some(byID[item.id])
                 }
                 for item in update.removed { after[item.id] = .some(nil) }
                 for item in update.added + update.changed { after[item.id] = item }
@@ -165,15 +170,30 @@ public final class MetadataQuery: @unchecked Sendable {
                 }
             }
             guard !(added.isEmpty && changed.isEmpty && removed.isEmpty) else { return nil }
-            let gone = Set(touched)
-            _results.removeAll { gone.contains($0.id) }
+            for old in before.values { remove(old) }
             for item in added + changed {
-                let index = insertionIndex(of: item)
-                _results.insert(item, at: index)
+                if _sortDescriptors.isEmpty { _results.append(item) } else { _results.insert(item, at: insertionIndex(of: item)) }
+                byID[item.id] = item
             }
             return .updated(added: added, changed: changed, removed: removed)
         }
         if let event { continuation.yield(event) }
+    }
+
+    /// Takes `item` (as the results hold it) out of them: found by binary search, else by a walk.
+    private func remove(_ item: MetadataItem) {
+        byID[item.id] = nil
+        guard !_sortDescriptors.isEmpty else {
+            if let found = _results.firstIndex(where: { $0.id == item.id }) { _results.remove(at: found) }
+            return
+        }
+        var index = insertionIndex(of: item)
+        while index < _results.count, _results[index].id != item.id, !order(item, _results[index]) { index += 1 }
+        if index < _results.count, _results[index].id == item.id {
+            _results.remove(at: index)
+        } else if let found = _results.firstIndex(where: { $0.id == item.id }) {
+            _results.remove(at: found)
+        }
     }
 
     /// Where `item` goes in the sorted results (binary search).

@@ -35,9 +35,15 @@ public struct UbiquityDevice: Sendable, Hashable {
     /// out, no token for it). `nil` asks for the app's first container. The first time, it waits (a few
     /// seconds at most) for the daemon's first round, so the folder holds what the server has.
     public func ubiquityContainerURL(forIdentifier identifier: String?) async -> URL? {
+        await containerFolder(identifier, waitingForFirstRound: true)
+    }
+
+    /// The container's folder, once the daemon's first round over it is done if `waiting` (at most
+    /// `firstRoundWait`).
+    func containerFolder(_ identifier: String?, waitingForFirstRound waiting: Bool) async -> URL? {
         let wanted = identifier ?? containers.first
         if let wanted, !containers.isEmpty, !containers.contains(wanted) { return nil }
-        let deadline = ContinuousClock.now + Self.firstRoundWait
+        let deadline = ContinuousClock.now + (waiting ? Self.firstRoundWait : .zero)
         while true {
             guard let folders = try? await DaemonConnection.request(ControlRequest(command: .status), root: root).folders,
                 let folder = folders.first(where: { wanted == nil || $0.container == wanted })

@@ -1,0 +1,44 @@
+import Foundation
+import Testing
+
+@testable import NimbusKit
+
+/// A query's items travel as tab-separated rows: every field, and text with tabs, newlines and backslashes,
+/// comes back as it went.
+@Suite struct MetadataItemRowTests {
+    @Test func anItemSurvivesItsRow() throws {
+        let items = [
+            MetadataItem(
+                id: "abc", path: "/r/Mobile Documents/x/Documents/Tab\there\\back\nline.txt", isDirectory: false,
+                size: 1_234_567_890_123, creationDate: Date(timeIntervalSince1970: 1_700_000_000.123),
+                modificationDate: Date(timeIntervalSince1970: 1_700_000_001.5), downloadingStatus: .downloaded,
+                isDownloading: true, isUploading: false, isUploaded: true, percentDownloaded: 42.5, percentUploaded: nil,
+                downloadingError: nil, uploadingError: "over quota:\tfull", hasUnresolvedConflicts: true),
+            MetadataItem(
+                id: "folder", path: "/r/Documents", isDirectory: true, size: 0, creationDate: nil, modificationDate: nil,
+                downloadingStatus: .current, isUploaded: false, hasUnresolvedConflicts: false),
+        ]
+        for item in items {
+            var bytes: [UInt8] = []
+            item.appendRow(to: &bytes)
+            #expect(!bytes.contains(0x0A), "one line")
+            #expect(MetadataItem(row: bytes) == item)
+        }
+        #expect(MetadataItem(row: Array("too\tfew".utf8)) == nil)
+        #expect(MetadataItem(row: Array("a\tb\t0\tnot a number\t\t\t2\t0\t0\t1\t\t\t\t\t0".utf8)) == nil)
+    }
+
+    @Test func anAnswerWithItemsReadsBackWhole() throws {
+        let item = MetadataItem(
+            id: "i", path: "/p/a.txt", isDirectory: false, size: 3, creationDate: nil, modificationDate: nil,
+            downloadingStatus: .notDownloaded, isUploaded: true, hasUnresolvedConflicts: false)
+        let encoded = try ControlResponse(items: [item, item]).encoded()
+        var pipe: [Int32] = [0, 0]
+        #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &pipe) == 0)
+        defer { close(pipe[0]) }
+        #expect(UnixSocket.send(encoded, on: pipe[1]))
+        close(pipe[1])
+        let read = try ControlResponse.read(from: LineReader(pipe[0]))
+        #expect(read?.items == [item, item] && read?.itemRows == nil)
+    }
+}
