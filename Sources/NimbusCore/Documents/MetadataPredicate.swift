@@ -58,30 +58,30 @@ public indirect enum MetadataPredicate: Hashable, Codable, Sendable {
         switch (actual, expected) {
         case (.string(let text), .string(let pattern)):
             let (a, b) = (fold(text, options), fold(pattern, options))
+            if let ordered = order(a, comparison, b) { return ordered }
             switch comparison {
-            case .equals: return a == b
-            case .notEquals: return a != b
-            case .lessThan: return a < b
-            case .lessThanOrEquals: return a <= b
-            case .greaterThan: return a > b
-            case .greaterThanOrEquals: return a >= b
             case .like: return like(Array(a.unicodeScalars), Array(b.unicodeScalars))
             case .beginsWith: return a.hasPrefix(b)
             case .endsWith: return a.hasSuffix(b)
             case .contains: return a.contains(b)
-            case .in: return false
+            default: return false
             }
         default:
             guard let a = actual.number, let b = expected.number else { return comparison == .notEquals }
-            switch comparison {
-            case .equals: return a == b
-            case .notEquals: return a != b
-            case .lessThan: return a < b
-            case .lessThanOrEquals: return a <= b
-            case .greaterThan: return a > b
-            case .greaterThanOrEquals: return a >= b
-            case .like, .beginsWith, .endsWith, .contains, .in: return false
-            }
+            return order(a, comparison, b) ?? false
+        }
+    }
+
+    /// An equality or ordering comparison; nil for the other operators.
+    private static func order<T: Comparable>(_ a: T, _ comparison: Operator, _ b: T) -> Bool? {
+        switch comparison {
+        case .equals: a == b
+        case .notEquals: a != b
+        case .lessThan: a < b
+        case .lessThanOrEquals: a <= b
+        case .greaterThan: a > b
+        case .greaterThanOrEquals: a >= b
+        case .like, .beginsWith, .endsWith, .contains, .in: nil
         }
     }
 

@@ -20,14 +20,8 @@ public final class MetadataQuery: @unchecked Sendable {
         case data
     }
 
-    public struct SortDescriptor: Sendable, Hashable {
-        public var key: String
-        public var ascending: Bool
-        public init(key: String, ascending: Bool = true) {
-            self.key = key
-            self.ascending = ascending
-        }
-    }
+    /// A key (`MetadataItem.Key`) and a direction, as record queries sort.
+    public typealias SortDescriptor = Query.SortDescriptor
 
     public enum Event: Sendable, Hashable {
         /// The first results are in (`NSMetadataQueryDidFinishGathering`).
