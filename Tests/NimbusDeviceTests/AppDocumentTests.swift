@@ -140,6 +140,28 @@ import Testing
         for query in [all, data, current] { query.stop() }
     }
 
+    @Test func aQueryShowsWhatWaitsToUploadAndWhy() async throws {
+        let (server, a, _) = try await AppDevice.pair()
+        let query = MetadataQuery(device: a.ubiquity)
+        try await query.start()
+        await server.stop()
+        try a.device.write("Documents/Offline.txt", "written offline")
+        @Sendable func offline() -> MetadataItem? { query.results.first { $0.name == "Offline.txt" } }
+        #expect(
+            await eventually(timeout: .seconds(20)) {
+                offline().map { !$0.isUploaded && $0.isUploading && $0.uploadingError?.isEmpty == false } ?? false
+            }, "waiting to upload, and why: \(String(describing: offline()))")
+        #expect(offline()?.downloadingStatus == .current, "the only version is here")
+
+        let back = try await TestServer.start(dataDirectory: server.dataDirectory, port: server.port)
+        defer { Task { await back.stop() } }
+        #expect(
+            await eventually(timeout: .seconds(60)) {
+                offline().map { $0.isUploaded && !$0.isUploading && $0.uploadingError == nil } ?? false
+            }, "uploaded once the server is back: \(String(describing: offline()))")
+        query.stop()
+    }
+
     @Test func updatesHeldWhileDisabledArriveAsOne() async throws {
         let (_, a, b) = try await AppDevice.pair()
         let query = MetadataQuery(device: b.ubiquity)

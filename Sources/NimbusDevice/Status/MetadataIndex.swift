@@ -176,7 +176,7 @@ struct MetadataSnapshot: Sendable {
 
     /// The item as apps see it, nil when neither the server nor the disk has it.
     func item(
-        _ id: ItemID, _ activity: (work: SyncActivity.Work?, progress: SyncActivity.Progress?, refusal: NimbusError?)?,
+        _ id: ItemID, _ activity: SyncActivity.ItemFacts?,
         memo: inout [ItemID: String]
     ) -> MetadataItem? {
         let server = remote[id]
@@ -208,7 +208,9 @@ struct MetadataSnapshot: Sendable {
             downloadingStatus: status, isDownloading: work == .download, isUploading: work == .upload, isUploaded: uploaded,
             percentDownloaded: work == .download ? percent : (status == .notDownloaded ? 0 : 100),
             percentUploaded: work == .upload ? percent : (uploaded ? 100 : 0),
-            uploadingError: activity?.refusal?.reason, hasUnresolvedConflicts: (server?.conflicts ?? 0) > 0)
+            downloadingError: work == .download ? activity?.waiting?.reason : nil,
+            uploadingError: activity?.refusal?.reason ?? (work == .upload ? activity?.waiting?.reason : nil),
+            hasUnresolvedConflicts: (server?.conflicts ?? 0) > 0)
     }
 
     /// Where the item is, relative to the folder: by the server's names while it has the item (a placeholder

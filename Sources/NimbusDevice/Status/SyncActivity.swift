@@ -62,22 +62,36 @@ package actor SyncActivity {
     }
 
     func roundEnded(_ error: NimbusError?) {
+        // What waits now waits for another reason (or none): apps' queries show it.
+        let waiting = roundError?.reason != error?.reason ? Set(pending.keys) : []
         roundError = error
         let moving = Set(transfers.keys)
         transfers = [:]
         if error == nil { lastRoundEnded = Date() }
-        notify(moving)
+        notify(moving.union(waiting))
     }
 
     private func notify(_ ids: Set<ItemID>) {
         if !ids.isEmpty { observer?(ids) }
     }
 
-    /// What is left to do for each of `ids`, and how far its transfer is.
-    func facts(_ ids: some Sequence<ItemID>) -> [ItemID: (work: Work?, progress: Progress?, refusal: NimbusError?)] {
-        var facts: [ItemID: (work: Work?, progress: Progress?, refusal: NimbusError?)] = [:]
+    /// Where an item's sync stands, for apps' metadata queries.
+    struct ItemFacts: Sendable {
+        var work: Work?
+        var progress: Progress?
+        /// Why the server refused the item's last change.
+        var refusal: NimbusError?
+        /// Why the last round failed, while the item still waits for its work.
+        var waiting: NimbusError?
+    }
+
+    /// Where each of `ids` that has something left to do, or was refused, stands.
+    func facts(_ ids: some Sequence<ItemID>) -> [ItemID: ItemFacts] {
+        var facts: [ItemID: ItemFacts] = [:]
         for id in ids where pending[id] != nil || transfers[id] != nil || refusals[id] != nil {
-            facts[id] = (pending[id], transfers[id], refusals[id])
+            facts[id] = ItemFacts(
+                work: pending[id], progress: transfers[id], refusal: refusals[id],
+                waiting: pending[id] == nil ? nil : roundError)
         }
         return facts
     }

@@ -87,7 +87,14 @@ package final class SyncEngine: Sendable {
     private func round() async throws -> Bool {
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         removeTemporaryFiles()
-        try await fetchRemote()
+        // Offline, the disk is still scanned and planned against the server's last known tree, so status and
+        // apps' queries show what waits (and why) before the round gives up.
+        var offline: NimbusError?
+        do {
+            try await fetchRemote()
+        } catch let error as NimbusError where error.code == .networkUnavailable {
+            offline = error
+        }
         let synced = try await journal.syncedTree()
         let scanner = LocalScanner(folder: folder, packageExtensions: try await journal.packageExtensions)
         let known = try await journal.localFiles()
@@ -99,6 +106,7 @@ package final class SyncEngine: Sendable {
         var itemPaths = scan.files.mapValues { $0.isPlaceholder ? Placeholder.realPath(of: $0.path) : $0.path }
         for id in remote.items.keys where itemPaths[id] == nil { itemPaths[id] = remote.path(of: id) }
         await activity.planned(paths: itemPaths, steps: plan)
+        if let offline { throw offline }
         let (serverSide, diskSide) = (plan.filter(\.isRemote), plan.filter { !$0.isRemote })
         // The server refusing this device's batch (its storage is full, say) must not stop what comes the
         // other way: the disk's side runs, and the refusal is reported after it.
