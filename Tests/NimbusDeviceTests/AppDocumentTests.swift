@@ -213,7 +213,7 @@ import Testing
         #expect(try await eventually { !note.hasUnsavedChanges && a.device.read("Documents/Shopping.note") == "milk, eggs" })
         #expect(try await eventually(timeout: .seconds(20)) { other.text == "milk, eggs" }, "reloaded on its own")
         #expect(await otherStates.first { $0.contains(.editingDisabled) } != nil, "editing disabled while it reloaded")
-        #expect(other.documentState == .normal)
+        #expect(await eventually { other.documentState == .normal }, "and enabled again")
 
         // A save that fails says so, and the next one that works clears it.
         let nowhere = a.documents.appendingPathComponent("No Such Folder/x.note")

@@ -131,6 +131,9 @@ struct ModelDevice {
                 // The same new folder on two devices: this one is that folder now, and what it holds is
                 // in that folder — unless the disk holds that folder elsewhere already: then this one is
                 // renamed as Finder names copies, and uploaded under that name next round.
+                // Either way, what this round puts in the folder goes to the existing one, as the server's writer
+                // puts the rest of a batch.
+                rekeyed[id] = existing
                 guard disk[existing] == nil else {
                     guard let place = disk[id]?.place else { return }
                     let taken = Set(disk.items.values.filter { $0.place.parent == place.parent }.map(\.place.name))
@@ -143,7 +146,6 @@ struct ModelDevice {
                 synced[existing] = step.synced
                 for (child, held) in disk.items where held.place.parent == id { disk[child]?.place.parent = existing }
                 for (child, held) in synced.items where held.place.parent == id { synced[child]?.place.parent = existing }
-                rekeyed[id] = existing
             case .merged(let existing):
                 // The server made this new item a version of the one already at its name: the file
                 // is that item now, unless the disk holds that item elsewhere already (then the

@@ -193,11 +193,13 @@ package final class DeviceJournal: Sendable {
 
     /// Records a file or folder the engine itself wrote, moved or created, so the next scan knows it.
     package func setLocalFile(_ file: LocalFile) async throws {
-        try await database.write { db in
+        let displaced = try await database.write { db in
+            let displaced = try String.fetchAll(db, sql: "SELECT item_id FROM local WHERE path = ?", arguments: [file.path])
             try db.execute(sql: "DELETE FROM local WHERE item_id = ? OR path = ?", arguments: [file.id.rawValue, file.path])
             try Self.insertLocal(file, db)
+            return displaced
         }
-        changed([file.id])
+        changed([file.id] + displaced.map(ItemID.init))
     }
 
     package func removeLocalFile(_ id: ItemID) async throws {

@@ -21,6 +21,8 @@ package actor MetadataIndex {
         var spec: MetadataQuerySpec
         var matched: Set<ItemID>
         var output: AsyncStream<ControlResponse>.Continuation
+        /// While its items are being gathered: the items changed meanwhile, reported once it has them.
+        var changedWhileGathering: Set<ItemID>?
     }
 
     package init(journal: DeviceJournal, activity: SyncActivity, folder: URL) {
@@ -41,14 +43,44 @@ package actor MetadataIndex {
 
     deinit { notices.finish() }
 
-    /// The items matching `spec` now, evaluated on two threads (a query may cover 100,000 items).
+    /// The items matching `spec` now.
     package func query(_ spec: MetadataQuerySpec) async throws -> [MetadataItem] {
         try await load()
-        let snapshot = facts
+        return await evaluate(spec, facts).items
+    }
+
+    /// The items matching `spec` (none when it does not gather), and a stream of updates until it is
+    /// cancelled. Changes made while the items are gathered come as the first update.
+    package func watch(_ spec: MetadataQuerySpec) async throws -> ([MetadataItem], AsyncStream<ControlResponse>) {
+        try await load()
+        let (updates, output) = AsyncStream.makeStream(of: ControlResponse.self)
+        let id = UUID()
+        // Registered in the same turn as the snapshot is taken: every change after it is noted for this watch.
+        watchers[id] = Watcher(spec: spec, matched: [], output: output, changedWhileGathering: [])
+        output.onTermination = { [weak self] _ in Task { await self?.unwatch(id) } }
+        let (items, work) = await evaluate(MetadataQuerySpec(scopes: spec.scopes, predicate: spec.predicate), facts)
+        guard var watcher = watchers[id] else { return ([], updates) }
+        watcher.matched = Set(items.map { ItemID($0.id) })
+        let changed = watcher.changedWhileGathering ?? []
+        watcher.changedWhileGathering = nil
+        let gathered = Dictionary(items.map { (ItemID($0.id), $0) }, uniquingKeysWith: { a, _ in a })
+        // Against what was gathered; their sync state as it was then (the activity's next notice updates it).
+        var memo: [ItemID: String] = [:]
+        let now = Dictionary(uniqueKeysWithValues: changed.map { ($0, facts.item($0, work[$0], memo: &memo)) })
+        let update = diff(changed, before: gathered, after: now, for: &watcher, changed: changed)
+        watchers[id] = watcher
+        if !update.isEmpty { output.yield(ControlResponse(update: update)) }
+        return (spec.gather ? items : [], updates)
+    }
+
+    /// `spec` over `snapshot` on two threads (a query may cover 100,000 items), and the activity's facts used.
+    private func evaluate(_ spec: MetadataQuerySpec, _ snapshot: MetadataSnapshot) async -> (
+        items: [MetadataItem], work: [ItemID: SyncActivity.ItemFacts]
+    ) {
         let ids = Array(snapshot.remote.keys) + snapshot.local.keys.filter { snapshot.remote[$0] == nil }
         let work = await activity.facts(ids)
         let half = ids.count / 2
-        return await withTaskGroup(of: [MetadataItem].self) { group in
+        let items = await withTaskGroup(of: [MetadataItem].self) { group in
             for part in [ids[..<half], ids[half...]] {
                 group.addTask {
                     var memo: [ItemID: String] = [:]
@@ -64,17 +96,7 @@ package actor MetadataIndex {
             for await part in group { items += part }
             return items
         }
-    }
-
-    /// The items matching `spec` (none when it does not gather), and a stream of updates until it is
-    /// cancelled.
-    package func watch(_ spec: MetadataQuerySpec) async throws -> ([MetadataItem], AsyncStream<ControlResponse>) {
-        let items = try await query(MetadataQuerySpec(scopes: spec.scopes, predicate: spec.predicate))
-        let (updates, output) = AsyncStream.makeStream(of: ControlResponse.self)
-        let id = UUID()
-        watchers[id] = Watcher(spec: spec, matched: Set(items.map { ItemID($0.id) }), output: output)
-        output.onTermination = { [weak self] _ in Task { await self?.unwatch(id) } }
-        return (spec.gather ? items : [], updates)
+        return (items, work)
     }
 
     private func unwatch(_ id: UUID) { watchers[id] = nil }
@@ -119,30 +141,38 @@ package actor MetadataIndex {
         }
         memo = [:]
         let after = Dictionary(uniqueKeysWithValues: affected.map { ($0, facts.item($0, work[$0], memo: &memo)) })
-        for (watchID, watcher) in watchers {
-            var update = MetadataUpdate()
-            var matched = watcher.matched
-            for id in affected.sorted(by: { (after[$0]??.path ?? "") < (after[$1]??.path ?? "") }) {
-                let old = before[id] ?? nil
-                let new = after[id] ?? nil
-                let matches = new.map { Self.matches(watcher.spec, $0, folder: folder) } ?? false
-                switch (matched.contains(id), matches) {
-                case (false, true):
-                    update.added.append(new!)
-                    matched.insert(id)
-                case (true, false):
-                    if let gone = old ?? new { update.removed.append(gone) }
-                    matched.remove(id)
-                case (true, true) where old != new || ids.contains(id):
-                    update.changed.append(new!)
-                    if let old, old.path != new!.path { update.previousPaths[id.rawValue] = old.path }
-                default:
-                    break
-                }
+        for (watchID, var watcher) in watchers {
+            if watcher.changedWhileGathering != nil {
+                watcher.changedWhileGathering?.formUnion(affected)
+            } else {
+                let update = diff(affected, before: before, after: after, for: &watcher, changed: ids)
+                if !update.isEmpty { watcher.output.yield(ControlResponse(update: update)) }
             }
-            watchers[watchID]?.matched = matched
-            if !update.isEmpty { watcher.output.yield(ControlResponse(update: update)) }
+            watchers[watchID] = watcher
         }
+    }
+
+    /// What `before` → `after` of `affected` means to a watch: items that came to match its query, changed
+    /// (`changed` ones always count as changed), or stopped matching; its matched set follows.
+    private func diff(
+        _ affected: Set<ItemID>, before: [ItemID: MetadataItem?], after: [ItemID: MetadataItem?], for watcher: inout Watcher,
+        changed: Set<ItemID>
+    ) -> MetadataUpdate {
+        var update = MetadataUpdate()
+        for id in affected.sorted(by: { (after[$0]??.path ?? "") < (after[$1]??.path ?? "") }) {
+            let old = before[id] ?? nil
+            guard let new = after[id] ?? nil, Self.matches(watcher.spec, new, folder: folder) else {
+                if watcher.matched.remove(id) != nil, let gone = old ?? after[id] ?? nil { update.removed.append(gone) }
+                continue
+            }
+            if watcher.matched.insert(id).inserted {
+                update.added.append(new)
+            } else if old != new || changed.contains(id) {
+                update.changed.append(new)
+                if let old, old.path != new.path { update.previousPaths[id.rawValue] = old.path }
+            }
+        }
+        return update
     }
 
     /// Every item below `id` in the index's remote tree or in `extra` (children by parent).

@@ -301,40 +301,40 @@ package final class SyncEngine: Sendable {
         await activity.started(id, bytes: before.size)
         var chunks: [DocumentChunk] = []
         var asked = Set<String>()
-        let whole = try await coordinated([path], exclusive: false) {
-            try await withThrowingTaskGroup(of: Void.self) { group in
-                var window: [(Data, String)] = []
-                var inFlight = 0
-                func ask() async throws -> [(Data, String)] {
-                    let fresh = window.filter { asked.insert($0.1).inserted }
-                    defer { window = [] }
-                    guard !fresh.isEmpty else { return [] }
-                    let missing = Set(try await client.missing(fresh.map(\.1)))
-                    let stored = fresh.filter { !missing.contains($0.1) }.reduce(0) { $0 + $1.0.count }
-                    await activity.moved(id, bytes: Int64(stored))
-                    return fresh.filter { missing.contains($0.1) }
-                }
-                func upload(_ bytes: Data, _ chunk: String) async throws {
-                    try await client.upload(chunk: bytes, hash: chunk)
-                    await activity.moved(id, bytes: Int64(bytes.count))
-                }
-                let whole = try await FileContent.chunks(of: file) { bytes, chunk in
-                    chunks.append(DocumentChunk(hash: chunk, size: Int64(bytes.count)))
-                    window.append((bytes, chunk))
-                    guard window.count == Self.chunksPerQuestion else { return }
-                    for (bytes, chunk) in try await ask() {
-                        if inFlight == Self.uploadsInFlight {
-                            try await group.next()
-                            inFlight -= 1
-                        }
-                        group.addTask { try await upload(bytes, chunk) }
-                        inFlight += 1
-                    }
-                }
-                for (bytes, chunk) in try await ask() { group.addTask { try await upload(bytes, chunk) } }
-                try await group.waitForAll()
-                return whole
+        // No coordination lock here: it would be held across the network for the whole upload. What is sent
+        // is checked against the hash the planner saw, read under the lock (`read`) or by the scan.
+        let whole = try await withThrowingTaskGroup(of: Void.self) { group in
+            var window: [(Data, String)] = []
+            var inFlight = 0
+            func ask() async throws -> [(Data, String)] {
+                let fresh = window.filter { asked.insert($0.1).inserted }
+                defer { window = [] }
+                guard !fresh.isEmpty else { return [] }
+                let missing = Set(try await client.missing(fresh.map(\.1)))
+                let stored = fresh.filter { !missing.contains($0.1) }.reduce(0) { $0 + $1.0.count }
+                await activity.moved(id, bytes: Int64(stored))
+                return fresh.filter { missing.contains($0.1) }
             }
+            func upload(_ bytes: Data, _ chunk: String) async throws {
+                try await client.upload(chunk: bytes, hash: chunk)
+                await activity.moved(id, bytes: Int64(bytes.count))
+            }
+            let whole = try await FileContent.chunks(of: file) { bytes, chunk in
+                chunks.append(DocumentChunk(hash: chunk, size: Int64(bytes.count)))
+                window.append((bytes, chunk))
+                guard window.count == Self.chunksPerQuestion else { return }
+                for (bytes, chunk) in try await ask() {
+                    if inFlight == Self.uploadsInFlight {
+                        try await group.next()
+                        inFlight -= 1
+                    }
+                    group.addTask { try await upload(bytes, chunk) }
+                    inFlight += 1
+                }
+            }
+            for (bytes, chunk) in try await ask() { group.addTask { try await upload(bytes, chunk) } }
+            try await group.waitForAll()
+            return whole
         }
         guard whole == hash else { return nil }
         return DocumentContent(
@@ -370,15 +370,13 @@ package final class SyncEngine: Sendable {
                     unchanged.insert(id)
                     continue
                 }
-                let whole = try await coordinated([path], exclusive: false) {
-                    try await FileContent.chunks(of: folder.appendingPathComponent(path)) { data, hash in
-                        guard wanted.remove(hash) != nil else { return }
-                        if bytes + data.count > ChunkBundle.maxBytes || bundle.count == ChunkBundle.maxChunks {
-                            try await flush()
-                        }
-                        bundle.append(ChunkBundle.Chunk(hash: hash, bytes: data))
-                        bytes += data.count
-                    }
+                // Unlocked (sending a bundle may wait on the network mid-file): the hash read under the lock in
+                // `read` decides whether what was read now is that content.
+                let whole = try await FileContent.chunks(of: folder.appendingPathComponent(path)) { data, hash in
+                    guard wanted.remove(hash) != nil else { return }
+                    if bytes + data.count > ChunkBundle.maxBytes || bundle.count == ChunkBundle.maxChunks { try await flush() }
+                    bundle.append(ChunkBundle.Chunk(hash: hash, bytes: data))
+                    bytes += data.count
                 }
                 if whole == content.contentHash { unchanged.insert(id) }
             }
@@ -399,17 +397,20 @@ package final class SyncEngine: Sendable {
         for ((step, _), result) in zip(batch, response.results) where result.outcome == .merged {
             guard let item = result.item, item.kind == .folder else { continue }
             let existing = ItemID(item.itemID)
-            if scan.files[existing] == nil {
-                rekeyed[step.item] = existing
-            } else if let path = scan.files[step.item]?.path {
-                // This device holds that folder elsewhere already: this one is renamed as Finder names copies,
-                // and uploaded under that name next round.
-                let (parent, name) = LocalScanner.split(path)
-                let free = (2...1000).lazy.map { DocumentNames.numbered(name, $0) }.first { candidate in
-                    !FileManager.default.fileExists(
-                        atPath: self.folder.appendingPathComponent(parent).appendingPathComponent(candidate).path)
-                }
-                if let free { _ = move(path, to: parent.isEmpty ? free : parent + "/" + free) }
+            // What this batch put in the folder, the server put in the existing one.
+            rekeyed[step.item] = existing
+            // When this device holds that folder elsewhere already, this one is renamed as Finder names copies and
+            // uploaded under that name next round (what it holds then moves back into it); else it becomes that
+            // folder.
+            guard scan.files[existing] != nil, let path = scan.files[step.item]?.path else { continue }
+            let (parent, name) = LocalScanner.split(path)
+            let free = (2...1000).lazy.map { DocumentNames.numbered(name, $0) }.first { candidate in
+                !FileManager.default.fileExists(
+                    atPath: self.folder.appendingPathComponent(parent).appendingPathComponent(candidate).path)
+            }
+            guard let free else { continue }
+            let target = parent.isEmpty ? free : parent + "/" + free
+            if try await coordinated([path, target], exclusive: true, { move(path, to: target) }) {
                 renamed.insert(step.item)
             }
         }

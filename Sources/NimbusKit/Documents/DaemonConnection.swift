@@ -62,10 +62,14 @@ package enum DaemonConnection {
     }
 
     /// A watch's connection: its first answer and the updates after it.
-    package final class Watch: Sendable {
+    package final class Watch: @unchecked Sendable {
         package let first: ControlResponse
         package let updates: AsyncThrowingStream<MetadataUpdate, any Error>
         private let connection: Int32
+        /// Guards the descriptor: closed once, by the reading thread, and never touched after (its number may
+        /// be another file's by then).
+        private let lock = NSLock()
+        private var closed = false
 
         init(connection: Int32, lines: LineReader, first: ControlResponse) {
             self.connection = connection
@@ -74,19 +78,22 @@ package enum DaemonConnection {
             self.updates = updates
             var forever = timeval(tv_sec: 0, tv_usec: 0)
             setsockopt(connection, SOL_SOCKET, SO_RCVTIMEO, &forever, socklen_t(MemoryLayout<timeval>.size))
-            let thread = Thread {
+            let thread = Thread { [self] in
                 while let response = try? ControlResponse.read(from: lines) {
                     if let update = response.update { continuation.yield(update) }
                 }
-                close(connection)
+                lock.withLock {
+                    closed = true
+                    close(connection)
+                }
                 continuation.finish(throwing: NimbusError(.networkUnavailable, "the device daemon stopped"))
             }
             thread.name = "nimbus-watch"
             thread.start()
         }
 
-        /// Hangs up; the daemon forgets the watch.
-        package func cancel() { shutdown(connection, Int32(SHUT_RDWR)) }
+        /// Hangs up; the daemon forgets the watch. Once or many times.
+        package func cancel() { lock.withLock { if !closed { _ = shutdown(connection, Int32(SHUT_RDWR)) } } }
     }
 
     private static func open(_ url: URL) throws -> Int32 {

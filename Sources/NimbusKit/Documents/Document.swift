@@ -120,7 +120,7 @@ open class Document: FilePresenter, @unchecked Sendable {
 
     /// Saves unsaved changes, then closes.
     public func close() async throws {
-        autosaveTask?.cancel()
+        cancelAutosave()
         if hasUnsavedChanges { try await save(to: fileURL, for: .forOverwriting) }
         FileCoordinator.removeFilePresenter(self)
         set(adding: .closed)
@@ -132,12 +132,13 @@ open class Document: FilePresenter, @unchecked Sendable {
         let target = target.standardizedFileURL
         let saved = lock.withLock { changeCount }
         do {
-            let contents = try contents(forType: fileType)
             let staging = temporaryURL(beside: target)
-            try contents.write(to: staging)
+            let type = fileType
+            // On the coordinator's thread: the subclass's contents, written whole, then renamed into place.
             let identity = try await FileCoordinator(filePresenter: self, device: device).coordinate(writingItemAt: target) {
                 target in
                 defer { try? FileManager.default.removeItem(at: staging) }
+                try self.contents(forType: type).write(to: staging)
                 try Self.place(staging, at: target, creating: operation == .forCreating)
                 return FileIdentity(target)
             }
@@ -195,7 +196,7 @@ open class Document: FilePresenter, @unchecked Sendable {
     public func presentedItemDidMove(to newURL: URL) { lock.withLock { url = newURL.standardizedFileURL } }
 
     public func accommodatePresentedItemDeletion() {
-        autosaveTask?.cancel()
+        cancelAutosave()
         FileCoordinator.removeFilePresenter(self)
         set(adding: .closed)
     }
@@ -213,12 +214,22 @@ open class Document: FilePresenter, @unchecked Sendable {
 
     // MARK: - Internals
 
+    private func cancelAutosave() {
+        lock.withLock {
+            autosaveTask?.cancel()
+            autosaveTask = nil
+        }
+    }
+
     private func read() async throws {
         let url = fileURL
-        let (contents, identity) = try await FileCoordinator(filePresenter: self, device: device).coordinate(
-            readingItemAt: url
-        ) { url in (try DocumentWrapper(contentsOf: url), FileIdentity(url)) }
-        try load(fromContents: contents, ofType: fileType)
+        let type = fileType
+        // On the coordinator's thread: read whole, handed to the subclass.
+        let identity = try await FileCoordinator(filePresenter: self, device: device).coordinate(readingItemAt: url) { url in
+            let identity = FileIdentity(url)
+            try self.load(fromContents: try DocumentWrapper(contentsOf: url), ofType: type)
+            return identity
+        }
         lock.withLock {
             known = identity
             changeCount = 0

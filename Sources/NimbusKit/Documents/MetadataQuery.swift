@@ -118,28 +118,26 @@ public final class MetadataQuery: @unchecked Sendable {
 
     /// Lets updates through again; those held arrive as one.
     public func enableUpdates() {
-        let pending: [MetadataUpdate] = lock.withLock {
+        lock.withLock {
             disabled = max(0, disabled - 1)
-            guard disabled == 0 else { return [] }
-            defer { held = [] }
-            return held
+            guard disabled == 0, !held.isEmpty else { return }
+            apply(held)
+            held = []
         }
-        if !pending.isEmpty { apply(pending) }
     }
 
     deinit { stop() }
 
+    /// Holds or applies an update, under the lock: updates take effect, and are reported, in their order.
     private func receive(_ update: MetadataUpdate) {
-        let hold = lock.withLock {
-            if disabled > 0 { held.append(update) }
-            return disabled > 0
+        lock.withLock {
+            if disabled > 0 { held.append(update) } else { apply([update]) }
         }
-        if !hold { apply([update]) }
     }
 
-    /// Applies updates to the results and reports what they changed as one event.
+    /// Applies updates to the results and reports what they changed as one event. Called holding the lock.
     private func apply(_ updates: [MetadataUpdate]) {
-        let event: Event? = lock.withLock {
+        let event: Event? = {
             var before: [String: MetadataItem] = [:]
             var after: [String: MetadataItem?] = [:]
             var touched: [String] = []
@@ -170,7 +168,7 @@ public final class MetadataQuery: @unchecked Sendable {
                 byID[item.id] = item
             }
             return .updated(added: added, changed: changed, removed: removed)
-        }
+        }()
         if let event { continuation.yield(event) }
     }
 
