@@ -69,10 +69,19 @@ final class PresenterRegistry: @unchecked Sendable {
             let folder = Self.containerFolder(of: url, in: device)
         else { return }
         let starting = lock.withLock { watching.insert(folder.path).inserted }
-        if starting {
-            Task {
+        guard starting else { return }
+        Task {
+            while true {
                 await startWatching(folder, device)
-                _ = lock.withLock { watching.remove(folder.path) }
+                // A presenter added as the loop was ending finds no loop running: it starts again for it.
+                let again = lock.withLock {
+                    guard !presentedURLsLocked(inside: folder).isEmpty else {
+                        watching.remove(folder.path)
+                        return false
+                    }
+                    return true
+                }
+                if !again { return }
             }
         }
     }
@@ -136,8 +145,10 @@ final class PresenterRegistry: @unchecked Sendable {
         lock.withLock { watches[folder.path] = nil }
     }
 
-    private func presentedURLs(inside folder: URL) -> [URL] {
-        lock.withLock { entries.values.compactMap { $0.presenter?.presentedItemURL?.standardizedFileURL } }
+    private func presentedURLs(inside folder: URL) -> [URL] { lock.withLock { presentedURLsLocked(inside: folder) } }
+
+    private func presentedURLsLocked(inside folder: URL) -> [URL] {
+        entries.values.compactMap { $0.presenter?.presentedItemURL?.standardizedFileURL }
             .filter { $0.path.hasPrefix(folder.path + "/") }
     }
 

@@ -1,0 +1,66 @@
+import Foundation
+import NimbusTestingCore
+import Synchronization
+import Testing
+
+@testable import NimbusKit
+
+/// File coordination's locks: a write excludes reads and writes of its item and of what is inside it (a
+/// folder), reads share, and a lock ends with its holder.
+@Suite(.cleansUp) struct CoordinationLockTests {
+    /// Takes `accesses` on a thread of its own and returns when it holds them, recording that moment.
+    final class Waiter: Sendable {
+        let acquired = Mutex<ContinuousClock.Instant?>(nil)
+        let held = Mutex<CoordinationLock?>(nil)
+        init(root: URL, _ accesses: [(path: String, exclusive: Bool)]) {
+            Thread.detachNewThread { [self] in
+                let lock = try? CoordinationLock(root: root, accesses: accesses)
+                acquired.withLock { $0 = ContinuousClock.now }
+                held.withLock { $0 = lock }
+            }
+        }
+        var instant: ContinuousClock.Instant? { acquired.withLock { $0 } }
+    }
+
+    func root() throws -> URL {
+        let root = TestResources.temporaryDirectory(prefix: "nimbus-locks")
+        try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
+        return root
+    }
+
+    @Test func aWriteExcludesReadsOfItsItemAndOfWhatIsInsideIt() async throws {
+        let root = try root()
+        let item = root.appendingPathComponent("Mobile Documents/c/Documents/a.txt").path
+        let folder = root.appendingPathComponent("Mobile Documents/c/Documents").path
+        for (held, wanted) in [(item, item), (folder, item)] {
+            var writer: CoordinationLock? = try CoordinationLock(root: root, accesses: [(held, true)])
+            let reader = Waiter(root: root, [(wanted, false)])
+            // Holding on long enough that a reader the lock did not stop would have got through.
+            try await Task.sleep(for: .milliseconds(200))
+            #expect(reader.instant == nil, "the read waits while \(held) is written")
+            let released = ContinuousClock.now
+            _ = writer
+            writer = nil
+            #expect(await eventually { reader.instant != nil })
+            #expect(try #require(reader.instant) >= released, "and goes on once the write is done")
+        }
+    }
+
+    @Test func readsShareAndOtherItemsAreFree() async throws {
+        let root = try root()
+        let item = root.appendingPathComponent("Mobile Documents/c/a.txt").path
+        let reading = try CoordinationLock(root: root, accesses: [(item, false)])
+        let second = Waiter(root: root, [(item, false)])
+        let other = Waiter(root: root, [(root.appendingPathComponent("Mobile Documents/c/b.txt").path, true)])
+        #expect(await eventually { second.instant != nil && other.instant != nil })
+        withExtendedLifetime(reading) {}
+    }
+
+    @Test func aLockEndsWithItsHolder() async throws {
+        let root = try root()
+        let item = root.appendingPathComponent("Mobile Documents/c/a.txt").path
+        do { _ = try CoordinationLock(root: root, accesses: [(item, true)]) }
+        let next = Waiter(root: root, [(item, true)])
+        #expect(await eventually { next.instant != nil }, "released when its holder let go of it")
+    }
+}
