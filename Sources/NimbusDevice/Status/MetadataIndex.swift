@@ -63,13 +63,17 @@ package actor MetadataIndex {
         watcher.matched = Set(items.map { ItemID($0.id) })
         let changed = watcher.changedWhileGathering ?? []
         watcher.changedWhileGathering = nil
-        let gathered = Dictionary(items.map { (ItemID($0.id), $0) }, uniquingKeysWith: { a, _ in a })
-        // Against what was gathered; their sync state as it was then (the activity's next notice updates it).
-        var memo: [ItemID: String] = [:]
-        let now = Dictionary(uniqueKeysWithValues: changed.map { ($0, facts.item($0, work[$0], memo: &memo)) })
-        let update = diff(changed, before: gathered, after: now, for: &watcher, changed: changed)
+        if !changed.isEmpty {
+            // Against what was gathered; their sync state as it was then (the activity's next notice updates it).
+            let wanted = Set(changed.map(\.rawValue))
+            var gathered: [ItemID: MetadataItem?] = [:]
+            for item in items where wanted.contains(item.id) { gathered[ItemID(item.id)] = item }
+            var memo: [ItemID: String] = [:]
+            let now = Dictionary(uniqueKeysWithValues: changed.map { ($0, facts.item($0, work[$0], memo: &memo)) })
+            let update = diff(changed, before: gathered, after: now, for: &watcher, changed: changed)
+            if !update.isEmpty { output.yield(ControlResponse(update: update)) }
+        }
         watchers[id] = watcher
-        if !update.isEmpty { output.yield(ControlResponse(update: update)) }
         return (spec.gather ? items : [], updates)
     }
 
