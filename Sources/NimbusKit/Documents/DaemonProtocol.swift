@@ -129,10 +129,17 @@ package struct ControlResponse: Codable, Sendable {
         head.itemRows = items?.count
         var bytes = [UInt8](try JSONEncoder().encode(head))
         bytes.append(0x0A)
-        for item in items ?? [] {
-            item.appendRow(to: &bytes)
-            bytes.append(0x0A)
+        let items = items ?? []
+        // In two halves at once: 100,000 rows are a good part of a large query's time.
+        let parts = Self.halves(items.count) { range in
+            var part: [UInt8] = []
+            for item in items[range] {
+                item.appendRow(to: &part)
+                part.append(0x0A)
+            }
+            return part
         }
+        for part in parts { bytes += part }
         return Data(bytes)
     }
 
@@ -141,17 +148,29 @@ package struct ControlResponse: Codable, Sendable {
         guard let line = lines.next() else { return nil }
         var response = try JSONDecoder().decode(ControlResponse.self, from: line)
         if let count = response.itemRows {
-            var items: [MetadataItem] = []
-            items.reserveCapacity(count)
+            var rows: [[UInt8]] = []
+            rows.reserveCapacity(count)
             for _ in 0..<count {
-                guard let row = lines.nextBytes(), let item = MetadataItem(row: row) else {
-                    throw NimbusError(.internalError, "the daemon's answer ended or broke off inside its items")
+                guard let row = lines.nextBytes() else {
+                    throw NimbusError(.internalError, "the daemon's answer ended inside its items")
                 }
-                items.append(item)
+                rows.append(row)
             }
+            let all = rows
+            let parts = halves(count) { range in all[range].compactMap(MetadataItem.init(row:)) }
+            let items = parts.flatMap { $0 }
+            guard items.count == count else { throw NimbusError(.internalError, "the daemon's answer had malformed items") }
             (response.items, response.itemRows) = (items, nil)
         }
         return response
+    }
+
+    /// `body` over the two halves of `0..<count` at once (on this machine's cores), in order.
+    static func halves<T: Sendable>(_ count: Int, _ body: @Sendable (Range<Int>) -> T) -> [T] {
+        let ranges = count < 1000 ? [0..<count] : [0..<count / 2, count / 2..<count]
+        let results = Parts<T>()
+        DispatchQueue.concurrentPerform(iterations: ranges.count) { index in results.set(index, body(ranges[index])) }
+        return ranges.indices.compactMap(results.get)
     }
 
     /// The answer, or the error it carries.
@@ -217,4 +236,12 @@ package struct VersionInfo: Codable, Sendable, Hashable {
         self.savedAt = savedAt
         self.device = device
     }
+}
+
+/// The halves' results, handed from their threads.
+private final class Parts<T>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var parts: [Int: T] = [:]
+    func set(_ index: Int, _ part: T) { lock.withLock { parts[index] = part } }
+    func get(_ index: Int) -> T? { lock.withLock { parts[index] } }
 }
