@@ -62,20 +62,30 @@ public final class FileVersion: @unchecked Sendable, Hashable, CustomStringConve
         try await first.resolve(conflicts)
     }
 
-    /// Whether this conflict version is resolved. Setting it to true resolves it on the server (and so on
-    /// every device), waiting for the daemon's answer; if that fails it stays false and `resolutionError`
-    /// says why. Prefer `resolve()` where an error can be handled.
+    /// Whether this conflict version is resolved. Setting it to true marks it so at once and resolves it on the
+    /// server (and so on every device) in the background, as `NSFileVersion` does; if that fails it is false
+    /// again and `resolutionError` says why. `resolve()` waits for the server, for code that can await.
     public var isResolved: Bool {
         get { lock.withLock { !isConflict || resolved } }
         set {
-            guard newValue, isConflict, !isResolved else { return }
-            // A plain blocking request: waiting on a task here could take the last of Swift's cooperative threads.
-            let request = ControlRequest(command: .resolve, path: url.path, versionIDs: [persistentIdentifier])
-            do {
-                _ = try DaemonConnection.ask(request, at: DaemonConnection.socketPath(root: device.root), timeout: 60).get()
-                lock.withLock { resolved = true }
-            } catch {
-                lock.withLock { failure = error as? NimbusError ?? NimbusError(.internalError, "\(error)") }
+            guard newValue, isConflict else { return }
+            let started: Bool = lock.withLock {
+                guard !resolved else { return false }
+                (resolved, failure) = (true, nil)
+                return true
+            }
+            guard started else { return }
+            // Not waited for here: a setter blocking its thread could hold the last of Swift's cooperative threads
+            // that a daemon embedded in the app needs to answer.
+            Task.detached { [self] in
+                do {
+                    try await resolve()
+                } catch {
+                    lock.withLock {
+                        resolved = false
+                        failure = error as? NimbusError ?? NimbusError(.internalError, "\(error)")
+                    }
+                }
             }
         }
     }
