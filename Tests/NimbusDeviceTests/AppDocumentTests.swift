@@ -167,11 +167,20 @@ import Testing
         let query = MetadataQuery(device: b.ubiquity)
         let events = Recorder(query.events)
         try await query.start()
+        // A second query left enabled shows when the daemon has told both of the two files.
+        let live = MetadataQuery(device: b.ubiquity)
+        try await live.start()
         query.disableUpdates()
         try a.device.write("Documents/one.txt", "1")
         try a.device.write("Documents/two.txt", "2")
-        #expect(try await eventually { b.device.read("Documents/one.txt") == "1" && b.device.read("Documents/two.txt") == "2" })
+        #expect(
+            await eventually(timeout: .seconds(20)) {
+                let current = live.results.filter { $0.downloadingStatus == .current }
+                return Set(current.map(\.name)).isSuperset(of: ["one.txt", "two.txt"])
+            }, "the daemon reported both")
         #expect(query.results.isEmpty, "frozen while disabled")
+        #expect(!events.all.contains { if case .updated = $0 { true } else { false } }, "no update while disabled")
+        live.stop()
         query.enableUpdates()
         let update = await events.first {
             if case .updated(let added, _, _) = $0 {

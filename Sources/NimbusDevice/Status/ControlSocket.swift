@@ -94,7 +94,7 @@ package final class ControlSocket: Sendable {
         setsockopt(connection, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         var response: ControlResponse
         var updates: AsyncStream<ControlResponse>?
-        if let line = UnixSocket.readLine(connection, limit: maxRequestBytes) {
+        if let line = LineReader(connection, limit: maxRequestBytes).next() {
             if let request = try? JSONDecoder().decode(ControlRequest.self, from: line) {
                 // This thread is not one of Swift's cooperative threads, so it may wait for the answer.
                 let answered = Answer()

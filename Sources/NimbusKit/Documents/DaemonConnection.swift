@@ -118,17 +118,23 @@ package enum DaemonConnection {
     }
 }
 
-/// Lines read from a socket through a buffer (one `recv` for many lines).
+/// Lines read from a socket through a buffer (one `recv` for many lines). The daemon reads requests with it,
+/// apps read answers.
 package final class LineReader: @unchecked Sendable {
     private let connection: Int32
+    /// A line longer than this ends the reading (a broken or hostile peer).
+    private let limit: Int
     private var buffer: [UInt8] = []
     private var start = 0
-    /// A line longer than this ends the reading (a broken or hostile peer).
-    static let limit = 1 << 30
+    private var chunk: [UInt8]
 
-    package init(_ connection: Int32) { self.connection = connection }
+    package init(_ connection: Int32, limit: Int = 1 << 30) {
+        self.connection = connection
+        self.limit = limit
+        chunk = [UInt8](repeating: 0, count: min(256 << 10, limit + 1))
+    }
 
-    /// The next line without its newline; nil at the end, on a timeout, or past the limit.
+    /// The next line without its newline (at the end, what is left); nil at the end, on a timeout, or past the limit.
     package func next() -> Data? { nextBytes().map { Data($0) } }
 
     package func nextBytes() -> [UInt8]? {
@@ -144,11 +150,14 @@ package final class LineReader: @unchecked Sendable {
                 return line
             }
             searched = buffer.count
-            guard buffer.count - start <= Self.limit else { return nil }
-            var chunk = [UInt8](repeating: 0, count: 256 << 10)
+            guard buffer.count - start <= limit else { return nil }
             let count = recv(connection, &chunk, chunk.count, 0)
             if count < 0 && errno == EINTR { continue }
-            guard count > 0 else { return nil }
+            guard count > 0 else {
+                guard count == 0, start < buffer.count, buffer.count - start <= limit else { return nil }
+                defer { start = buffer.count }
+                return Array(buffer[start...])
+            }
             buffer.append(contentsOf: chunk[0..<count])
         }
     }
@@ -156,28 +165,6 @@ package final class LineReader: @unchecked Sendable {
 
 /// The few Unix socket calls the daemon and its clients share.
 package enum UnixSocket {
-    /// Bytes up to the first newline (or the end), nil past `limit`, a timeout or a hang-up before any byte.
-    package static func readLine(_ connection: Int32, limit: Int) -> Data? {
-        var line = Data()
-        // One byte at a time would be slow for large answers; peek for the newline and read up to it.
-        var chunk = [UInt8](repeating: 0, count: 64 << 10)
-        while line.count <= limit {
-            let peeked = recv(connection, &chunk, chunk.count, Int32(MSG_PEEK))
-            if peeked < 0 && errno == EINTR { continue }
-            guard peeked > 0 else { return peeked == 0 && !line.isEmpty ? line : nil }
-            let newline = chunk[0..<peeked].firstIndex(of: 0x0A)
-            let take = newline.map { $0 + 1 } ?? peeked
-            let count = recv(connection, &chunk, take, 0)
-            guard count == take else { return nil }
-            if newline != nil {
-                line.append(contentsOf: chunk[0..<(take - 1)])
-                return line
-            }
-            line.append(contentsOf: chunk[0..<take])
-        }
-        return nil
-    }
-
     /// Sends all of `bytes`; whether the peer took them.
     package static func send(_ bytes: Data, on connection: Int32) -> Bool {
         bytes.withUnsafeBytes { raw in
