@@ -13,7 +13,16 @@ struct Backends: Sendable {
         case .embedded:
             // One data directory: the SQLite database and a directory of blobs.
             try FileManager.default.createDirectory(at: configuration.dataDirectory, withIntermediateDirectories: true)
-            let store = try SQLiteStore(path: configuration.databasePath) { pending in
+            let data = EmbeddedDataDirectory(configuration.dataDirectory)
+            let store = try SQLiteStore(path: configuration.databasePath) { pending, rewritesData in
+                if rewritesData {
+                    // A migration that rewrites rows cannot be undone by an older binary: keep the data as it was.
+                    let destination = configuration.backupDirectory ?? data.migrationBackups
+                    let backup = try EmbeddedBackup.create(of: data, to: destination)
+                    logger.notice(
+                        "backed up the data before a migration that rewrites it",
+                        metadata: ["backup": .string(destination.appendingPathComponent(backup.id).path)])
+                }
                 logger.notice("migrating the database", metadata: ["migrations": .array(pending.map { .string($0) })])
             }
             return Backends(store: store, blobs: try LocalBlobStore(directory: configuration.blobDirectory))

@@ -92,6 +92,12 @@ package struct NimbusServer: Sendable {
             WatermarkShutdown(recorder: state.watermarks),
             AssetCollection(
                 collector: AssetCollector(server: state), interval: configuration.assetCollectionInterval, logger: state.logger))
+        if let interval = configuration.backupInterval, let destination = configuration.backupDirectory {
+            app.addServices(
+                ScheduledBackups(
+                    data: EmbeddedDataDirectory(configuration.dataDirectory), destination: destination, interval: interval,
+                    keep: configuration.backupsKept, logger: state.logger))
+        }
         return app
     }
 

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import NimbusCore
+import NimbusStore
 
 /// Every setting of `nimbus serve`; each has a flag and a `NIMBUS_` environment twin in the CLI.
 package struct ServerConfiguration: Sendable {
@@ -53,6 +54,13 @@ package struct ServerConfiguration: Sendable {
     /// Web origins (like `https://app.example.com`) the sign-in page may hand a web auth token to, by
     /// redirect or `postMessage`.
     package var webSignInOrigins: [String] = []
+    /// Where scheduled backups (and those taken before a migration that rewrites data) go; nil: no
+    /// scheduled backups, and pre-migration ones in the data directory's `backups`.
+    package var backupDirectory: URL?
+    /// How often a backup is taken into `backupDirectory` while the server runs; nil: never.
+    package var backupInterval: Duration?
+    /// How many scheduled backups to keep; nil: all.
+    package var backupsKept: Int?
     /// Tests set it to have every answer checked against the OpenAPI document.
     package var documentConformance: DocumentConformance?
     /// The server's clock; tests replace it to expire sessions without waiting.
@@ -60,10 +68,9 @@ package struct ServerConfiguration: Sendable {
 
     package init() {}
 
-    package var databasePath: String { dataDirectory.appendingPathComponent("nimbus.sqlite").path }
-    package var blobDirectory: URL { dataDirectory.appendingPathComponent("blobs") }
-    /// The key that signs asset download URLs, created on first start.
-    package var urlSigningKeyPath: String { dataDirectory.appendingPathComponent("url-signing.key").path }
+    package var databasePath: String { EmbeddedDataDirectory(dataDirectory).database.path }
+    package var blobDirectory: URL { EmbeddedDataDirectory(dataDirectory).blobs }
+    package var urlSigningKeyPath: String { EmbeddedDataDirectory(dataDirectory).urlSigningKey.path }
 }
 
 /// A token bucket: `perSecond` sustained, up to `burst` at once.

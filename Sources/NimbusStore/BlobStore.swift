@@ -128,10 +128,20 @@ package final class LocalBlobStore: BlobStore {
         }
     }
 
+    /// A file in the directory a backup holds shared while it copies (`EmbeddedBackup`) and a sweep
+    /// exclusively: a sweep during a backup would delete blobs the backup's database names.
+    package static let sweepLock = ".sweep.lock"
+
+    /// Whether a file name in the directory is a finished blob's (not an unfinished one's, nor the lock's).
+    package static func isBlobName(_ name: String) -> Bool { Secrets.isAPITokenShaped(name) && name == name.lowercased() }
+
     package func sweep(keeping live: Set<String>, writtenBefore cutoff: Date) async throws -> Int {
         let (directory, sweeping) = (directory, sweeping)
         return try await BlockingWork.run {
-            try Self.sweep(directory, keeping: live, writtenBefore: cutoff, lock: sweeping)
+            // While a backup runs, this sweep is skipped; the next one collects what it would have.
+            try BackupFiles.withLock(directory.appendingPathComponent(Self.sweepLock), wait: false) {
+                try Self.sweep(directory, keeping: live, writtenBefore: cutoff, lock: sweeping)
+            } ?? 0
         }
     }
 

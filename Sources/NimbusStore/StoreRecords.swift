@@ -190,15 +190,44 @@ package struct ZoneState: Sendable, Hashable {
     package var sequence: Int64
     package var liveEntries: Int
     package var liveBytes: Int
+    package var history: SequenceHistory
 
-    package init(id: Int64, sequence: Int64, liveEntries: Int, liveBytes: Int) {
+    package init(id: Int64, sequence: Int64, liveEntries: Int, liveBytes: Int, history: SequenceHistory = .original) {
         self.id = id
         self.sequence = sequence
         self.liveEntries = liveEntries
         self.liveBytes = liveBytes
+        self.history = history
     }
 
-    package var token: ChangeToken { ChangeToken(zoneID: id, sequence: sequence) }
+    package var token: ChangeToken { ChangeToken(zoneID: id, sequence: sequence, epoch: history.epoch) }
+}
+
+/// Which history a change sequence is in. Restoring a backup loses the changes made after it, and the
+/// sequence numbers they had are given to new changes: each restore starts a new epoch, and a position
+/// handed out in an earlier one is still good only if the backup held it.
+package struct SequenceHistory: Sendable, Hashable {
+    /// How many restores the sequence went through.
+    package var epoch: Int64
+    /// Where the sequence stood in the backup the last restore brought back; nil when the sequence began
+    /// after it (or there was none).
+    package var restoredSequence: Int64?
+
+    package static let original = SequenceHistory(epoch: 0, restoredSequence: nil)
+
+    package init(epoch: Int64, restoredSequence: Int64?) {
+        self.epoch = epoch
+        self.restoredSequence = restoredSequence
+    }
+
+    /// Whether a position `sequence` handed out in `epoch` lies in this history, now at `current`. A
+    /// position from before the last restore counts if the backup reached it; from before an earlier
+    /// restore, never (a client resyncs rather than risk missing changes).
+    package func holds(_ sequence: Int64, epoch: Int64, current: Int64) -> Bool {
+        if epoch == self.epoch { return sequence <= current }
+        if epoch == self.epoch - 1, let restoredSequence { return sequence <= restoredSequence }
+        return false
+    }
 }
 
 /// A write to one entry of a zone: a new payload, or a tombstone when `payload` is nil.
@@ -273,11 +302,16 @@ package struct ZoneChangePage: Sendable, Hashable {
     /// Where to resume: the last change's sequence, or the service's own when nothing more is coming.
     package var sequence: Int64
     package var moreComing: Bool
+    /// The service's sequence now, and its history.
+    package var current: Int64
+    package var history: SequenceHistory
 
-    package init(changes: [Change], sequence: Int64, moreComing: Bool) {
+    package init(changes: [Change], sequence: Int64, moreComing: Bool, current: Int64, history: SequenceHistory = .original) {
         self.changes = changes
         self.sequence = sequence
         self.moreComing = moreComing
+        self.current = current
+        self.history = history
     }
 }
 

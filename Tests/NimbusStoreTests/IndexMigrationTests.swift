@@ -110,18 +110,23 @@ import Testing
     @Test func openingReportsTheMigrationsItAppliesAndEmptiesTheLog() throws {
         let path = try databaseWithTextFieldNames()
         var reported = [[String]]()
-        let store = try SQLiteStore(path: path) { reported.append($0) }
-        // Every migration after the one the database was left at, in order.
+        var rewrites = [Bool]()
+        let store = try SQLiteStore(path: path) {
+            reported.append($0)
+            rewrites.append($1)
+        }
+        // Every migration after the one the database was left at, in order; some of them rewrite rows.
         #expect(reported == [Array(SQLiteStore.migrator.migrations.drop { $0 != "2026-11-22-index-field-ids" })])
+        #expect(rewrites == [true])
         let log = try FileManager.default.attributesOfItem(atPath: path + "-wal")
         #expect(log[.size] as? Int == 0)
         withExtendedLifetime(store) {}
-        _ = try SQLiteStore(path: path) { reported.append($0) }
+        _ = try SQLiteStore(path: path) { pending, _ in reported.append(pending) }
         #expect(reported.count == 1, "an up-to-date database has nothing to report")
         let freshDirectory = TestResources.temporaryDirectory(prefix: "nimbus-store")
         try FileManager.default.createDirectory(at: freshDirectory, withIntermediateDirectories: true)
         let fresh = freshDirectory.appendingPathComponent("nimbus.sqlite").path
-        _ = try SQLiteStore(path: fresh) { reported.append($0) }
+        _ = try SQLiteStore(path: fresh) { pending, _ in reported.append(pending) }
         #expect(reported.count == 1, "creating a database is no migration to warn about")
     }
 

@@ -109,6 +109,19 @@ package final class DeviceJournal: Sendable {
         changed(page.items.map { ItemID($0.itemID) } + page.removed.map(ItemID.init))
     }
 
+    /// Forgets the server's side: its items, the token, and what both sides last agreed on. For a server
+    /// whose history no longer holds this device's position (restored from a backup): the next round
+    /// fetches everything and plans as a device without a journal does, so a file only this device still
+    /// has is uploaded, never taken for one the server deleted.
+    package func forgetServer() async throws {
+        let ids = try await database.write { db in
+            let ids = try String.fetchAll(db, sql: "SELECT item_id FROM remote UNION SELECT item_id FROM synced")
+            try db.execute(sql: "DELETE FROM remote; DELETE FROM synced; DELETE FROM state WHERE key = 'token'")
+            return ids
+        }
+        changed(ids.map(ItemID.init))
+    }
+
     /// Items as the server answered them outside the changes feed (a resolution, say); the feed brings
     /// them again later, unchanged.
     package func storeRemoteItems(_ items: [DocumentItem]) async throws {

@@ -174,7 +174,14 @@ package final class SyncEngine: Sendable {
     private func fetchRemote() async throws {
         var token = try await journal.syncToken
         while true {
-            let page = try await client.changes(since: token)
+            let page: DocumentChangesResponse
+            do {
+                page = try await client.changes(since: token)
+            } catch let error as NimbusError where error.code == .changeTokenExpired && token != nil {
+                try await journal.forgetServer()
+                token = nil
+                continue
+            }
             try await journal.applyRemote(page)
             token = page.syncToken
             if !page.moreComing { return }

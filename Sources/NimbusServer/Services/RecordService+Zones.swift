@@ -117,15 +117,17 @@ extension RecordService {
         guard (1...Self.maxResults).contains(limit) else {
             throw NimbusError.badRequest("resultsLimit must be between 1 and \(Self.maxResults)")
         }
-        let since = try request.syncToken.map { try DatabaseChangeToken(encoded: $0).sequence } ?? 0
+        let since = try request.syncToken.map { try DatabaseChangeToken(encoded: $0) } ?? DatabaseChangeToken(sequence: 0)
         let page = try await server.store.zoneChanges(
-            accountID: database.owner, service: database.service, after: since, limit: limit)
-        guard since <= page.sequence else {
-            throw NimbusError(.changeTokenExpired, "syncToken is ahead of this database's history; fetch again without a token")
+            accountID: database.owner, service: database.service, after: since.sequence, limit: limit)
+        guard since.sequence == 0 || page.history.holds(since.sequence, epoch: since.epoch, current: page.current) else {
+            throw NimbusError(
+                .changeTokenExpired, "syncToken does not belong to this database's history; fetch again without a token")
         }
         return DatabaseChangesResponse(
             zones: page.changes.map { ZoneWire(zoneID: database.zoneID($0.name), deleted: $0.deleted ? true : nil) },
-            syncToken: DatabaseChangeToken(sequence: page.sequence).encoded, moreComing: page.moreComing)
+            syncToken: DatabaseChangeToken(sequence: page.sequence, epoch: page.history.epoch).encoded,
+            moreComing: page.moreComing)
     }
 
     /// Only private (and shared) databases track changes, as in CloudKit: the public one is queried.

@@ -2,6 +2,13 @@ import GRDB
 import NimbusCore
 
 extension SQLiteStore {
+    /// The migrations that rewrite or delete existing rows, not only add tables and columns: the server
+    /// backs the data up before it applies one (`Backends`). Name each such migration here as it is added.
+    static let dataRewritingMigrations: Set<String> = [
+        "2026-11-22-records-indexes-schemas-keys", "2026-11-22-index-field-ids", "2026-11-22-index-rows-unchecked",
+        "2026-11-23-repair-non-finite-record-values", "2026-11-23-zone-service-parts",
+    ]
+
     /// Named, forward-only migrations. Never edit one that has shipped; add the next.
     static var migrator: DatabaseMigrator {
         var migrator = DatabaseMigrator()
@@ -307,11 +314,35 @@ extension SQLiteStore {
             // Container.defaultPackageExtensions.
             try db.execute(sql: "ALTER TABLE containers ADD COLUMN package_extensions TEXT")
         }
+        migrator.registerMigration("2026-11-25-restore-epochs") { db in
+            // Each restore from a backup (`EmbeddedBackup.restore`) is a row; zones and service sequences
+            // record the epoch their history is in and where the restored backup left them
+            // (`SequenceHistory`), so tokens from the history a restore lost are told apart.
+            try db.execute(
+                sql: """
+                    CREATE TABLE restores (
+                        epoch INTEGER PRIMARY KEY,
+                        backup TEXT NOT NULL,
+                        restored_at INTEGER NOT NULL
+                    );
+                    ALTER TABLE zones ADD COLUMN epoch INTEGER NOT NULL DEFAULT 0;
+                    ALTER TABLE zones ADD COLUMN restored_sequence INTEGER;
+                    ALTER TABLE service_sequences ADD COLUMN epoch INTEGER NOT NULL DEFAULT 0;
+                    ALTER TABLE service_sequences ADD COLUMN restored_sequence INTEGER;
+                    """)
+        }
         return migrator
     }
 }
 
 extension SQLiteStore {
+    /// Creates a database as an earlier Nimbus left it, migrated up to `migration`, for tests of upgrades.
+    package static func simulateOlderVersion(path: String, migratedUpTo migration: String) throws {
+        let queue = try DatabaseQueue(path: path)
+        try migrator.migrate(queue, upTo: migration)
+        try queue.close()
+    }
+
     /// Marks a database as migrated by a later Nimbus, for tests of the refusal to open it.
     package static func simulateNewerVersion(path: String, migration: String) throws {
         let store = try SQLiteStore(path: path)

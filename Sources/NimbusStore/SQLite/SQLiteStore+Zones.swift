@@ -121,7 +121,7 @@ extension SQLiteStore: ZoneStore {
             try Row.fetchAll(
                 db,
                 sql:
-                    "SELECT name, id, sequence, live_entries, live_bytes FROM zones WHERE account_id = ? AND service = ? ORDER BY name",
+                    "SELECT name, \(Self.zoneStateColumns) FROM zones WHERE account_id = ? AND service = ? ORDER BY name",
                 arguments: [accountID, service.encoded]
             ).map { ZoneSummary(name: $0["name"], state: Self.zoneState($0)) }
         }
@@ -143,10 +143,13 @@ extension SQLiteStore: ZoneStore {
         -> ZoneChangePage
     {
         try await read { db in
-            let current =
-                try Int64.fetchOne(
-                    db, sql: "SELECT sequence FROM service_sequences WHERE account_id = ? AND service = ?",
-                    arguments: [accountID, service.encoded]) ?? 0
+            let row = try Row.fetchOne(
+                db, sql: "SELECT sequence, epoch, restored_sequence FROM service_sequences WHERE account_id = ? AND service = ?",
+                arguments: [accountID, service.encoded])
+            let current: Int64 = row?["sequence"] ?? 0
+            let history =
+                try row.map { SequenceHistory(epoch: $0["epoch"], restoredSequence: $0["restored_sequence"]) }
+                ?? SequenceHistory(epoch: Self.currentEpoch(db), restoredSequence: nil)
             let rows = try Row.fetchAll(
                 db,
                 sql: """
@@ -160,7 +163,8 @@ extension SQLiteStore: ZoneStore {
             let moreComing = rows.count > limit
             return ZoneChangePage(
                 changes: page.map { ZoneChangePage.Change(name: $0["name"], deleted: $0["deleted"]) },
-                sequence: moreComing ? page.last!["changed_at"] : current, moreComing: moreComing)
+                sequence: moreComing ? page.last!["changed_at"] : current, moreComing: moreComing, current: current,
+                history: history)
         }
     }
 
@@ -219,7 +223,9 @@ extension SQLiteStore: ZoneStore {
             let entries = rows.prefix(limit).map(Self.entry)
             let moreComing = rows.count > limit
             let resume = moreComing ? entries.last!.sequence : state.sequence
-            return ChangePage(entries: entries, token: ChangeToken(zoneID: state.id, sequence: resume), moreComing: moreComing)
+            return ChangePage(
+                entries: entries, token: ChangeToken(zoneID: state.id, sequence: resume, epoch: state.history.epoch),
+                moreComing: moreComing)
         }
     }
 
@@ -294,30 +300,43 @@ extension SQLiteStore: ZoneStore {
     private static func state(of zone: ZoneKey, _ db: Database) throws -> ZoneState? {
         try Row.fetchOne(
             try db.cachedStatement(
-                sql: "SELECT id, sequence, live_entries, live_bytes FROM zones WHERE account_id = ? AND service = ? AND name = ?"),
+                sql: "SELECT \(zoneStateColumns) FROM zones WHERE account_id = ? AND service = ? AND name = ?"),
             arguments: [zone.accountID, zone.address.service.encoded, zone.address.name]
         ).map(zoneState)
     }
 
+    private static let zoneStateColumns = "id, sequence, live_entries, live_bytes, epoch, restored_sequence"
+
     private static func zoneState(_ row: Row) -> ZoneState {
-        ZoneState(id: row["id"], sequence: row["sequence"], liveEntries: row["live_entries"], liveBytes: row["live_bytes"])
+        ZoneState(
+            id: row["id"], sequence: row["sequence"], liveEntries: row["live_entries"], liveBytes: row["live_bytes"],
+            history: SequenceHistory(epoch: row["epoch"], restoredSequence: row["restored_sequence"]))
+    }
+
+    /// How many restores the database went through: what zones and service sequences begun now start at.
+    static func currentEpoch(_ db: Database) throws -> Int64 {
+        try Int64.fetchOne(try db.cachedStatement(sql: "SELECT coalesce(max(epoch), 0) FROM restores")) ?? 0
     }
 
     private static func createZone(_ zone: ZoneKey, _ db: Database) throws -> ZoneState {
         let changedAt = try advanceServiceSequence(zone, db)
         let service = zone.address.service
+        let epoch = try currentEpoch(db)
         try db.cachedStatement(
-            sql:
-                "INSERT INTO zones (account_id, service, name, changed_at, kind, container, environment) VALUES (?, ?, ?, ?, ?, ?, ?)"
+            sql: """
+                INSERT INTO zones (account_id, service, name, changed_at, kind, container, environment, epoch)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                """
         ).execute(
             arguments: [
                 zone.accountID, service.encoded, zone.address.name, changedAt, service.kind.rawValue, service.container,
-                service.environment,
+                service.environment, epoch,
             ])
         let id = db.lastInsertedRowID
         try db.cachedStatement(sql: "DELETE FROM zone_tombstones WHERE account_id = ? AND service = ? AND name = ?").execute(
             arguments: [zone.accountID, zone.address.service.encoded, zone.address.name])
-        return ZoneState(id: id, sequence: 0, liveEntries: 0, liveBytes: 0)
+        return ZoneState(
+            id: id, sequence: 0, liveEntries: 0, liveBytes: 0, history: SequenceHistory(epoch: epoch, restoredSequence: nil))
     }
 
     /// Takes the next number of the account's per-service counter, which orders zone creations, changes
@@ -326,11 +345,11 @@ extension SQLiteStore: ZoneStore {
         try Int64.fetchOne(
             try db.cachedStatement(
                 sql: """
-                    INSERT INTO service_sequences (account_id, service, sequence) VALUES (?, ?, 1)
+                    INSERT INTO service_sequences (account_id, service, sequence, epoch) VALUES (?, ?, 1, ?)
                     ON CONFLICT (account_id, service) DO UPDATE SET sequence = sequence + 1
                     RETURNING sequence
                     """),
-            arguments: [zone.accountID, zone.address.service.encoded])!
+            arguments: [zone.accountID, zone.address.service.encoded, try currentEpoch(db)])!
     }
 
     /// A service as stored; text no service writes is a damaged database.

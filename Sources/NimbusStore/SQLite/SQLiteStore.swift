@@ -13,10 +13,11 @@ package final class SQLiteStore: Sendable {
 
     /// Opens (creating when missing) the database at `path` and applies pending migrations. Before it
     /// migrates an existing database, which can take minutes when it is large, it tells `migrating` the
-    /// names of the migrations to come.
+    /// names of the migrations to come (and whether one rewrites data: a backup first is wise); when
+    /// `migrating` throws, nothing is migrated.
     ///
     /// - Throws: `StoreError.newerDatabase` when the file was migrated by a newer Nimbus.
-    package init(path: String, migrating: (_ pending: [String]) -> Void = { _ in }) throws {
+    package init(path: String, migrating: (_ pending: [String], _ rewritesData: Bool) throws -> Void = { _, _ in }) throws {
         var configuration = Configuration()
         configuration.busyMode = .timeout(10)
         configuration.prepareDatabase { db in
@@ -38,7 +39,7 @@ package final class SQLiteStore: Sendable {
         guard unknown.isEmpty else { throw StoreError.newerDatabase(unknownMigrations: unknown) }
         let pending = migrator.migrations.filter { !applied.contains($0) }
         if !pending.isEmpty {
-            if !applied.isEmpty { migrating(pending) }
+            if !applied.isEmpty { try migrating(pending, !Self.dataRewritingMigrations.isDisjoint(with: pending)) }
             try migrator.migrate(pool)
             // A migration that rewrites a table fills the write-ahead log with all of it; hand the space back.
             _ = try pool.writeWithoutTransaction { try $0.checkpoint(.truncate) }

@@ -66,6 +66,16 @@ struct Serve: AsyncParsableCommand {
     )
     var maxConnectionsPerAddress: Int = Environment.int("NIMBUS_MAX_CONNECTIONS_PER_ADDRESS") ?? 256
 
+    @Option(help: "Back the data up this often while serving, like 6h, 30m or 1d (needs --backup-to). [env: NIMBUS_BACKUP_EVERY]")
+    var backupEvery: String? = Environment.string("NIMBUS_BACKUP_EVERY")
+    @Option(
+        help:
+            "Where scheduled backups go, and those taken before a migration that rewrites data (default DATA/backups). [env: NIMBUS_BACKUP_TO]"
+    )
+    var backupTo: String? = Environment.string("NIMBUS_BACKUP_TO")
+    @Option(help: "How many scheduled backups to keep. [env: NIMBUS_BACKUP_KEEP]")
+    var backupKeep: Int? = Environment.int("NIMBUS_BACKUP_KEEP")
+
     func validate() throws {
         guard (0...65535).contains(port) else { throw ValidationError("--port must be between 0 and 65535") }
         guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("unknown --log-level \(logLevel)") }
@@ -74,6 +84,13 @@ struct Serve: AsyncParsableCommand {
         else {
             throw ValidationError("rates, session hours, heartbeat, timeouts and connection limits must be positive")
         }
+        if let backupEvery {
+            guard Self.duration(backupEvery) != nil else {
+                throw ValidationError("--backup-every takes a number of seconds, minutes, hours or days, like 90s, 30m, 6h or 1d")
+            }
+            guard backupTo != nil else { throw ValidationError("--backup-every needs --backup-to DIR") }
+        }
+        if let backupKeep, backupKeep < 1 { throw ValidationError("--backup-keep must be at least 1") }
         if let publicURL {
             guard let url = URL(string: publicURL), url.scheme == "http" || url.scheme == "https", url.host != nil,
                 url.query == nil
@@ -81,6 +98,15 @@ struct Serve: AsyncParsableCommand {
                 throw ValidationError("--public-url must be an http or https URL without a query, like https://cloud.example.com")
             }
         }
+    }
+
+    /// "90s", "30m", "6h", "1d": a positive number and a unit.
+    static func duration(_ text: String) -> Duration? {
+        let units: [Character: Double] = ["s": 1, "m": 60, "h": 3600, "d": 86400]
+        guard let unit = text.last.flatMap({ units[$0] }), let count = Double(text.dropLast()), count > 0, count.isFinite else {
+            return nil
+        }
+        return .milliseconds(Int64(count * unit * 1000))
     }
 
     func run() async throws {
@@ -106,6 +132,9 @@ struct Serve: AsyncParsableCommand {
         configuration.webSignInOrigins = webOrigins.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter {
             !$0.isEmpty
         }
+        configuration.backupDirectory = backupTo.map { URL(fileURLWithPath: $0) }
+        configuration.backupInterval = backupEvery.flatMap(Self.duration)
+        configuration.backupsKept = backupKeep
         let server: NimbusServer
         do {
             server = try NimbusServer(configuration: configuration)

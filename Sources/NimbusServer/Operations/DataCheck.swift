@@ -1,0 +1,24 @@
+import Foundation
+import NimbusCore
+import NimbusStore
+
+/// `nimbus check`: the embedded store's checks (`EmbeddedCheck`) with the blobs the services' payloads name.
+package enum DataCheck {
+    package static func run(dataDirectory: URL) throws -> CheckReport {
+        try EmbeddedCheck(data: EmbeddedDataDirectory(dataDirectory)) { kind, payload in
+            switch kind {
+            case .records:
+                // The collector's filter: only payloads holding an asset are decoded.
+                guard payload.range(of: Data("ASSETID".utf8)) != nil else { return [] }
+                return try StoredRecord(payload: payload).fields.values.flatMap(StoredRecord.assets).compactMap { asset in
+                    asset.assetID.map { BlobReference.asset(id: $0, checksum: asset.fileChecksum) }
+                }
+            case .documents:
+                guard payload.range(of: Data("\"chunks\"".utf8)) != nil else { return [] }
+                return try JSONDecoder().decode(ChunkReferences.self, from: payload).hashes.map { BlobReference.chunk(hash: $0) }
+            default:
+                return []
+            }
+        }.run()
+    }
+}

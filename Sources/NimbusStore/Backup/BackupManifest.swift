@@ -1,0 +1,98 @@
+import Foundation
+
+/// What one backup holds, written last (so a backup without one is incomplete) and checked by restore:
+/// every file's size and SHA-256, the migrations the database had, and counts a person can compare.
+package struct BackupManifest: Codable, Sendable, Equatable {
+    /// The manifest's own format; a restore refuses one it does not know.
+    package static let currentFormat = 1
+    package static let fileName = "manifest.json"
+
+    package struct File: Codable, Sendable, Hashable {
+        package var name: String
+        package var size: Int64
+        /// Lowercase hexadecimal.
+        package var sha256: String
+
+        package init(name: String, size: Int64, sha256: String) {
+            self.name = name
+            self.size = size
+            self.sha256 = sha256
+        }
+    }
+
+    package struct Counts: Codable, Sendable, Hashable {
+        package var accounts: Int
+        package var zones: Int
+        /// Live entries: key-value pairs, records, document items and versions.
+        package var entries: Int
+        package var blobs: Int
+        package var blobBytes: Int64
+    }
+
+    package var format: Int
+    package var id: String
+    package var createdAt: Date
+    /// The database's applied migrations: a newer Nimbus restores an older backup and migrates it.
+    package var migrations: [String]
+    /// The database (`nimbus.sqlite`) and the other files of the data directory, in the backup's folder.
+    package var files: [File]
+    /// Blobs, in the destination's shared `blobs` folder: named by id, so a later backup copies only new ones.
+    package var blobs: [File]
+    package var counts: Counts
+
+    static func read(from folder: URL) throws -> BackupManifest {
+        let url = folder.appendingPathComponent(fileName)
+        guard let data = FileManager.default.contents(atPath: url.path) else {
+            throw BackupError(.incomplete, "\(folder.path) has no \(fileName): the backup did not finish")
+        }
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .iso8601
+        let manifest: BackupManifest
+        do {
+            manifest = try decoder.decode(BackupManifest.self, from: data)
+        } catch {
+            throw BackupError(.damaged, "\(url.path) is not a backup manifest (\(error))")
+        }
+        guard manifest.format == currentFormat else {
+            throw BackupError(
+                .unsupported, "\(url.path) has format \(manifest.format); this Nimbus reads format \(currentFormat)")
+        }
+        guard manifest.id == folder.lastPathComponent else {
+            throw BackupError(.damaged, "\(url.path) describes backup \(manifest.id), not \(folder.lastPathComponent)")
+        }
+        return manifest
+    }
+
+    func encoded() throws -> Data {
+        let encoder = JSONEncoder()
+        encoder.dateEncodingStrategy = .iso8601
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        return try encoder.encode(self)
+    }
+}
+
+/// Why a backup, restore or check could not be done: a stable code and what to do about it.
+package struct BackupError: Error, CustomStringConvertible, Equatable {
+    package enum Code: String, Sendable {
+        /// No backup at the place named, or no data directory to back up.
+        case notFound = "BACKUP_NOT_FOUND"
+        /// A backup that did not finish (no manifest), or a file the manifest lists is missing.
+        case incomplete = "BACKUP_INCOMPLETE"
+        /// A file whose size or SHA-256 differs from the manifest's, or a manifest that does not parse.
+        case damaged = "BACKUP_DAMAGED"
+        /// A manifest of a format this version does not read.
+        case unsupported = "BACKUP_UNSUPPORTED"
+        /// Restoring into a data directory that holds something.
+        case targetNotEmpty = "RESTORE_TARGET_NOT_EMPTY"
+    }
+
+    package var code: Code
+    package var message: String
+
+    package init(_ code: Code, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    package var description: String { "\(code.rawValue): \(message)" }
+}

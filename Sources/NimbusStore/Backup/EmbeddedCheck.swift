@@ -1,0 +1,189 @@
+import Foundation
+import GRDB
+import NimbusCore
+
+/// A blob a live entry names: a document chunk (named by its SHA-256) or an asset file (with the checksum
+/// its record holds, base64 SHA-256, when it has one).
+package enum BlobReference: Hashable, Sendable {
+    case chunk(hash: String)
+    case asset(id: String, checksum: String?)
+}
+
+/// What `nimbus check` found: problems (any makes the check fail) and what was looked at.
+package struct CheckReport: Sendable {
+    package var problems: [String] = []
+    package var checked: [String] = []
+
+    package var isHealthy: Bool { problems.isEmpty }
+}
+
+/// Checks an embedded data directory without changing it: SQLite's own integrity and foreign key checks,
+/// each zone's sequence and counters against its entries, index rows against the entries they belong to,
+/// and every blob a live entry names (present, and its bytes hashing as named or recorded). A server may
+/// be running on the directory: the database is read in one read transaction.
+package struct EmbeddedCheck {
+    let data: EmbeddedDataDirectory
+    /// The blobs a live payload of a zone of that kind names; the services know their payloads.
+    let references: @Sendable (ZoneAddress.Service.Kind, Data) throws -> [BlobReference]
+
+    package init(
+        data: EmbeddedDataDirectory, references: @escaping @Sendable (ZoneAddress.Service.Kind, Data) throws -> [BlobReference]
+    ) {
+        self.data = data
+        self.references = references
+    }
+
+    package func run() throws -> CheckReport {
+        guard FileManager.default.fileExists(atPath: data.database.path) else {
+            throw BackupError(.notFound, "\(data.url.path) holds no Nimbus database (\(data.database.lastPathComponent))")
+        }
+        var configuration = Configuration()
+        configuration.readonly = true
+        configuration.busyMode = .timeout(10)
+        let queue = try DatabaseQueue(path: data.database.path, configuration: configuration)
+        defer { try? queue.close() }
+        var report = CheckReport()
+        let referenced = try queue.read { db in
+            try checkDatabase(db, &report)
+            try checkZones(db, &report)
+            try checkIndexRows(db, &report)
+            return try referencedBlobs(db)
+        }
+        try checkBlobs(referenced, &report)
+        return report
+    }
+
+    private func checkDatabase(_ db: Database, _ report: inout CheckReport) throws {
+        let integrity = try String.fetchAll(db, sql: "PRAGMA integrity_check")
+        if integrity != ["ok"] { report.problems += integrity.map { "SQLite integrity check: \($0)" } }
+        let foreignKeys = try Row.fetchAll(db, sql: "PRAGMA foreign_key_check")
+        for row in foreignKeys {
+            report.problems.append(
+                "a row of \(row[0] as String? ?? "?") (rowid \(row[1] as Int64? ?? 0)) names a missing \(row[2] as String? ?? "?") row"
+            )
+        }
+        report.checked.append("database: SQLite integrity and foreign keys")
+    }
+
+    /// Each zone's sequence is past all its entries' and unique to one entry, and its counters add up; no
+    /// zone changed after its service's sequence; no device acknowledged a change its zone has not made.
+    private func checkZones(_ db: Database, _ report: inout CheckReport) throws {
+        let zones = try Row.fetchAll(
+            db,
+            sql: """
+                SELECT z.id, z.account_id, z.service, z.name, z.sequence, z.live_entries, z.live_bytes,
+                    (SELECT max(sequence) FROM entries e WHERE e.zone_id = z.id) AS latest,
+                    (SELECT count(*) FROM entries e WHERE e.zone_id = z.id AND e.payload IS NOT NULL) AS live,
+                    (SELECT coalesce(sum(size), 0) FROM entries e WHERE e.zone_id = z.id AND e.payload IS NOT NULL) AS bytes,
+                    (SELECT sequence FROM service_sequences s WHERE s.account_id = z.account_id AND s.service = z.service)
+                        AS service_sequence,
+                    z.changed_at
+                FROM zones z
+                """)
+        for zone in zones {
+            let name = "zone \(zone["id"] as Int64) (\(zone["service"] as String) \(zone["name"] as String))"
+            let sequence: Int64 = zone["sequence"]
+            if let latest: Int64 = zone["latest"], latest > sequence {
+                report.problems.append("\(name): an entry has sequence \(latest), past the zone's \(sequence)")
+            }
+            if zone["live"] as Int != zone["live_entries"] as Int || zone["bytes"] as Int64 != zone["live_bytes"] as Int64 {
+                report.problems.append(
+                    "\(name): counts \(zone["live_entries"] as Int) entries of \(zone["live_bytes"] as Int64) bytes, holds \(zone["live"] as Int) of \(zone["bytes"] as Int64)"
+                )
+            }
+            if (zone["service_sequence"] as Int64? ?? 0) < zone["changed_at"] as Int64 {
+                report.problems.append("\(name): changed at \(zone["changed_at"] as Int64), past its service's sequence")
+            }
+        }
+        let ahead = try Row.fetchAll(
+            db,
+            sql: """
+                SELECT w.device_id, w.zone_id, w.sequence, z.sequence AS current FROM device_watermarks w
+                JOIN zones z ON z.id = w.zone_id WHERE w.sequence > z.sequence
+                """)
+        for row in ahead {
+            report.problems.append(
+                "device \(row["device_id"] as String) acknowledged change \(row["sequence"] as Int64) of zone \(row["zone_id"] as Int64), which is at \(row["current"] as Int64)"
+            )
+        }
+        report.checked.append("zones: \(zones.count), their sequences and counters")
+    }
+
+    /// Every index row belongs to the current version of a live entry (a row left from a replaced or
+    /// deleted version would match queries it should not), under a known field.
+    private func checkIndexRows(_ db: Database, _ report: inout CheckReport) throws {
+        let orphans = try Row.fetchAll(
+            db,
+            sql: """
+                SELECT i.zone_id, i.sequence, count(*) AS rows FROM entry_index i
+                WHERE NOT EXISTS (SELECT 1 FROM entries e WHERE e.zone_id = i.zone_id AND e.sequence = i.sequence
+                    AND e.payload IS NOT NULL)
+                GROUP BY i.zone_id, i.sequence LIMIT 100
+                """)
+        for row in orphans {
+            report.problems.append(
+                "zone \(row["zone_id"] as Int64): \(row["rows"] as Int) index rows name version \(row["sequence"] as Int64), which no live entry has"
+            )
+        }
+        let unknownFields =
+            try Int.fetchOne(
+                db, sql: "SELECT count(*) FROM entry_index WHERE field NOT IN (SELECT id FROM index_fields)") ?? 0
+        if unknownFields > 0 { report.problems.append("\(unknownFields) index rows name a field that is not in index_fields") }
+        let rows = try Int.fetchOne(db, sql: "SELECT count(*) FROM entry_index") ?? 0
+        report.checked.append("index rows: \(rows)")
+    }
+
+    private func referencedBlobs(_ db: Database) throws -> [String: Set<BlobReference>] {
+        var referenced: [String: Set<BlobReference>] = [:]
+        for kind in [ZoneAddress.Service.Kind.records, .documents] {
+            let cursor = try Data.fetchCursor(
+                db,
+                sql: """
+                    SELECT e.payload FROM entries e JOIN zones z ON z.id = e.zone_id
+                    WHERE z.kind = ? AND e.payload IS NOT NULL
+                    """, arguments: [kind.rawValue])
+            while let payload = try cursor.next() {
+                for reference in try references(kind, payload) {
+                    switch reference {
+                    case .chunk(let hash): referenced[hash, default: []].insert(reference)
+                    case .asset(let id, _): referenced[id.lowercased(), default: []].insert(reference)
+                    }
+                }
+            }
+        }
+        return referenced
+    }
+
+    /// Every named blob is there and hashes as named (a chunk) or as its record says (an asset).
+    private func checkBlobs(_ referenced: [String: Set<BlobReference>], _ report: inout CheckReport) throws {
+        var bytes: Int64 = 0
+        for (name, references) in referenced.sorted(by: { $0.key < $1.key }) {
+            let file = data.blobs.appendingPathComponent(name)
+            guard LocalBlobStore.isBlobName(name), FileManager.default.fileExists(atPath: file.path) else {
+                report.problems.append("blob \(name) is named by a live entry and missing")
+                continue
+            }
+            let (size, sha256) = try BackupFiles.digest(file)
+            bytes += size
+            for reference in references {
+                switch reference {
+                case .chunk(let hash) where hash != sha256:
+                    report.problems.append("chunk \(hash) holds bytes whose SHA-256 is \(sha256)")
+                case .asset(let id, let checksum?) where checksum != Self.base64(hex: sha256):
+                    report.problems.append("asset \(id) holds bytes whose checksum is not the record's \(checksum)")
+                default: break
+                }
+            }
+        }
+        report.checked.append("blobs: \(referenced.count) named by live entries, \(bytes) bytes read")
+    }
+
+    private static func base64(hex: String) -> String {
+        let digits = Array(hex.utf8)
+        var bytes = [UInt8]()
+        for index in stride(from: 0, to: digits.count - 1, by: 2) {
+            bytes.append(UInt8(String(decoding: digits[index...index + 1], as: UTF8.self), radix: 16) ?? 0)
+        }
+        return Data(bytes).base64EncodedString()
+    }
+}
