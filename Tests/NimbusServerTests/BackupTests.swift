@@ -1,0 +1,233 @@
+import Foundation
+import GRDB
+import Logging
+import NimbusCore
+import NimbusKit
+import NimbusServer
+import NimbusStore
+import NimbusTesting
+import Synchronization
+import Testing
+
+/// Backups, restores and checks of a server's data directory: what each refuses, and what each finds.
+@Suite(.cleansUp) struct BackupTests {
+    /// A server holding a document (a chunk blob) and a record with an asset (an asset blob).
+    static func populated() async throws -> DocumentRouteTests.Fixture {
+        let fixture = try await DocumentRouteTests.Fixture.make()
+        _ = try await fixture.save("item-1", "notes.txt", "the chapter about backups")
+        let database = CloudContainer(identifier: fixture.app.container, session: fixture.ann, apiToken: fixture.app.apiToken)
+            .privateCloudDatabase
+        let image = TestServer.temporaryDirectory()
+        try Data(repeating: 42, count: 10_000).write(to: image)
+        var photo = Record(recordType: "Photos")
+        photo["image"] = Asset(fileURL: image)
+        _ = try await database.save(photo)
+        return fixture
+    }
+
+    enum Damage: String, CaseIterable {
+        case manifestMissing, manifestGarbled, databaseByteFlipped, blobMissing, blobByteFlipped, keyMissing
+    }
+
+    @Test(arguments: Damage.allCases) func restoreRefusesAnIncompleteOrDamagedBackup(_ damage: Damage) async throws {
+        let fixture = try await Self.populated()
+        let destination = TestServer.temporaryDirectory()
+        let manifest = try EmbeddedBackup.create(of: EmbeddedDataDirectory(fixture.server.dataDirectory), to: destination)
+        let folder = destination.appendingPathComponent(manifest.id)
+        let blob = destination.appendingPathComponent("blobs").appendingPathComponent(try #require(manifest.blobs.first).name)
+        switch damage {
+        case .manifestMissing: try FileManager.default.removeItem(at: folder.appendingPathComponent("manifest.json"))
+        case .manifestGarbled: try Data("{\"format\":".utf8).write(to: folder.appendingPathComponent("manifest.json"))
+        case .databaseByteFlipped: try Self.flipByte(in: folder.appendingPathComponent("nimbus.sqlite"))
+        case .blobMissing: try FileManager.default.removeItem(at: blob)
+        case .blobByteFlipped: try Self.flipByte(in: blob)
+        case .keyMissing: try FileManager.default.removeItem(at: folder.appendingPathComponent("url-signing.key"))
+        }
+        let target = TestServer.temporaryDirectory()
+        let error = try #require(throws: BackupError.self) {
+            try EmbeddedRestore.restore(from: destination, into: EmbeddedDataDirectory(target))
+        }
+        let expected: BackupError.Code =
+            switch damage {
+            case .manifestMissing, .blobMissing, .keyMissing: .incomplete
+            case .manifestGarbled, .databaseByteFlipped, .blobByteFlipped: .damaged
+            }
+        #expect(error.code == expected, "\(error)")
+        #expect(!FileManager.default.fileExists(atPath: target.path), "a refused restore leaves nothing behind")
+        let siblings = try FileManager.default.contentsOfDirectory(atPath: target.deletingLastPathComponent().path)
+        #expect(!siblings.contains { $0.hasPrefix(".restoring-\(target.lastPathComponent)") })
+    }
+
+    @Test func restoreRefusesATargetThatHoldsData() async throws {
+        let fixture = try await Self.populated()
+        let destination = TestServer.temporaryDirectory()
+        try EmbeddedBackup.create(of: EmbeddedDataDirectory(fixture.server.dataDirectory), to: destination)
+        let error = try #require(throws: BackupError.self) {
+            try EmbeddedRestore.restore(from: destination, into: EmbeddedDataDirectory(fixture.server.dataDirectory))
+        }
+        #expect(error.code == .targetNotEmpty)
+        #expect(throws: BackupError(.notFound, "there is no backup in \(fixture.server.dataDirectory.path)")) {
+            try EmbeddedRestore.restore(
+                from: fixture.server.dataDirectory, into: EmbeddedDataDirectory(TestServer.temporaryDirectory()))
+        }
+    }
+
+    @Test func aSecondBackupCopiesOnlyNewBlobsAndKeepRotates() async throws {
+        let fixture = try await Self.populated()
+        let data = EmbeddedDataDirectory(fixture.server.dataDirectory)
+        let destination = TestServer.temporaryDirectory()
+        let first = try EmbeddedBackup.create(of: data, to: destination)
+        #expect(first.blobs.count == 2)
+        let blobs = destination.appendingPathComponent("blobs")
+        let inodes = try Dictionary(
+            uniqueKeysWithValues: first.blobs.map { ($0.name, try Self.inode(blobs.appendingPathComponent($0.name))) })
+
+        _ = try await fixture.save("item-2", "more.txt", "a second chapter")
+        let second = try EmbeddedBackup.create(of: data, to: destination, now: Date().addingTimeInterval(1))
+        #expect(second.blobs.count == 3)
+        for (name, inode) in inodes {
+            #expect(try Self.inode(blobs.appendingPathComponent(name)) == inode, "a blob the destination has is not copied again")
+        }
+        #expect(second.counts.entries > first.counts.entries)
+
+        // The collector deletes a blob (as it does once no version names it); keeping one backup then deletes
+        // the older backups and that blob, which only they named.
+        let collected = DocumentRouteTests.Fixture.hash(Data("a second chapter".utf8))
+        try FileManager.default.removeItem(at: data.blobs.appendingPathComponent(collected))
+        let third = try EmbeddedBackup.create(of: data, to: destination, keep: 1, now: Date().addingTimeInterval(2))
+        #expect(try EmbeddedBackup.list(destination).map(\.id) == [third.id])
+        #expect(Set(try FileManager.default.contentsOfDirectory(atPath: blobs.path)) == Set(third.blobs.map(\.name)))
+        #expect(third.blobs.count == 2 && !third.blobs.contains { $0.name == collected })
+    }
+
+    enum Corruption: String, CaseIterable {
+        case chunkBytes, assetBytes, blobDeleted, zoneCounter, zoneSequence, orphanIndexRow
+    }
+
+    @Test(arguments: Corruption.allCases) func checkFindsWhatIsWrongAndChangesNothing(_ corruption: Corruption) async throws {
+        let fixture = try await Self.populated()
+        let directory = fixture.server.dataDirectory
+        let data = EmbeddedDataDirectory(directory)
+        let healthy = try DataCheck.run(dataDirectory: directory)
+        #expect(healthy.isHealthy, "\(healthy.problems)")
+        #expect(healthy.checked.contains { $0.hasPrefix("blobs: 2 named") }, "\(healthy.checked)")
+        await fixture.server.stop()
+
+        let chunk = data.blobs.appendingPathComponent(DocumentRouteTests.Fixture.hash(Data("the chapter about backups".utf8)))
+        let asset = try #require(
+            try FileManager.default.contentsOfDirectory(atPath: data.blobs.path).first {
+                LocalBlobStore.isBlobName($0) && $0 != chunk.lastPathComponent
+            })
+        let queue = try DatabaseQueue(path: data.database.path)
+        switch corruption {
+        case .chunkBytes: try Self.flipByte(in: chunk)
+        case .assetBytes: try Self.flipByte(in: data.blobs.appendingPathComponent(asset))
+        case .blobDeleted: try FileManager.default.removeItem(at: chunk)
+        case .zoneCounter: try await queue.write { try $0.execute(sql: "UPDATE zones SET live_entries = live_entries + 1") }
+        case .zoneSequence: try await queue.write { try $0.execute(sql: "UPDATE zones SET sequence = 0") }
+        case .orphanIndexRow:
+            try await queue.write { db in
+                try db.execute(
+                    sql:
+                        "INSERT INTO entry_index (zone_id, sequence, field, position, value) SELECT id, 999999, 1, 0, 'x' FROM zones LIMIT 1"
+                )
+            }
+        }
+        try queue.close()
+        let before = try Data(contentsOf: data.database)
+        let report = try DataCheck.run(dataDirectory: directory)
+        #expect(!report.isHealthy)
+        #expect(report.problems.count >= 1, "\(corruption)")
+        let expected =
+            switch corruption {
+            case .chunkBytes: "holds bytes whose SHA-256"
+            case .assetBytes: "checksum is not the record's"
+            case .blobDeleted: "missing"
+            case .zoneCounter: "counts"
+            case .zoneSequence: "past the zone's"
+            case .orphanIndexRow: "which no live entry has"
+            }
+        #expect(report.problems.contains { $0.contains(expected) }, "\(report.problems)")
+        #expect(try Data(contentsOf: data.database) == before, "the check is read-only")
+    }
+
+    @Test func aMigrationThatRewritesDataIsPrecededByABackup() async throws {
+        let directory = TestServer.temporaryDirectory()
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let data = EmbeddedDataDirectory(directory)
+        try SQLiteStore.simulateOlderVersion(path: data.database.path, migratedUpTo: "2026-11-23-repair-non-finite-record-values")
+        let log = LogCapture()
+        var configuration = ServerConfiguration()
+        configuration.dataDirectory = directory
+        _ = try NimbusServer(configuration: configuration, logger: Logger(label: "test") { _ in log })
+        let backups = try EmbeddedBackup.list(data.migrationBackups)
+        let backup = try #require(backups.first)
+        #expect(backups.count == 1)
+        #expect(backup.migrations.last == "2026-11-23-repair-non-finite-record-values", "the backup is of the data before")
+        let notice = try #require(log.messages.first { $0.hasPrefix("backed up the data before a migration") })
+        #expect(notice.contains(data.migrationBackups.appendingPathComponent(backup.id).path))
+
+        // A migration that only adds tables and columns goes ahead without one.
+        let newer = TestServer.temporaryDirectory()
+        try FileManager.default.createDirectory(at: newer, withIntermediateDirectories: true)
+        try SQLiteStore.simulateOlderVersion(
+            path: EmbeddedDataDirectory(newer).database.path, migratedUpTo: "2026-11-24-container-package-extensions")
+        configuration.dataDirectory = newer
+        _ = try NimbusServer(configuration: configuration)
+        #expect(try EmbeddedBackup.list(EmbeddedDataDirectory(newer).migrationBackups).isEmpty)
+    }
+
+    @Test func aServerBacksItselfUpOnScheduleKeepingTheNewest() async throws {
+        let destination = TestServer.temporaryDirectory()
+        let server = try await TestServer.start {
+            $0.backupDirectory = destination
+            $0.backupInterval = .milliseconds(100)
+            $0.backupsKept = 2
+        }
+        _ = try await server.seedApp()
+        let seen = Mutex(Set<String>())
+        let rotated = await eventually(timeout: .seconds(30)) {
+            let ids = (try? EmbeddedBackup.list(destination).map(\.id)) ?? []
+            let count = seen.withLock {
+                $0.formUnion(ids)
+                return $0.count
+            }
+            return count >= 4 && ids.count == 2
+        }
+        #expect(rotated, "backups are taken every interval and only the newest two kept (seen \(seen.withLock { $0.count }))")
+    }
+
+    static func flipByte(in file: URL) throws {
+        var bytes = try Data(contentsOf: file)
+        bytes[bytes.count / 2] ^= 0x01
+        try bytes.write(to: file)
+    }
+
+    static func inode(_ file: URL) throws -> UInt64 {
+        try #require(try FileManager.default.attributesOfItem(atPath: file.path)[.systemFileNumber] as? UInt64)
+    }
+}
+
+/// Keeps the messages logged through it.
+final class LogCapture: LogHandler, Sendable {
+    private let lines = Mutex<[String]>([])
+    var messages: [String] { lines.withLock { $0 } }
+    var metadata: Logger.Metadata {
+        get { [:] }
+        set {}
+    }
+    var logLevel: Logger.Level {
+        get { .trace }
+        set {}
+    }
+
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { nil }
+        set {}
+    }
+
+    func log(event: LogEvent) {
+        let metadata = (event.metadata ?? [:]).map { "\($0)=\($1)" }.sorted().joined(separator: " ")
+        lines.withLock { $0.append("\(event.message) \(metadata)") }
+    }
+}
