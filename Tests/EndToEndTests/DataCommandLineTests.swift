@@ -1,0 +1,90 @@
+import Foundation
+import NimbusKit
+import NimbusStore
+import NimbusTesting
+import Testing
+
+/// `nimbus backup`, `nimbus restore` and `nimbus check` as an operator runs them, beside a running server.
+@Suite(.cleansUp) struct DataCommandLineTests {
+    static func nimbus(_ arguments: [String]) async throws -> ChildProcess.Output {
+        try await ChildProcess(
+            executable: try CommandLineTests.executable, arguments: arguments,
+            environment: CommandLineTests.environment(server: nil)
+        ).run()
+    }
+
+    @Test func anOperatorBacksUpChecksAndRestores() async throws {
+        let server = try await TestServer.start()
+        let app = try await server.seedApp()
+        let session = try await server.signIn(email: "ann@example.com", device: "phone")
+        let database = CloudContainer(identifier: app.container, session: session, apiToken: app.apiToken).privateCloudDatabase
+        var note = Record(recordType: "Notes")
+        note["title"] = "kept"
+        note = try await database.save(note)
+        let data = server.dataDirectory.path
+        let destination = TestServer.temporaryDirectory().path
+
+        let backup = try await Self.nimbus(["backup", "--data", data, "--to", destination])
+        #expect(backup.status == 0, "\(backup.stderr)")
+        #expect(backup.stdout.contains("Backed up") && backup.stdout.contains(destination), "\(backup.stdout)")
+        let check = try await Self.nimbus(["check", "--data", data])
+        #expect(check.status == 0, "\(check.stdout)\(check.stderr)")
+        #expect(check.stdout.contains("ok: \(data) is consistent"))
+
+        // A damaged backup is refused, and nothing is left where the data would have gone.
+        let id = try #require(try EmbeddedBackup.list(URL(fileURLWithPath: destination)).last).id
+        let copy = URL(fileURLWithPath: destination).appendingPathComponent(id).appendingPathComponent("nimbus.sqlite")
+        let original = try Data(contentsOf: copy)
+        var damaged = original
+        damaged[damaged.count - 10] ^= 0xFF
+        try damaged.write(to: copy)
+        let target = TestServer.temporaryDirectory().path
+        let refused = try await Self.nimbus(["restore", "--from", destination, "--data", target])
+        #expect(refused.status == 1)
+        #expect(refused.stderr.contains("BACKUP_DAMAGED"), "\(refused.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: target))
+        try original.write(to: copy)
+
+        let restore = try await Self.nimbus(["restore", "--from", destination, "--data", target])
+        #expect(restore.status == 0, "\(restore.stderr)")
+        let restoredCheck = try await Self.nimbus(["check", "--data", target])
+        #expect(restoredCheck.status == 0, "\(restoredCheck.stdout)")
+        let again = try await Self.nimbus(["restore", "--from", destination, "--data", target])
+        #expect(again.status == 1 && again.stderr.contains("RESTORE_TARGET_NOT_EMPTY"), "\(again.stderr)")
+
+        // The restored directory serves the record.
+        await server.stop()
+        let restored = try await TestServer.start(dataDirectory: URL(fileURLWithPath: target))
+        var device = session
+        device.server = restored.url
+        let resumed = CloudContainer(identifier: app.container, session: device, apiToken: app.apiToken).privateCloudDatabase
+        #expect(try await resumed.record(for: note.recordID).recordChangeTag == note.recordChangeTag)
+
+        // Damage in the data directory makes check fail, saying what.
+        await restored.stop()
+        let sqlite = URL(fileURLWithPath: target).appendingPathComponent("nimbus.sqlite")
+        var bytes = try Data(contentsOf: sqlite)
+        for offset in stride(from: 4096 * 3, to: min(bytes.count, 4096 * 6), by: 7) { bytes[offset] ^= 0x5A }
+        try bytes.write(to: sqlite)
+        let failing = try await Self.nimbus(["check", "--data", target])
+        #expect(failing.status == 1, "\(failing.stdout)\(failing.stderr)")
+        #expect(failing.stdout.contains("PROBLEM") || failing.stderr.contains("error"), "\(failing.stdout)\(failing.stderr)")
+    }
+
+    @Test func badArgumentsGetClearErrors() async throws {
+        let missing = TestServer.temporaryDirectory().path
+        let noData = try await Self.nimbus(["backup", "--data", missing, "--to", TestServer.temporaryDirectory().path])
+        #expect(noData.status == 1 && noData.stderr.contains("BACKUP_NOT_FOUND"), "\(noData.stderr)")
+        let keep = try await Self.nimbus(["backup", "--data", missing, "--to", missing, "--keep", "0"])
+        #expect(keep.status != 0 && keep.stderr.contains("--keep must be at least 1"), "\(keep.stderr)")
+        let nothing = try await Self.nimbus(["restore", "--from", missing, "--data", TestServer.temporaryDirectory().path])
+        #expect(nothing.status == 1 && nothing.stderr.contains("BACKUP_NOT_FOUND"), "\(nothing.stderr)")
+        let checkNothing = try await Self.nimbus(["check", "--data", missing])
+        #expect(checkNothing.status == 1 && checkNothing.stderr.contains("BACKUP_NOT_FOUND"), "\(checkNothing.stderr)")
+        let every = try await Self.nimbus(["serve", "--data", missing, "--backup-every", "6x", "--backup-to", missing])
+        #expect(every.status != 0 && every.stderr.contains("--backup-every takes"), "\(every.stderr)")
+        let nowhere = try await Self.nimbus(["serve", "--data", missing, "--backup-every", "6h"])
+        #expect(nowhere.status != 0 && nowhere.stderr.contains("--backup-to"), "\(nowhere.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: missing), "nothing was created")
+    }
+}
