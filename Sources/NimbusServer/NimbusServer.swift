@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import HummingbirdCore
+import HummingbirdTLS
 import HummingbirdWebSocket
 import Logging
 import NIOCore
@@ -17,15 +18,35 @@ import ServiceLifecycle
 package struct NimbusServer: Sendable {
     package let configuration: ServerConfiguration
     let state: ServerState
+    /// The TLS certificate and key, when serving HTTPS.
+    package let certificates: ServerCertificates?
 
     /// Opens (creating when needed) the configured storage: by default the data directory and its database.
+    /// Throws `CertificateError` when TLS is configured with files it cannot serve.
     package init(configuration: ServerConfiguration, logger: Logger? = nil) throws {
         var logger = logger ?? Logger(label: "nimbus")
         logger.logLevel = configuration.logLevel
         self.configuration = configuration
+        certificates = try configuration.tls.map(ServerCertificates.init)
+        if certificates == nil && !Self.isLoopback(configuration.host) {
+            logger.warning(
+                """
+                serving plain HTTP on \(configuration.host): passwords, session tokens and every user's data cross the \
+                network unencrypted, and anyone on the way can read them or act as the user. Serve HTTPS with \
+                --tls-cert and --tls-key, or listen on 127.0.0.1 behind a proxy that does.
+                """)
+        }
         self.state = try ServerState(
             configuration: configuration, backends: try Backends.make(configuration, logger: logger), logger: logger)
     }
+
+    /// Whether `host` is reachable from this machine only.
+    static func isLoopback(_ host: String) -> Bool {
+        host == "localhost" || host == "::1" || host.hasPrefix("127.")
+    }
+
+    /// The scheme clients reach the server with.
+    package var scheme: String { certificates == nil ? "http" : "https" }
 
     package var store: any Store { state.store }
 
@@ -39,7 +60,7 @@ package struct NimbusServer: Sendable {
             router.add(middleware: DocumentConformanceMiddleware(conformance: conformance))
         }
         router.add(middleware: MetricsMiddleware())
-        router.add(middleware: ErrorMiddleware(publicURL: configuration.publicURL))
+        router.add(middleware: ErrorMiddleware(publicURL: configuration.publicURL, tls: configuration.tls != nil))
         router.add(middleware: AuthenticationMiddleware(server: state))
         SystemRoutes(metrics: ServerMetrics.registry).register(on: router)
         AuthRoutes(service: AuthService(server: state)).register(on: router)
@@ -56,14 +77,15 @@ package struct NimbusServer: Sendable {
     /// The WebSocket router: only `/push/1`, behind the same authentication.
     func makePushRouter() -> Router<AppRequestContext> {
         let router = Router(context: AppRequestContext.self)
-        router.add(middleware: ErrorMiddleware(publicURL: configuration.publicURL))
+        router.add(middleware: ErrorMiddleware(publicURL: configuration.publicURL, tls: configuration.tls != nil))
         router.add(middleware: AuthenticationMiddleware(server: state))
         PushRoutes(server: state).register(on: router)
         return router
     }
 
     /// The application, ready to run; `onRunning` receives the bound port (useful with port 0).
-    package func makeApplication(onRunning: @escaping @Sendable (Int) async -> Void = { _ in }) -> some ApplicationProtocol {
+    package func makeApplication(onRunning: @escaping @Sendable (Int) async -> Void = { _ in }) throws -> some ApplicationProtocol
+    {
         let heartbeat = configuration.heartbeat
         let push = state.push
         let idleTimeout = TimeAmount(configuration.idleTimeout)
@@ -72,17 +94,18 @@ package struct NimbusServer: Sendable {
             maxConnectionsPerAddress: configuration.maxConnectionsPerAddress)
         let connections = ConnectionsPerAddress()
         let pushResponder = makePushRouter().buildResponder()
+        let http = HTTPServerBuilder { responder in
+            GuardedHTTPChannel(
+                base: HTTP1WebSocketUpgradeChannel(
+                    responder: responder, webSocketResponder: pushResponder,
+                    configuration: .init(
+                        http1: .init(idleTimeout: idleTimeout),
+                        ws: .init(autoPing: .enabled(timePeriod: heartbeat), closeTimeout: .seconds(5)))),
+                limits: limits, connections: connections)
+        }
         var app = Application(
             router: makeRouter(),
-            server: HTTPServerBuilder { responder in
-                GuardedHTTPChannel(
-                    base: HTTP1WebSocketUpgradeChannel(
-                        responder: responder, webSocketResponder: pushResponder,
-                        configuration: .init(
-                            http1: .init(idleTimeout: idleTimeout),
-                            ws: .init(autoPing: .enabled(timePeriod: heartbeat), closeTimeout: .seconds(5)))),
-                    limits: limits, connections: connections)
-            },
+            server: try certificates.map { try .tls(http, tlsConfiguration: $0.tlsConfiguration()) } ?? http,
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "Nimbus"),
             onServerRunning: { channel in await onRunning(channel.localAddress?.port ?? 0) },
             logger: state.logger)
@@ -92,6 +115,11 @@ package struct NimbusServer: Sendable {
             WatermarkShutdown(recorder: state.watermarks),
             AssetCollection(
                 collector: AssetCollector(server: state), interval: configuration.assetCollectionInterval, logger: state.logger))
+        if let certificates {
+            app.addServices(
+                CertificateReloading(
+                    certificates: certificates, interval: configuration.certificateCheckInterval, logger: state.logger))
+        }
         if let interval = configuration.backupInterval, let destination = configuration.backupDirectory {
             app.addServices(
                 ScheduledBackups(

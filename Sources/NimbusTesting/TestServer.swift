@@ -23,13 +23,16 @@ package final class TestServer: Sendable {
     package let url: URL
     package let port: Int
     package let clock: ManualClock
+    package let trust: ServerTrust
     package let dataDirectory: URL
     private let task: Task<Void, any Error>
     private let services: ServiceGroup
 
     /// Starts a server; `configure` adjusts the test defaults (cheap bcrypt, a manual clock, port 0).
+    /// `trust` is how the server's clients (`signIn`) check its certificate when `configure` gives it one.
     package static func start(
-        dataDirectory: URL? = nil, port: Int = 0, configure: (inout ServerConfiguration) -> Void = { _ in }
+        dataDirectory: URL? = nil, port: Int = 0, trust: ServerTrust = .system,
+        configure: (inout ServerConfiguration) -> Void = { _ in }
     ) async throws -> TestServer {
         let clock = ManualClock()
         var configuration = ServerConfiguration()
@@ -41,7 +44,7 @@ package final class TestServer: Sendable {
         let conformance = DocumentConformance()
         configuration.documentConformance = conformance
         configure(&configuration)
-        let server = try await TestServer(configuration: configuration, clock: clock)
+        let server = try await TestServer(configuration: configuration, clock: clock, trust: trust)
         TestResources.current?.onCleanup {
             await server.stop()
             // Every answer the test saw is one the OpenAPI document describes.
@@ -54,18 +57,20 @@ package final class TestServer: Sendable {
         return server
     }
 
-    private init(configuration: ServerConfiguration, clock: ManualClock) async throws {
+    private init(configuration: ServerConfiguration, clock: ManualClock, trust: ServerTrust) async throws {
         self.clock = clock
+        self.trust = trust
         dataDirectory = configuration.dataDirectory
         server = try NimbusServer(configuration: configuration)
         let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
-        let application = server.makeApplication { port in continuation.yield(port) }
+        let application = try server.makeApplication { port in continuation.yield(port) }
         let services = ServiceGroup(configuration: .init(services: [application], logger: Logger(label: "nimbus.test")))
         self.services = services
         task = Task { try await services.run() }
         guard let port = await ports.first(where: { _ in true }) else { throw CancellationError() }
         self.port = port
-        url = URL(string: "http://127.0.0.1:\(port)")!
+        // TLS needs a name: its server name indication (which WebSocket clients send) takes no IP address.
+        url = URL(string: server.certificates == nil ? "http://127.0.0.1:\(port)" : "https://localhost:\(port)")!
     }
 
     /// Shuts the server down gracefully, as SIGTERM does, and waits until it has stopped. A server started
@@ -121,10 +126,10 @@ package final class TestServer: Sendable {
     /// Signs up `email` (when new) and signs in as a device named `device`.
     package func signIn(email: String, device: String, deviceID: String? = nil) async throws -> NimbusSession {
         if try await store.account(email: email) == nil {
-            try await NimbusAccount.signUp(server: url, email: email, password: Self.password)
+            try await NimbusAccount.signUp(server: url, email: email, password: Self.password, trust: trust)
         }
         return try await NimbusAccount.signIn(
-            server: url, email: email, password: Self.password, deviceName: device, deviceID: deviceID)
+            server: url, email: email, password: Self.password, deviceName: device, deviceID: deviceID, trust: trust)
     }
 
     /// An administrator's session, for the admin routes.

@@ -15,24 +15,21 @@ package struct NimbusClient: Sendable {
     /// Worked out once: every request starts from them.
     private let base: String
     private let headers: HTTPHeaders
-    /// The SDK's own HTTP client, shared by every `NimbusClient` of the process. It does not retry failed
-    /// connection attempts itself: an unreachable server must surface at once as `NETWORK_UNAVAILABLE` so
-    /// callers work offline, and the sync engine retries with its own backoff. It keeps up to 16
-    /// connections to a server (AsyncHTTPClient's default is 8), so a process acting for many users, like a
-    /// service or the benchmarks' 16 writers, does not queue their requests behind each other.
-    static let http: HTTPClient = {
-        var configuration = HTTPClient.Configuration()
-        configuration.connectionPool.retryConnectionEstablishment = false
-        configuration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = 16
-        configuration.timeout.connect = .seconds(10)
-        return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
-    }()
+    /// Which server certificates this client accepts.
+    package let trust: ServerTrust
+    /// The SDK's own HTTP client, shared by every `NimbusClient` of the process with the same trust. It does
+    /// not retry failed connection attempts itself: an unreachable server must surface at once as
+    /// `NETWORK_UNAVAILABLE` so callers work offline, and the sync engine retries with its own backoff. It
+    /// keeps up to 16 connections to a server (AsyncHTTPClient's default is 8), so a process acting for many
+    /// users, like a service or the benchmarks' 16 writers, does not queue their requests behind each other.
+    private var http: HTTPClient { trust.httpClient }
 
     /// Responses larger than this are refused (a full key-value store is about 1.4 MB as JSON).
     static let maxResponseBytes = 64 << 20
 
-    package init(server: URL, apiToken: String? = nil, sessionToken: String? = nil) {
+    package init(server: URL, apiToken: String? = nil, sessionToken: String? = nil, trust: ServerTrust = .processDefault) {
         self.server = server
+        self.trust = trust
         self.apiToken = apiToken
         self.sessionToken = sessionToken
         base = server.absoluteString.trimmingSuffix("/")
@@ -43,7 +40,7 @@ package struct NimbusClient: Sendable {
     }
 
     package init(session: NimbusSession, apiToken: String?) {
-        self.init(server: session.server, apiToken: apiToken, sessionToken: session.sessionToken)
+        self.init(server: session.server, apiToken: apiToken, sessionToken: session.sessionToken, trust: session.trust)
     }
 
     /// Sends a request and decodes the JSON answer.
@@ -102,7 +99,7 @@ package struct NimbusClient: Sendable {
         let response: HTTPClientResponse
         let bytes: ByteBuffer
         do {
-            response = try await Self.http.execute(request, timeout: .seconds(60))
+            response = try await http.execute(request, timeout: .seconds(60))
             bytes = try await response.body.collect(upTo: Self.maxResponseBytes)
         } catch {
             throw NimbusError(.networkUnavailable, "could not reach \(base): \(error)")

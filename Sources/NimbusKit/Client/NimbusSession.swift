@@ -9,13 +9,34 @@ public struct NimbusSession: Codable, Sendable, Hashable {
     public var deviceID: String
     /// When the session token stops working.
     public var expiresAt: Date
+    /// Which certificates the session accepts from its server over https; every client made from it uses
+    /// this. Not stored when the session is encoded: a decoded one takes `ServerTrust.processDefault`.
+    public var trust: ServerTrust
 
-    public init(server: URL, sessionToken: String, userRecordName: String, deviceID: String, expiresAt: Date) {
+    public init(
+        server: URL, sessionToken: String, userRecordName: String, deviceID: String, expiresAt: Date,
+        trust: ServerTrust = .processDefault
+    ) {
         self.server = server
         self.sessionToken = sessionToken
         self.userRecordName = userRecordName
         self.deviceID = deviceID
         self.expiresAt = expiresAt
+        self.trust = trust
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case server, sessionToken, userRecordName, deviceID, expiresAt
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(
+            server: try container.decode(URL.self, forKey: .server),
+            sessionToken: try container.decode(String.self, forKey: .sessionToken),
+            userRecordName: try container.decode(String.self, forKey: .userRecordName),
+            deviceID: try container.decode(String.self, forKey: .deviceID),
+            expiresAt: try container.decode(Date.self, forKey: .expiresAt))
     }
 }
 
@@ -23,41 +44,45 @@ public struct NimbusSession: Codable, Sendable, Hashable {
 public enum NimbusAccount {
     /// Creates an account; returns its user record name.
     @discardableResult
-    public static func signUp(server: URL, email: String, password: String) async throws -> String {
-        let client = NimbusClient(server: server)
+    public static func signUp(server: URL, email: String, password: String, trust: ServerTrust = .processDefault)
+        async throws -> String
+    {
+        let client = NimbusClient(server: server, trust: trust)
         let response: SignUpResponse = try await client.send(
             .POST, "/auth/1/signup", body: SignUpRequest(email: email, password: password))
         return response.userRecordName
     }
 
-    /// Signs in and registers this device; pass the `deviceID` of an earlier session to keep the device's identity.
+    /// Signs in and registers this device; pass the `deviceID` of an earlier session to keep the device's
+    /// identity, and `trust` for a server whose certificate the system does not trust (a private authority).
     public static func signIn(
-        server: URL, email: String, password: String, deviceName: String, deviceID: String? = nil
+        server: URL, email: String, password: String, deviceName: String, deviceID: String? = nil,
+        trust: ServerTrust = .processDefault
     ) async throws -> NimbusSession {
-        let client = NimbusClient(server: server)
+        let client = NimbusClient(server: server, trust: trust)
         let response: SignInResponse = try await client.send(
             .POST, "/auth/1/signin",
             body: SignInRequest(email: email, password: password, deviceName: deviceName, deviceID: deviceID))
         return NimbusSession(
             server: server, sessionToken: response.sessionToken, userRecordName: response.userRecordName,
-            deviceID: response.deviceID, expiresAt: Date(milliseconds: response.expiresAt))
+            deviceID: response.deviceID, expiresAt: Date(milliseconds: response.expiresAt), trust: trust)
     }
 
     /// The signed-in user's names, phone number and whether others may discover them.
     public static func profile(_ session: NimbusSession) async throws -> AccountProfile {
-        try await NimbusClient(server: session.server, sessionToken: session.sessionToken).send(.GET, "/auth/1/profile")
+        try await NimbusClient(session: session, apiToken: nil).send(.GET, "/auth/1/profile")
     }
 
     /// Replaces the user's profile; `discoverable` lets other users find them by email, phone number or
     /// user record name (CloudKit's user discoverability). Returns the profile as stored.
     @discardableResult
     public static func updateProfile(_ session: NimbusSession, _ profile: AccountProfile) async throws -> AccountProfile {
-        try await NimbusClient(server: session.server, sessionToken: session.sessionToken).send(
+        try await NimbusClient(session: session, apiToken: nil).send(
             .PUT, "/auth/1/profile", body: profile)
     }
 
     /// Revokes the session on the server.
     public static func signOut(_ session: NimbusSession) async throws {
-        try await NimbusClient(server: session.server, sessionToken: session.sessionToken).send(.POST, "/auth/1/signout")
+        try await NimbusClient(session: session, apiToken: nil).send(.POST, "/auth/1/signout")
     }
 }

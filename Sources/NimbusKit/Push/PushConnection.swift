@@ -64,7 +64,9 @@ package final class PushConnection: Sendable {
             configuration.additionalHeaders = [.authorization: "Bearer \(session.sessionToken)"]
             configuration.autoPing = .enabled(timePeriod: .seconds(30))
             do {
-                try await WebSocketClient.connect(url: url, configuration: configuration, logger: logger) {
+                try await WebSocketClient.connect(
+                    url: url, configuration: configuration, tlsConfiguration: session.trust.tlsConfiguration, logger: logger
+                ) {
                     inbound, outbound, _ in
                     self.outbound.withLock { $0 = outbound }
                     defer {

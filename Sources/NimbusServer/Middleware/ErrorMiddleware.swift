@@ -12,6 +12,7 @@ import NimbusStore
 /// client resolves it against whatever page it is on, not against the API.
 struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
     let publicURL: String?
+    let tls: Bool
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response
     {
@@ -20,7 +21,7 @@ struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
         } catch {
             var wireError = Self.wireError(for: error, request: request)
             if let redirect = wireError.redirectURL, redirect.hasPrefix("/") {
-                wireError.redirectURL = PublicURL.base(for: request, configured: publicURL) + redirect
+                wireError.redirectURL = PublicURL.base(for: request, configured: publicURL, tls: tls) + redirect
             }
             // A full disk is the operator's to fix, though clients only need to wait.
             if wireError.code == .internalError || (error as? StoreError) == .storageFull {

@@ -89,7 +89,8 @@ struct DatabaseRoutes {
         var database = try await service.authorize(
             context, container: context.parameters.require("container"), environment: context.parameters.require("environment"),
             database: try name ?? context.parameters.require("database"), apiToken: request.uri.queryParameters.get("ckAPIToken"))
-        database.baseURL = PublicURL.base(for: request, configured: service.server.configuration.publicURL)
+        database.baseURL = PublicURL.base(
+            for: request, configured: service.server.configuration.publicURL, tls: service.server.configuration.tls != nil)
         return database
     }
 

@@ -66,6 +66,14 @@ struct Serve: AsyncParsableCommand {
     )
     var maxConnectionsPerAddress: Int = Environment.int("NIMBUS_MAX_CONNECTIONS_PER_ADDRESS") ?? 256
 
+    @Option(help: "Serve HTTPS with this certificate chain (PEM, the server's first; RSA or ECDSA). [env: NIMBUS_TLS_CERT]")
+    var tlsCert: String? = Environment.string("NIMBUS_TLS_CERT")
+    @Option(
+        help:
+            "The certificate's private key (PEM, unencrypted). Both files are read again on SIGHUP and when they change. [env: NIMBUS_TLS_KEY]"
+    )
+    var tlsKey: String? = Environment.string("NIMBUS_TLS_KEY")
+
     @Option(help: "Back the data up this often while serving, like 6h, 30m or 1d (needs --backup-to). [env: NIMBUS_BACKUP_EVERY]")
     var backupEvery: String? = Environment.string("NIMBUS_BACKUP_EVERY")
     @Option(
@@ -84,6 +92,7 @@ struct Serve: AsyncParsableCommand {
         else {
             throw ValidationError("rates, session hours, heartbeat, timeouts and connection limits must be positive")
         }
+        guard (tlsCert == nil) == (tlsKey == nil) else { throw ValidationError("--tls-cert and --tls-key go together") }
         if let backupEvery {
             guard Self.duration(backupEvery) != nil else {
                 throw ValidationError("--backup-every takes a number of seconds, minutes, hours or days, like 90s, 30m, 6h or 1d")
@@ -132,6 +141,10 @@ struct Serve: AsyncParsableCommand {
         configuration.webSignInOrigins = webOrigins.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter {
             !$0.isEmpty
         }
+        if let tlsCert, let tlsKey {
+            configuration.tls = ServerCertificates.Files(
+                certificateChain: URL(fileURLWithPath: tlsCert), privateKey: URL(fileURLWithPath: tlsKey))
+        }
         configuration.backupDirectory = backupTo.map { URL(fileURLWithPath: $0) }
         configuration.backupInterval = backupEvery.flatMap(Self.duration)
         configuration.backupsKept = backupKeep
@@ -151,9 +164,9 @@ struct Serve: AsyncParsableCommand {
 
                     """.utf8))
         }
-        let (host, path) = (host, configuration.dataDirectory.path)
+        let (host, path, scheme) = (host, configuration.dataDirectory.path, server.scheme)
         try await server.run { port in
-            FileHandle.standardOutput.write(Data("Nimbus is serving http://\(host):\(port) with data in \(path)\n".utf8))
+            FileHandle.standardOutput.write(Data("Nimbus is serving \(scheme)://\(host):\(port) with data in \(path)\n".utf8))
         }
     }
 }

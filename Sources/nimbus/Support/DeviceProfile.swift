@@ -63,7 +63,30 @@ struct ClientOptions: ParsableArguments {
     @Flag(help: "Print JSON for scripts.")
     var json = false
 
+    @Option(
+        help:
+            "A certificate authority (PEM) to trust besides the system's, for a server with a private one. [env: NIMBUS_CA_FILE]")
+    var caFile: String? = Environment.string("NIMBUS_CA_FILE")
+
+    @Flag(help: "For tests only: accept any server certificate, so anyone on the network can read and change what is sent.")
+    var insecure = false
+
     var configDirectory: URL { URL(fileURLWithPath: config) }
+
+    /// Checks the CA file and makes the trust the process's, before any client is made.
+    func validate() throws {
+        if let caFile {
+            guard FileManager.default.isReadableFile(atPath: caFile) else {
+                throw ValidationError("--ca-file \(caFile) cannot be read")
+            }
+            ServerTrust.processDefault = .certificateAuthority(pemFile: URL(fileURLWithPath: caFile))
+        }
+        if insecure {
+            FileHandle.standardError.write(
+                Data("warning: --insecure: the server's certificate is not checked; use it for tests only\n".utf8))
+            ServerTrust.processDefault = .insecureForTestingOnly
+        }
+    }
 
     var serverURL: URL {
         get throws {
