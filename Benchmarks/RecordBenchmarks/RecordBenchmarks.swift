@@ -5,18 +5,19 @@ import NimbusKit
 
 /// Record database benchmarks against a real `nimbus serve` (release build) on loopback, through the SDK.
 ///
-///     scripts/benchmark records [saves] [batches] [cloudkit] [query] [changes] [background]
+///     scripts/benchmark records [saves] [batches] [cloudkit] [query] [changes] [background] [backup]
 ///
 /// `saves` measures single saves and batches, `batches` only batches, `cloudkit` one record per request
 /// from plain CloudKit JSON clients (as a browser sends it) and from the SDK, with the server's CPU per
-/// request beside `/health`'s. `background` times `/health` and key-value writes while long jobs run.
+/// request beside `/health`'s. `background` times `/health` and key-value writes while long jobs run, `backup`
+/// while `nimbus backup` copies 1,000,000 records and 2 GB of blobs.
 @main
 enum RecordBenchmarks {
     static func main() async throws {
         let nimbus = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("nimbus")
         let server = try await ServerProcess(
             nimbus: nimbus, port: Int.random(in: 20000...40000),
-            extraArguments: ["--session-rate", "1000000", "--token-rate", "1000000"])
+            extraArguments: ["--session-rate", "1000000", "--token-rate", "1000000", "--user-quota-mb", "100000"])
         defer { server.stop() }
         let session = try await server.signIn("records@bench.local", device: "bench")
         let database = CloudContainer(identifier: server.container, session: session, apiToken: server.apiToken)
@@ -98,6 +99,9 @@ enum RecordBenchmarks {
         }
         if wanted("background") {
             try await backgroundJobRows(server, database: database, into: &table)
+        }
+        if wanted("backup") {
+            try await backupRows(server, nimbus: nimbus, database: database, into: &table)
         }
         print(table.render())
     }
