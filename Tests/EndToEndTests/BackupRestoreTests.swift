@@ -1,6 +1,7 @@
 import Foundation
 import NimbusCore
 import NimbusKit
+import NimbusServer
 import NimbusStore
 import NimbusTesting
 import NimbusTestingCore
@@ -73,6 +74,10 @@ import Testing
 
         let restoredDirectory = TestResources.temporaryDirectory(prefix: "restored")
         try EmbeddedRestore.restore(from: backups, into: EmbeddedDataDirectory(restoredDirectory))
+        let check = try DataCheck.run(dataDirectory: restoredDirectory)
+        #expect(check.isHealthy, "\(check.problems)")
+        let indexed = check.checked.first { $0.hasPrefix("index rows of") }?.split(separator: " ").dropFirst(3).first
+        #expect((indexed.flatMap { Int($0) } ?? 0) > acknowledgedBeforeBackup.count, "every record's rows: \(check.checked)")
         let restored = try await TestServer.start(dataDirectory: restoredDirectory)
         var device = session
         device.server = restored.url

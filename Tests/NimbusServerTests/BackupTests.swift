@@ -101,7 +101,8 @@ import Testing
     }
 
     enum Corruption: String, CaseIterable {
-        case chunkBytes, assetBytes, blobDeleted, zoneCounter, zoneSequence, orphanIndexRow
+        case chunkBytes, assetBytes, blobDeleted, zoneCounter, zoneSequence, orphanIndexRow, recordIndexRowDeleted
+        case documentIndexRowChanged
     }
 
     @Test(arguments: Corruption.allCases) func checkFindsWhatIsWrongAndChangesNothing(_ corruption: Corruption) async throws {
@@ -111,6 +112,7 @@ import Testing
         let healthy = try DataCheck.run(dataDirectory: directory)
         #expect(healthy.isHealthy, "\(healthy.problems)")
         #expect(healthy.checked.contains { $0.hasPrefix("blobs: 2 named") }, "\(healthy.checked)")
+        #expect(healthy.checked.contains { $0.hasPrefix("index rows of 3 entries") }, "\(healthy.checked)")
         await fixture.server.stop()
 
         let chunk = data.blobs.appendingPathComponent(DocumentRouteTests.Fixture.hash(Data("the chapter about backups".utf8)))
@@ -125,6 +127,20 @@ import Testing
         case .blobDeleted: try FileManager.default.removeItem(at: chunk)
         case .zoneCounter: try await queue.write { try $0.execute(sql: "UPDATE zones SET live_entries = live_entries + 1") }
         case .zoneSequence: try await queue.write { try $0.execute(sql: "UPDATE zones SET sequence = 0") }
+        case .recordIndexRowDeleted:
+            try await queue.write { db in
+                try db.execute(
+                    sql:
+                        "DELETE FROM entry_index WHERE field IN (SELECT id FROM index_fields WHERE kind = 'Photos' AND field = '___createdBy')"
+                )
+            }
+        case .documentIndexRowChanged:
+            try await queue.write { db in
+                try db.execute(
+                    sql:
+                        "UPDATE entry_index SET value = '/elsewhere' WHERE field IN (SELECT id FROM index_fields WHERE kind = 'item' AND field = 'place')"
+                )
+            }
         case .orphanIndexRow:
             try await queue.write { db in
                 try db.execute(
@@ -146,6 +162,7 @@ import Testing
             case .zoneCounter: "counts"
             case .zoneSequence: "past the zone's"
             case .orphanIndexRow: "which no live entry has"
+            case .recordIndexRowDeleted, .documentIndexRowChanged: "index rows differ from its payload's"
             }
         #expect(report.problems.contains { $0.contains(expected) }, "\(report.problems)")
         #expect(try Data(contentsOf: data.database) == before, "the check is read-only")

@@ -28,6 +28,34 @@ enum DocumentKeys {
         .text("\(parent ?? "")/\(DocumentNames.collisionKey(name))")
     }
 
+    /// An item's index rows: its place and parent while live, `trash` while in Recently Deleted.
+    static func itemRows(_ item: DocumentItem) -> [IndexEntry] {
+        item.deletedAt == nil
+            ? [
+                IndexEntry(field: "place", value: placeKey(parent: item.parentID, name: item.name)),
+                IndexEntry(field: "parent", value: .text(item.parentID ?? "")),
+            ] : [IndexEntry(field: "trash", value: .text("1"))]
+    }
+
+    static func versionRows(item: String) -> [IndexEntry] { [IndexEntry(field: "item", value: .text(item))] }
+
+    static let chunkRows = [IndexEntry(field: "held", value: .text("1"))]
+
+    /// The index rows an entry of a documents zone must have (`nimbus check`), by its key and payload.
+    static func expectedIndex(key: String, payload: Data) throws -> ExpectedIndexRows? {
+        let (kind, rows): (String, [IndexEntry])
+        if key.hasPrefix(itemPrefix) {
+            (kind, rows) = (itemKind, itemRows(try JSONDecoder().decode(DocumentItem.self, from: payload)))
+        } else if key.hasPrefix("v/"), let item = key.split(separator: "/").dropFirst().first {
+            (kind, rows) = (versionKind, versionRows(item: String(item)))
+        } else if key.hasPrefix("c/") {
+            (kind, rows) = (chunkKind, chunkRows)
+        } else {
+            return nil
+        }
+        return ExpectedIndexRows(kind: kind, rows: Set(rows + [IndexEntry(field: IndexEntry.keyField, value: .text(key))]))
+    }
+
     /// Item IDs are minted by devices: 1–64 letters, digits, `-` and `_`.
     static func validateItemID(_ id: String) throws(NimbusError) {
         guard (1...64).contains(id.utf8.count),
@@ -48,7 +76,7 @@ struct ChunkHolding: Codable {
     func write(_ hash: String, in transaction: any ZoneTransaction) throws {
         let key = DocumentKeys.chunk(hash)
         try transaction.put(key, payload: try JSONEncoder().encode(self), size: named ? 0 : Int(size))
-        try transaction.index(key, kind: DocumentKeys.chunkKind, rows: [IndexEntry(field: "held", value: .text("1"))])
+        try transaction.index(key, kind: DocumentKeys.chunkKind, rows: DocumentKeys.chunkRows)
     }
 
     static func read(_ hash: String, in transaction: any ZoneTransaction) throws -> ChunkHolding? {

@@ -284,13 +284,7 @@ final class DocumentWriter {
         let bytes = ([stored.current].compactMap { $0 } + stored.conflicts).reduce(0) { $0 + Int($1.content.size) }
         let key = DocumentKeys.item(item.itemID)
         try transaction.put(key, payload: try encoder.encode(stored), size: bytes)
-        let rows: [IndexEntry] =
-            stored.deletedAt == nil
-            ? [
-                IndexEntry(field: "place", value: DocumentKeys.placeKey(parent: stored.parentID, name: stored.name)),
-                IndexEntry(field: "parent", value: .text(stored.parentID ?? "")),
-            ] : [IndexEntry(field: "trash", value: .text("1"))]
-        try transaction.index(key, kind: DocumentKeys.itemKind, rows: rows)
+        try transaction.index(key, kind: DocumentKeys.itemKind, rows: DocumentKeys.itemRows(stored))
         return stored
     }
 
@@ -301,6 +295,6 @@ final class DocumentWriter {
         version.replacedAt = now
         let key = DocumentKeys.version(item, version.versionID)
         try transaction.put(key, payload: try encoder.encode(version), size: 0)
-        try transaction.index(key, kind: DocumentKeys.versionKind, rows: [IndexEntry(field: "item", value: .text(item))])
+        try transaction.index(key, kind: DocumentKeys.versionKind, rows: DocumentKeys.versionRows(item: item))
     }
 }

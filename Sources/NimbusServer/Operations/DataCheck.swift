@@ -19,6 +19,12 @@ package enum DataCheck {
             default:
                 return []
             }
+        } expectedIndex: { kind, key, payload in
+            switch kind {
+            case .records: try RecordIndexer.expectedIndex(name: key, payload: payload)
+            case .documents: try DocumentKeys.expectedIndex(key: key, payload: payload)
+            default: nil
+            }
         }.run()
     }
 }

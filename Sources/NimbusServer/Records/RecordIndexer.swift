@@ -41,6 +41,19 @@ enum RecordIndexer {
             + [IndexEntry(field: IndexEntry.keyField, value: .text(name))]
     }
 
+    /// The index rows a stored record must have (`nimbus check`): all but those of declarable system fields
+    /// (they depend on the schema) and of its share (on its hierarchy), which it may have too.
+    static func expectedIndex(name: String, payload: Data) throws -> ExpectedIndexRows {
+        let record = try StoredRecord(payload: payload)
+        return ExpectedIndexRows(
+            kind: record.recordType,
+            rows: Set(
+                rows(name: name, record: record, share: nil, systemFields: []) + [
+                    IndexEntry(field: IndexEntry.keyField, value: .text(name))
+                ]),
+            optionalFields: declarableSystemFields.union([shareField]))
+    }
+
     /// What the store indexes a record by, the system fields in `systemFields` among them.
     static func rows(name: String, record: StoredRecord, share: String?, systemFields: Set<String>) -> [IndexEntry] {
         var rows = [IndexEntry(field: createdByField, value: .text(record.created.userRecordName))]

@@ -9,6 +9,20 @@ package enum BlobReference: Hashable, Sendable {
     case asset(id: String, checksum: String?)
 }
 
+/// The index rows a live entry must have, under its kind; rows under `optionalFields` depend on more than
+/// the entry (a schema, a share) and may be there or not.
+package struct ExpectedIndexRows: Sendable {
+    package var kind: String
+    package var rows: Set<IndexEntry>
+    package var optionalFields: Set<String>
+
+    package init(kind: String, rows: Set<IndexEntry>, optionalFields: Set<String> = []) {
+        self.kind = kind
+        self.rows = rows
+        self.optionalFields = optionalFields
+    }
+}
+
 /// What `nimbus check` found: problems (any makes the check fail) and what was looked at.
 package struct CheckReport: Sendable {
     package var problems: [String] = []
@@ -25,12 +39,16 @@ package struct EmbeddedCheck {
     let data: EmbeddedDataDirectory
     /// The blobs a live payload of a zone of that kind names; the services know their payloads.
     let references: @Sendable (ZoneAddress.Service.Kind, Data) throws -> [BlobReference]
+    /// The index rows a live entry (kind, key, payload) must have; nil for entries it does not know.
+    let expectedIndex: @Sendable (ZoneAddress.Service.Kind, String, Data) throws -> ExpectedIndexRows?
 
     package init(
-        data: EmbeddedDataDirectory, references: @escaping @Sendable (ZoneAddress.Service.Kind, Data) throws -> [BlobReference]
+        data: EmbeddedDataDirectory, references: @escaping @Sendable (ZoneAddress.Service.Kind, Data) throws -> [BlobReference],
+        expectedIndex: @escaping @Sendable (ZoneAddress.Service.Kind, String, Data) throws -> ExpectedIndexRows?
     ) {
         self.data = data
         self.references = references
+        self.expectedIndex = expectedIndex
     }
 
     package func run() throws -> CheckReport {
@@ -110,8 +128,71 @@ package struct EmbeddedCheck {
     }
 
     /// Every index row belongs to the current version of a live entry (a row left from a replaced or
-    /// deleted version would match queries it should not), under a known field.
+    /// deleted version would match queries it should not), under a known field; and each live entry has
+    /// exactly the rows its payload gives it (a missing row hides it from queries).
     private func checkIndexRows(_ db: Database, _ report: inout CheckReport) throws {
+        try checkOrphanRows(db, &report)
+        let rowsOf = try db.makeStatement(
+            sql: """
+                SELECT f.kind, f.field, i.position, i.value, i.longitude FROM entry_index i
+                LEFT JOIN index_fields f ON f.id = i.field WHERE i.zone_id = ? AND i.sequence = ?
+                """)
+        var entries = 0
+        var mismatched = 0
+        for kind in [ZoneAddress.Service.Kind.records, .documents] {
+            let cursor = try Row.fetchCursor(
+                db,
+                sql: """
+                    SELECT e.zone_id, e.key, e.sequence, e.payload FROM entries e JOIN zones z ON z.id = e.zone_id
+                    WHERE z.kind = ? AND e.payload IS NOT NULL
+                    """, arguments: [kind.rawValue])
+            while let entry = try cursor.next() {
+                let (zone, key, sequence): (Int64, String, Int64) = (entry["zone_id"], entry["key"], entry["sequence"])
+                let expected: ExpectedIndexRows?
+                do {
+                    expected = try expectedIndex(kind, key, entry["payload"])
+                } catch {
+                    report.problems.append("zone \(zone): entry \(key) does not decode (\(error))")
+                    continue
+                }
+                guard let expected else { continue }
+                entries += 1
+                var stored = Set<IndexEntry>()
+                var kinds = Set<String>()
+                for row in try Row.fetchAll(rowsOf, arguments: [zone, sequence]) {
+                    kinds.insert(row["kind"] ?? "?")
+                    stored.insert(IndexEntry(field: row["field"] ?? "?", position: row["position"], value: Self.indexValue(row)))
+                }
+                let missing = expected.rows.subtracting(stored)
+                let unexpected = stored.subtracting(expected.rows).filter { !expected.optionalFields.contains($0.field) }
+                guard !missing.isEmpty || !unexpected.isEmpty || kinds.subtracting([expected.kind]).count > 0 else { continue }
+                mismatched += 1
+                if mismatched <= 100 {
+                    report.problems.append(
+                        "zone \(zone): entry \(key)'s index rows differ from its payload's (\(missing.count) missing, \(unexpected.count) not its own, kinds \(kinds.sorted()) for \(expected.kind))"
+                    )
+                }
+            }
+        }
+        if mismatched > 100 { report.problems.append("… and \(mismatched - 100) more entries whose index rows differ") }
+        report.checked.append("index rows of \(entries) entries against their payloads")
+    }
+
+    private static func indexValue(_ row: Row) -> IndexValue {
+        let value: DatabaseValue = row["value"]
+        if let longitude: Double = row["longitude"] {
+            return .point(latitude: Double.fromDatabaseValue(value) ?? .nan, longitude: longitude)
+        }
+        switch value.storage {
+        case .int64(let integer): return .integer(integer)
+        case .double(let real): return .real(real)
+        case .string(let text): return .text(text)
+        case .blob(let bytes): return .text(String(decoding: bytes, as: UTF8.self))
+        case .null: return .text("")
+        }
+    }
+
+    private func checkOrphanRows(_ db: Database, _ report: inout CheckReport) throws {
         let orphans = try Row.fetchAll(
             db,
             sql: """
@@ -130,7 +211,7 @@ package struct EmbeddedCheck {
                 db, sql: "SELECT count(*) FROM entry_index WHERE field NOT IN (SELECT id FROM index_fields)") ?? 0
         if unknownFields > 0 { report.problems.append("\(unknownFields) index rows name a field that is not in index_fields") }
         let rows = try Int.fetchOne(db, sql: "SELECT count(*) FROM entry_index") ?? 0
-        report.checked.append("index rows: \(rows)")
+        report.checked.append("index rows: \(rows), each of a live entry's current version")
     }
 
     private func referencedBlobs(_ db: Database) throws -> [String: Set<BlobReference>] {
