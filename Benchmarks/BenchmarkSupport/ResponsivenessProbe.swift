@@ -89,6 +89,27 @@ package final class ResponsivenessProbe {
     }
 }
 
+extension ResultTable {
+    /// `/health` and key-value write p99 idle and during a job (target ≤ 10 ms during), with the disk's own
+    /// synced-write p99 beside them, measured in the same rounds.
+    package mutating func addResponsiveness(
+        idle: ResponsivenessProbe.Latencies, during: ResponsivenessProbe.Latencies, job: String
+    ) {
+        let rows: [(String, [Double], [Double], target: String, bounded: Bool)] = [
+            ("GET /health p99", idle.health, during.health, "≤ 10 ms during", true),
+            ("Key-value write p99", idle.write, during.write, "≤ 10 ms during", true),
+            ("Floor: 4 KiB write + fdatasync p99", idle.sync, during.sync, "(reference)", false),
+        ]
+        for (figure, quiet, busy, target, bounded) in rows {
+            let (quiet, busy) = (Percentiles(quiet), Percentiles(busy))
+            add(
+                "\(figure), idle / during \(job)",
+                String(format: "%.2f / %.2f ms (p50 %.2f / %.2f)", quiet.at(99), busy.at(99), quiet.at(50), busy.at(50)),
+                target: target, met: !bounded || busy.at(99) <= 10)
+        }
+    }
+}
+
 private final class Flag: Sendable {
     let value = Atomic(false)
 }

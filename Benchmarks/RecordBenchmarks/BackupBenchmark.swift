@@ -75,18 +75,7 @@ extension RecordBenchmarks {
         table.add(
             "Second backup into the same destination (new blobs only)", String(format: "%.1f s", second.milliseconds / 1000),
             target: "(reference)", met: true)
-        let rows: [(String, [Double], [Double], target: String, bounded: Bool)] = [
-            ("GET /health p99", idle.health, during.health, "≤ 10 ms during", true),
-            ("Key-value write p99", idle.write, during.write, "≤ 10 ms during", true),
-            ("Floor: 4 KiB write + fdatasync p99", idle.sync, during.sync, "(reference)", false),
-        ]
-        for (figure, quiet, busy, target, bounded) in rows {
-            let (quiet, busy) = (Percentiles(quiet), Percentiles(busy))
-            table.add(
-                "\(figure), idle / during the backup",
-                String(format: "%.2f / %.2f ms (p50 %.2f / %.2f)", quiet.at(99), busy.at(99), quiet.at(50), busy.at(50)),
-                target: target, met: !bounded || busy.at(99) <= 10)
-        }
+        table.addResponsiveness(idle: idle, during: during, job: "the backup")
         table.add("Rounds measured during the backup", "\(during.write.count)", target: "(reference)", met: true)
     }
 

@@ -151,18 +151,7 @@ enum RecordBenchmarks {
             progress("measuring during \(name)")
             let (during, took) = try await probe.measure(while: job)
             idle += try await probe.measure(rounds: 1000)
-            let rows: [(String, [Double], [Double], target: String, bounded: Bool)] = [
-                ("GET /health p99", idle.health, during.health, "≤ 10 ms during", true),
-                ("Key-value write p99", idle.write, during.write, "≤ 10 ms during", true),
-                ("Floor: 4 KiB write + fdatasync p99", idle.sync, during.sync, "(reference)", false),
-            ]
-            for (figure, quiet, busy, target, bounded) in rows {
-                let (quiet, busy) = (Percentiles(quiet), Percentiles(busy))
-                table.add(
-                    "\(figure), idle / during \(name)",
-                    String(format: "%.2f / %.2f ms (p50 %.2f / %.2f)", quiet.at(99), busy.at(99), quiet.at(50), busy.at(50)),
-                    target: target, met: !bounded || busy.at(99) <= 10)
-            }
+            table.addResponsiveness(idle: idle, during: during, job: name)
             table.add(
                 "Time \(name) took (rounds measured meanwhile)",
                 String(format: "%.1f s (%d)", took.milliseconds / 1000, during.health.count), target: "(reference)", met: true)

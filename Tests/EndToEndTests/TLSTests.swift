@@ -20,12 +20,10 @@ import Testing
         }
     }
 
-    @Test(arguments: TestCertificates.KeyKind.allCases) func devicesSyncOverHTTPSAndPushOverWSS(_ key: TestCertificates.KeyKind)
-        async throws
-    {
-        let certificates = try TestCertificates.make(in: TestServer.temporaryDirectory(), key: key)
-        let server = try await Self.secureServer(certificates)
-        #expect(server.url.scheme == "https")
+    /// Two devices' key-value stores, synced and with their push sockets up.
+    static func twoConnectedDevices(_ server: TestServer) async throws -> (
+        TestServer.SeededApp, UbiquitousKeyValueStore, UbiquitousKeyValueStore
+    ) {
         let app = try await server.seedApp()
         let phone = try server.keyValueStore(try await server.signIn(email: "ann@example.com", device: "phone"), app: app)
         let laptop = try server.keyValueStore(try await server.signIn(email: "ann@example.com", device: "laptop"), app: app)
@@ -34,6 +32,16 @@ import Testing
         #expect(await phone.synchronize())
         #expect(await laptop.synchronize())
         #expect(await eventually { phone.isPushConnected && laptop.isPushConnected }, "push sockets connect over wss")
+        return (app, phone, laptop)
+    }
+
+    @Test(arguments: TestCertificates.KeyKind.allCases) func devicesSyncOverHTTPSAndPushOverWSS(_ key: TestCertificates.KeyKind)
+        async throws
+    {
+        let certificates = try TestCertificates.make(in: TestServer.temporaryDirectory(), key: key)
+        let server = try await Self.secureServer(certificates)
+        #expect(server.url.scheme == "https")
+        let (app, phone, laptop) = try await Self.twoConnectedDevices(server)
         phone.set("over TLS", forKey: "bookmark")
         #expect(await eventually { laptop.string(forKey: "bookmark") == "over TLS" }, "the change arrives by push")
         phone.close()
@@ -99,14 +107,7 @@ import Testing
         try FileManager.default.copyItem(at: first.chain, to: served.chain)
         try FileManager.default.copyItem(at: first.key, to: served.key)
         let server = try await Self.secureServer(served) { $0.certificateCheckInterval = .milliseconds(50) }
-        let app = try await server.seedApp()
-        let phone = try server.keyValueStore(try await server.signIn(email: "ann@example.com", device: "phone"), app: app)
-        let laptop = try server.keyValueStore(try await server.signIn(email: "ann@example.com", device: "laptop"), app: app)
-        phone.start()
-        laptop.start()
-        #expect(await phone.synchronize())
-        #expect(await laptop.synchronize())
-        #expect(await eventually { phone.isPushConnected && laptop.isPushConnected })
+        let (_, phone, laptop) = try await Self.twoConnectedDevices(server)
 
         // A renewal from another authority replaces both files.
         let second = try TestCertificates.make(in: directory.appendingPathComponent("second"), key: .rsa, name: "Renewed")
@@ -134,7 +135,12 @@ import Testing
         // A broken renewal (a key that is not the certificate's) is refused; the served pair stays.
         let third = try TestCertificates.make(in: directory.appendingPathComponent("third"))
         try Self.replace(served.key, with: third.key)
-        #expect(server.server.certificates?.reload(force: true, logger: Logger(label: "test")) == false)
+        let log = LogCapture()
+        #expect(server.server.certificates?.reload(force: true, logger: log.logger) == false)
+        #expect(
+            log.messages.contains {
+                $0.contains("kept the previous TLS certificate") && $0.contains("is not the one of the certificate")
+            })
         try await NimbusAccount.signUp(
             server: server.url, email: "still@example.com", password: TestServer.password,
             trust: .certificateAuthority(pemFile: second.authority))
@@ -174,12 +180,12 @@ import Testing
     @Test func plainHTTPBeyondLoopbackIsWarnedAboutOnce() async throws {
         let certificates = try TestCertificates.make(in: TestServer.temporaryDirectory())
         for (host, tls, warned) in [("0.0.0.0", false, true), ("127.0.0.1", false, false), ("0.0.0.0", true, false)] {
-            let log = LogLines()
+            let log = LogCapture()
             var configuration = ServerConfiguration()
             configuration.dataDirectory = TestServer.temporaryDirectory()
             configuration.host = host
             configuration.tls = tls ? certificates.files : nil
-            _ = try NimbusServer(configuration: configuration, logger: Logger(label: "test") { _ in log })
+            _ = try NimbusServer(configuration: configuration, logger: log.logger)
             let warnings = log.messages.filter { $0.contains("serving plain HTTP") }
             #expect(warnings.count == (warned ? 1 : 0), "\(host) tls=\(tls): \(log.messages)")
             if warned { #expect(warnings[0].contains("passwords, session tokens")) }
@@ -233,25 +239,4 @@ import Testing
         }
         #expect(ending == .exited(0))
     }
-}
-
-/// Keeps the messages logged through it.
-final class LogLines: LogHandler, Sendable {
-    private let lines = Mutex<[String]>([])
-    var messages: [String] { lines.withLock { $0 } }
-    var metadata: Logger.Metadata {
-        get { [:] }
-        set {}
-    }
-    var logLevel: Logger.Level {
-        get { .trace }
-        set {}
-    }
-
-    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-        get { nil }
-        set {}
-    }
-
-    func log(event: LogEvent) { lines.withLock { $0.append("\(event.message)") } }
 }

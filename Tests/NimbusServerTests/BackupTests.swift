@@ -176,7 +176,7 @@ import Testing
         let log = LogCapture()
         var configuration = ServerConfiguration()
         configuration.dataDirectory = directory
-        _ = try NimbusServer(configuration: configuration, logger: Logger(label: "test") { _ in log })
+        _ = try NimbusServer(configuration: configuration, logger: log.logger)
         let backups = try EmbeddedBackup.list(data.migrationBackups)
         let backup = try #require(backups.first)
         #expect(backups.count == 1)
@@ -222,29 +222,5 @@ import Testing
 
     static func inode(_ file: URL) throws -> UInt64 {
         try #require(try FileManager.default.attributesOfItem(atPath: file.path)[.systemFileNumber] as? UInt64)
-    }
-}
-
-/// Keeps the messages logged through it.
-final class LogCapture: LogHandler, Sendable {
-    private let lines = Mutex<[String]>([])
-    var messages: [String] { lines.withLock { $0 } }
-    var metadata: Logger.Metadata {
-        get { [:] }
-        set {}
-    }
-    var logLevel: Logger.Level {
-        get { .trace }
-        set {}
-    }
-
-    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-        get { nil }
-        set {}
-    }
-
-    func log(event: LogEvent) {
-        let metadata = (event.metadata ?? [:]).map { "\($0)=\($1)" }.sorted().joined(separator: " ")
-        lines.withLock { $0.append("\(event.message) \(metadata)") }
     }
 }
