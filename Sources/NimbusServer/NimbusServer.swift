@@ -1,7 +1,9 @@
 import Foundation
 import Hummingbird
 import HummingbirdCore
-import HummingbirdTLS
+import HummingbirdHTTP2
+import NIOHTTP2
+import NIOSSL
 import HummingbirdWebSocket
 import Logging
 import NIOCore
@@ -94,7 +96,7 @@ package struct NimbusServer: Sendable {
             maxConnectionsPerAddress: configuration.maxConnectionsPerAddress)
         let connections = ConnectionsPerAddress()
         let pushResponder = makePushRouter().buildResponder()
-        let http = HTTPServerBuilder { responder in
+        let guarded = { @Sendable (responder: @escaping HTTPChannelHandler.Responder) in
             GuardedHTTPChannel(
                 base: HTTP1WebSocketUpgradeChannel(
                     responder: responder, webSocketResponder: pushResponder,
@@ -103,9 +105,22 @@ package struct NimbusServer: Sendable {
                         ws: .init(autoPing: .enabled(timePeriod: heartbeat), closeTimeout: .seconds(5)))),
                 limits: limits, connections: connections)
         }
+        let server: HTTPServerBuilder
+        if let certificates {
+            var tls = certificates.tlsConfiguration()
+            tls.applicationProtocols = NIOHTTP2SupportedALPNProtocols
+            let context = try NIOSSLContext(configuration: tls)
+            let http2 = HTTP2ChannelConfiguration(idleTimeout: configuration.idleTimeout, gracefulCloseTimeout: .seconds(5))
+            server = HTTPServerBuilder { responder in
+                NegotiatedHTTPChannel(
+                    context: context, http1: guarded(responder), http2: HTTP2Channel(responder: responder, configuration: http2))
+            }
+        } else {
+            server = HTTPServerBuilder { responder in guarded(responder) }
+        }
         var app = Application(
             router: makeRouter(),
-            server: try certificates.map { try .tls(http, tlsConfiguration: $0.tlsConfiguration()) } ?? http,
+            server: server,
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "Nimbus"),
             onServerRunning: { channel in await onRunning(channel.localAddress?.port ?? 0) },
             logger: state.logger)

@@ -128,9 +128,10 @@ package final class LocalBlobStore: BlobStore {
         }
     }
 
-    /// A file in the directory a backup holds shared while it copies (`EmbeddedBackup`) and a sweep
-    /// exclusively: a sweep during a backup would delete blobs the backup's database names.
-    package static let sweepLock = ".sweep.lock"
+    /// The file beside a blob directory (`blobs.lock` for `blobs`) that a backup holds shared while it
+    /// copies (`EmbeddedBackup`) and a sweep exclusively: a sweep during a backup would delete blobs the
+    /// backup's database names. Beside, not in it: the directory holds blobs only.
+    package static func sweepLock(for directory: URL) -> URL { directory.appendingPathExtension("lock") }
 
     /// Whether a file name in the directory is a finished blob's (not an unfinished one's, nor the lock's).
     package static func isBlobName(_ name: String) -> Bool { Secrets.isAPITokenShaped(name) && name == name.lowercased() }
@@ -139,7 +140,7 @@ package final class LocalBlobStore: BlobStore {
         let (directory, sweeping) = (directory, sweeping)
         return try await BlockingWork.run {
             // While a backup runs, this sweep is skipped; the next one collects what it would have.
-            try BackupFiles.withLock(directory.appendingPathComponent(Self.sweepLock), wait: false) {
+            try BackupFiles.withLock(Self.sweepLock(for: directory), wait: false) {
                 try Self.sweep(directory, keeping: live, writtenBefore: cutoff, lock: sweeping)
             } ?? 0
         }

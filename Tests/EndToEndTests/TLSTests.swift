@@ -1,5 +1,8 @@
+import AsyncHTTPClient
 import Foundation
 import Logging
+import NIOHTTP1
+import NIOSSL
 import NimbusCore
 import NimbusKit
 import NimbusServer
@@ -57,6 +60,66 @@ import Testing
         photo = try await database.save(photo)
         let asset = try #require(photo["image"] as Asset?)
         #expect(try await database.download(asset) == Data(repeating: 7, count: 5000))
+    }
+
+    @Test func http2IsServedToClientsThatOfferIt() async throws {
+        let certificates = try TestCertificates.make(in: TestServer.temporaryDirectory())
+        let server = try await Self.secureServer(certificates)
+        var tls = TLSConfiguration.makeClientConfiguration()
+        tls.additionalTrustRoots = [.file(certificates.authority.path)]
+        for (offered, expected) in [(HTTPClient.Configuration.HTTPVersion.automatic, HTTPVersion.http2), (.http1Only, .http1_1)] {
+            var configuration = HTTPClient.Configuration(tlsConfiguration: tls)
+            configuration.httpVersion = offered
+            let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+            let response = try await client.execute(
+                HTTPClientRequest(url: server.url.absoluteString + "/health"), timeout: .seconds(10))
+            _ = try await response.body.collect(upTo: 1 << 16)
+            #expect(response.version == expected)
+            #expect(response.status == .ok)
+            try await client.shutdown()
+        }
+        // The SDK offers HTTP/2: many saves at once share one connection, each answered on its stream.
+        let app = try await server.seedApp()
+        let session = try await server.signIn(email: "ann@example.com", device: "phone")
+        let database = CloudContainer(identifier: app.container, session: session, apiToken: app.apiToken).privateCloudDatabase
+        let saved = try await withThrowingTaskGroup(of: Record.self) { group in
+            for number in 0..<64 {
+                group.addTask {
+                    var note = Record(recordType: "Notes")
+                    note["number"] = number
+                    return try await database.save(note)
+                }
+            }
+            return try await group.reduce(into: [Record]()) { $0.append($1) }
+        }
+        #expect(Set(saved.compactMap { $0["number"] as Int64? }) == Set(0..<64))
+    }
+
+    @Test func http2ConnectionsCountAgainstTheirAddresssLimit() async throws {
+        let certificates = try TestCertificates.make(in: TestServer.temporaryDirectory())
+        let server = try await Self.secureServer(certificates) { $0.maxConnectionsPerAddress = 1 }
+        var tls = TLSConfiguration.makeClientConfiguration()
+        tls.additionalTrustRoots = [.file(certificates.authority.path)]
+        let health = HTTPClientRequest(url: server.url.absoluteString + "/health")
+        let first = HTTPClient(eventLoopGroupProvider: .singleton, configuration: .init(tlsConfiguration: tls))
+        let answer = try await first.execute(health, timeout: .seconds(10))
+        #expect(answer.version == .http2)
+        _ = try await answer.body.collect(upTo: 1 << 16)
+        // The first client keeps its connection open: a second from the same address is refused.
+        var once = HTTPClient.Configuration(tlsConfiguration: tls)
+        once.connectionPool.retryConnectionEstablishment = false
+        let second = HTTPClient(eventLoopGroupProvider: .singleton, configuration: once)
+        await #expect(throws: (any Error).self) { _ = try await second.execute(health, timeout: .seconds(10)) }
+        try await first.shutdown()
+        #expect(await eventually { (try? await second.execute(health, timeout: .seconds(10)))?.status == .ok })
+        try await second.shutdown()
+    }
+
+    @Test func aConnectionThatNeverFinishesItsHandshakeIsClosed() async throws {
+        let certificates = try TestCertificates.make(in: TestServer.temporaryDirectory())
+        let server = try await Self.secureServer(certificates) { $0.requestHeadTimeout = .milliseconds(300) }
+        let exchange = try await server.rawExchange(Data("\u{16}\u{03}\u{01}".utf8), timeout: .seconds(10))
+        #expect(exchange.closedByServer, "a client that stops mid-handshake is cut off at the head timeout")
     }
 
     @Test func clientsCheckTheCertificateByDefault() async throws {

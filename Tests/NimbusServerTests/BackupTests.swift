@@ -100,6 +100,22 @@ import Testing
         #expect(third.blobs.count == 2 && !third.blobs.contains { $0.name == collected })
     }
 
+    /// A sweep while a backup copies would delete blobs the backup's database names: it waits its turn.
+    @Test func theBlobSweepSkipsItsRoundWhileABackupHoldsTheLock() async throws {
+        let directory = TestServer.temporaryDirectory()
+        let blobs = try LocalBlobStore(directory: directory)
+        let writer = try await blobs.makeWriter(maxBytes: 1 << 20)
+        try await writer.write(Data("unreferenced".utf8))
+        _ = try await writer.finish()
+        let lock = open(LocalBlobStore.sweepLock(for: directory).path, O_RDWR | O_CREAT, 0o600)
+        #expect(lock >= 0 && flock(lock, LOCK_SH) == 0)
+        #expect(try await blobs.sweep(keeping: [], writtenBefore: Date().addingTimeInterval(60)) == 0)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path).count == 1)
+        close(lock)
+        #expect(try await blobs.sweep(keeping: [], writtenBefore: Date().addingTimeInterval(60)) == 1)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path).isEmpty, "the directory holds blobs only")
+    }
+
     enum Corruption: String, CaseIterable {
         case chunkBytes, assetBytes, blobDeleted, zoneCounter, zoneSequence, orphanIndexRow, recordIndexRowDeleted
         case documentIndexRowChanged

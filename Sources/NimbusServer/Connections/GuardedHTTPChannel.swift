@@ -23,13 +23,17 @@ struct GuardedHTTPChannel: ServerChildChannel {
     let limits: Limits
     let connections: ConnectionsPerAddress
 
+    /// Counts the connection against its address's limit until it closes; false when the address is at its limit.
+    func admit(_ channel: any Channel) -> Bool {
+        guard let address = channel.remoteAddress?.ipAddress else { return true }
+        guard connections.admit(address, limit: limits.maxConnectionsPerAddress) else { return false }
+        let connections = connections
+        channel.closeFuture.whenComplete { _ in connections.release(address) }
+        return true
+    }
+
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
-        let address = channel.remoteAddress?.ipAddress
-        let admitted = address.map { connections.admit($0, limit: limits.maxConnectionsPerAddress) } ?? true
-        if admitted, let address {
-            let connections = connections
-            channel.closeFuture.whenComplete { _ in connections.release(address) }
-        }
+        let admitted = admit(channel)
         return base.setup(channel: channel, logger: logger).flatMapThrowing { value in
             // Around the request decoder: it hands whole heads on, and the upgrade handler behind holds a
             // head until it has decided between HTTP and WebSocket.

@@ -11,7 +11,7 @@ import NimbusCore
 ///
 /// The database is copied with SQLite's online backup API in one read transaction, so it is the state of one instant;
 /// blobs are copied after it by name (a blob never changes once written), only those the destination
-/// lacks. Meanwhile the server's blob sweep waits (`LocalBlobStore.sweepLock`), so no blob the copied
+/// lacks. Meanwhile the server's blob sweep waits (`LocalBlobStore.sweepLock(for:)`), so no blob the copied
 /// database names is deleted before it is copied. The backup is written under a temporary name and
 /// renamed into place with its manifest, so a backup cut off midway is never taken for a whole one.
 package enum EmbeddedBackup {
@@ -31,7 +31,7 @@ package enum EmbeddedBackup {
         try BackupFiles.makePrivateFolder(data.blobs)
         // One backup at a time into a destination: rotation must not delete blobs a running backup relies on.
         return try BackupFiles.withLock(destination.appendingPathComponent(".lock")) {
-            let manifest = try BackupFiles.withLock(data.blobs.appendingPathComponent(LocalBlobStore.sweepLock), shared: true) {
+            let manifest = try BackupFiles.withLock(LocalBlobStore.sweepLock(for: data.blobs), shared: true) {
                 try write(data, to: destination, now: now)
             }!
             if let keep { try rotate(destination, keep: keep) }

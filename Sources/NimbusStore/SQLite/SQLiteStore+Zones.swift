@@ -243,7 +243,7 @@ extension SQLiteStore: ZoneStore {
             try Row.fetchAll(
                 db,
                 sql: """
-                    SELECT g.*, z.account_id AS owner, z.name, z.id, z.sequence, z.live_entries, z.live_bytes
+                    SELECT g.*, z.account_id AS owner, z.name, z.id, z.sequence, z.live_entries, z.live_bytes, z.epoch, z.restored_sequence
                     FROM zone_grants g JOIN zones z ON z.id = g.zone_id WHERE g.grantee = ? AND z.service = ? ORDER BY z.account_id, z.name, g.scope
                     """, arguments: [grantee, service.encoded]
             ).map { GrantedZone(owner: $0["owner"], name: $0["name"], grant: Self.grant($0), state: Self.zoneState($0)) }
