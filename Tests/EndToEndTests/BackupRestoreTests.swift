@@ -121,6 +121,38 @@ import Testing
         _ = lostZone
     }
 
+    @Test func aKeyValueStoreWritesAgainWhatTheRestoredServerLost() async throws {
+        let server = try await TestServer.start()
+        let app = try await server.seedApp()
+        let session = try await server.signIn(email: "ann@example.com", device: "phone")
+        let local = TestResources.temporaryDirectory(prefix: "phone")
+        let phone = try server.keyValueStore(session, app: app, localDirectory: local)
+        phone.set("in the backup", forKey: "kept")
+        #expect(await phone.synchronize())
+        let backups = TestResources.temporaryDirectory(prefix: "backups")
+        let data = EmbeddedDataDirectory(server.dataDirectory)
+        try await BlockingWork.run { try EmbeddedBackup.create(of: data, to: backups) }
+        phone.set("after the backup", forKey: "lost")
+        #expect(await phone.synchronize())
+        phone.close()
+        await server.stop()
+
+        let restoredDirectory = TestResources.temporaryDirectory(prefix: "restored")
+        try EmbeddedRestore.restore(from: backups, into: EmbeddedDataDirectory(restoredDirectory))
+        let restored = try await TestServer.start(dataDirectory: restoredDirectory)
+        var resumed = session
+        resumed.server = restored.url
+        let phoneAgain = try restored.keyValueStore(resumed, app: app, localDirectory: local)
+        #expect(await phoneAgain.synchronize())
+        #expect(phoneAgain.string(forKey: "lost") == "after the backup")
+        let laptop = try restored.keyValueStore(try await restored.signIn(email: "ann@example.com", device: "laptop"), app: app)
+        #expect(await laptop.synchronize())
+        #expect(laptop.string(forKey: "kept") == "in the backup")
+        #expect(laptop.string(forKey: "lost") == "after the backup", "the phone wrote again what the restore lost")
+        phoneAgain.close()
+        laptop.close()
+    }
+
     private func expectExpired(_ body: () async throws -> Void) async throws {
         do {
             try await body()

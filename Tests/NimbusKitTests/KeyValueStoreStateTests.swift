@@ -63,6 +63,37 @@ import Testing
         #expect(fresh.syncToken == nil)
     }
 
+    @Test func anUploadAnsweredFromAnotherEpochLeavesTheTokenToTheDownload() throws {
+        var state = KeyValueStoreState(accountID: "_a")
+        _ = state.apply([], syncToken: token(zone: 7, sequence: 4))
+        try state.write(.int64(2), forKey: "k", limits: limits)
+        let batch = try #require(state.uploadBatch(maxOperations: 100))
+        // The server was restored and others wrote up to 4 in its new history: 5 follows theirs, not ours.
+        state.uploaded(
+            batch, answer: KeyValueModifyResponse(syncToken: ChangeToken(zoneID: 7, sequence: 5, epoch: 1).encoded, sequence: 5))
+        #expect(state.syncToken == token(zone: 7, sequence: 4))
+    }
+
+    @Test func aResyncWritesAgainWhatTheRestoredServerLost() throws {
+        var state = KeyValueStoreState(accountID: "_a")
+        _ = state.apply(
+            [
+                KeyValueChange(key: "a", value: .int64(1), sequence: 1), KeyValueChange(key: "b", value: .int64(2), sequence: 2),
+                KeyValueChange(key: "c", value: .int64(3), sequence: 3),
+            ], syncToken: token(zone: 7, sequence: 3))
+        state.startResync()
+        #expect(state.syncToken == nil)
+        // The restored server holds a and an older c; b was written after its backup.
+        let changed = state.apply(
+            [KeyValueChange(key: "a", value: .int64(1), sequence: 1), KeyValueChange(key: "c", value: .int64(30), sequence: 2)],
+            syncToken: token(zone: 7, sequence: 2))
+        #expect(changed == ["c"], "only what the device shows differently is announced")
+        #expect(state.finishResync() == ["b"])
+        #expect(state.uploadBatch(maxOperations: 100)?.operations == [KeyValueOperation(key: "b", value: .int64(2))])
+        #expect(state.visibleValues == ["a": .int64(1), "b": .int64(2), "c": .int64(30)])
+        #expect(state.finishResync().isEmpty)
+    }
+
     @Test func rejectedBatchesRevertToServerValues() throws {
         var state = KeyValueStoreState(accountID: "_a")
         _ = state.apply([KeyValueChange(key: "k", value: .int64(1), sequence: 1)], syncToken: "t1")

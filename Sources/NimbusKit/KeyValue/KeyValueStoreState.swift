@@ -15,6 +15,9 @@ struct KeyValueStoreState: Codable, Sendable, Equatable {
     var serverValues: [String: KeyValue] = [:]
     var pending: [String: PendingWrite] = [:]
     var nextGeneration: Int64 = 1
+    /// While the store downloads everything again after the server answered that its history no longer
+    /// holds this device's position (restored from an older backup): the server values the device had.
+    var resyncing: [String: KeyValue]?
 
     struct PendingWrite: Codable, Sendable, Equatable {
         var value: KeyValue?
@@ -66,8 +69,8 @@ struct KeyValueStoreState: Codable, Sendable, Equatable {
         for operation in batch.operations { serverValues[operation.key] = operation.value }
         for (key, write) in pending where write.generation <= batch.upTo { pending[key] = nil }
         guard let token = syncToken, let before = try? ChangeToken(encoded: token),
-            let after = try? ChangeToken(encoded: answer.syncToken),
-            after.zoneID == before.zoneID, after.sequence == before.sequence + Int64(batch.operations.count)
+            let after = try? ChangeToken(encoded: answer.syncToken), after.zoneID == before.zoneID,
+            after.epoch == before.epoch, after.sequence == before.sequence + Int64(batch.operations.count)
         else { return }
         syncToken = answer.syncToken
     }
@@ -86,10 +89,33 @@ struct KeyValueStoreState: Codable, Sendable, Equatable {
     mutating func apply(_ changes: [KeyValueChange], syncToken: String) -> [String] {
         var changed = [String]()
         for change in changes {
-            if serverValues[change.key] != change.value, pending[change.key] == nil { changed.append(change.key) }
+            let before = serverValues[change.key] ?? resyncing?[change.key]
+            if before != change.value, pending[change.key] == nil { changed.append(change.key) }
             serverValues[change.key] = change.value
         }
         self.syncToken = syncToken
         return changed
+    }
+
+    /// Starts downloading everything again: the server's history no longer holds this device's token.
+    mutating func startResync() {
+        resyncing = (resyncing ?? [:]).merging(serverValues) { _, current in current }
+        serverValues = [:]
+        syncToken = nil
+    }
+
+    /// Ends a download from scratch. A value the device had from the server that the server no longer
+    /// holds was written after the backup the server was restored from: it is written again, so nothing
+    /// the device holds is lost (a value the server holds stays the server's). Returns those keys.
+    mutating func finishResync() -> [String] {
+        guard let previous = resyncing else { return [] }
+        resyncing = nil
+        var rewritten = [String]()
+        for (key, value) in previous.sorted(by: { $0.key < $1.key }) where serverValues[key] == nil && pending[key] == nil {
+            pending[key] = PendingWrite(value: value, generation: nextGeneration)
+            nextGeneration += 1
+            rewritten.append(key)
+        }
+        return rewritten
     }
 }

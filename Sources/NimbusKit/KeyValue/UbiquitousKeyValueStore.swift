@@ -296,6 +296,8 @@ public final class UbiquitousKeyValueStore: Sendable {
             }
             while try await uploadNextBatch() {}
             try await download(initial: false)
+            // A download from scratch may have left values to write again.
+            while try await uploadNextBatch() {}
             lastSyncErrorStorage.withLock { $0 = nil }
             return true
         } catch {
@@ -340,9 +342,9 @@ public final class UbiquitousKeyValueStore: Sendable {
             let response: KeyValueChangesResponse
             do {
                 response = try await client.changes(since: token)
-            } catch let error as NimbusError where error.code == .changeTokenExpired {
-                // The server no longer knows our position: download everything again.
-                state.withLock { $0.syncToken = nil }
+            } catch let error as NimbusError where error.code == .changeTokenExpired && token != nil {
+                // The server no longer knows our position (restored from a backup): download everything again.
+                state.withLock { $0.startResync() }
                 continue
             }
             let (changed, snapshot) = state.withLock { state in
@@ -353,6 +355,11 @@ public final class UbiquitousKeyValueStore: Sendable {
             try persistFromSync(snapshot)
             changedKeys.formUnion(changed)
             moreComing = response.moreComing
+        }
+        let (rewritten, resynced) = state.withLock { state in (state.finishResync(), state) }
+        if !rewritten.isEmpty {
+            try persistFromSync(resynced)
+            configuration.logger.notice("writing again values the restored server lost", metadata: ["keys": "\(rewritten.count)"])
         }
         let replacedKeys = replacedAccountKeys.withLock { keys in
             defer { keys = nil }; return keys
