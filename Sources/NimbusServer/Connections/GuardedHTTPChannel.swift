@@ -3,7 +3,6 @@ import HummingbirdWebSocket
 import Logging
 import NIOCore
 import NIOHTTP1
-import NIOSSL
 
 /// HTTP/1 with the push socket's WebSocket upgrade, guarded against clients that hold connections
 /// without sending requests: a client address has at most `limits.maxConnectionsPerAddress` connections
@@ -82,14 +81,6 @@ final class FirstRequestDeadlineHandler: ChannelInboundHandler, RemovableChannel
             // Hummingbird takes care of the connection from here.
             context.pipeline.syncOperations.removeHandler(context: context, promise: nil)
         }
-    }
-
-    func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        // A TLS handshake the client gave up on (it did not trust the certificate, say) loses no request:
-        // end it as a client that went away, rather than fail the upgrade negotiation, which Hummingbird
-        // logs as an error for each one.
-        guard error is NIOSSLError || error is BoringSSLError else { return context.fireErrorCaught(error) }
-        end(context)
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {

@@ -123,9 +123,6 @@ package final class ServerCertificates: Sendable {
             return false
         }
     }
-
-    /// The certificate new connections are served.
-    package var servedCertificate: NIOSSLCertificate { current.withLock { $0.chain[0] } }
 }
 
 package struct CertificateError: Error, CustomStringConvertible {
