@@ -140,7 +140,7 @@ package final class LocalBlobStore: BlobStore {
         let (directory, sweeping) = (directory, sweeping)
         return try await BlockingWork.run {
             // While a backup runs, this sweep is skipped; the next one collects what it would have.
-            try BackupFiles.withLock(Self.sweepLock(for: directory), wait: false) {
+            try BackupFiles.ifUnlocked(Self.sweepLock(for: directory)) {
                 try Self.sweep(directory, keeping: live, writtenBefore: cutoff, lock: sweeping)
             } ?? 0
         }

@@ -78,16 +78,25 @@ enum BackupFiles {
             at: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
     }
 
-    /// Holds `flock` on `file` (created when missing) while `body` runs; `shared` lets other shared
-    /// holders in. Without `wait`, returns nil at once when another holds it.
-    static func withLock<T>(_ file: URL, shared: Bool = false, wait: Bool = true, _ body: () throws -> T) throws -> T? {
+    /// Holds `flock` on `file` (created when missing) while `body` runs, waiting for it; `shared` lets other
+    /// shared holders in.
+    static func withLock<T>(_ file: URL, shared: Bool = false, _ body: () throws -> T) throws -> T {
+        try lock(file, shared: shared, wait: true, body)!
+    }
+
+    /// Runs `body` holding an exclusive `flock` on `file`, or returns nil at once when another holds it.
+    static func ifUnlocked<T>(_ file: URL, _ body: () throws -> T) throws -> T? {
+        try lock(file, shared: false, wait: false, body)
+    }
+
+    private static func lock<T>(_ file: URL, shared: Bool, wait: Bool, _ body: () throws -> T) throws -> T? {
         let descriptor = open(file.path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else { throw posixError("cannot open \(file.path)") }
         defer { close(descriptor) }
         let operation = (shared ? LOCK_SH : LOCK_EX) | (wait ? 0 : LOCK_NB)
         while flock(descriptor, operation) != 0 {
             if errno == EINTR { continue }
-            if errno == EWOULDBLOCK { return nil }
+            if errno == EWOULDBLOCK && !wait { return nil }
             throw posixError("cannot lock \(file.path)")
         }
         return try body()

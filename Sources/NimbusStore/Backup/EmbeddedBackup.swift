@@ -33,10 +33,10 @@ package enum EmbeddedBackup {
         return try BackupFiles.withLock(destination.appendingPathComponent(".lock")) {
             let manifest = try BackupFiles.withLock(LocalBlobStore.sweepLock(for: data.blobs), shared: true) {
                 try write(data, to: destination, now: now)
-            }!
+            }
             if let keep { try rotate(destination, keep: keep) }
             return manifest
-        }!
+        }
     }
 
     private static func write(_ data: EmbeddedDataDirectory, to destination: URL, now: Date) throws -> BackupManifest {
