@@ -17,7 +17,9 @@ struct Backends: Sendable {
             let store = try SQLiteStore(path: configuration.databasePath) { pending, rewritesData in
                 if rewritesData {
                     // A migration that rewrites rows cannot be undone by an older binary: keep the data as it was.
-                    let destination = configuration.backupDirectory ?? data.migrationBackups
+                    // A folder of its own, which scheduled backups' rotation leaves alone: the one an older binary can open.
+                    let destination =
+                        configuration.backupDirectory?.appendingPathComponent("before-migrations") ?? data.migrationBackups
                     let backup = try EmbeddedBackup.create(of: data, to: destination)
                     logger.notice(
                         "backed up the data before a migration that rewrites it",

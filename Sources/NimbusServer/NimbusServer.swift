@@ -96,14 +96,14 @@ package struct NimbusServer: Sendable {
             maxConnectionsPerAddress: configuration.maxConnectionsPerAddress)
         let connections = ConnectionsPerAddress()
         let pushResponder = makePushRouter().buildResponder()
-        let guarded = { @Sendable (responder: @escaping HTTPChannelHandler.Responder) in
+        let guarded = { @Sendable (responder: @escaping HTTPChannelHandler.Responder, admits: Bool) in
             GuardedHTTPChannel(
                 base: HTTP1WebSocketUpgradeChannel(
                     responder: responder, webSocketResponder: pushResponder,
                     configuration: .init(
                         http1: .init(idleTimeout: idleTimeout),
                         ws: .init(autoPing: .enabled(timePeriod: heartbeat), closeTimeout: .seconds(5)))),
-                limits: limits, connections: connections)
+                limits: limits, connections: connections, admitsConnections: admits)
         }
         let server: HTTPServerBuilder
         if let certificates {
@@ -113,10 +113,11 @@ package struct NimbusServer: Sendable {
             let http2 = HTTP2ChannelConfiguration(idleTimeout: configuration.idleTimeout, gracefulCloseTimeout: .seconds(5))
             server = HTTPServerBuilder { responder in
                 NegotiatedHTTPChannel(
-                    context: context, http1: guarded(responder), http2: HTTP2Channel(responder: responder, configuration: http2))
+                    context: context, http1: guarded(responder, false),
+                    http2: HTTP2Channel(responder: responder, configuration: http2))
             }
         } else {
-            server = HTTPServerBuilder { responder in guarded(responder) }
+            server = HTTPServerBuilder { responder in guarded(responder, true) }
         }
         var app = Application(
             router: makeRouter(),

@@ -204,28 +204,31 @@ package struct ZoneState: Sendable, Hashable {
 }
 
 /// Which history a change sequence is in. Restoring a backup loses the changes made after it, and the
-/// sequence numbers they had are given to new changes: each restore starts a new epoch, and a position
-/// handed out in an earlier one is still good only if the backup held it.
+/// sequence numbers they had are given to new changes: each restore starts a new epoch (a random number,
+/// so restoring one backup twice starts two), and a position handed out in an earlier epoch is still good
+/// only if the backup held it.
 package struct SequenceHistory: Sendable, Hashable {
-    /// How many restores the sequence went through.
+    /// The epoch the sequence is in: 0 until a restore.
     package var epoch: Int64
-    /// Where the sequence stood in the backup the last restore brought back; nil when the sequence began
-    /// after it (or there was none).
+    /// The epoch the restored backup's sequence was in, and where it stood; nil when the sequence began
+    /// after the last restore (or there was none).
+    package var previousEpoch: Int64?
     package var restoredSequence: Int64?
 
-    package static let original = SequenceHistory(epoch: 0, restoredSequence: nil)
+    package static let original = SequenceHistory(epoch: 0, previousEpoch: nil, restoredSequence: nil)
 
-    package init(epoch: Int64, restoredSequence: Int64?) {
+    package init(epoch: Int64, previousEpoch: Int64?, restoredSequence: Int64?) {
         self.epoch = epoch
+        self.previousEpoch = previousEpoch
         self.restoredSequence = restoredSequence
     }
 
     /// Whether a position `sequence` handed out in `epoch` lies in this history, now at `current`. A
-    /// position from before the last restore counts if the backup reached it; from before an earlier
-    /// restore, never (a client resyncs rather than risk missing changes).
+    /// position from the restored backup's epoch counts if the backup reached it; from any other epoch,
+    /// never (a client resyncs rather than risk missing changes).
     package func holds(_ sequence: Int64, epoch: Int64, current: Int64) -> Bool {
         if epoch == self.epoch { return sequence <= current }
-        if epoch == self.epoch - 1, let restoredSequence { return sequence <= restoredSequence }
+        if epoch == previousEpoch, let restoredSequence { return sequence <= restoredSequence }
         return false
     }
 }

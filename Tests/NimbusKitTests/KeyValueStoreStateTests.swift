@@ -79,18 +79,22 @@ import Testing
         _ = state.apply(
             [
                 KeyValueChange(key: "a", value: .int64(1), sequence: 1), KeyValueChange(key: "b", value: .int64(2), sequence: 2),
-                KeyValueChange(key: "c", value: .int64(3), sequence: 3),
-            ], syncToken: token(zone: 7, sequence: 3))
+                KeyValueChange(key: "c", value: .int64(3), sequence: 3), KeyValueChange(key: "d", value: .int64(4), sequence: 4),
+            ], syncToken: token(zone: 7, sequence: 4))
         state.startResync()
         #expect(state.syncToken == nil)
-        // The restored server holds a and an older c; b was written after its backup.
+        // The restored server holds a and an older c; b was written after its backup; another device deleted
+        // d since the restore.
         let changed = state.apply(
-            [KeyValueChange(key: "a", value: .int64(1), sequence: 1), KeyValueChange(key: "c", value: .int64(30), sequence: 2)],
-            syncToken: token(zone: 7, sequence: 2))
-        #expect(changed == ["c"], "only what the device shows differently is announced")
+            [
+                KeyValueChange(key: "a", value: .int64(1), sequence: 1), KeyValueChange(key: "c", value: .int64(30), sequence: 2),
+                KeyValueChange(key: "d", value: nil, sequence: 5),
+            ],
+            syncToken: ChangeToken(zoneID: 7, sequence: 5, epoch: 9).encoded)
+        #expect(changed == ["c", "d"], "only what the device shows differently is announced")
         #expect(state.finishResync() == ["b"])
         #expect(state.uploadBatch(maxOperations: 100)?.operations == [KeyValueOperation(key: "b", value: .int64(2))])
-        #expect(state.visibleValues == ["a": .int64(1), "b": .int64(2), "c": .int64(30)])
+        #expect(state.visibleValues == ["a": .int64(1), "b": .int64(2), "c": .int64(30)], "a deletion the server records stays")
         #expect(state.finishResync().isEmpty)
     }
 

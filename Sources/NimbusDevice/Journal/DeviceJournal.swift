@@ -109,17 +109,34 @@ package final class DeviceJournal: Sendable {
         changed(page.items.map { ItemID($0.itemID) } + page.removed.map(ItemID.init))
     }
 
-    /// Forgets the server's side: its items, the token, and what both sides last agreed on. For a server
-    /// whose history no longer holds this device's position (restored from a backup): the next round
-    /// fetches everything and plans as a device without a journal does, so a file only this device still
-    /// has is uploaded, never taken for one the server deleted.
+    /// Forgets the server's side (its items and the token) for a server whose history no longer holds this
+    /// device's position (restored from a backup): the next fetch starts from nothing, and
+    /// `finishResync` then settles what both sides still agree on.
     package func forgetServer() async throws {
         let ids = try await database.write { db in
-            let ids = try String.fetchAll(db, sql: "SELECT item_id FROM remote UNION SELECT item_id FROM synced")
-            try db.execute(sql: "DELETE FROM remote; DELETE FROM synced; DELETE FROM state WHERE key = 'token'")
+            let ids = try String.fetchAll(db, sql: "SELECT item_id FROM remote")
+            try db.execute(sql: "DELETE FROM remote; DELETE FROM state WHERE key = 'token'")
+            try db.execute(sql: "INSERT OR REPLACE INTO state VALUES ('resync', '1')")
             return ids
         }
         changed(ids.map(ItemID.init))
+    }
+
+    /// After a fetch from nothing, keeps the agreement only on items the server holds just as they were
+    /// agreed: the rest is planned as by a device without a journal, so a file only this device still has
+    /// is uploaded (not taken for one the server deleted), and different contents are both kept; a local
+    /// delete or move of an item the server still holds as agreed goes to the server as usual.
+    package func finishResync() async throws {
+        let forgotten = try await database.write { db -> [String] in
+            guard try String.fetchOne(db, sql: "SELECT value FROM state WHERE key = 'resync'") != nil else { return [] }
+            let remote = try Self.tree(db, sql: "SELECT item_id, parent_id, name, kind, content FROM remote")
+            let synced = try Self.tree(db, sql: "SELECT item_id, parent_id, name, kind, content FROM synced")
+            let stale = synced.items.filter { remote[$0.key] != $0.value }.map(\.key.rawValue)
+            for id in stale { try db.execute(sql: "DELETE FROM synced WHERE item_id = ?", arguments: [id]) }
+            try db.execute(sql: "DELETE FROM state WHERE key = 'resync'")
+            return stale
+        }
+        changed(forgotten.map(ItemID.init))
     }
 
     /// Items as the server answered them outside the changes feed (a resolution, say); the feed brings

@@ -184,7 +184,7 @@ package final class SyncEngine: Sendable {
             }
             try await journal.applyRemote(page)
             token = page.syncToken
-            if !page.moreComing { return }
+            if !page.moreComing { return try await journal.finishResync() }
         }
     }
 

@@ -16,8 +16,15 @@ struct KeyValueStoreState: Codable, Sendable, Equatable {
     var pending: [String: PendingWrite] = [:]
     var nextGeneration: Int64 = 1
     /// While the store downloads everything again after the server answered that its history no longer
-    /// holds this device's position (restored from an older backup): the server values the device had.
-    var resyncing: [String: KeyValue]?
+    /// holds this device's position (restored from an older backup).
+    var resync: Resync?
+
+    struct Resync: Codable, Sendable, Equatable {
+        /// The server values the device had.
+        var previous: [String: KeyValue]
+        /// The keys the download named so far, deletions included.
+        var named: Set<String> = []
+    }
 
     struct PendingWrite: Codable, Sendable, Equatable {
         var value: KeyValue?
@@ -89,9 +96,10 @@ struct KeyValueStoreState: Codable, Sendable, Equatable {
     mutating func apply(_ changes: [KeyValueChange], syncToken: String) -> [String] {
         var changed = [String]()
         for change in changes {
-            let before = serverValues[change.key] ?? resyncing?[change.key]
-            if before != change.value, pending[change.key] == nil { changed.append(change.key) }
+            let before = resync.map { $0.named.contains(change.key) ? serverValues[change.key] : $0.previous[change.key] }
+            if (before ?? serverValues[change.key]) != change.value, pending[change.key] == nil { changed.append(change.key) }
             serverValues[change.key] = change.value
+            resync?.named.insert(change.key)
         }
         self.syncToken = syncToken
         return changed
@@ -99,19 +107,22 @@ struct KeyValueStoreState: Codable, Sendable, Equatable {
 
     /// Starts downloading everything again: the server's history no longer holds this device's token.
     mutating func startResync() {
-        resyncing = (resyncing ?? [:]).merging(serverValues) { _, current in current }
+        if resync == nil { resync = Resync(previous: serverValues) }
+        resync?.named = []
         serverValues = [:]
         syncToken = nil
     }
 
-    /// Ends a download from scratch. A value the device had from the server that the server no longer
-    /// holds was written after the backup the server was restored from: it is written again, so nothing
-    /// the device holds is lost (a value the server holds stays the server's). Returns those keys.
+    /// Ends a download from scratch. A value the device had from the server that the server's history
+    /// does not name at all was written after the backup the server was restored from: it is written again,
+    /// so nothing the device holds is lost (a value the server holds, or a deletion it records, stays the
+    /// server's). Returns those keys.
     mutating func finishResync() -> [String] {
-        guard let previous = resyncing else { return [] }
-        resyncing = nil
+        guard let resync else { return [] }
+        self.resync = nil
         var rewritten = [String]()
-        for (key, value) in previous.sorted(by: { $0.key < $1.key }) where serverValues[key] == nil && pending[key] == nil {
+        for (key, value) in resync.previous.sorted(by: { $0.key < $1.key })
+        where !resync.named.contains(key) && pending[key] == nil {
             pending[key] = PendingWrite(value: value, generation: nextGeneration)
             nextGeneration += 1
             rewritten.append(key)

@@ -21,6 +21,8 @@ struct GuardedHTTPChannel: ServerChildChannel {
     let base: HTTP1WebSocketUpgradeChannel
     let limits: Limits
     let connections: ConnectionsPerAddress
+    /// False behind TLS, where `NegotiatedHTTPChannel` admits the connection before its handshake.
+    var admitsConnections = true
 
     /// Counts the connection against its address's limit until it closes; false when the address is at its limit.
     func admit(_ channel: any Channel) -> Bool {
@@ -32,7 +34,7 @@ struct GuardedHTTPChannel: ServerChildChannel {
     }
 
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
-        let admitted = admit(channel)
+        let admitted = admitsConnections ? admit(channel) : true
         return base.setup(channel: channel, logger: logger).flatMapThrowing { value in
             // Around the request decoder: it hands whole heads on, and the upgrade handler behind holds a
             // head until it has decided between HTTP and WebSocket.

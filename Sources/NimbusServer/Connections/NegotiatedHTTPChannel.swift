@@ -23,16 +23,18 @@ struct NegotiatedHTTPChannel: ServerChildChannel {
     let http2: HTTP2Channel
 
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
-        channel.eventLoop.makeCompletedFuture {
+        // Counted per address before the handshake, whichever protocol follows (the guard behind does not
+        // count again); one over its address's limit is closed at once.
+        guard http1.admit(channel) else {
+            channel.close(promise: nil)
+            return channel.eventLoop.makeFailedFuture(ChannelError.inputClosed)
+        }
+        return channel.eventLoop.makeCompletedFuture {
             let operations = channel.pipeline.syncOperations
             try operations.addHandler(NIOSSLServerHandler(context: context))
             let negotiation = NIOTypedApplicationProtocolNegotiationHandler<Negotiated> { result in
                 switch result {
                 case .negotiated("h2"):
-                    // HTTP/1.1's guard admits connections per address on that path; this is HTTP/2's.
-                    guard http1.admit(channel) else {
-                        return channel.close().flatMap { channel.eventLoop.makeFailedFuture(ChannelError.inputClosed) }
-                    }
                     return http2.setup(channel: channel, logger: logger).map { .http2($0) }
                 case .negotiated("http/1.1"), .fallback:
                     return http1.setup(channel: channel, logger: logger).map { .http1_1($0) }

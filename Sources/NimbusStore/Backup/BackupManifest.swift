@@ -84,6 +84,8 @@ package struct BackupError: Error, CustomStringConvertible, Equatable {
         case unsupported = "BACKUP_UNSUPPORTED"
         /// Restoring into a data directory that holds something.
         case targetNotEmpty = "RESTORE_TARGET_NOT_EMPTY"
+        /// Backing up into the data directory itself (its blobs would be the backups').
+        case invalidDestination = "BACKUP_DESTINATION_INVALID"
     }
 
     package var code: Code

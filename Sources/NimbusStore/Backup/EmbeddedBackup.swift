@@ -27,6 +27,11 @@ package enum EmbeddedBackup {
         guard FileManager.default.fileExists(atPath: data.database.path) else {
             throw BackupError(.notFound, "\(data.url.path) holds no Nimbus database (\(data.database.lastPathComponent))")
         }
+        let (into, from) = (destination.standardizedFileURL.path, data.url.standardizedFileURL.path)
+        guard into != from, into != data.blobs.standardizedFileURL.path else {
+            // The destination's blob folder would be the live one, which rotation prunes.
+            throw BackupError(.invalidDestination, "back up to a folder other than the data directory \(from)")
+        }
         try BackupFiles.makePrivateFolder(destination.appendingPathComponent(blobFolder))
         try BackupFiles.makePrivateFolder(data.blobs)
         // One backup at a time into a destination: rotation must not delete blobs a running backup relies on.
@@ -115,16 +120,17 @@ package enum EmbeddedBackup {
         for name in try FileManager.default.contentsOfDirectory(atPath: source.path).sorted()
         where LocalBlobStore.isBlobName(name) {
             let destination = target.appendingPathComponent(name)
-            if let file = known[name], FileManager.default.fileExists(atPath: destination.path) {
+            if let file = known[name], Self.size(of: destination) == file.size {
                 blobs.append(file)
                 continue
             }
-            if FileManager.default.fileExists(atPath: destination.path) {
+            if known[name] == nil, FileManager.default.fileExists(atPath: destination.path) {
                 // Left by a backup that did not finish: whole (it was renamed into place once synced), so read it.
                 let (size, sha256) = try BackupFiles.digest(destination)
                 blobs.append(BackupManifest.File(name: name, size: size, sha256: sha256))
                 continue
             }
+            // New, or a copy whose size is not what an earlier manifest says (damaged): copied (again).
             let incoming = target.appendingPathComponent(partialPrefix + name)
             try? FileManager.default.removeItem(at: incoming)
             let (size, sha256) = try BackupFiles.copy(source.appendingPathComponent(name), to: incoming)
@@ -136,6 +142,11 @@ package enum EmbeddedBackup {
         }
         if copied { try BackupFiles.synchronizeFolder(target) }
         return blobs
+    }
+
+    private static func size(of file: URL) -> Int64? {
+        var status = stat()
+        return stat(file.path, &status) == 0 ? Int64(status.st_size) : nil
     }
 
     /// The destination's whole backups, oldest first.
@@ -155,6 +166,13 @@ package enum EmbeddedBackup {
     /// unfinished backups left.
     private static func rotate(_ destination: URL, keep: Int) throws {
         let backups = try list(destination)
+        let folders = try FileManager.default.contentsOfDirectory(atPath: destination.path).filter { $0.hasPrefix(namePrefix) }
+        guard folders.count == backups.count else {
+            // A backup whose manifest cannot be read (damaged, or written by a newer Nimbus) may need any blob.
+            throw BackupError(
+                .damaged,
+                "\(folders.count - backups.count) backups in \(destination.path) have no readable manifest; nothing was rotated")
+        }
         for old in backups.dropLast(max(keep, 1)) {
             try FileManager.default.removeItem(at: destination.appendingPathComponent(old.id))
         }

@@ -15,6 +15,9 @@ package enum EmbeddedRestore {
     {
         let folder = try backupFolder(source)
         let manifest = try BackupManifest.read(from: folder)
+        guard manifest.files.contains(where: { $0.name == target.database.lastPathComponent }) else {
+            throw BackupError(.damaged, "the manifest of \(folder.path) lists no \(target.database.lastPathComponent)")
+        }
         try requireEmpty(target.url)
         let parent = target.url.deletingLastPathComponent()
         try FileManager.default.createDirectory(at: parent, withIntermediateDirectories: true)
@@ -33,9 +36,13 @@ package enum EmbeddedRestore {
             try BackupFiles.synchronizeFolder(blobs)
             try startEpoch(EmbeddedDataDirectory(staging).database, backup: manifest.id, now: now)
             try BackupFiles.synchronizeFolder(staging)
-            if FileManager.default.fileExists(atPath: target.url.path) { try FileManager.default.removeItem(at: target.url) }
+            // rename(2) replaces only an empty folder: a target that filled up meanwhile (a server started on
+            // it, say) makes it fail, and nothing there is touched.
             guard rename(staging.path, target.url.path) == 0 else {
-                throw BackupFiles.posixError("cannot rename \(staging.path)")
+                guard errno == ENOTEMPTY || errno == EEXIST || errno == ENOTDIR else {
+                    throw BackupFiles.posixError("cannot rename \(staging.path)")
+                }
+                throw BackupError(.targetNotEmpty, "\(target.url.path) filled up during the restore; nothing there was changed")
             }
             try BackupFiles.synchronizeFolder(parent)
             return manifest
@@ -66,10 +73,14 @@ package enum EmbeddedRestore {
         return source.appendingPathComponent(newest)
     }
 
+    /// A target that does not exist is fine, an empty folder too; anything else (a file, a folder with
+    /// something in it or that cannot be read) is refused.
     private static func requireEmpty(_ target: URL) throws {
-        guard let names = try? FileManager.default.contentsOfDirectory(atPath: target.path) else { return }
-        guard names.isEmpty else {
-            throw BackupError(.targetNotEmpty, "\(target.path) is not empty; restore into a new data directory")
+        var isFolder: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: target.path, isDirectory: &isFolder) else { return }
+        guard isFolder.boolValue, let names = try? FileManager.default.contentsOfDirectory(atPath: target.path), names.isEmpty
+        else {
+            throw BackupError(.targetNotEmpty, "\(target.path) is not an empty folder; restore into a new data directory")
         }
     }
 
@@ -109,15 +120,23 @@ package enum EmbeddedRestore {
 }
 
 extension SQLiteStore {
-    /// Records a restore: zones and service sequences enter a new epoch, remembering where the backup left them.
+    /// Records a restore: zones and service sequences enter a new epoch, remembering the backup's epoch and
+    /// where the backup left them.
     func startEpoch(restoring backup: String, at date: Date) throws {
         try pool.write { db in
-            let epoch = try Self.currentEpoch(db) + 1
+            var epoch: Int64
+            repeat {
+                epoch = Int64.random(in: 1...(Int64.max >> 1))
+            } while try Int.fetchOne(db, sql: "SELECT count(*) FROM restores WHERE epoch = ?", arguments: [epoch]) != 0
             try db.execute(
                 sql: "INSERT INTO restores (epoch, backup, restored_at) VALUES (?, ?, ?)",
                 arguments: [epoch, backup, date.milliseconds])
-            try db.execute(sql: "UPDATE zones SET epoch = ?, restored_sequence = sequence", arguments: [epoch])
-            try db.execute(sql: "UPDATE service_sequences SET epoch = ?, restored_sequence = sequence", arguments: [epoch])
+            // SET reads the row as it was: the epoch the backup left becomes the previous one.
+            for table in ["zones", "service_sequences"] {
+                try db.execute(
+                    sql: "UPDATE \(table) SET previous_epoch = epoch, epoch = ?, restored_sequence = sequence", arguments: [epoch]
+                )
+            }
         }
         _ = try pool.writeWithoutTransaction { try $0.checkpoint(.truncate) }
     }

@@ -315,19 +315,23 @@ extension SQLiteStore {
             try db.execute(sql: "ALTER TABLE containers ADD COLUMN package_extensions TEXT")
         }
         migrator.registerMigration("2026-11-25-restore-epochs") { db in
-            // Each restore from a backup (`EmbeddedBackup.restore`) is a row; zones and service sequences
-            // record the epoch their history is in and where the restored backup left them
-            // (`SequenceHistory`), so tokens from the history a restore lost are told apart.
+            // Each restore from a backup (`EmbeddedRestore`) is a row, in order, with a random epoch of its
+            // own; zones and service sequences record the epoch their history is in, the one before it and
+            // where the restored backup left them (`SequenceHistory`), so tokens from a history a restore
+            // lost are told apart, even when the same backup is restored twice.
             try db.execute(
                 sql: """
                     CREATE TABLE restores (
-                        epoch INTEGER PRIMARY KEY,
+                        id INTEGER PRIMARY KEY,
+                        epoch INTEGER NOT NULL UNIQUE,
                         backup TEXT NOT NULL,
                         restored_at INTEGER NOT NULL
                     );
                     ALTER TABLE zones ADD COLUMN epoch INTEGER NOT NULL DEFAULT 0;
+                    ALTER TABLE zones ADD COLUMN previous_epoch INTEGER;
                     ALTER TABLE zones ADD COLUMN restored_sequence INTEGER;
                     ALTER TABLE service_sequences ADD COLUMN epoch INTEGER NOT NULL DEFAULT 0;
+                    ALTER TABLE service_sequences ADD COLUMN previous_epoch INTEGER;
                     ALTER TABLE service_sequences ADD COLUMN restored_sequence INTEGER;
                     """)
         }

@@ -144,12 +144,14 @@ extension SQLiteStore: ZoneStore {
     {
         try await read { db in
             let row = try Row.fetchOne(
-                db, sql: "SELECT sequence, epoch, restored_sequence FROM service_sequences WHERE account_id = ? AND service = ?",
+                db,
+                sql:
+                    "SELECT sequence, epoch, previous_epoch, restored_sequence FROM service_sequences WHERE account_id = ? AND service = ?",
                 arguments: [accountID, service.encoded])
             let current: Int64 = row?["sequence"] ?? 0
             let history =
-                try row.map { SequenceHistory(epoch: $0["epoch"], restoredSequence: $0["restored_sequence"]) }
-                ?? SequenceHistory(epoch: Self.currentEpoch(db), restoredSequence: nil)
+                try row.map(Self.history)
+                ?? SequenceHistory(epoch: Self.currentEpoch(db), previousEpoch: nil, restoredSequence: nil)
             let rows = try Row.fetchAll(
                 db,
                 sql: """
@@ -243,7 +245,7 @@ extension SQLiteStore: ZoneStore {
             try Row.fetchAll(
                 db,
                 sql: """
-                    SELECT g.*, z.account_id AS owner, z.name, z.id, z.sequence, z.live_entries, z.live_bytes, z.epoch, z.restored_sequence
+                    SELECT g.*, z.account_id AS owner, z.name, z.id, z.sequence, z.live_entries, z.live_bytes, z.epoch, z.previous_epoch, z.restored_sequence
                     FROM zone_grants g JOIN zones z ON z.id = g.zone_id WHERE g.grantee = ? AND z.service = ? ORDER BY z.account_id, z.name, g.scope
                     """, arguments: [grantee, service.encoded]
             ).map { GrantedZone(owner: $0["owner"], name: $0["name"], grant: Self.grant($0), state: Self.zoneState($0)) }
@@ -305,17 +307,21 @@ extension SQLiteStore: ZoneStore {
         ).map(zoneState)
     }
 
-    private static let zoneStateColumns = "id, sequence, live_entries, live_bytes, epoch, restored_sequence"
+    private static let zoneStateColumns = "id, sequence, live_entries, live_bytes, epoch, previous_epoch, restored_sequence"
 
     private static func zoneState(_ row: Row) -> ZoneState {
         ZoneState(
             id: row["id"], sequence: row["sequence"], liveEntries: row["live_entries"], liveBytes: row["live_bytes"],
-            history: SequenceHistory(epoch: row["epoch"], restoredSequence: row["restored_sequence"]))
+            history: history(row))
     }
 
-    /// How many restores the database went through: what zones and service sequences begun now start at.
+    static func history(_ row: Row) -> SequenceHistory {
+        SequenceHistory(epoch: row["epoch"], previousEpoch: row["previous_epoch"], restoredSequence: row["restored_sequence"])
+    }
+
+    /// The epoch of the last restore (0 before any): what zones and service sequences begun now start in.
     static func currentEpoch(_ db: Database) throws -> Int64 {
-        try Int64.fetchOne(try db.cachedStatement(sql: "SELECT coalesce(max(epoch), 0) FROM restores")) ?? 0
+        try Int64.fetchOne(try db.cachedStatement(sql: "SELECT epoch FROM restores ORDER BY id DESC LIMIT 1")) ?? 0
     }
 
     private static func createZone(_ zone: ZoneKey, _ db: Database) throws -> ZoneState {
@@ -336,7 +342,8 @@ extension SQLiteStore: ZoneStore {
         try db.cachedStatement(sql: "DELETE FROM zone_tombstones WHERE account_id = ? AND service = ? AND name = ?").execute(
             arguments: [zone.accountID, zone.address.service.encoded, zone.address.name])
         return ZoneState(
-            id: id, sequence: 0, liveEntries: 0, liveBytes: 0, history: SequenceHistory(epoch: epoch, restoredSequence: nil))
+            id: id, sequence: 0, liveEntries: 0, liveBytes: 0,
+            history: SequenceHistory(epoch: epoch, previousEpoch: nil, restoredSequence: nil))
     }
 
     /// Takes the next number of the account's per-service counter, which orders zone creations, changes

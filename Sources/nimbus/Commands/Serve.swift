@@ -95,7 +95,7 @@ struct Serve: AsyncParsableCommand {
         guard (tlsCert == nil) == (tlsKey == nil) else { throw ValidationError("--tls-cert and --tls-key go together") }
         if let backupEvery {
             guard Self.duration(backupEvery) != nil else {
-                throw ValidationError("--backup-every takes a number of seconds, minutes, hours or days, like 90s, 30m, 6h or 1d")
+                throw ValidationError("--backup-every takes a time from a minute to a year, like 90s, 30m, 6h or 1d")
             }
             guard backupTo != nil else { throw ValidationError("--backup-every needs --backup-to DIR") }
         }
@@ -109,12 +109,12 @@ struct Serve: AsyncParsableCommand {
         }
     }
 
-    /// "90s", "30m", "6h", "1d": a positive number and a unit.
+    /// "90s", "30m", "6h", "1d": a number and a unit, from a minute to a year.
     static func duration(_ text: String) -> Duration? {
         let units: [Character: Double] = ["s": 1, "m": 60, "h": 3600, "d": 86400]
-        guard let unit = text.last.flatMap({ units[$0] }), let count = Double(text.dropLast()), count > 0, count.isFinite else {
-            return nil
-        }
+        guard let unit = text.last.flatMap({ units[$0] }), let count = Double(text.dropLast()),
+            (60...(366 * 86400)).contains(count * unit)
+        else { return nil }
         return .milliseconds(Int64(count * unit * 1000))
     }
 
