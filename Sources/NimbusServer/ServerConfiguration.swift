@@ -57,8 +57,9 @@ package struct ServerConfiguration: Sendable {
     /// The certificate chain and key to serve HTTPS with; nil: plain HTTP (fine on loopback, or behind a
     /// proxy that terminates TLS).
     package var tls: ServerCertificates.Files?
-    /// How often the certificate files are looked at for a change (a renewal); SIGHUP reloads at once.
-    package var certificateCheckInterval: Duration = .seconds(10)
+    /// How often the certificate files are looked at for a change (a renewal); nil: only on SIGHUP, which
+    /// reloads at once either way.
+    package var certificateCheckInterval: Duration? = .seconds(10)
     /// Where scheduled backups (and those taken before a migration that rewrites data) go; nil: no
     /// scheduled backups, and pre-migration ones in the data directory's `backups`.
     package var backupDirectory: URL?

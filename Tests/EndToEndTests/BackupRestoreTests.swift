@@ -62,7 +62,7 @@ import Testing
         let data = EmbeddedDataDirectory(server.dataDirectory)
         let manifest = try await BlockingWork.run { try EmbeddedBackup.create(of: data, to: backups) }
         let countAfterBackup = writer.count
-        #expect(await writer.waitFor(countAfterBackup + 20), "writes go on during and after the backup")
+        #expect(await writer.waitFor(countAfterBackup + 20), "writes go on after the backup, on the same server")
         try await writer.stop()
         // A zone and a token from the history after the backup, which the restore loses.
         let lostZone = try await database.save(RecordZone(zoneName: "Lost")).zoneID
@@ -121,6 +121,42 @@ import Testing
         _ = lostZone
     }
 
+    /// Each restore starts a history of its own: restoring one backup twice, a token from the first
+    /// restore's history is expired in the second's, even once its sequence has been passed there.
+    @Test func restoringOneBackupTwiceKeepsTheirHistoriesApart() async throws {
+        let server = try await TestServer.start()
+        let app = try await server.seedApp()
+        let session = try await server.signIn(email: "ann@example.com", device: "phone")
+        let zone = try await Self.database(session, server, app).save(RecordZone(zoneName: "Notes")).zoneID
+        _ = try await Self.database(session, server, app).save(Record(recordType: "Notes", zoneID: zone))
+        let backups = TestResources.temporaryDirectory(prefix: "backups")
+        let data = EmbeddedDataDirectory(server.dataDirectory)
+        try await BlockingWork.run { try EmbeddedBackup.create(of: data, to: backups) }
+        await server.stop()
+
+        var tokens: [ServerChangeToken] = []
+        for round in 0..<2 {
+            let directory = TestResources.temporaryDirectory(prefix: "restored-\(round)")
+            try EmbeddedRestore.restore(from: backups, into: EmbeddedDataDirectory(directory))
+            let restored = try await TestServer.start(dataDirectory: directory)
+            var device = session
+            device.server = restored.url
+            let database = Self.database(device, restored, app)
+            // Writes in this history, each restore's a different number of them.
+            for _ in 0..<(round == 0 ? 5 : 12) { _ = try await database.save(Record(recordType: "Notes", zoneID: zone)) }
+            if round == 0 {
+                tokens.append(try await database.recordZoneChanges(inZoneWith: zone, since: nil).changeToken)
+            } else {
+                try await expectExpired { _ = try await database.recordZoneChanges(inZoneWith: zone, since: tokens[0]) }
+            }
+            await restored.stop()
+        }
+    }
+
+    static func database(_ session: NimbusSession, _ server: TestServer, _ app: TestServer.SeededApp) -> CloudDatabase {
+        CloudContainer(identifier: app.container, session: session, apiToken: app.apiToken).privateCloudDatabase
+    }
+
     @Test func aKeyValueStoreWritesAgainWhatTheRestoredServerLost() async throws {
         let server = try await TestServer.start()
         let app = try await server.seedApp()
@@ -140,11 +176,17 @@ import Testing
         let restoredDirectory = TestResources.temporaryDirectory(prefix: "restored")
         try EmbeddedRestore.restore(from: backups, into: EmbeddedDataDirectory(restoredDirectory))
         let restored = try await TestServer.start(dataDirectory: restoredDirectory)
+        // Another device writes in the restored history first, past the phone's position in the lost one.
+        let tablet = try restored.keyValueStore(try await restored.signIn(email: "ann@example.com", device: "tablet"), app: app)
+        for number in 0..<5 { tablet.set(Int64(number), forKey: "tablet-\(number)") }
+        #expect(await tablet.synchronize())
+        tablet.close()
         var resumed = session
         resumed.server = restored.url
         let phoneAgain = try restored.keyValueStore(resumed, app: app, localDirectory: local)
         #expect(await phoneAgain.synchronize())
         #expect(phoneAgain.string(forKey: "lost") == "after the backup")
+        #expect(phoneAgain.longLong(forKey: "tablet-4") == 4, "the phone fetched the restored history from its start")
         let laptop = try restored.keyValueStore(try await restored.signIn(email: "ann@example.com", device: "laptop"), app: app)
         #expect(await laptop.synchronize())
         #expect(laptop.string(forKey: "kept") == "in the backup")

@@ -20,6 +20,9 @@ import Testing
         let database = CloudContainer(identifier: app.container, session: session, apiToken: app.apiToken).privateCloudDatabase
         var note = Record(recordType: "Notes")
         note["title"] = "kept"
+        let photo = TestServer.temporaryDirectory()
+        try Data(repeating: 9, count: 4096).write(to: photo)
+        note["photo"] = Asset(fileURL: photo)
         note = try await database.save(note)
         let data = server.dataDirectory.path
         let destination = TestServer.temporaryDirectory().path
@@ -60,15 +63,14 @@ import Testing
         let resumed = CloudContainer(identifier: app.container, session: device, apiToken: app.apiToken).privateCloudDatabase
         #expect(try await resumed.record(for: note.recordID).recordChangeTag == note.recordChangeTag)
 
-        // Damage in the data directory makes check fail, saying what.
+        // Damage in the data directory makes check fail, saying what: an asset's bytes changed on disk.
         await restored.stop()
-        let sqlite = URL(fileURLWithPath: target).appendingPathComponent("nimbus.sqlite")
-        var bytes = try Data(contentsOf: sqlite)
-        for offset in stride(from: 4096 * 3, to: min(bytes.count, 4096 * 6), by: 7) { bytes[offset] ^= 0x5A }
-        try bytes.write(to: sqlite)
+        let blobs = URL(fileURLWithPath: target).appendingPathComponent("blobs")
+        let blob = try #require(try FileManager.default.contentsOfDirectory(atPath: blobs.path).first { $0.count == 64 })
+        try Data("not the photo".utf8).write(to: blobs.appendingPathComponent(blob))
         let failing = try await Self.nimbus(["check", "--data", target])
         #expect(failing.status == 1, "\(failing.stdout)\(failing.stderr)")
-        #expect(failing.stdout.contains("PROBLEM") || failing.stderr.contains("error"), "\(failing.stdout)\(failing.stderr)")
+        #expect(failing.stdout.contains("PROBLEM asset \(blob)"), "\(failing.stdout)")
     }
 
     @Test func badArgumentsGetClearErrors() async throws {

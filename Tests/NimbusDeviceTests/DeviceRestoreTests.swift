@@ -15,6 +15,7 @@ import Testing
         let fixture = try await DeviceSyncTests.Fixture.make()
         try fixture.a.write("Documents/Kept.txt", "in the backup")
         try fixture.a.write("Documents/Edited.txt", "first draft")
+        try fixture.a.write("Documents/Unwanted.txt", "deleted while the server is down")
         try await fixture.settle()
         let backups = TestResources.temporaryDirectory(prefix: "backups")
         try EmbeddedBackup.create(of: EmbeddedDataDirectory(fixture.server.dataDirectory), to: backups)
@@ -25,10 +26,16 @@ import Testing
         try await fixture.settle()
         #expect(fixture.a.read("Documents/Edited.txt") == "second draft")
         await fixture.server.stop()
+        // A delete on the laptop the server has not heard of when it comes back restored.
+        try FileManager.default.removeItem(at: fixture.b.folder.appendingPathComponent("Documents/Unwanted.txt"))
 
         let restoredDirectory = TestResources.temporaryDirectory(prefix: "restored")
         try EmbeddedRestore.restore(from: backups, into: EmbeddedDataDirectory(restoredDirectory))
         let restored = try await TestServer.start(dataDirectory: restoredDirectory)
+        // Another device saves in the restored history first, past the devices' positions in the lost one.
+        let other = try await DeviceSyncTests.Fixture.device("tablet", server: restored, app: fixture.app)
+        for number in 0..<6 { try other.write("Elsewhere/\(number).txt", "from the tablet") }
+        _ = try await other.engine.sync()
         let a = try Self.pointed(fixture.a, "phone", at: restored, app: fixture.app)
         let b = try Self.pointed(fixture.b, "laptop", at: restored, app: fixture.app)
         var settled = false
@@ -43,6 +50,8 @@ import Testing
         #expect(settled)
 
         for device in [a, b] {
+            #expect(device.read("Elsewhere/5.txt") == "from the tablet")
+            #expect(device.read("Documents/Unwanted.txt") == nil, "the laptop's delete reached the server, not undone")
             #expect(device.read("Documents/Kept.txt") == "in the backup")
             #expect(device.read("Documents/Lost.txt") == "written after the backup", "a file only the devices held is kept")
             #expect(device.read("Documents/Edited.txt") == "second draft")

@@ -116,6 +116,21 @@ import Testing
         #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path).isEmpty, "the directory holds blobs only")
     }
 
+    /// The other side: a backup waits while a sweep is under way.
+    @Test func aBackupWaitsForASweepUnderWay() async throws {
+        let fixture = try await Self.populated()
+        let data = EmbeddedDataDirectory(fixture.server.dataDirectory)
+        let sweep = open(LocalBlobStore.sweepLock(for: data.blobs).path, O_RDWR | O_CREAT, 0o600)
+        #expect(sweep >= 0 && flock(sweep, LOCK_EX) == 0)
+        let destination = TestServer.temporaryDirectory()
+        let backup = Task.detached { try EmbeddedBackup.create(of: data, to: destination) }
+        // A negative check, not synchronisation: 300 ms is long enough for a backup of this size to finish.
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(try EmbeddedBackup.list(destination).isEmpty, "no backup is written while the sweep holds the lock")
+        close(sweep)
+        #expect(try await backup.value.blobs.count == 2)
+    }
+
     enum Corruption: String, CaseIterable {
         case chunkBytes, assetBytes, blobDeleted, zoneCounter, zoneSequence, orphanIndexRow, recordIndexRowDeleted
         case documentIndexRowChanged

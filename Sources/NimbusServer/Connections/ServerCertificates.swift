@@ -130,10 +130,10 @@ package struct CertificateError: Error, CustomStringConvertible {
     init(_ description: String) { self.description = description }
 }
 
-/// Reloads the certificates on SIGHUP, and when their files change (looked at every `interval`).
+/// Reloads the certificates on SIGHUP, and when their files change (looked at every `interval`, if any).
 struct CertificateReloading: Service {
     let certificates: ServerCertificates
-    let interval: Duration
+    let interval: Duration?
     let logger: Logger
 
     func run() async throws {
@@ -143,9 +143,11 @@ struct CertificateReloading: Service {
                 group.addTask {
                     for await _ in signals { certificates.reload(force: true, logger: logger) }
                 }
-                group.addTask {
-                    while (try? await Task.sleep(for: interval)) != nil {
-                        certificates.reload(force: false, logger: logger)
+                if let interval {
+                    group.addTask {
+                        while (try? await Task.sleep(for: interval)) != nil {
+                            certificates.reload(force: false, logger: logger)
+                        }
                     }
                 }
                 await group.waitForAll()

@@ -73,6 +73,8 @@ struct Serve: AsyncParsableCommand {
             "The certificate's private key (PEM, unencrypted). Both files are read again on SIGHUP and when they change. [env: NIMBUS_TLS_KEY]"
     )
     var tlsKey: String? = Environment.string("NIMBUS_TLS_KEY")
+    @Option(help: "Seconds between looks at the certificate files for a renewal; 0: only on SIGHUP. [env: NIMBUS_TLS_CHECK_EVERY]")
+    var tlsCheckEvery: Double = Environment.double("NIMBUS_TLS_CHECK_EVERY") ?? 10
 
     @Option(help: "Back the data up this often while serving, like 6h, 30m or 1d (needs --backup-to). [env: NIMBUS_BACKUP_EVERY]")
     var backupEvery: String? = Environment.string("NIMBUS_BACKUP_EVERY")
@@ -93,6 +95,7 @@ struct Serve: AsyncParsableCommand {
             throw ValidationError("rates, session hours, heartbeat, timeouts and connection limits must be positive")
         }
         guard (tlsCert == nil) == (tlsKey == nil) else { throw ValidationError("--tls-cert and --tls-key go together") }
+        guard (0...86400).contains(tlsCheckEvery) else { throw ValidationError("--tls-check-every must be 0 to 86400 seconds") }
         if let backupEvery {
             guard Self.duration(backupEvery) != nil else {
                 throw ValidationError("--backup-every takes a time from a minute to a year, like 90s, 30m, 6h or 1d")
@@ -144,6 +147,7 @@ struct Serve: AsyncParsableCommand {
         if let tlsCert, let tlsKey {
             configuration.tls = ServerCertificates.Files(
                 certificateChain: URL(fileURLWithPath: tlsCert), privateKey: URL(fileURLWithPath: tlsKey))
+            configuration.certificateCheckInterval = tlsCheckEvery > 0 ? .milliseconds(Int64(tlsCheckEvery * 1000)) : nil
         }
         configuration.backupDirectory = backupTo.map { URL(fileURLWithPath: $0) }
         configuration.backupInterval = backupEvery.flatMap(Self.duration)
