@@ -73,7 +73,8 @@ struct Serve: AsyncParsableCommand {
             "The certificate's private key (PEM, unencrypted). Both files are read again on SIGHUP and when they change. [env: NIMBUS_TLS_KEY]"
     )
     var tlsKey: String? = Environment.string("NIMBUS_TLS_KEY")
-    @Option(help: "Seconds between looks at the certificate files for a renewal; 0: only on SIGHUP. [env: NIMBUS_TLS_CHECK_EVERY]")
+    @Option(
+        help: "Seconds between looks at the certificate files for a renewal; 0: only on SIGHUP. [env: NIMBUS_TLS_CHECK_EVERY]")
     var tlsCheckEvery: Double = Environment.double("NIMBUS_TLS_CHECK_EVERY") ?? 10
 
     @Option(help: "Back the data up this often while serving, like 6h, 30m or 1d (needs --backup-to). [env: NIMBUS_BACKUP_EVERY]")
