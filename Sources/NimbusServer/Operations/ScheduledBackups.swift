@@ -13,12 +13,7 @@ struct ScheduledBackups: Service {
     let logger: Logger
 
     func run() async throws {
-        while !Task.isShuttingDownGracefully {
-            do {
-                try await cancelWhenGracefulShutdown { try await Task.sleep(for: interval) }
-            } catch {
-                return
-            }
+        await periodically(every: interval) {
             let (data, destination, keep) = (data, destination, keep)
             let started = ContinuousClock.now
             do {

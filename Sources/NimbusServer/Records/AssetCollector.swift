@@ -55,12 +55,7 @@ struct AssetCollection: Service {
     let logger: Logger
 
     func run() async throws {
-        while !Task.isShuttingDownGracefully {
-            do {
-                try await cancelWhenGracefulShutdown { try await Task.sleep(for: interval) }
-            } catch {
-                return
-            }
+        await periodically(every: interval) {
             do {
                 let expired = try await DocumentExpiry(server: collector.server).expire()
                 if expired > 0 { logger.info("removed expired document versions and items", metadata: ["count": "\(expired)"]) }
