@@ -123,12 +123,33 @@ import Testing
         let sweep = open(LocalBlobStore.sweepLock(for: data.blobs).path, O_RDWR | O_CREAT, 0o600)
         #expect(sweep >= 0 && flock(sweep, LOCK_EX) == 0)
         let destination = TestServer.temporaryDirectory()
-        let backup = Task.detached { try EmbeddedBackup.create(of: data, to: destination) }
+        // Blocked on the lock, on a thread of its own: a cooperative thread blocked there could be the one
+        // this test needs to release it.
+        let backup = Task { try await BlockingWork.run { try EmbeddedBackup.create(of: data, to: destination) } }
         // A negative check, not synchronisation: 300 ms is long enough for a backup of this size to finish.
         try await Task.sleep(for: .milliseconds(300))
         #expect(try EmbeddedBackup.list(destination).isEmpty, "no backup is written while the sweep holds the lock")
         close(sweep)
         #expect(try await backup.value.blobs.count == 2)
+    }
+
+    /// A restore waits while a backup into its destination (which may rotate away the backup being restored)
+    /// holds the destination's lock.
+    @Test func aRestoreWaitsForABackupIntoItsDestination() async throws {
+        let fixture = try await Self.populated()
+        let destination = TestServer.temporaryDirectory()
+        try EmbeddedBackup.create(of: EmbeddedDataDirectory(fixture.server.dataDirectory), to: destination)
+        let backup = open(destination.appendingPathComponent(".lock").path, O_RDWR, 0o600)
+        #expect(backup >= 0 && flock(backup, LOCK_EX) == 0)
+        let target = TestServer.temporaryDirectory()
+        let restore = Task {
+            try await BlockingWork.run { try EmbeddedRestore.restore(from: destination, into: EmbeddedDataDirectory(target)) }
+        }
+        // A negative check, not synchronisation: 300 ms is long enough for a restore of this size to finish.
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(!FileManager.default.fileExists(atPath: target.path), "nothing is restored while a backup holds the lock")
+        close(backup)
+        #expect(try await restore.value.blobs.count == 2)
     }
 
     enum Corruption: String, CaseIterable {

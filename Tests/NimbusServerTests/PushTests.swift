@@ -104,7 +104,9 @@ import WSClient
     @Test func pushSocketsOutliveTheHTTPIdleTimeout() async throws {
         let server = try await TestServer.start { $0.idleTimeout = .milliseconds(200) }
         let app = try await server.seedApp()
-        let phone = try await server.signIn(email: "ann@example.com", device: "phone")
+        // Under a busy suite this test's own requests can meet the 200 ms timeout too (a connection closed as
+        // it is reused, or before its request is read); they are retried, and are idempotent.
+        let phone = try await Self.retried { try await server.signIn(email: "ann@example.com", device: "phone") }
         let device = Device(server: server, session: phone)
         #expect(await eventually { device.isConnected })
         // An HTTP connection opened after the socket, and left silent after one request, is closed by
@@ -113,10 +115,15 @@ import WSClient
         #expect(idle.closedByServer && idle.text.hasPrefix("HTTP/1.1 200"))
         // ...while the older push socket still hears its zone move.
         let zone = ZoneAddress(service: .keyValue, name: app.storeIdentifier)
-        // The set's own connection can meet the 200 ms timeout too when the suite keeps the machine busy (the
-        // server closes it before the request is read: "I/O on closed channel"); setting a key is idempotent.
-        #expect(await eventually { (try? await Self.set("a", on: server, app: app, as: phone))?.status == 200 })
+        #expect(try await Self.retried { try await Self.set("a", on: server, app: app, as: phone) }.status == 200)
         #expect(await eventually { device.received.contains { $0.type == .zoneMoved && $0.zone == zone } })
+    }
+
+    static func retried<T>(_ body: () async throws -> T) async throws -> T {
+        for _ in 0..<20 {
+            if let value = try? await body() { return value }
+        }
+        return try await body()
     }
 
     @Test func anAcknowledgementRecordsTheDevicesWatermark() async throws {

@@ -18,6 +18,7 @@ package enum EmbeddedBackup {
     static let namePrefix = "backup-"
     static let partialPrefix = ".partial-"
     static let blobFolder = "blobs"
+    static let lockName = ".lock"
 
     /// Backs up `data` into `destination`, then keeps only the newest `keep` backups there (nil: all).
     @discardableResult
@@ -35,7 +36,7 @@ package enum EmbeddedBackup {
         try BackupFiles.makePrivateFolder(destination.appendingPathComponent(blobFolder))
         try BackupFiles.makePrivateFolder(data.blobs)
         // One backup at a time into a destination: rotation must not delete blobs a running backup relies on.
-        return try BackupFiles.withLock(destination.appendingPathComponent(".lock")) {
+        return try BackupFiles.withLock(destination.appendingPathComponent(lockName)) {
             let manifest = try BackupFiles.withLock(LocalBlobStore.sweepLock(for: data.blobs), shared: true) {
                 try write(data, to: destination, now: now)
             }

@@ -14,6 +14,14 @@ package enum EmbeddedRestore {
         -> BackupManifest
     {
         let folder = try backupFolder(source)
+        // A backup into the same destination rotates while it holds the destination's lock: wait for it, so
+        // the backup being restored is not deleted midway. (No lock file: no backup ever ran there.)
+        let lock = folder.deletingLastPathComponent().appendingPathComponent(EmbeddedBackup.lockName)
+        guard FileManager.default.fileExists(atPath: lock.path) else { return try restore(folder, into: target, now: now) }
+        return try BackupFiles.withLock(lock, shared: true) { try restore(folder, into: target, now: now) }
+    }
+
+    private static func restore(_ folder: URL, into target: EmbeddedDataDirectory, now: Date) throws -> BackupManifest {
         let manifest = try BackupManifest.read(from: folder)
         guard manifest.files.contains(where: { $0.name == target.database.lastPathComponent }) else {
             throw BackupError(.damaged, "the manifest of \(folder.path) lists no \(target.database.lastPathComponent)")
