@@ -96,8 +96,12 @@ struct KeyValueStoreState: Codable, Sendable, Equatable {
     mutating func apply(_ changes: [KeyValueChange], syncToken: String) -> [String] {
         var changed = [String]()
         for change in changes {
-            let before = resync.map { $0.named.contains(change.key) ? serverValues[change.key] : $0.previous[change.key] }
-            if (before ?? serverValues[change.key]) != change.value, pending[change.key] == nil { changed.append(change.key) }
+            // During a resync the device still shows what it had until the download names the key.
+            let shown =
+                if let resync, !resync.named.contains(change.key) { resync.previous[change.key] } else {
+                    serverValues[change.key]
+                }
+            if shown != change.value, pending[change.key] == nil { changed.append(change.key) }
             serverValues[change.key] = change.value
             resync?.named.insert(change.key)
         }

@@ -26,6 +26,8 @@ package final class ServerCertificates: Sendable {
         var key: NIOSSLPrivateKey
         /// What the files looked like when read, to notice a change.
         var stamps: [FileStamp]
+        /// Counts reloads, so a handshake changes nothing while the pair is the one its context was built with.
+        var generation = 0
     }
 
     private struct FileStamp: Equatable {
@@ -96,8 +98,9 @@ package final class ServerCertificates: Sendable {
     package func tlsConfiguration() -> TLSConfiguration {
         let loaded = current.withLock { $0 }
         var configuration = Self.configuration(chain: loaded.chain, key: loaded.key)
-        configuration.sslContextCallback = { [self] _, promise in
+        configuration.sslContextCallback = { [self, built = loaded.generation] _, promise in
             let loaded = self.current.withLock { $0 }
+            guard loaded.generation != built else { return promise.succeed(.noChanges) }
             var override = NIOSSLContextConfigurationOverride()
             override.certificateChain = loaded.chain.map { .certificate($0) }
             override.privateKey = .privateKey(loaded.key)
@@ -112,8 +115,11 @@ package final class ServerCertificates: Sendable {
         let stamps = [FileStamp(files.certificateChain), FileStamp(files.privateKey)].compactMap { $0 }
         guard force || stamps != current.withLock({ $0.stamps }) else { return false }
         do {
-            let loaded = try Self.load(files)
-            current.withLock { $0 = loaded }
+            var loaded = try Self.load(files)
+            current.withLock {
+                loaded.generation = $0.generation + 1
+                $0 = loaded
+            }
             logger.notice("loaded the TLS certificate", metadata: ["certificate": .string(files.certificateChain.path)])
             return true
         } catch {

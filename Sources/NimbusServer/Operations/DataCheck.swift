@@ -9,12 +9,12 @@ package enum DataCheck {
             switch kind {
             case .records:
                 // The collector's filter: only payloads holding an asset are decoded.
-                guard payload.range(of: Data("ASSETID".utf8)) != nil else { return [] }
-                return try StoredRecord(payload: payload).fields.values.flatMap(StoredRecord.assets).compactMap { asset in
+                guard payload.range(of: StoredRecord.assetMarker) != nil else { return [] }
+                return try StoredRecord(payload: payload).assetValues.compactMap { asset in
                     asset.assetID.map { BlobReference.asset(id: $0, checksum: asset.fileChecksum) }
                 }
             case .documents:
-                guard payload.range(of: Data("\"chunks\"".utf8)) != nil else { return [] }
+                guard payload.range(of: ChunkReferences.marker) != nil else { return [] }
                 return try JSONDecoder().decode(ChunkReferences.self, from: payload).hashes.map { BlobReference.chunk(hash: $0) }
             default:
                 return []

@@ -24,11 +24,11 @@ struct AssetCollector: Sendable {
         try await server.store.deleteAssetUploads(expiredBefore: redeemable)
         var live = try await server.store.uploadedBlobIDs(expiringAfter: redeemable)
         live.formUnion(
-            try await server.store.scanLivePayloads(of: .records, containing: Data("ASSETID".utf8)) {
+            try await server.store.scanLivePayloads(of: .records, containing: StoredRecord.assetMarker) {
                 try StoredRecord(payload: $0).assetIDs
             })
         live.formUnion(
-            try await server.store.scanLivePayloads(of: .documents, containing: Data("\"chunks\"".utf8)) {
+            try await server.store.scanLivePayloads(of: .documents, containing: ChunkReferences.marker) {
                 try JSONDecoder().decode(ChunkReferences.self, from: $0).hashes
             })
         return try await server.blobs.sweep(keeping: live, writtenBefore: now.addingTimeInterval(-Self.grace))
@@ -38,6 +38,9 @@ struct AssetCollector: Sendable {
 /// The chunks a document payload names: an item's current and conflict versions, or a version kept
 /// in history.
 struct ChunkReferences: Decodable {
+    /// Bytes every payload naming a chunk contains.
+    static let marker = Data("\"chunks\"".utf8)
+
     var current: DocumentVersion?
     var conflicts: [DocumentVersion]?
     var content: DocumentContent?

@@ -108,7 +108,13 @@ struct StoredRecord: Codable, Sendable {
     }
 
     /// The ids of the asset files the record holds.
-    var assetIDs: [String] { fields.values.flatMap(Self.assets).compactMap(\.assetID) }
+    /// The asset values the record holds, in fields and lists.
+    var assetValues: [AssetValue] { fields.values.flatMap(Self.assets) }
+
+    var assetIDs: [String] { assetValues.compactMap(\.assetID) }
+
+    /// Bytes every payload holding an asset contains: scans decode only payloads that have them.
+    static let assetMarker = Data("ASSETID".utf8)
 
     /// The assets of a field value, in lists too.
     static func assets(_ value: FieldValue) -> [AssetValue] {

@@ -56,8 +56,8 @@ package enum EmbeddedBackup {
             try snapshot(data.database, into: database)
             let (size, sha256) = try BackupFiles.digest(database)
             files.append(BackupManifest.File(name: database.lastPathComponent, size: size, sha256: sha256))
-            for name in EmbeddedDataDirectory.otherFiles {
-                let source = data.url.appendingPathComponent(name)
+            for source in data.otherFiles {
+                let name = source.lastPathComponent
                 guard FileManager.default.fileExists(atPath: source.path) else { continue }
                 let (size, sha256) = try BackupFiles.copy(source, to: partial.appendingPathComponent(name))
                 files.append(BackupManifest.File(name: name, size: size, sha256: sha256))

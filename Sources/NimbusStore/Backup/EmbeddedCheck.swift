@@ -106,19 +106,24 @@ package struct EmbeddedCheck {
                     z.changed_at
                 FROM zones z
                 """)
+        // Read as optionals: a damaged file may hold NULL where the schema allows none, and the check
+        // reports damage rather than stopping at it.
         for zone in zones {
-            let name = "zone \(zone["id"] as Int64) (\(zone["service"] as String) \(zone["name"] as String))"
-            let sequence: Int64 = zone["sequence"]
+            let id: Int64? = zone["id"]
+            let name = "zone \(id ?? -1) (\(zone["service"] as String? ?? "?") \(zone["name"] as String? ?? "?"))"
+            let sequence: Int64 = zone["sequence"] ?? -1
             if let latest: Int64 = zone["latest"], latest > sequence {
                 report.problems.append("\(name): an entry has sequence \(latest), past the zone's \(sequence)")
             }
-            if zone["live"] as Int != zone["live_entries"] as Int || zone["bytes"] as Int64 != zone["live_bytes"] as Int64 {
+            let (counted, countedBytes): (Int64?, Int64?) = (zone["live_entries"], zone["live_bytes"])
+            let (held, heldBytes): (Int64, Int64) = (zone["live"] ?? 0, zone["bytes"] ?? 0)
+            if counted != held || countedBytes != heldBytes {
                 report.problems.append(
-                    "\(name): counts \(zone["live_entries"] as Int) entries of \(zone["live_bytes"] as Int64) bytes, holds \(zone["live"] as Int) of \(zone["bytes"] as Int64)"
-                )
+                    "\(name): counts \(counted ?? -1) entries of \(countedBytes ?? -1) bytes, holds \(held) of \(heldBytes)")
             }
-            if (zone["service_sequence"] as Int64? ?? 0) < zone["changed_at"] as Int64 {
-                report.problems.append("\(name): changed at \(zone["changed_at"] as Int64), past its service's sequence")
+            let changedAt: Int64 = zone["changed_at"] ?? 0
+            if (zone["service_sequence"] as Int64? ?? 0) < changedAt {
+                report.problems.append("\(name): changed at \(changedAt), past its service's sequence")
             }
         }
         let ahead = try Row.fetchAll(
@@ -129,7 +134,7 @@ package struct EmbeddedCheck {
                 """)
         for row in ahead {
             report.problems.append(
-                "device \(row["device_id"] as String) acknowledged change \(row["sequence"] as Int64) of zone \(row["zone_id"] as Int64), which is at \(row["current"] as Int64)"
+                "device \(row["device_id"] as String? ?? "?") acknowledged change \(row["sequence"] as Int64? ?? -1) of zone \(row["zone_id"] as Int64? ?? -1), which is at \(row["current"] as Int64? ?? -1)"
             )
         }
         report.checked.append("zones: \(zones.count), their sequences and counters")
@@ -155,7 +160,7 @@ package struct EmbeddedCheck {
                     WHERE z.kind = ? AND e.payload IS NOT NULL
                     """, arguments: [kind.rawValue])
             while let entry = try cursor.next() {
-                let (zone, key, sequence): (Int64, String, Int64) = (entry["zone_id"], entry["key"], entry["sequence"])
+                let (zone, key, sequence): (Int64, String, Int64?) = (entry["zone_id"], entry["key"], entry["sequence"])
                 let expected: ExpectedIndexRows?
                 do {
                     expected = try expectedIndex(kind, key, entry["payload"])

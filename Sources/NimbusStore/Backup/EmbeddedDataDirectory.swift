@@ -13,6 +13,6 @@ package struct EmbeddedDataDirectory: Sendable {
     /// Where backups taken before a migration go when no other place is configured.
     package var migrationBackups: URL { url.appendingPathComponent("backups") }
 
-    /// Files other than the database a backup carries, by name.
-    static let otherFiles = ["url-signing.key"]
+    /// Files other than the database and blobs a backup carries.
+    var otherFiles: [URL] { [urlSigningKey] }
 }
