@@ -38,8 +38,12 @@ package final class DeviceDaemon: Sendable {
     /// core, each keeping what it freed). Call once, early, in a process that is mostly a daemon.
     package static func tuneMemory() { nimbus_set_malloc_arena_max(2) }
 
-    /// Syncs until cancelled.
+    /// Syncs until cancelled, on the device's threads.
     package func run() async throws {
+        try await DeviceExecutor.run { try await runHere() }
+    }
+
+    private func runHere() async throws {
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         let wake = wake
         let watcher = try FolderWatcher { wake.yield() }

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import NimbusCore
+import Synchronization
 
 /// What a device remembers of one container between runs: the synced tree, the remote tree as the
 /// server last described it (with each file's version, for downloads), each local file's identity
@@ -9,7 +10,7 @@ import NimbusCore
 /// resumes without losing a local edit or sending again what the server has.
 package final class DeviceJournal: Sendable {
     private let database: DatabaseQueue
-    private let observers = Locked<[@Sendable (Set<ItemID>) -> Void]>([])
+    private let observers = Mutex<[@Sendable (Set<ItemID>) -> Void]>([])
 
     package init(path: String) throws {
         var configuration = Configuration()
@@ -387,14 +388,4 @@ package struct LocalFacts: Sendable, Hashable {
     /// Nanoseconds since 1970.
     var modified: Int64
     var content: String?
-}
-
-/// A value shared between threads behind a lock.
-final class Locked<Value>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value: Value
-    init(_ value: Value) { self.value = value }
-    func withLock<T>(_ body: (inout Value) throws -> T) rethrows -> T {
-        try lock.withLock { try body(&value) }
-    }
 }

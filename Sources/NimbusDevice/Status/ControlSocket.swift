@@ -8,8 +8,8 @@ import NimbusKit
 
 /// The daemon's Unix domain socket (`ROOT/.nimbus/control.sock`, in an owner-only folder), through which
 /// the CLI and apps ask what the daemon is doing. A request and its answer are one JSON object on one line
-/// each; each connection is answered on a thread of its own and may take at most `timeout` to send its
-/// request.
+/// each; each connection is read on a thread of its own, may take at most `timeout` to send its request, and
+/// is answered on the device's threads (`DeviceExecutor`).
 package final class ControlSocket: Sendable {
     private let path: String
     private let listener: Int32
@@ -88,64 +88,50 @@ package final class ControlSocket: Sendable {
         }
     }
 
+    /// On the connection's own thread: reads the request, has the device's threads answer it (and, for a
+    /// watch, send the updates after it), and for a watch waits for the client to hang up.
     private static func answer(_ connection: Int32, handler: @escaping Handler) {
         var timeout = Self.timeout
         setsockopt(connection, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         setsockopt(connection, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        var response: ControlResponse
-        var updates: AsyncStream<ControlResponse>?
-        if let line = LineReader(connection, limit: maxRequestBytes).next() {
-            if let request = try? JSONDecoder().decode(ControlRequest.self, from: line) {
-                // This thread is not one of Swift's cooperative threads, so it may wait for the answer.
-                let answered = Answer()
-                let done = DispatchSemaphore(value: 0)
-                Task {
-                    answered.set(await handler(request))
-                    done.signal()
-                }
-                done.wait()
-                (response, updates) = answered.get() ?? (ControlResponse(error: "no answer"), nil)
-            } else {
-                response = ControlResponse(error: "not a request: send {\"command\":\"status\",\"path\":…} on one line")
-            }
-        } else {
-            response = ControlResponse(error: "the request did not arrive whole within its time or size limit")
-        }
-        guard send(response, on: connection), let updates else {
+        guard let line = LineReader(connection, limit: maxRequestBytes).next() else {
+            _ = send(ControlResponse(error: "the request did not arrive whole within its time or size limit"), on: connection)
             close(connection)
             return
         }
-        // A watch: updates go out as they come, until the client hangs up (this thread sees the end) or
-        // stops reading (a send times out).
-        let forwarding = Task {
-            for await update in updates where !send(update, on: connection) {
+        guard let request = try? JSONDecoder().decode(ControlRequest.self, from: line) else {
+            _ = send(
+                ControlResponse(error: "not a request: send {\"command\":\"status\",\"path\":…} on one line"), on: connection)
+            close(connection)
+            return
+        }
+        let answered = DispatchSemaphore(value: 0)
+        let exchange = Task(executorPreference: DeviceExecutor.shared) {
+            defer {
+                // Ends a watch's wait below too (what was sent still reaches the client).
                 shutdown(connection, Int32(SHUT_RDWR))
-                return
+                answered.signal()
             }
+            let (response, updates) = await handler(request)
+            guard send(response, on: connection), let updates else { return }
+            // A watch: updates go out as they come, until the client hangs up (this task is then cancelled),
+            // stops reading (a send times out) or the updates end.
+            for await update in updates where !send(update, on: connection) { break }
         }
-        var forever = timeval(tv_sec: 0, tv_usec: 0)
-        setsockopt(connection, SOL_SOCKET, SO_RCVTIMEO, &forever, socklen_t(MemoryLayout<timeval>.size))
-        var byte: UInt8 = 0
-        while recv(connection, &byte, 1, 0) > 0 {}
-        forwarding.cancel()
-        let ended = DispatchSemaphore(value: 0)
-        Task {
-            await forwarding.value
-            ended.signal()
+        if request.command == .watch {
+            var forever = timeval(tv_sec: 0, tv_usec: 0)
+            setsockopt(connection, SOL_SOCKET, SO_RCVTIMEO, &forever, socklen_t(MemoryLayout<timeval>.size))
+            var byte: UInt8 = 0
+            while recv(connection, &byte, 1, 0) > 0 {}
+            exchange.cancel()
         }
-        ended.wait()
+        // This thread is not one of Swift's cooperative threads, so it may wait; the descriptor is closed once
+        // nothing uses it any more.
+        answered.wait()
         close(connection)
     }
 
     private static func send(_ response: ControlResponse, on connection: Int32) -> Bool {
         UnixSocket.send((try? response.encoded()) ?? Data("{}\n".utf8), on: connection)
     }
-}
-
-/// The handler's answer, handed from its task to the socket's thread.
-private final class Answer: @unchecked Sendable {
-    private let lock = NSLock()
-    private var answer: (ControlResponse, AsyncStream<ControlResponse>?)?
-    func set(_ answer: (ControlResponse, AsyncStream<ControlResponse>?)) { lock.withLock { self.answer = answer } }
-    func get() -> (ControlResponse, AsyncStream<ControlResponse>?)? { lock.withLock { answer } }
 }

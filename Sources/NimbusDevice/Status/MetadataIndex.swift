@@ -32,7 +32,7 @@ package actor MetadataIndex {
         let (stream, notices) = AsyncStream.makeStream(of: Set<ItemID>.self)
         self.notices = notices
         journal.observe { notices.yield($0) }
-        Task { [weak self] in
+        Task(executorPreference: DeviceExecutor.shared) { [weak self] in
             await activity.observe { notices.yield($0) }
             for await ids in stream {
                 guard let self else { return }
@@ -57,7 +57,7 @@ package actor MetadataIndex {
         let id = UUID()
         // Registered in the same turn as the snapshot is taken: every change after it is noted for this watch.
         watchers[id] = Watcher(spec: spec, matched: [], output: output, changedWhileGathering: [])
-        output.onTermination = { [weak self] _ in Task { await self?.unwatch(id) } }
+        output.onTermination = { [weak self] _ in Task(executorPreference: DeviceExecutor.shared) { await self?.unwatch(id) } }
         let (items, work) = await evaluate(MetadataQuerySpec(scopes: spec.scopes, predicate: spec.predicate), facts)
         guard var watcher = watchers[id] else { return ([], updates) }
         watcher.matched = Set(items.map { ItemID($0.id) })
@@ -108,10 +108,12 @@ package actor MetadataIndex {
     private func load() async throws {
         if loading == nil {
             loading = Task {
-                let all = try await journal.metadata(of: nil)
-                (facts.remote, facts.local) = all
-                children = [:]
-                for (id, item) in facts.remote { if let parent = item.parent { children[parent, default: []].insert(id) } }
+                try await DeviceExecutor.run {
+                    let all = try await journal.metadata(of: nil)
+                    (facts.remote, facts.local) = all
+                    children = [:]
+                    for (id, item) in facts.remote { if let parent = item.parent { children[parent, default: []].insert(id) } }
+                }
             }
         }
         do {

@@ -71,17 +71,19 @@ package final class SyncEngine: Sendable {
         }
     }
 
-    /// Runs `body` when no round, eviction or requested download runs.
+    /// Runs `body` when no round, eviction or requested download runs, on the device's threads: it blocks them.
     func exclusively<T: Sendable>(_ body: () async throws -> T) async throws -> T {
-        await turns.lock()
-        let result: Result<T, any Error>
-        do {
-            result = .success(try await body())
-        } catch {
-            result = .failure(error)
+        try await DeviceExecutor.run {
+            await turns.lock()
+            let result: Result<T, any Error>
+            do {
+                result = .success(try await body())
+            } catch {
+                result = .failure(error)
+            }
+            await turns.unlock()
+            return try result.get()
         }
-        await turns.unlock()
-        return try result.get()
     }
 
     private func round() async throws -> Bool {

@@ -1,5 +1,6 @@
 import Foundation
 import NimbusCore
+import Synchronization
 
 // The daemon's control socket speaks these: one JSON request a line, one answer a line (a `watch` keeps
 // answering, one update a line, until the app hangs up). The CLI, the daemon and apps share them.
@@ -165,20 +166,23 @@ package struct ControlResponse: Codable, Sendable {
         return response
     }
 
-    /// `body` over the two halves of `0..<count` at once (the second on a thread of its own), in order. Not
-    /// `DispatchQueue.concurrentPerform`: called from Dispatch's and Swift's pooled threads, it corrupted the
-    /// heap now and then (the suite crashed in malloc about one run in two).
+    /// `body` over the two halves of `0..<count` at once (the second on a thread of its own), in order. It
+    /// waits for that thread, so it runs only off Swift's cooperative threads: on the control socket's and
+    /// `DaemonConnection`'s threads, and the device's (`DeviceExecutor`). Not `DispatchQueue.concurrentPerform`:
+    /// called from Dispatch's and Swift's pooled threads, it corrupted the heap now and then (the suite crashed
+    /// in malloc about one run in two).
     static func halves<T: Sendable>(_ count: Int, _ body: @escaping @Sendable (Range<Int>) -> T) -> [T] {
         guard count >= 1000 else { return [body(0..<count)] }
-        let second = Parts<T>()
+        let second = SecondHalf<T>()
         let done = DispatchSemaphore(value: 0)
         Thread.detachNewThread {
-            second.set(body(count / 2..<count))
+            let part = body(count / 2..<count)
+            second.result.withLock { $0 = part }
             done.signal()
         }
         let first = body(0..<count / 2)
         done.wait()
-        return [first] + (second.get().map { [$0] } ?? [])
+        return [first] + (second.result.withLock { $0 }.map { [$0] } ?? [])
     }
 
     /// The answer, or the error it carries.
@@ -247,9 +251,6 @@ package struct VersionInfo: Codable, Sendable, Hashable {
 }
 
 /// The second half's result, handed from its thread.
-private final class Parts<T>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var part: T?
-    func set(_ part: T) { lock.withLock { self.part = part } }
-    func get() -> T? { lock.withLock { part } }
+private final class SecondHalf<T: Sendable>: Sendable {
+    let result = Mutex<T?>(nil)
 }
