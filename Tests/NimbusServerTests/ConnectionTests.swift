@@ -63,6 +63,35 @@ import Testing
         #expect(whole.text.hasPrefix("HTTP/1.1 200"), "\(whole.text.prefix(200))")
     }
 
+    /// RFC 9112 §9.3: an HTTP/1.0 connection persists only when the request asks for it, and the answer says
+    /// it does; otherwise the server closes it after the answer (ApacheBench waits for that close).
+    @Test func http10ConnectionsPersistOnlyWhenAskedTo() async throws {
+        let server = try await TestServer.start()
+        let plain = try await server.rawExchange(Data("GET /health HTTP/1.0\r\n\r\n".utf8))
+        #expect(plain.closedByServer, "an HTTP/1.0 request without keep-alive left its connection open")
+        #expect(plain.text.hasPrefix("HTTP/1.1 200") && plain.text.lowercased().contains("connection: close"), "\(plain.text)")
+
+        let persistent = try await server.rawExchange(
+            Data("GET /health HTTP/1.0\r\nConnection: keep-alive\r\n\r\nGET /health HTTP/1.0\r\n\r\n".utf8))
+        let answers = persistent.text.components(separatedBy: "HTTP/1.1 200").dropFirst().map { $0.lowercased() }
+        #expect(answers.count == 2, "the kept-alive connection did not answer its second request: \(persistent.text)")
+        #expect(answers.first?.contains("connection: keep-alive") == true, "\(persistent.text)")
+        #expect(answers.last?.contains("connection: close") == true, "\(persistent.text)")
+        #expect(persistent.closedByServer)
+    }
+
+    /// HTTP/1.1 connections persist unless the request says `Connection: close`.
+    @Test func http11ConnectionsPersistUntilTheClientAsksToClose() async throws {
+        let server = try await TestServer.start()
+        let exchange = try await server.rawExchange(
+            Data(
+                "GET /health HTTP/1.1\r\nHost: x\r\n\r\nGET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".utf8))
+        let answers = exchange.text.components(separatedBy: "HTTP/1.1 200").dropFirst().map { $0.lowercased() }
+        #expect(answers.count == 2, "\(exchange.text)")
+        #expect(answers.first?.contains("connection: close") == false, "\(exchange.text)")
+        #expect(exchange.closedByServer)
+    }
+
     @Test func gracefulShutdownEndsConnectionsThatNeverSentARequestHead() async throws {
         // The idle timeout (75 s by default) is far longer than the shutdown may take.
         let server = try await TestServer.start()

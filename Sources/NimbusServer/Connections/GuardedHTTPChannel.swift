@@ -7,8 +7,9 @@ import NIOHTTP1
 /// HTTP/1 with the push socket's WebSocket upgrade, guarded against clients that hold connections
 /// without sending requests: a client address has at most `limits.maxConnectionsPerAddress` connections
 /// open (more are closed at once), a new connection must send its first request's head within
-/// `limits.headTimeout`, later heads must arrive within it of their first byte, and requests the decoder
-/// cannot read are answered at once (`RequestHeadGuard`).
+/// `limits.headTimeout`, later heads must arrive within it of their first byte, requests the decoder
+/// cannot read are answered at once (`RequestHeadGuard`), and a connection persists after a response only
+/// when its request asked it to (`PersistentConnectionHandler`).
 struct GuardedHTTPChannel: ServerChildChannel {
     typealias Value = HTTP1WebSocketUpgradeChannel.Value
 
@@ -44,6 +45,7 @@ struct GuardedHTTPChannel: ServerChildChannel {
             try operations.addHandler(RequestLineGuard(state: state), position: .before(decoder))
             try operations.addHandler(MalformedRequestResponder(state: state), position: .after(decoder))
             try operations.addHandler(FirstRequestDeadlineHandler(deadline: limits.headTimeout), position: .after(decoder))
+            try operations.addHandler(PersistentConnectionHandler(), position: .after(decoder))
             if !admitted { try operations.addHandler(RefusedConnectionHandler(), position: .first) }
             return value
         }
