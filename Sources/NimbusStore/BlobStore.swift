@@ -28,8 +28,8 @@ package protocol BlobStore: Sendable {
     /// Stores many chunks at once, durable together (one sync for all where the system allows). Throws
     /// `BlobMismatch` for the first whose bytes do not hash to its name, before anything is stored.
     func storeChunks(_ chunks: [ChunkBundle.Chunk]) async throws
-    /// The file holding a finished blob, or nil.
-    func file(_ id: String) -> URL?
+    /// The files holding those of `ids` that are finished blobs (the others have none).
+    func files(_ ids: [String]) async throws -> [String: URL]
     /// Marks blobs as in use now, so that a sweep keeps them for its grace period whatever its scan saw
     /// (a chunk a client was told is stored, about to be named in a version); returns those that are
     /// stored (the others may have been swept just before).
@@ -37,6 +37,11 @@ package protocol BlobStore: Sendable {
     /// Deletes every blob not in `live` and every unfinished one, if last written before `cutoff`;
     /// returns how many it deleted.
     func sweep(keeping live: Set<String>, writtenBefore cutoff: Date) async throws -> Int
+}
+
+extension BlobStore {
+    /// The file holding a finished blob, or nil.
+    package func file(_ id: String) async throws -> URL? { try await files([id])[id] }
 }
 
 /// One blob being written; its caller awaits each call before making the next.
@@ -107,11 +112,17 @@ package final class LocalBlobStore: BlobStore {
         }
     }
 
-    package func file(_ id: String) -> URL? {
-        // Ids are 64 hexadecimal characters; anything else (a path, say) names no blob.
-        guard Secrets.isAPITokenShaped(id) else { return nil }
-        let url = directory.appendingPathComponent(id.lowercased())
-        return FileManager.default.fileExists(atPath: url.path) ? url : nil
+    package func files(_ ids: [String]) async throws -> [String: URL] {
+        let directory = directory
+        return try await BlockingWork.run {
+            var files: [String: URL] = [:]
+            // Ids are 64 hexadecimal characters; anything else (a path, say) names no blob.
+            for id in ids where Secrets.isAPITokenShaped(id) {
+                let url = directory.appendingPathComponent(id.lowercased())
+                if FileManager.default.fileExists(atPath: url.path) { files[id] = url }
+            }
+            return files
+        }
     }
 
     package func retain(_ ids: [String]) async throws -> Set<String> {

@@ -105,12 +105,12 @@ struct ChunkTransfers: Sendable {
         if let absent = request.hashes.first(where: { !held.contains($0) }) {
             throw NimbusError.notFound("no chunk \(absent) among this user's documents")
         }
-        let files = request.hashes.map { server.blobs.file($0) }
+        let files = try await server.blobs.files(request.hashes)
         let body = try await BlockingWork.run {
             var chunks: [ChunkBundle.Chunk] = []
             var total = 0
-            for (hash, file) in zip(request.hashes, files) {
-                guard let file, let bytes = try? Data(contentsOf: file) else {
+            for hash in request.hashes {
+                guard let file = files[hash], let bytes = try? Data(contentsOf: file) else {
                     throw NimbusError.notFound("no chunk \(hash) among this user's documents")
                 }
                 total += bytes.count
@@ -130,7 +130,9 @@ struct ChunkTransfers: Sendable {
 
     /// The chunk's bytes, or the part a `Range: bytes=…` header asks for.
     func download(_ zone: ZoneKey, hash: String, range: String?, context: some RequestContext) async throws -> Response {
-        guard DocumentNames.isHash(hash), try await heldChunks(zone, [hash]) == [hash], let file = server.blobs.file(hash) else {
+        guard DocumentNames.isHash(hash), try await heldChunks(zone, [hash]) == [hash],
+            let file = try await server.blobs.file(hash)
+        else {
             throw NimbusError.notFound("no chunk \(hash.prefix(80)) among this user's documents")
         }
         let size = try await BlockingWork.run {
@@ -152,7 +154,8 @@ struct ChunkTransfers: Sendable {
     private func heldChunks(_ zone: ZoneKey, _ hashes: [String]) async throws -> [String] {
         let entries = try await server.store.entries(zone, keys: hashes.map(DocumentKeys.chunk))
         let held = Set(entries.filter { $0.payload != nil }.map { String($0.key.dropFirst(2)) })
-        return hashes.filter { held.contains($0) && server.blobs.file($0) != nil }
+        let stored = try await server.blobs.files(hashes.filter { held.contains($0) })
+        return hashes.filter { stored[$0] != nil }
     }
 }
 

@@ -223,7 +223,7 @@ struct AssetTransfers: Sendable {
         guard expires > server.configuration.now().milliseconds else {
             throw NimbusError.accessDenied("this download URL expired; fetch the record again for a new one")
         }
-        guard let file = server.blobs.file(assetID) else { throw NimbusError.notFound("the asset's file is gone") }
+        guard let file = try await server.blobs.file(assetID) else { throw NimbusError.notFound("the asset's file is gone") }
         let body = try await FileIO().loadFile(path: file.path, context: context)
         return Response(
             status: .ok, headers: [.contentType: "application/octet-stream", .cacheControl: "private, max-age=3600"], body: body)
