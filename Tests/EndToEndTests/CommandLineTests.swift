@@ -65,6 +65,7 @@ import Testing
 
             let set = try await Self.run(["kv", "set", "--config", phone, "bookmark", "chapter 3"], server: server)
             #expect(set.status == 0, "\(set.stderr)")
+            #expect(set.stdout == "bookmark = chapter 3  (STRING)\n")
             #expect(
                 try await Self.run(["kv", "set", "--config", phone, "count", "42", "--type", "int"], server: server).status == 0)
             #expect(await eventually { watched.value.contains(#""bookmark":{"type":"STRING","value":"chapter 3"}"#) })
@@ -72,11 +73,18 @@ import Testing
 
             let get = try await Self.run(["kv", "get", "--config", laptop, "count", "--json"], server: server)
             #expect(get.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == #"{"type":"INT64","value":42}"#)
-            #expect(try await Self.run(["kv", "rm", "--config", laptop, "count"], server: server).status == 0)
+            let remove = try await Self.run(["kv", "rm", "--config", laptop, "count"], server: server)
+            #expect(remove.status == 0, "\(remove.stderr)")
+            #expect(remove.stdout == "removed count\n")
             let missing = try await Self.run(["kv", "get", "--config", phone, "count"], server: server)
             #expect(missing.status == 1)
+            let prefs = try await Self.run(
+                ["kv", "set", "--config", phone, "prefs", #"{"dark": true, "tags": ["a", 2]}"#, "--type", "json"], server: server)
+            #expect(prefs.stdout == #"prefs = {"dark": true, "tags": ["a", 2]}"# + "\n", "\(prefs.stderr)")
             let list = try await Self.run(["kv", "list", "--config", phone], server: server)
-            #expect(list.stdout == "bookmark = chapter 3  (STRING)\n")
+            #expect(list.stdout == "bookmark = chapter 3  (STRING)\n" + #"prefs = {"dark": true, "tags": ["a", 2]}"# + "\n")
+            let listed = try await Self.run(["kv", "list", "--config", phone, "--json"], server: server)
+            #expect(listed.stdout.contains(#""prefs":{"type":"DICTIONARY""#))
         }
     }
 

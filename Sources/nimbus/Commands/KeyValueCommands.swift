@@ -71,6 +71,7 @@ struct KVSet: AsyncParsableCommand {
     func run() async throws {
         let parsed = try type.parse(value)
         try await options.write(key: key) { $0.set(parsed, forKey: key) }
+        print(options.client.json ? ValueText.json([key: parsed]) : ValueText.line(key: key, value: parsed))
     }
 }
 
@@ -98,7 +99,7 @@ struct KVList: AsyncParsableCommand {
         if options.client.json {
             print(ValueText.json(values))
         } else {
-            for key in values.keys.sorted() { print("\(key) = \(ValueText.readable(values[key]!))  (\(values[key]!.typeName))") }
+            for key in values.keys.sorted() { print(ValueText.line(key: key, value: values[key]!)) }
         }
     }
 }
@@ -110,6 +111,7 @@ struct KVRemove: AsyncParsableCommand {
 
     func run() async throws {
         try await options.write(key: key) { $0.removeObject(forKey: key) }
+        print(options.client.json ? ValueText.json(["removed": key]) : "removed \(key)")
     }
 }
 

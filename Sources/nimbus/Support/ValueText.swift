@@ -66,6 +66,8 @@ private struct UntypedJSON: Decodable {
 
 /// How `nimbus kv` prints values for people.
 enum ValueText {
+    /// Scalars as they are; arrays and dictionaries as plain JSON (`{"dark": true}`), with dates as ISO 8601
+    /// and data as base64 strings inside them.
     static func readable(_ value: KeyValue) -> String {
         switch value {
         case .string(let string): string
@@ -74,8 +76,32 @@ enum ValueText {
         case .bool(let bool): String(bool)
         case .date(let date): ISO8601DateFormatter().string(from: date)
         case .data(let data): data.base64EncodedString()
-        case .array, .dictionary: json(value)
+        case .array(let values): "[" + values.map(inside).joined(separator: ", ") + "]"
+        case .dictionary(let values):
+            "{" + values.keys.sorted().map { "\(quoted($0)): \(inside(values[$0]!))" }.joined(separator: ", ") + "}"
         }
+    }
+
+    /// `key = value`, with the type where the text alone does not tell it (a string "42" from an INT64).
+    static func line(key: String, value: KeyValue) -> String {
+        switch value {
+        case .array, .dictionary: "\(key) = \(readable(value))"
+        default: "\(key) = \(readable(value))  (\(value.typeName))"
+        }
+    }
+
+    /// A value inside an array or dictionary, where text is quoted.
+    private static func inside(_ value: KeyValue) -> String {
+        switch value {
+        case .string, .date, .data: quoted(readable(value))
+        case .int64, .double, .bool, .array, .dictionary: readable(value)
+        }
+    }
+
+    private static func quoted(_ string: String) -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.withoutEscapingSlashes]
+        return String(decoding: (try? encoder.encode(string)) ?? Data("\"\"".utf8), as: UTF8.self)
     }
 
     /// The wire form, `{"type": ..., "value": ...}`: lossless, for scripts.
