@@ -34,7 +34,8 @@ public final class TestResources: Sendable {
     /// A new, unique path in the temporary directory (not created), deleted when the running test ends.
     public static func temporaryDirectory(prefix: String = "nimbus-test") -> URL {
         let url = FileManager.default.temporaryDirectory.appendingPathComponent("\(prefix)-\(UUID().uuidString)")
-        current?.onCleanup { try? FileManager.default.removeItem(at: url) }
+        // A test's folder may hold tens of thousands of files: deleting them blocks a thread for seconds.
+        current?.onCleanup { _ = try? await onOwnThread { try? FileManager.default.removeItem(at: url) } }
         return url
     }
 }
@@ -49,6 +50,10 @@ public final class TestResources: Sendable {
             for test: Test, testCase: Test.Case?, performing function: @Sendable () async throws -> Void
         ) async throws {
             guard !test.isSuite else { return try await function() }
+            // A test case waits for its turn; the test itself (testCase nil) does not, or its cases would wait
+            // behind it.
+            if testCase != nil { await TestAdmission.shared.enter() }
+            defer { if testCase != nil { TestAdmission.shared.leave() } }
             let resources = TestResources()
             do {
                 try await TestResources.$current.withValue(resources) { try await function() }

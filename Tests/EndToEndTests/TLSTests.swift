@@ -6,6 +6,7 @@ import NIOSSL
 import NimbusCore
 import NimbusKit
 import NimbusServer
+import NimbusStore
 import NimbusTesting
 import NimbusTestingCore
 import Synchronization
@@ -248,7 +249,10 @@ import Testing
             configuration.dataDirectory = TestServer.temporaryDirectory()
             configuration.host = host
             configuration.tls = tls ? certificates.files : nil
-            _ = try NimbusServer(configuration: configuration, logger: log.logger)
+            configuration.bcryptCost = 4
+            let logger = log.logger
+            // Opening a server blocks its thread (the store, the decoy hash): not a cooperative one.
+            _ = try await BlockingWork.run { [configuration] in try NimbusServer(configuration: configuration, logger: logger) }
             let warnings = log.messages.filter { $0.contains("serving plain HTTP") }
             #expect(warnings.count == (warned ? 1 : 0), "\(host) tls=\(tls): \(log.messages)")
             if warned { #expect(warnings[0].contains("passwords, session tokens")) }

@@ -31,9 +31,11 @@ import Testing
         }
     }
 
-    @Test func editedSchemasAreReadOrRefusedAtAPlaceInTheText() {
+    @Test func editedSchemasAreReadOrRefusedAtAPlaceInTheText() async {
         var mutator = TextMutator(random: SeededGenerator(seed: 2026_11_22))
         for round in 0..<3000 {
+            // Long CPU work yields between rounds: the cooperative threads are every other test's too.
+            await Task.yield()
             let text = mutator.mutate(SchemaTests.shoppingList)
             do {
                 let schema = try Schema(parsing: text)
@@ -47,7 +49,7 @@ import Testing
         }
     }
 
-    @Test func editedPredicatesAreReadOrRefusedAtAPlaceInTheText() {
+    @Test func editedPredicatesAreReadOrRefusedAtAPlaceInTheText() async {
         let here = FieldValue.location(Location(latitude: 52.37, longitude: 4.89))
         let predicates: [(format: String, arguments: [FieldValue])] = [
             ("list == %@ AND name BEGINSWITH 'a'", [.reference(RecordReference(recordName: "groceries"))]),
@@ -59,6 +61,8 @@ import Testing
         ]
         var mutator = TextMutator(random: SeededGenerator(seed: 2026_11_23))
         for round in 0..<3000 {
+            // Long CPU work yields between rounds: the cooperative threads are every other test's too.
+            await Task.yield()
             let predicate = predicates[round % predicates.count]
             let format = mutator.mutate(predicate.format)
             do {

@@ -204,10 +204,12 @@ import Testing
     }
 
     @Test(arguments: [2026_11_23 as UInt64, 7, 99])
-    func recordsReadTheSameThroughBothPaths(seed: UInt64) throws {
+    func recordsReadTheSameThroughBothPaths(seed: UInt64) async throws {
         var random = SeededGenerator(seed: seed)
         var (handled, accepted) = (0, 0)
         for round in 0..<1500 {
+            // Long CPU work yields between rounds: the cooperative threads are every other test's too.
+            await Task.yield()
             let request = RecordsModifyRequest(
                 operations: (0..<Int.random(in: 1...3, using: &random)).map { _ in
                     RecordOperation(.forceUpdate, Self.record(&random))
@@ -235,10 +237,12 @@ import Testing
     }
 
     @Test(arguments: [2026_11_23 as UInt64, 11])
-    func keyValueBatchesReadTheSameThroughBothPaths(seed: UInt64) throws {
+    func keyValueBatchesReadTheSameThroughBothPaths(seed: UInt64) async throws {
         var random = SeededGenerator(seed: seed)
         var (handled, accepted) = (0, 0)
         for round in 0..<1500 {
+            // Long CPU work yields between rounds: the cooperative threads are every other test's too.
+            await Task.yield()
             let operations = (0..<Int.random(in: 1...4, using: &random)).map { index in
                 Bool.random(using: &random) ? KeyValueOperation.set("k\(index)", Self.keyValue(&random)) : .remove("k\(index)")
             }

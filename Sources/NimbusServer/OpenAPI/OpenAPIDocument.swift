@@ -279,7 +279,10 @@ enum OpenAPIDocument {
                 request: request, response: response)
         }
 
-    static var document: JSONValue {
+    /// Built once: every test server's conformance check reads it, and building it takes a while.
+    static let document: JSONValue = makeDocument()
+
+    private static func makeDocument() -> JSONValue {
         var paths = [(String, JSONValue)]()
         for path in orderedPaths {
             let members: [(String, JSONValue)] = operations.filter { $0.path == path }.map { ($0.method, describe($0)) }
