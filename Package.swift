@@ -130,6 +130,10 @@ let package = Package(
             path: "Examples/ShoppingList"
         ),
         .executableTarget(name: "Notes", dependencies: ["NimbusKit"], path: "Examples/Notes"),
+        // Run by EndToEndTests.DeviceResponsivenessTests: sync rounds in a process of their own.
+        .executableTarget(
+            name: "device-responsiveness-probe", dependencies: ["NimbusDevice", "NimbusKit", "NimbusCore"],
+            path: "Tests/DeviceResponsivenessProbe"),
         .executableTarget(name: "Bookmarks", dependencies: ["NimbusKit"], path: "Examples/Bookmarks"),
         .target(
             name: "BenchmarkSupport",

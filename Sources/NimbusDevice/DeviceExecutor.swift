@@ -7,7 +7,10 @@ import NimbusCore
 /// runs on them: its entry points prefer this executor, whose threads may block, and everything the work
 /// awaits (the HTTP client, the journal, `SyncActivity`) resumes here too.
 package enum DeviceExecutor {
-    package static let shared = DispatchTaskExecutor(label: "nimbus.device")
+    package static let shared = ThreadsExecutor(name: "nimbus-device", threads: 4)
+
+    /// Whether the calling code runs on the device's threads.
+    package static var isCurrent: Bool { shared.isCurrent }
 
     /// Runs `body` on the device's threads.
     package static func run<T, Failure: Error>(

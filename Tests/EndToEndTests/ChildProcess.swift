@@ -42,6 +42,19 @@ struct ChildProcess {
             workingDirectory: workingDirectory.map { FilePath($0.path) })
     }
 
+    /// A program of this package, built beside the test binary (or in the package's debug build folder).
+    static func built(_ name: String) throws -> URL {
+        let candidates = [
+            URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent(name),
+            URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+                .appendingPathComponent(".build/debug/\(name)"),
+        ]
+        guard let built = candidates.first(where: { FileManager.default.isExecutableFile(atPath: $0.path) }) else {
+            throw CocoaError(.fileNoSuchFile, userInfo: [NSFilePathErrorKey: candidates[0].path])
+        }
+        return built
+    }
+
     /// Runs the program to its end, collecting what it prints.
     func run() async throws -> Output {
         let result = try await Subprocess.run(configuration, output: .string(limit: 16 << 20), error: .string(limit: 16 << 20))

@@ -9,15 +9,7 @@ import Testing
 @Suite(.cleansUp) struct CommandLineTests {
     /// The built `nimbus` next to the test binary (or in the package's debug build folder).
     static var executable: URL {
-        get throws {
-            let candidates = [
-                URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("nimbus"),
-                URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-                    .deletingLastPathComponent()
-                    .appendingPathComponent(".build/debug/nimbus"),
-            ]
-            return try #require(candidates.first { FileManager.default.isExecutableFile(atPath: $0.path) })
-        }
+        get throws { try ChildProcess.built("nimbus") }
     }
 
     /// Runs `nimbus` with `arguments` against the test server, to its end.

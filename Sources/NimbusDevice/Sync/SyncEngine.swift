@@ -87,6 +87,7 @@ package final class SyncEngine: Sendable {
     }
 
     private func round() async throws -> Bool {
+        assert(DeviceExecutor.isCurrent, "a round blocks its thread: it runs on the device's (DeviceExecutor)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         removeTemporaryFiles()
         // Offline, the disk is still scanned and planned against the server's last known tree, so status and
