@@ -9,14 +9,14 @@ import Synchronization
 /// run here when they prefer it (`run`, `Task(executorPreference:)`), and so does everything they await, unless
 /// an actor of its own takes it.
 package final class ThreadsExecutor: TaskExecutor {
-    private let name: String
     private let jobs = Mutex<[UnownedJob]>([])
+    /// The threads' identities, for `isCurrent` (`Thread.current` names a Dispatch worker inside a job).
+    private let workers = Mutex<Set<pthread_t>>([])
     /// One signal a job, taken by the thread that runs it.
     private let ready = DispatchSemaphore(value: 0)
 
     /// `threads` threads named `name`: enough that work blocked on the disk leaves others to run.
     package init(name: String, threads: Int) {
-        self.name = name
         for index in 0..<threads {
             let thread = Thread { [self] in work() }
             thread.name = "\(name)-\(index)"
@@ -25,7 +25,7 @@ package final class ThreadsExecutor: TaskExecutor {
     }
 
     /// Whether the calling code runs on one of these threads.
-    package var isCurrent: Bool { Thread.current.name?.hasPrefix(name + "-") == true }
+    package var isCurrent: Bool { workers.withLock { $0.contains(pthread_self()) } }
 
     package func enqueue(_ job: consuming ExecutorJob) {
         let job = UnownedJob(job)
@@ -41,6 +41,7 @@ package final class ThreadsExecutor: TaskExecutor {
     }
 
     private func work() {
+        workers.withLock { _ = $0.insert(pthread_self()) }
         let executor = asUnownedTaskExecutor()
         while true {
             ready.wait()
