@@ -76,9 +76,8 @@ let delays = try await withThrowingTaskGroup(of: [Duration]?.self) { group in
     group.cancelAll()
     return try await group.next().flatMap { $0 } ?? []
 }
-let worst = delays.max() ?? .zero
 let result = Result(
-    worstMilliseconds: Double(worst.components.seconds) * 1000 + Double(worst.components.attoseconds) / 1e15,
-    probes: delays.count, synced: try await online.journal.syncedTree().items.count,
+    worstMilliseconds: (delays.max() ?? .zero) / .milliseconds(1), probes: delays.count,
+    synced: try await online.journal.syncedTree().items.count,
     scanned: try await offline.journal.localFiles().count)
 print(String(decoding: try JSONEncoder().encode(result), as: UTF8.self))
