@@ -30,6 +30,7 @@ let package = Package(
         .package(url: "https://github.com/swiftlang/swift-subprocess.git", from: "1.0.2"),
         .package(url: "https://github.com/apple/swift-system.git", from: "1.8.1"),
         .package(url: "https://github.com/vapor/multipart-kit.git", from: "4.7.1"),
+        .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
     ],
     targets: [
         .target(
@@ -45,6 +46,14 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .target(
+            name: "NimbusPostgres",
+            dependencies: [
+                "NimbusCore", "NimbusStore",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -171,7 +180,10 @@ let package = Package(
         .testTarget(name: "NimbusCoreTests", dependencies: ["NimbusCore", "NimbusTestingCore"]),
         .testTarget(
             name: "NimbusStoreTests",
-            dependencies: ["NimbusStore", "NimbusCore", "NimbusTestingCore", .product(name: "GRDB", package: "GRDB.swift")]),
+            dependencies: [
+                "NimbusStore", "NimbusPostgres", "NimbusCore", "NimbusTestingCore",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ]),
         .testTarget(
             name: "NimbusServerTests",
             dependencies: [

@@ -11,6 +11,9 @@ package enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
     case newerDatabase(unknownMigrations: [String])
     /// The disk holding the database is full: the write was rolled back whole.
     case storageFull
+    /// The database server cannot be reached (restarting, failing over, out of connections): nothing was
+    /// written, and the same request later may succeed.
+    case unavailable
 
     package var description: String {
         switch self {
@@ -20,6 +23,7 @@ package enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
             "the database was written by a newer Nimbus (it has migrations \(migrations.joined(separator: ", ")) "
                 + "that this version does not know); run that version or a later one"
         case .storageFull: "the disk holding the database is full"
+        case .unavailable: "the database cannot be reached"
         }
     }
 }
@@ -92,6 +96,13 @@ package protocol ZoneStore: Sendable {
     /// Every `put` gets the next sequence number, in order, in the same transaction as the write; removals
     /// leave tombstones. Throwing from `body` changes nothing. When the zone does not exist it is created
     /// if `creating`, and otherwise the call throws `StoreError.missing`.
+    ///
+    /// `body` is a pure function of what it reads through the transaction: a backend may run it more than
+    /// once and keep only the last run's writes and result (PostgreSQL does, answering reads it has not
+    /// fetched yet as "nothing stored", then fetching them and running the body again; see
+    /// `docs/storage.md`). So a body reads only through the transaction, computes the same writes from the
+    /// same reads, and has no other effect: anything it must tell the world it returns, and the caller acts
+    /// on it once the transaction has committed.
     func transact<T: Sendable>(
         _ zone: ZoneKey, creating: Bool, _ body: @escaping @Sendable (any ZoneTransaction) throws -> T
     ) async throws -> (result: T, state: ZoneState)
@@ -220,6 +231,13 @@ package struct PendingBackfill: Sendable, Hashable {
     package var container: String
     package var environment: String
     package var kind: String
+
+    package init(id: Int64, container: String, environment: String, kind: String) {
+        self.id = id
+        self.container = container
+        self.environment = environment
+        self.kind = kind
+    }
 }
 
 /// Index rows a schema change adds to records already stored: to every live entry of `kind` in the record

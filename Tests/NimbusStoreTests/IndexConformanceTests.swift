@@ -49,7 +49,7 @@ import Testing
     @Test(arguments: StoreBackend.allCases)
     func aTransactionReadsItsOwnWritesAndAThrowChangesNothing(_ backend: StoreBackend) async throws {
         struct Refused: Error {}
-        let store = try backend.makeStore()
+        let store = try await backend.makeStore()
         let zone = try await makeZone(store)
         await #expect(throws: StoreError.missing("zone Lists")) {
             _ = try await store.transact(zone, creating: false) { _ in }
@@ -74,7 +74,7 @@ import Testing
 
     @Test(arguments: StoreBackend.allCases)
     func equalityFilterWithSortAndPaging(_ backend: StoreBackend) async throws {
-        let store = try backend.makeStore()
+        let store = try await backend.makeStore()
         let zone = try await makeZone(store)
         for (key, name, list) in [
             ("1", "milk", "groceries"), ("2", "bread", "groceries"), ("3", "nails", "hardware"), ("4", "apples", "groceries"),
@@ -96,7 +96,7 @@ import Testing
 
     @Test(arguments: StoreBackend.allCases)
     func everyKindOfMatch(_ backend: StoreBackend) async throws {
-        let store = try backend.makeStore()
+        let store = try await backend.makeStore()
         let zone = try await makeZone(store)
         try await saveItem(
             store, zone, "1", name: "milk", number: 1, list: "g", tags: ["dairy", "cold"], location: (52.52, 13.405))
@@ -143,7 +143,7 @@ import Testing
 
     @Test(arguments: StoreBackend.allCases)
     func conditionsAndSortsOnKeys(_ backend: StoreBackend) async throws {
-        let store = try backend.makeStore()
+        let store = try await backend.makeStore()
         let zone = try await makeZone(store)
         for (key, number) in [("apple", 3), ("apricot", 1), ("banana", 2)] {
             try await saveItem(store, zone, key, name: key, number: Int64(number), list: "g")
@@ -176,7 +176,7 @@ import Testing
 
     @Test(arguments: StoreBackend.allCases)
     func textThatLooksNumericStaysText(_ backend: StoreBackend) async throws {
-        let store = try backend.makeStore()
+        let store = try await backend.makeStore()
         let zone = try await makeZone(store)
         try await saveItem(store, zone, "10", name: "007", number: 7, list: "g")
         try await saveItem(store, zone, "9", name: "7", number: 7, list: "g")
@@ -194,20 +194,21 @@ import Testing
 
     @Test(arguments: StoreBackend.allCases)
     func removedEntriesLeaveTheIndex(_ backend: StoreBackend) async throws {
-        let store = try backend.makeStore()
+        let store = try await backend.makeStore()
         let zone = try await makeZone(store)
         try await saveItem(store, zone, "1", name: "milk", number: 1, list: "g")
         try await saveItem(store, zone, "2", name: "milk", number: 2, list: "g")
-        _ = try await store.transact(zone, creating: false) { transaction in
+        let seen = try await store.transact(zone, creating: false) { transaction in
             try transaction.put("1", payload: nil, size: 0)
-            #expect(try transaction.keys(kind: "Items", field: "name", value: .text("milk")) == ["2"])
-        }
+            return try transaction.keys(kind: "Items", field: "name", value: .text("milk"))
+        }.result
+        #expect(seen == ["2"])
         #expect(try await keys(store, IndexQuery(zones: [zone], kind: "Items", limit: 10)) == ["2"])
     }
 
     @Test(arguments: StoreBackend.allCases)
     func zonesAreCreatedListedDeletedAndReportedInTheServiceFeed(_ backend: StoreBackend) async throws {
-        let store = try backend.makeStore()
+        let store = try await backend.makeStore()
         let lists = try await makeZone(store, "Lists")
         let archive = try await makeZone(store, "Archive", account: lists.accountID)
         _ = try await store.createZone(lists)
@@ -237,7 +238,7 @@ import Testing
     /// short steps, whether or not writes to other zones come in between.
     @Test(arguments: StoreBackend.allCases)
     func aDeletedZonesRowsArePurgedInSteps(_ backend: StoreBackend) async throws {
-        let store = try backend.makeStore()
+        let store = try await backend.makeStore()
         let lists = try await makeZone(store, "Lists")
         let other = try await makeZone(store, "Other", account: lists.accountID)
         _ = try await store.transact(lists, creating: true) { transaction in
@@ -282,7 +283,7 @@ import Testing
     /// A backfill over many entries runs in steps, and one cut off resumes where it stopped.
     @Test(arguments: StoreBackend.allCases)
     func backfillsRunInStepsAndResume(_ backend: StoreBackend) async throws {
-        let store = try backend.makeStore()
+        let store = try await backend.makeStore()
         try await store.createTeam(Team(teamID: "98Z3R5XU29", name: "Example"))
         try await store.createContainer(Container(identifier: "iCloud.com.example.Cloudy", teamID: "98Z3R5XU29"))
         let zone = try await makeZone(store)
@@ -332,7 +333,7 @@ import Testing
 
     @Test(arguments: StoreBackend.allCases)
     func schemaUpdatesSeeEachOther(_ backend: StoreBackend) async throws {
-        let store = try backend.makeStore()
+        let store = try await backend.makeStore()
         try await store.createTeam(Team(teamID: "98Z3R5XU29", name: "Example"))
         try await store.createContainer(Container(identifier: "iCloud.com.example.Cloudy", teamID: "98Z3R5XU29"))
         #expect(try await store.schemaText(container: "iCloud.com.example.Cloudy", environment: "development") == nil)
@@ -353,7 +354,7 @@ import Testing
 
     @Test(arguments: StoreBackend.allCases)
     func aSchemaChangeBackfillsTheLiveEntriesOfItsKindInItsServices(_ backend: StoreBackend) async throws {
-        let store = try backend.makeStore()
+        let store = try await backend.makeStore()
         try await store.createTeam(Team(teamID: "98Z3R5XU29", name: "Example"))
         try await store.createContainer(Container(identifier: "iCloud.com.example.Cloudy", teamID: "98Z3R5XU29"))
         let lists = try await makeZone(store)
@@ -404,33 +405,37 @@ import Testing
 
     @Test(arguments: StoreBackend.allCases)
     func aSchemaChangedInAZoneTransactionCommitsWithIt(_ backend: StoreBackend) async throws {
-        let store = try backend.makeStore()
+        let store = try await backend.makeStore()
         let zone = try await makeZone(store)
         let (container, environment) = ("iCloud.com.example.Cloudy", "development")
         try await store.createTeam(Team(teamID: "98Z3R5XU29", name: "Example"))
         try await store.createContainer(Container(identifier: container, teamID: "98Z3R5XU29"))
-        struct Refused: Error {}
-        await #expect(throws: Refused.self) {
+        struct Refused: Error {
+            var seen: String?
+        }
+        let refused = await #expect(throws: Refused.self) {
             _ = try await store.transactRecords(zone, creating: true) { transaction in
                 try transaction.put("a", payload: Data("x".utf8), size: 1)
                 try transaction.setSchemaText("RECORD TYPE Lost", container: container, environment: environment)
-                #expect(try transaction.schemaText(container: container, environment: environment) == "RECORD TYPE Lost")
-                throw Refused()
+                throw Refused(seen: try transaction.schemaText(container: container, environment: environment))
             }
         }
+        #expect(refused?.seen == "RECORD TYPE Lost")
         #expect(try await store.schemaText(container: container, environment: environment) == nil)
-        _ = try await store.transactRecords(zone, creating: true) { transaction in
-            #expect(try transaction.schemaText(container: container, environment: environment) == nil)
+        let before = try await store.transactRecords(zone, creating: true) { transaction in
+            let before = try transaction.schemaText(container: container, environment: environment)
             try transaction.put("a", payload: Data("x".utf8), size: 1)
             try transaction.setSchemaText("RECORD TYPE Kept", container: container, environment: environment)
-        }
+            return before
+        }.result
+        #expect(before == nil)
         #expect(try await store.schemaText(container: container, environment: environment) == "RECORD TYPE Kept")
         #expect(try await store.schemaText(container: container, environment: "production") == nil)
     }
 
     @Test(arguments: StoreBackend.allCases)
     func aScanFindsLivePayloadsWithTheMarkerInTheServicesZones(_ backend: StoreBackend) async throws {
-        let store = try backend.makeStore()
+        let store = try await backend.makeStore()
         let zone = try await makeZone(store)
         let other = ZoneKey(accountID: zone.accountID, address: ZoneAddress(service: .keyValue, name: "Lists"))
         _ = try await store.transact(zone, creating: true) { transaction in
@@ -450,7 +455,7 @@ import Testing
 
     @Test(arguments: StoreBackend.allCases)
     func anEntryIsIndexedAsItsCurrentVersionWhateverWasPutSince(_ backend: StoreBackend) async throws {
-        let store = try backend.makeStore()
+        let store = try await backend.makeStore()
         let zone = try await makeZone(store)
         _ = try await store.transact(zone, creating: true) { transaction in
             try transaction.put("a", payload: Data("a".utf8), size: 1)

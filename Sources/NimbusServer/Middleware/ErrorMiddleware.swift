@@ -24,7 +24,9 @@ struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
                 wireError.redirectURL = PublicURL.base(for: request, configured: publicURL, tls: tls) + redirect
             }
             // A full disk is the operator's to fix, though clients only need to wait.
-            if wireError.code == .internalError || (error as? StoreError) == .storageFull {
+            if wireError.code == .internalError || (error as? StoreError) == .storageFull
+                || (error as? StoreError) == .unavailable
+            {
                 context.logger.error(
                     "request failed",
                     metadata: [
@@ -44,6 +46,10 @@ struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
         case StoreError.storageFull:
             return NimbusError(
                 .tryAgainLater, "the server's storage is full, so nothing was written; try again later", retryAfter: 60)
+        case StoreError.unavailable:
+            return NimbusError(
+                .tryAgainLater, "the server cannot reach its database, so nothing was written; try again shortly",
+                retryAfter: 2)
         case let error as HTTPResponseError:
             switch error.status.code {
             case 404: return .notFound("no route \(request.method) \(request.uri.path)")

@@ -1,0 +1,114 @@
+import Foundation
+import NimbusCore
+import NimbusStore
+import PostgresNIO
+
+extension PostgresStore: RecordDatabaseStore {
+    package func transactRecords<T: Sendable>(
+        _ zone: ZoneKey, creating: Bool, _ body: @escaping @Sendable (any RecordZoneTransaction) throws -> T
+    ) async throws -> (result: T, state: ZoneState) {
+        try await transactPostgres(zone, creating: creating, body)
+    }
+
+    package func schemaText(container: String, environment: String) async throws -> String? {
+        try await rows("SELECT text FROM schemas WHERE container = \(container) AND environment = \(environment)").value(
+            String.self)
+    }
+
+    package func updateSchemaText(
+        container: String, environment: String,
+        _ update: @escaping @Sendable (String?) throws -> (text: String, backfills: [IndexBackfill])
+    ) async throws -> String {
+        // The schema and the backfills still to do commit together, the schema locked meanwhile (so
+        // concurrent updates each see the other's result); the backfills then run in short transactions.
+        let (text, jobs) = try await transaction { connection in
+            let current = try await Self.schemaText(
+                container: container, environment: environment, locking: true, connection)
+            let (text, backfills) = try update(current)
+            try await Self.setSchemaText(text, container: container, environment: environment, connection)
+            var jobs = [(id: Int64, backfill: IndexBackfill)]()
+            for backfill in backfills {
+                let id = try await connection.query(
+                    """
+                    INSERT INTO index_backfills (container, environment, kind)
+                    VALUES (\(backfill.container), \(backfill.environment), \(backfill.kind)) RETURNING id
+                    """, logger: Self.logger
+                ).collect().value(Int64.self)!
+                jobs.append((id, backfill))
+            }
+            return (text, jobs)
+        }
+        for job in jobs { try await runBackfill(job.id, rows: job.backfill.rows) }
+        return text
+    }
+
+    package func pendingBackfills() async throws -> [PendingBackfill] {
+        try await rows("SELECT id, container, environment, kind FROM index_backfills ORDER BY id").map { row in
+            let (id, container, environment, kind) = try row.decode((Int64, String, String, String).self)
+            return PendingBackfill(id: id, container: container, environment: environment, kind: kind)
+        }
+    }
+
+    package func runBackfill(_ id: Int64, rows: @escaping @Sendable (_ payload: Data) throws -> [IndexEntry]) async throws {
+        while try await transaction({ connection in try await Self.backfillStep(id, rows: rows, connection) }) {
+            try Task.checkCancellation()
+        }
+    }
+
+    /// How many entries one step of a backfill indexes: its own short transaction.
+    static let backfillBatch: Int64 = 256
+
+    /// Adds the backfill's rows to the current versions of live entries of its kind (found by the kind's row
+    /// of the entry's key, which every indexed entry has), zone by zone in id order and by sequence within
+    /// one, from where the last step stopped. The job's row is locked for the step, so two nodes resuming
+    /// the same backfill take turns. Whether there is more to do.
+    private static func backfillStep(
+        _ id: Int64, rows: (Data) throws -> [IndexEntry], _ connection: PostgresConnection
+    ) async throws -> Bool {
+        guard
+            let job = try await connection.query(
+                "SELECT container, environment, kind, zone_id, sequence FROM index_backfills WHERE id = \(id) FOR UPDATE",
+                logger: logger
+            ).collect().first
+        else { return false }
+        let (container, environment, kind, startZone, startSequence) = try job.decode(
+            (String, String, String, Int64, Int64).self)
+        var (zone, sequence) = (startZone, startSequence)
+        let keyField = IndexFieldID.of(kind: kind, field: IndexEntry.keyField)
+        while true {
+            let versions = try await connection.query(
+                """
+                SELECT i.sequence, e.payload FROM entry_index i
+                JOIN entries e ON e.zone_id = i.zone_id AND e.sequence = i.sequence AND e.payload IS NOT NULL
+                WHERE i.zone_id = \(zone) AND i.sequence > \(sequence) AND i.field = \(keyField)
+                ORDER BY i.sequence LIMIT \(backfillBatch)
+                """, logger: logger
+            ).collect().map { try $0.decode((Int64, Data).self) }
+            guard let last = versions.last else {
+                guard
+                    let next = try await connection.query(
+                        """
+                        SELECT id FROM zones
+                        WHERE kind = \(ZoneAddress.Service.Kind.records.rawValue) AND container = \(container)
+                            AND environment = \(environment) AND id > \(zone)
+                        ORDER BY id LIMIT 1
+                        """, logger: logger
+                    ).collect().value(Int64.self)
+                else {
+                    try await connection.query("DELETE FROM index_backfills WHERE id = \(id)", logger: logger)
+                    return false
+                }
+                (zone, sequence) = (next, 0)
+                continue
+            }
+            var indexRows = IndexRows(zoneID: zone)
+            for (version, payload) in versions { indexRows.append(version, kind: kind, try rows(payload)) }
+            if !indexRows.isEmpty { try await indexRows.insert(connection, ignoringExisting: true) }
+            sequence = last.0
+            break
+        }
+        try await connection.query(
+            "UPDATE index_backfills SET zone_id = \(zone), sequence = \(sequence) WHERE id = \(id)", logger: logger)
+        return true
+    }
+}

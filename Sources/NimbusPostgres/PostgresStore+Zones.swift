@@ -1,0 +1,664 @@
+import Foundation
+import NIOCore
+import NimbusCore
+import NimbusStore
+import PostgresNIO
+
+extension PostgresStore: ZoneStore {
+    package func zoneState(_ zone: ZoneKey) async throws -> ZoneState? {
+        try await rows(
+            "SELECT \(unescaped: Self.zoneStateColumns) FROM zones WHERE account_id = \(zone.accountID) AND service = \(zone.address.service.encoded) AND name = \(zone.address.name)"
+        ).first.map(Self.zoneState)
+    }
+
+    package func transact<T: Sendable>(
+        _ zone: ZoneKey, creating: Bool, _ body: @escaping @Sendable (any ZoneTransaction) throws -> T
+    ) async throws -> (result: T, state: ZoneState) {
+        try await transactPostgres(zone, creating: creating, body)
+    }
+
+    /// How many times a body may run before the transaction gives up: each run but the last fetched
+    /// something the one before it missed, and no writer reads in chains this long.
+    static let maxRuns = 32
+
+    /// The one zone transaction of every service, run as `PostgresZoneTransaction` describes.
+    ///
+    /// The zone's row is locked (`FOR UPDATE`) before anything is read and until the commit: the zone's
+    /// writers take turns, and each takes its sequence numbers from the row it holds, so a zone's changes
+    /// become visible in the order of their sequences and a reader that has seen sequence n has seen
+    /// every change before it. A sequence handed out by a transaction that then rolls back is handed out
+    /// again, so a reader never waits for a number that will not come.
+    func transactPostgres<T: Sendable>(
+        _ zone: ZoneKey, creating: Bool, _ body: @escaping @Sendable (PostgresZoneTransaction) throws -> T
+    ) async throws -> (result: T, state: ZoneState) {
+        try await transaction { connection in
+            var found = try await Self.lockedState(of: zone, connection)
+            if found == nil, creating { found = try await Self.createZone(zone, connection) }
+            guard let before = found else { throw StoreError.missing("zone \(zone.address.name)") }
+            var fetched = PostgresZoneTransaction.Fetched()
+            for _ in 1...Self.maxRuns {
+                let run = PostgresZoneTransaction(before: before, fetched: fetched)
+                let outcome = Result { try body(run) }
+                guard run.missed.isEmpty else {
+                    try await Self.fetch(run.missed, into: &fetched, zone: zone, state: before, connection)
+                    continue
+                }
+                let result = try outcome.get()
+                // A schema read without a lock may have changed since: write only over the text the run read.
+                guard try await Self.schemasUnchanged(run, &fetched, connection) else { continue }
+                try await Self.write(run, zone, connection)
+                return (result, run.state)
+            }
+            throw StoreError.missing("a transaction whose reads did not settle after \(Self.maxRuns) runs")
+        }
+    }
+
+    /// Fetches what a run missed.
+    private static func fetch(
+        _ missed: PostgresZoneTransaction.Missed, into fetched: inout PostgresZoneTransaction.Fetched, zone: ZoneKey,
+        state: ZoneState, _ connection: PostgresConnection
+    ) async throws {
+        if !missed.entries.isEmpty {
+            let keys = Array(missed.entries)
+            for key in keys { fetched.entries[key] = .some(nil) }
+            let rows = try await connection.query(
+                "SELECT key, payload, sequence, audience, size FROM entries WHERE zone_id = \(state.id) AND key = ANY(\(keys))",
+                logger: Self.logger
+            ).collect()
+            for row in rows {
+                let (key, payload, sequence, audience, size) = try row.decode((String, Data?, Int64, String?, Int64).self)
+                fetched.entries[key] = PostgresZoneTransaction.StoredVersion(
+                    entry: Entry(key: key, payload: payload, sequence: sequence, audience: audience), size: Int(size))
+            }
+        }
+        if missed.othersBytes {
+            fetched.othersBytes = Int(
+                try await connection.query(
+                    "SELECT coalesce(sum(live_bytes), 0)::bigint FROM zones WHERE account_id = \(zone.accountID) AND id != \(state.id)",
+                    logger: Self.logger
+                ).collect().value(Int64.self) ?? 0)
+        }
+        for scope in missed.grantScopes {
+            fetched.acceptedGrantees[scope] = Set(
+                try await connection.query(
+                    "SELECT grantee FROM zone_grants WHERE zone_id = \(state.id) AND scope = \(scope) AND accepted",
+                    logger: Self.logger
+                ).collect().values(String.self))
+        }
+        for lookup in missed.keyLookups {
+            let value = IndexColumns(lookup.value)
+            fetched.keyLookups[lookup] = try await connection.query(
+                """
+                SELECT DISTINCT e.key FROM entry_index i JOIN entries e ON e.zone_id = i.zone_id AND e.sequence = i.sequence
+                WHERE i.zone_id = \(state.id) AND i.field = \(IndexFieldID.of(kind: lookup.kind, field: lookup.field))
+                AND \(unescaped: value.isText ? "i.text = " : "i.number = ")\(value.value)\(unescaped: value.isText ? "" : "::numeric")
+                """,
+                logger: Self.logger
+            ).collect().values(String.self)
+        }
+        for key in missed.schemas {
+            fetched.schemas[key] = .some(
+                try await schemaText(container: key.container, environment: key.environment, locking: false, connection))
+        }
+    }
+
+    /// Whether the schemas the run changes are still the ones it read, locking them until the commit;
+    /// when one changed, what it now is goes into `fetched` for the next run.
+    private static func schemasUnchanged(
+        _ run: PostgresZoneTransaction, _ fetched: inout PostgresZoneTransaction.Fetched, _ connection: PostgresConnection
+    ) async throws -> Bool {
+        var unchanged = true
+        for key in run.schemaWrites.keys {
+            let current = try await schemaText(
+                container: key.container, environment: key.environment, locking: true, connection)
+            if fetched.schemas[key] != .some(current) {
+                fetched.schemas[key] = .some(current)
+                unchanged = false
+            }
+        }
+        return unchanged
+    }
+
+    /// A container environment's schema; `locking` holds it until the commit, whether or not it exists yet.
+    static func schemaText(container: String, environment: String, locking: Bool, _ connection: PostgresConnection)
+        async throws -> String?
+    {
+        if locking {
+            try await connection.query(
+                "SELECT pg_advisory_xact_lock(hashtextextended(\("schema:\(container):\(environment)"), 0))", logger: Self.logger)
+        }
+        return try await connection.query(
+            "SELECT text FROM schemas WHERE container = \(container) AND environment = \(environment)", logger: Self.logger
+        ).collect().value(String.self)
+    }
+
+    static func setSchemaText(_ text: String, container: String, environment: String, _ connection: PostgresConnection)
+        async throws
+    {
+        try await connection.query(
+            """
+            INSERT INTO schemas (container, environment, text) VALUES (\(container), \(environment), \(text))
+            ON CONFLICT (container, environment) DO UPDATE SET text = excluded.text
+            """, logger: Self.logger)
+    }
+
+    /// Writes what a run that missed nothing wrote, and the zone's new state.
+    private static func write(_ run: PostgresZoneTransaction, _ zone: ZoneKey, _ connection: PostgresConnection) async throws {
+        let zoneID = run.before.id
+        if !run.replacedSequences.isEmpty {
+            try await connection.query(
+                "DELETE FROM entry_index WHERE zone_id = \(zoneID) AND sequence = ANY(\(run.replacedSequences))",
+                logger: Self.logger)
+        }
+        if !run.writeOrder.isEmpty {
+            let versions = run.writeOrder.map { run.written[$0]! }
+            let payloads = versions.map { ByteBuffer(bytes: $0.entry.payload ?? Data()) }
+            try await connection.query(
+                """
+                INSERT INTO entries (zone_id, key, payload, size, sequence, audience)
+                SELECT \(zoneID), k, CASE WHEN pn THEN NULL ELSE p END, s, q, CASE WHEN an THEN NULL ELSE a END
+                FROM unnest(\(versions.map(\.entry.key))::text[], \(payloads)::bytea[], \(versions.map { $0.entry.payload == nil })::bool[],
+                    \(versions.map { Int64($0.size) })::bigint[], \(versions.map(\.entry.sequence))::bigint[],
+                    \(versions.map { $0.entry.audience ?? "" })::text[], \(versions.map { $0.entry.audience == nil })::bool[])
+                    AS u(k, p, pn, s, q, a, an)
+                ON CONFLICT (zone_id, key) DO UPDATE
+                SET payload = excluded.payload, size = excluded.size, sequence = excluded.sequence, audience = excluded.audience
+                """, logger: Self.logger)
+        }
+        let indexed = run.indexed.sorted { $0.key < $1.key }.flatMap { sequence, versions in
+            versions.map { (sequence, $0) }
+        }
+        if !indexed.isEmpty {
+            try await IndexRows(zoneID: zoneID, indexed).insert(connection, ignoringExisting: false)
+        }
+        for (scope, grants) in run.grantWrites.sorted(by: { $0.key < $1.key }) {
+            try await connection.query(
+                "DELETE FROM zone_grants WHERE zone_id = \(zoneID) AND scope = \(scope)", logger: Self.logger)
+            for grant in grants {
+                try await connection.query(
+                    """
+                    INSERT INTO zone_grants (zone_id, scope, grantee, permission, accepted)
+                    VALUES (\(zoneID), \(scope), \(grant.grantee), \(grant.permission.rawValue), \(grant.accepted))
+                    """, logger: Self.logger)
+            }
+        }
+        for (key, text) in run.schemaWrites {
+            try await setSchemaText(text, container: key.container, environment: key.environment, connection)
+        }
+        if run.state != run.before {
+            let changedAt = try await advanceServiceSequence(zone, connection)
+            try await connection.query(
+                """
+                UPDATE zones SET sequence = \(run.state.sequence), live_entries = \(Int64(run.state.liveEntries)),
+                    live_bytes = \(Int64(run.state.liveBytes)), changed_at = \(changedAt)
+                WHERE id = \(zoneID)
+                """, logger: Self.logger)
+        }
+    }
+
+    package func createZone(_ zone: ZoneKey) async throws -> ZoneState {
+        try await transaction { connection in
+            guard try await Self.lockedState(of: zone, connection) == nil else {
+                throw StoreError.duplicate("zone \(zone.address.name)")
+            }
+            guard let state = try await Self.createZone(zone, connection) else {
+                throw StoreError.duplicate("zone \(zone.address.name)")
+            }
+            return state
+        }
+    }
+
+    package func deleteZone(_ zone: ZoneKey) async throws {
+        try await transaction { connection in
+            guard let state = try await Self.lockedState(of: zone, connection) else {
+                throw StoreError.missing("zone \(zone.address.name)")
+            }
+            // As in SQLite: the zone's few rows go now, its entries and index rows later; until then its row
+            // belongs to no account and no service, so its name is free. Zone ids are never reused.
+            try await connection.query("DELETE FROM device_watermarks WHERE zone_id = \(state.id)", logger: Self.logger)
+            try await connection.query("DELETE FROM zone_grants WHERE zone_id = \(state.id)", logger: Self.logger)
+            try await connection.query(
+                """
+                UPDATE zones SET account_id = '', service = \(Self.purging), kind = \(Self.purging), container = NULL,
+                    environment = NULL, name = id::text
+                WHERE id = \(state.id)
+                """, logger: Self.logger)
+            try await connection.query("INSERT INTO zone_purges (zone_id) VALUES (\(state.id))", logger: Self.logger)
+            let changedAt = try await Self.advanceServiceSequence(zone, connection)
+            try await connection.query(
+                """
+                INSERT INTO zone_tombstones (account_id, service, name, changed_at)
+                VALUES (\(zone.accountID), \(zone.address.service.encoded), \(zone.address.name), \(changedAt))
+                ON CONFLICT (account_id, service, name) DO UPDATE SET changed_at = excluded.changed_at
+                """, logger: Self.logger)
+        }
+    }
+
+    /// What a deleted zone's row belongs to until its entries are purged: no service.
+    static let purging = "purging"
+
+    package func purgeDeletedZones() async throws -> Int {
+        var purged = 0
+        let clock = ContinuousClock()
+        while !Task.isCancelled {
+            let start = clock.now
+            guard let deleted = try await transaction({ connection in try await Self.purgeStep(connection) }) else { break }
+            purged += deleted
+            try? await Task.sleep(for: clock.now - start)
+        }
+        return purged
+    }
+
+    /// Deletes a batch of index rows, or else of entries, of the first zone awaiting its purge, and the
+    /// zone once nothing of it is left; how many rows it deleted, or nil when no zone awaits. Other nodes
+    /// purging at the same time take other zones (`SKIP LOCKED`).
+    private static func purgeStep(_ connection: PostgresConnection) async throws -> Int? {
+        guard
+            let zone = try await connection.query(
+                "SELECT zone_id FROM zone_purges ORDER BY zone_id LIMIT 1 FOR UPDATE SKIP LOCKED", logger: Self.logger
+            ).collect().value(Int64.self)
+        else { return nil }
+        let indexRows = try await connection.query(
+            """
+            WITH doomed AS (SELECT DISTINCT sequence FROM entry_index WHERE zone_id = \(zone) ORDER BY sequence LIMIT 256)
+            DELETE FROM entry_index WHERE zone_id = \(zone) AND sequence IN (SELECT sequence FROM doomed) RETURNING 1
+            """, logger: Self.logger
+        ).collect().count
+        if indexRows > 0 { return indexRows }
+        let entries = try await connection.query(
+            """
+            DELETE FROM entries WHERE zone_id = \(zone) AND key IN (SELECT key FROM entries WHERE zone_id = \(zone) LIMIT 1024)
+            RETURNING 1
+            """, logger: Self.logger
+        ).collect().count
+        if entries > 0 { return entries }
+        try await connection.query("DELETE FROM zone_purges WHERE zone_id = \(zone)", logger: Self.logger)
+        try await connection.query("DELETE FROM zones WHERE id = \(zone) AND service = \(Self.purging)", logger: Self.logger)
+        return 0
+    }
+
+    package func zones(accountID: String, service: ZoneAddress.Service) async throws -> [ZoneSummary] {
+        try await rows(
+            "SELECT name, \(unescaped: Self.zoneStateColumns) FROM zones WHERE account_id = \(accountID) AND service = \(service.encoded) ORDER BY name"
+        ).map { row in
+            ZoneSummary(name: try row.column(0), state: try Self.zoneState(row, from: 1))
+        }
+    }
+
+    package func zoneKeys(of kind: ZoneAddress.Service.Kind) async throws -> [ZoneKey] {
+        try await rows("SELECT account_id, service, name FROM zones WHERE kind = \(kind.rawValue) ORDER BY id").compactMap {
+            row in
+            let (accountID, service, name) = try row.decode((String, String, String).self)
+            guard let service = ZoneAddress.Service(encoded: service) else { return nil }
+            return ZoneKey(accountID: accountID, address: ZoneAddress(service: service, name: name))
+        }
+    }
+
+    package func zoneChanges(accountID: String, service: ZoneAddress.Service, after sequence: Int64, limit: Int) async throws
+        -> ZoneChangePage
+    {
+        try await transaction { connection in
+            let row = try await connection.query(
+                """
+                SELECT sequence, epoch, previous_epoch, restored_sequence FROM service_sequences
+                WHERE account_id = \(accountID) AND service = \(service.encoded)
+                """, logger: Self.logger
+            ).collect().first
+            let counter = try row.map { try $0.decode((Int64, Int64, Int64?, Int64?).self) }
+            let current = counter?.0 ?? 0
+            let history =
+                if let counter {
+                    SequenceHistory(epoch: counter.1, previousEpoch: counter.2, restoredSequence: counter.3)
+                } else {
+                    SequenceHistory(epoch: try await Self.currentEpoch(connection), previousEpoch: nil, restoredSequence: nil)
+                }
+            let rows = try await connection.query(
+                """
+                SELECT name, changed_at, false AS deleted FROM zones
+                    WHERE account_id = \(accountID) AND service = \(service.encoded) AND changed_at > \(sequence)
+                UNION ALL
+                SELECT name, changed_at, true AS deleted FROM zone_tombstones
+                    WHERE account_id = \(accountID) AND service = \(service.encoded) AND changed_at > \(sequence)
+                ORDER BY changed_at LIMIT \(Int64(limit + 1))
+                """, logger: Self.logger
+            ).collect().map { try $0.decode((String, Int64, Bool).self) }
+            let page = rows.prefix(limit)
+            let moreComing = rows.count > limit
+            return ZoneChangePage(
+                changes: page.map { ZoneChangePage.Change(name: $0.0, deleted: $0.2) },
+                sequence: moreComing ? page.last!.1 : current, moreComing: moreComing, current: current, history: history)
+        }
+    }
+
+    package func scanLivePayloads<T: Sendable>(
+        of kind: ZoneAddress.Service.Kind, containing marker: Data, _ extract: @Sendable (Data) throws -> [T]
+    ) async throws -> [T] {
+        // One statement reads as of one moment; its rows arrive as they are read rather than all at once.
+        do {
+            let rows = try await client.query(
+                """
+                SELECT e.payload FROM entries e JOIN zones z ON z.id = e.zone_id
+                WHERE z.kind = \(kind.rawValue) AND e.payload IS NOT NULL AND position(\(ByteBuffer(bytes: marker))::bytea IN e.payload) > 0
+                """, logger: Self.logger)
+            var found = [T]()
+            for try await payload in rows.decode(Data.self) { found += try extract(payload) }
+            return found
+        } catch {
+            throw Self.storeError(error)
+        }
+    }
+
+    package func entries(_ zone: ZoneKey, keys: [String]) async throws -> [Entry] {
+        guard !keys.isEmpty else { return [] }
+        return try await rows(
+            """
+            SELECT e.key, e.payload, e.sequence, e.audience FROM entries e JOIN zones z ON z.id = e.zone_id
+            WHERE z.account_id = \(zone.accountID) AND z.service = \(zone.address.service.encoded) AND z.name = \(zone.address.name)
+            AND e.key = ANY(\(keys))
+            """
+        ).map(Self.entry)
+    }
+
+    package func liveEntries(_ zone: ZoneKey) async throws -> (entries: [Entry], state: ZoneState?) {
+        try await transaction { connection in
+            guard let state = try await Self.state(of: zone, connection) else { return ([], nil) }
+            let entries = try await connection.query(
+                "SELECT key, payload, sequence, audience FROM entries WHERE zone_id = \(state.id) AND payload IS NOT NULL ORDER BY key",
+                logger: Self.logger
+            ).collect().map(Self.entry)
+            return (entries, state)
+        }
+    }
+
+    package func changes(_ zone: ZoneKey, after sequence: Int64, limit: Int) async throws -> ChangePage {
+        // One statement: the zone's state and the page are read as of the same moment, so the token never
+        // passes a change the page did not hold.
+        let rows = try await rows(
+            """
+            SELECT \(unescaped: Self.zoneStateColumns.split(separator: ",").map { "z.\($0.trimmingCharacters(in: .whitespaces))" }.joined(separator: ", ")),
+                e.key, e.payload, e.sequence, e.audience
+            FROM zones z LEFT JOIN LATERAL (
+                SELECT key, payload, sequence, audience FROM entries
+                WHERE zone_id = z.id AND sequence > \(sequence) ORDER BY sequence LIMIT \(Int64(limit + 1))
+            ) e ON true
+            WHERE z.account_id = \(zone.accountID) AND z.service = \(zone.address.service.encoded) AND z.name = \(zone.address.name)
+            ORDER BY e.sequence
+            """)
+        guard let first = rows.first else {
+            return ChangePage(entries: [], token: ChangeToken(zoneID: 0, sequence: 0), moreComing: false)
+        }
+        let state = try Self.zoneState(first)
+        let entries = try rows.compactMap { row -> Entry? in
+            guard let key = try row.column(7, as: String?.self), let sequence = try row.column(9, as: Int64?.self) else {
+                return nil
+            }
+            return Entry(key: key, payload: try row.column(8), sequence: sequence, audience: try row.column(10))
+        }
+        let page = Array(entries.prefix(limit))
+        let moreComing = entries.count > limit
+        return ChangePage(
+            entries: page,
+            token: ChangeToken(
+                zoneID: state.id, sequence: moreComing ? page.last!.sequence : state.sequence, epoch: state.history.epoch),
+            moreComing: moreComing)
+    }
+
+    package func grants(_ zone: ZoneKey) async throws -> [ZoneGrant] {
+        try await rows(
+            """
+            SELECT g.scope, g.grantee, g.permission, g.accepted FROM zone_grants g JOIN zones z ON z.id = g.zone_id
+            WHERE z.account_id = \(zone.accountID) AND z.service = \(zone.address.service.encoded) AND z.name = \(zone.address.name)
+            ORDER BY g.scope, g.grantee
+            """
+        ).map { try Self.grant($0) }
+    }
+
+    package func grantedZones(grantee: String, service: ZoneAddress.Service) async throws -> [GrantedZone] {
+        try await rows(
+            """
+            SELECT g.scope, g.grantee, g.permission, g.accepted, z.account_id, z.name, \(unescaped: Self.zoneStateColumns.split(separator: ",").map { "z.\($0.trimmingCharacters(in: .whitespaces))" }.joined(separator: ", "))
+            FROM zone_grants g JOIN zones z ON z.id = g.zone_id WHERE g.grantee = \(grantee) AND z.service = \(service.encoded)
+            ORDER BY z.account_id, z.name, g.scope
+            """
+        ).map { row in
+            let (owner, name): (String, String) = (try row.column(4), try row.column(5))
+            return GrantedZone(owner: owner, name: name, grant: try Self.grant(row), state: try Self.zoneState(row, from: 6))
+        }
+    }
+
+    package func acceptGrant(_ zone: ZoneKey, scope: String, grantee: String) async throws {
+        try await transaction { connection in
+            guard let state = try await Self.state(of: zone, connection) else {
+                throw StoreError.missing("zone \(zone.address.name)")
+            }
+            let updated = try await connection.query(
+                """
+                UPDATE zone_grants SET accepted = true WHERE zone_id = \(state.id) AND scope = \(scope) AND grantee = \(grantee)
+                RETURNING 1
+                """, logger: Self.logger
+            ).collect().count
+            guard updated == 1 else { throw StoreError.missing("share of zone \(zone.address.name)") }
+        }
+    }
+
+    package func recordWatermarks(_ marks: [DeviceWatermark]) async throws {
+        guard !marks.isEmpty else { return }
+        try await transaction { connection in
+            for mark in marks {
+                guard let state = try await Self.state(of: mark.zone, connection) else { continue }
+                let sequence = max(0, min(mark.sequence, state.sequence))
+                try await connection.query(
+                    """
+                    INSERT INTO device_watermarks (device_id, zone_id, sequence) VALUES (\(mark.deviceID), \(state.id), \(sequence))
+                    ON CONFLICT (device_id, zone_id) DO UPDATE SET sequence = greatest(device_watermarks.sequence, excluded.sequence)
+                    """, logger: Self.logger)
+            }
+        }
+    }
+
+    package func watermarks(deviceID: String) async throws -> [(zone: ZoneAddress, applied: Int64, current: Int64)] {
+        try await rows(
+            """
+            SELECT z.service, z.name, w.sequence, z.sequence FROM device_watermarks w JOIN zones z ON z.id = w.zone_id
+            WHERE w.device_id = \(deviceID) ORDER BY z.service, z.name
+            """
+        ).map { row in
+            let (service, name, applied, current) = try row.decode((String, String, Int64, Int64).self)
+            guard let service = ZoneAddress.Service(encoded: service) else { throw StoreError.missing("service \(service)") }
+            return (ZoneAddress(service: service, name: name), applied, current)
+        }
+    }
+
+    // MARK: Rows
+
+    static let zoneStateColumns = "id, sequence, live_entries, live_bytes, epoch, previous_epoch, restored_sequence"
+
+    static func zoneState(_ row: PostgresRow) throws -> ZoneState { try zoneState(row, from: 0) }
+
+    static func zoneState(_ row: PostgresRow, from first: Int) throws -> ZoneState {
+        let row = row.makeRandomAccess()
+        return ZoneState(
+            id: try row[first].decode(Int64.self), sequence: try row[first + 1].decode(Int64.self),
+            liveEntries: Int(try row[first + 2].decode(Int64.self)), liveBytes: Int(try row[first + 3].decode(Int64.self)),
+            history: SequenceHistory(
+                epoch: try row[first + 4].decode(Int64.self), previousEpoch: try row[first + 5].decode(Int64?.self),
+                restoredSequence: try row[first + 6].decode(Int64?.self)))
+    }
+
+    static func entry(_ row: PostgresRow) throws -> Entry {
+        let (key, payload, sequence, audience) = try row.decode((String, Data?, Int64, String?).self)
+        return Entry(key: key, payload: payload, sequence: sequence, audience: audience)
+    }
+
+    private static func grant(_ row: PostgresRow) throws -> ZoneGrant {
+        let row = row.makeRandomAccess()
+        let (scope, grantee, permission, accepted) = (
+            try row[0].decode(String.self), try row[1].decode(String.self), try row[2].decode(String.self),
+            try row[3].decode(Bool.self)
+        )
+        return ZoneGrant(
+            scope: scope, grantee: grantee, permission: ZoneGrant.Permission(rawValue: permission) ?? .read, accepted: accepted)
+    }
+
+    private static func state(of zone: ZoneKey, _ connection: PostgresConnection) async throws -> ZoneState? {
+        try await connection.query(
+            "SELECT \(unescaped: zoneStateColumns) FROM zones WHERE account_id = \(zone.accountID) AND service = \(zone.address.service.encoded) AND name = \(zone.address.name)",
+            logger: Self.logger
+        ).collect().first.map(zoneState)
+    }
+
+    /// The zone's state, its row locked until the transaction ends.
+    private static func lockedState(of zone: ZoneKey, _ connection: PostgresConnection) async throws -> ZoneState? {
+        try await connection.query(
+            "SELECT \(unescaped: zoneStateColumns) FROM zones WHERE account_id = \(zone.accountID) AND service = \(zone.address.service.encoded) AND name = \(zone.address.name) FOR UPDATE",
+            logger: Self.logger
+        ).collect().first.map(zoneState)
+    }
+
+    /// The epoch of the last restore (0 before any): what zones and service sequences begun now start in.
+    static func currentEpoch(_ connection: PostgresConnection) async throws -> Int64 {
+        try await connection.query("SELECT epoch FROM restores ORDER BY id DESC LIMIT 1", logger: Self.logger).collect().value(
+            Int64.self) ?? 0
+    }
+
+    /// Creates the zone with its row locked; nil when another transaction created it first (then it is
+    /// locked by this one, once that one committed, through `lockedState`).
+    private static func createZone(_ zone: ZoneKey, _ connection: PostgresConnection) async throws -> ZoneState? {
+        let service = zone.address.service
+        let epoch = try await currentEpoch(connection)
+        let created = try await connection.query(
+            """
+            INSERT INTO zones (account_id, service, name, kind, container, environment, epoch)
+            VALUES (\(zone.accountID), \(service.encoded), \(zone.address.name), \(service.kind.rawValue), \(service.container),
+                \(service.environment), \(epoch))
+            ON CONFLICT (account_id, service, name) DO NOTHING
+            RETURNING \(unescaped: zoneStateColumns)
+            """, logger: Self.logger
+        ).collect().first.map(zoneState)
+        guard let created else { return try await lockedState(of: zone, connection) }
+        let changedAt = try await advanceServiceSequence(zone, connection)
+        try await connection.query("UPDATE zones SET changed_at = \(changedAt) WHERE id = \(created.id)", logger: Self.logger)
+        try await connection.query(
+            """
+            DELETE FROM zone_tombstones
+            WHERE account_id = \(zone.accountID) AND service = \(zone.address.service.encoded) AND name = \(zone.address.name)
+            """, logger: Self.logger)
+        return created
+    }
+
+    /// Takes the next number of the account's per-service counter (locking it until the commit, so the
+    /// service's changes also become visible in order).
+    private static func advanceServiceSequence(_ zone: ZoneKey, _ connection: PostgresConnection) async throws -> Int64 {
+        let epoch = try await currentEpoch(connection)
+        return try await connection.query(
+            """
+            INSERT INTO service_sequences (account_id, service, sequence, epoch)
+            VALUES (\(zone.accountID), \(zone.address.service.encoded), 1, \(epoch))
+            ON CONFLICT (account_id, service) DO UPDATE SET sequence = service_sequences.sequence + 1
+            RETURNING sequence
+            """, logger: Self.logger
+        ).collect().value(Int64.self)!
+    }
+}
+
+/// The columns an index value is stored in: numbers exact as `numeric` (bound as text), text as text,
+/// points as their latitude and a longitude.
+struct IndexColumns {
+    var isText: Bool
+    var value: String
+    var longitude: Double?
+
+    init(_ value: IndexValue) {
+        switch value {
+        case .integer(let integer): self = IndexColumns(isText: false, value: String(integer), longitude: nil)
+        case .real(let real): self = IndexColumns(isText: false, value: Self.numeric(real), longitude: nil)
+        case .text(let text): self = IndexColumns(isText: true, value: text, longitude: nil)
+        case .point(let latitude, let longitude):
+            self = IndexColumns(isText: false, value: Self.numeric(latitude), longitude: longitude)
+        }
+    }
+
+    private init(isText: Bool, value: String, longitude: Double?) {
+        self.isText = isText
+        self.value = value
+        self.longitude = longitude
+    }
+
+    /// A double as PostgreSQL's `numeric` reads it: the shortest decimal that is that double, so distinct
+    /// doubles stay distinct and in order.
+    static func numeric(_ real: Double) -> String {
+        if real.isNaN { return "NaN" }
+        if real.isInfinite { return real < 0 ? "-Infinity" : "Infinity" }
+        return "\(real)"
+    }
+}
+
+/// Index rows written together in one statement.
+struct IndexRows {
+    var zoneID: Int64
+    var sequences: [Int64] = []
+    var fields: [Int64] = []
+    var positions: [Int32] = []
+    var isText: [Bool] = []
+    var values: [String] = []
+    var longitudes: [Double] = []
+    var hasLongitude: [Bool] = []
+    /// (id, kind, field) of every field the rows name, to register.
+    var names: [Int64: (kind: String, field: String)] = [:]
+
+    init(zoneID: Int64, _ versions: [(Int64, PostgresZoneTransaction.IndexedVersion)]) {
+        self.zoneID = zoneID
+        for (sequence, version) in versions { append(sequence, kind: version.kind, version.rows) }
+    }
+
+    init(zoneID: Int64) { self.zoneID = zoneID }
+
+    mutating func append(_ sequence: Int64, kind: String, _ rows: [IndexEntry]) {
+        for row in rows {
+            let id = IndexFieldID.of(kind: kind, field: row.field)
+            names[id] = (kind, row.field)
+            let columns = IndexColumns(row.value)
+            sequences.append(sequence)
+            fields.append(id)
+            positions.append(Int32(clamping: row.position))
+            isText.append(columns.isText)
+            values.append(columns.value)
+            longitudes.append(columns.longitude ?? 0)
+            hasLongitude.append(columns.longitude != nil)
+        }
+    }
+
+    var isEmpty: Bool { sequences.isEmpty }
+
+    /// Registers the rows' field names and inserts the rows; `ignoringExisting` skips rows a version has
+    /// already (a backfill's).
+    ///
+    /// - Throws: `StoreError.duplicate` when a field's id already names another field.
+    func insert(_ connection: PostgresConnection, ignoringExisting: Bool) async throws {
+        let ids = names.keys.sorted()
+        try await connection.query(
+            """
+            INSERT INTO index_fields (id, kind, field)
+            SELECT * FROM unnest(\(ids)::bigint[], \(ids.map { names[$0]!.kind })::text[], \(ids.map { names[$0]!.field })::text[])
+            ON CONFLICT (id) DO NOTHING
+            """, logger: PostgresStore.logger)
+        let registered = try await connection.query(
+            "SELECT id, kind, field FROM index_fields WHERE id = ANY(\(ids))", logger: PostgresStore.logger
+        ).collect()
+        for row in registered {
+            let (id, kind, field) = try row.decode((Int64, String, String).self)
+            guard names[id]! == (kind, field) else {
+                throw StoreError.duplicate("index field id \(id) of \(names[id]!.kind).\(names[id]!.field)")
+            }
+        }
+        try await connection.query(
+            """
+            INSERT INTO entry_index (zone_id, sequence, field, position, number, text, longitude)
+            SELECT \(zoneID), q, f, p, CASE WHEN t THEN NULL ELSE v::numeric END, CASE WHEN t THEN v END,
+                CASE WHEN hl THEN l END
+            FROM unnest(\(sequences)::bigint[], \(fields)::bigint[], \(positions)::int[], \(isText)::bool[], \(values)::text[],
+                \(longitudes)::float8[], \(hasLongitude)::bool[]) AS u(q, f, p, t, v, l, hl)
+            \(unescaped: ignoringExisting ? "ON CONFLICT DO NOTHING" : "")
+            """, logger: PostgresStore.logger)
+    }
+}

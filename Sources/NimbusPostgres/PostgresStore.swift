@@ -1,0 +1,109 @@
+import Foundation
+import Logging
+import NimbusCore
+import NimbusStore
+import PostgresNIO
+
+/// The shared backend: every node of a deployment keeps its data in one PostgreSQL database, through
+/// PostgresNIO's connection pool.
+///
+/// Every acknowledged write is committed with `synchronous_commit` on (set per connection, whatever the
+/// server's default), so a crash of the database's machine loses none. Zone transactions lock their zone's
+/// row for their whole length: writers of one zone queue (they never fail for each other), and a zone's
+/// sequence numbers become visible in order (see `transact`).
+package final class PostgresStore: Sendable {
+    let client: PostgresClient
+    private let running: Task<Void, Never>
+    /// What statements log to: nothing above debug, so a statement's values never reach the logs.
+    static let logger = Logger(label: "nimbus.postgres")
+
+    private init(client: PostgresClient) {
+        self.client = client
+        running = Task { await client.run() }
+    }
+
+    /// Connects to the database `location` names and applies pending migrations, telling `migrating` their
+    /// names first (when `migrating` throws, nothing is migrated).
+    ///
+    /// - Throws: `StoreError.newerDatabase` when a newer Nimbus migrated the database;
+    ///   `StoreError.unavailable` when the server cannot be reached.
+    package static func open(
+        _ location: PostgresLocation, connections: Int = 20, logger: Logger = Logger(label: "nimbus.postgres"),
+        migrating: @Sendable ([String]) throws -> Void = { _ in }
+    ) async throws -> PostgresStore {
+        var configuration = location.clientConfiguration
+        configuration.options.maximumConnections = max(2, connections)
+        // Every commit waits for its WAL record to be flushed, whatever the server's default says.
+        configuration.options.additionalStartupParameters = [("synchronous_commit", "on"), ("application_name", "nimbus")]
+        let store = PostgresStore(client: PostgresClient(configuration: configuration, backgroundLogger: logger))
+        do {
+            try await store.migrate(migrating)
+        } catch {
+            store.close()
+            throw error
+        }
+        return store
+    }
+
+    /// Closes the pool's connections; the store is unusable afterwards.
+    package func close() { running.cancel() }
+
+    deinit { running.cancel() }
+
+    /// Runs `body` in one transaction on one pooled connection, with PostgreSQL's failures as store errors.
+    func transaction<T: Sendable>(_ body: (PostgresConnection) async throws -> T) async throws -> T {
+        do {
+            return try await client.withTransaction(logger: Self.logger) { connection in try await body(connection) }
+        } catch let error as PostgresTransactionError {
+            throw Self.storeError(error.closureError ?? error.beginError ?? error.commitError ?? error)
+        } catch {
+            throw Self.storeError(error)
+        }
+    }
+
+    /// Runs one statement outside a transaction of the caller's, with its rows collected.
+    @discardableResult
+    func rows(_ query: PostgresQuery) async throws -> [PostgresRow] {
+        do {
+            return try await client.query(query, logger: Self.logger).collect()
+        } catch {
+            throw Self.storeError(error)
+        }
+    }
+
+    /// PostgreSQL's failures that callers can act on, as store errors; the others as they are.
+    static func storeError(_ error: any Error) -> any Error {
+        if error is StoreError { return error }
+        guard let error = error as? PSQLError else { return error }
+        if let state = error.serverInfo?[.sqlState] {
+            switch state {
+            case "23505", "23503": return StoreError.duplicate(error.serverInfo?[.constraintName] ?? "row")
+            case "53100": return StoreError.storageFull
+            // Shutting down, out of connections, in recovery: the database will be back.
+            case "57P01", "57P02", "57P03", "53300", "08000", "08003", "08006": return StoreError.unavailable
+            default: return error
+            }
+        }
+        switch error.code {
+        case .connectionError, .serverClosedConnection, .clientClosedConnection, .poolClosed, .uncleanShutdown:
+            return StoreError.unavailable
+        default:
+            return error
+        }
+    }
+}
+
+extension PostgresRow {
+    /// One column, by its position.
+    func column<T: PostgresDecodable>(_ index: Int, as type: T.Type = T.self) throws -> T {
+        try makeRandomAccess()[index].decode(T.self)
+    }
+}
+
+extension [PostgresRow] {
+    /// The first column of every row.
+    func values<T: PostgresDecodable>(_ type: T.Type) throws -> [T] { try map { try $0.decode(T.self) } }
+
+    /// The first column of the first row, or nil when there is no row.
+    func value<T: PostgresDecodable>(_ type: T.Type) throws -> T? { try first.map { try $0.decode(T.self) } }
+}
