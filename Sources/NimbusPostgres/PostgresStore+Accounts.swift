@@ -71,16 +71,16 @@ extension PostgresStore: AccountStore {
 
     package func saveDevice(_ device: DeviceRecord) async throws {
         try await transaction { connection in
-            let owner = try await connection.query(
-                "SELECT account_id FROM devices WHERE id = \(device.id) FOR UPDATE", logger: Self.logger
-            ).collect().value(String.self)
+            let owner = try await connection.run(
+                "SELECT account_id FROM devices WHERE id = \(device.id) FOR UPDATE"
+            ).value(String.self)
             if let owner, owner != device.accountID { throw StoreError.duplicate("device \(device.id)") }
-            try await connection.query(
+            try await connection.run(
                 """
                 INSERT INTO devices (id, account_id, name, last_seen_at)
                 VALUES (\(device.id), \(device.accountID), \(device.name), \(device.lastSeenAt.milliseconds))
                 ON CONFLICT (id) DO UPDATE SET name = excluded.name, last_seen_at = excluded.last_seen_at
-                """, logger: Self.logger)
+                """)
         }
     }
 

@@ -21,11 +21,11 @@ extension PostgresStore: DeveloperStore {
         try await transaction { connection in
             try await Self.require("team \(app.teamID)", "SELECT 1 FROM teams WHERE team_id = \(app.teamID)", connection)
             try await Self.inserting("app \(app.bundleID)") {
-                try await connection.query(
+                try await connection.run(
                     """
                     INSERT INTO apps (bundle_id, team_id, kv_store_identifier)
                     VALUES (\(app.bundleID), \(app.teamID), \(app.keyValueStoreIdentifier))
-                    """, logger: Self.logger)
+                    """)
             }
         }
     }
@@ -56,11 +56,11 @@ extension PostgresStore: DeveloperStore {
             try await Self.require(
                 "team \(container.teamID)", "SELECT 1 FROM teams WHERE team_id = \(container.teamID)", connection)
             try await Self.inserting("container \(container.identifier)") {
-                try await connection.query(
+                try await connection.run(
                     """
                     INSERT INTO containers (identifier, team_id, package_extensions)
                     VALUES (\(container.identifier), \(container.teamID), \(extensions))
-                    """, logger: Self.logger)
+                    """)
             }
         }
     }
@@ -91,9 +91,8 @@ extension PostgresStore: DeveloperStore {
             try await Self.require("app \(bundleID)", "SELECT 1 FROM apps WHERE bundle_id = \(bundleID)", connection)
             try await Self.require(
                 "container \(container)", "SELECT 1 FROM containers WHERE identifier = \(container)", connection)
-            try await connection.query(
-                "INSERT INTO entitlements (bundle_id, container) VALUES (\(bundleID), \(container)) ON CONFLICT DO NOTHING",
-                logger: Self.logger)
+            try await connection.run(
+                "INSERT INTO entitlements (bundle_id, container) VALUES (\(bundleID), \(container)) ON CONFLICT DO NOTHING")
         }
     }
 
@@ -109,11 +108,11 @@ extension PostgresStore: DeveloperStore {
             try await Self.require(
                 "container \(token.containerID)", "SELECT 1 FROM containers WHERE identifier = \(token.containerID)", connection)
             try await Self.inserting("API token") {
-                try await connection.query(
+                try await connection.run(
                     """
                     INSERT INTO api_tokens (id, token_digest, container, bundle_id, name, revoked)
                     VALUES (\(token.id), \(token.tokenDigest), \(token.containerID), \(token.bundleID), \(token.name), \(token.revoked))
-                    """, logger: Self.logger)
+                    """)
             }
         }
     }
@@ -139,11 +138,11 @@ extension PostgresStore: DeveloperStore {
             try await Self.require(
                 "container \(key.container)", "SELECT 1 FROM containers WHERE identifier = \(key.container)", connection)
             try await Self.inserting("server key \(key.id)") {
-                try await connection.query(
+                try await connection.run(
                     """
                     INSERT INTO server_keys (id, container, public_key_pem, creator_account_id, name)
                     VALUES (\(key.id), \(key.container), \(key.publicKeyPEM), \(key.creatorAccountID), \(key.name))
-                    """, logger: Self.logger)
+                    """)
             }
         }
     }
@@ -185,7 +184,7 @@ extension PostgresStore: DeveloperStore {
     }
 
     private static func require(_ what: String, _ query: PostgresQuery, _ connection: PostgresConnection) async throws {
-        guard try await !connection.query(query, logger: logger).collect().isEmpty else { throw StoreError.missing(what) }
+        guard try await !connection.run(query).isEmpty else { throw StoreError.missing(what) }
     }
 
     private static func container(_ row: PostgresRow) throws -> Container {

@@ -256,12 +256,12 @@ extension PostgresStore {
     /// nodes starting at the same time wait for.
     func migrate(_ migrating: @Sendable ([String]) throws -> Void) async throws {
         try await transaction { connection in
-            try await connection.query("SELECT pg_advisory_xact_lock(\(Self.migrationLock))", logger: Self.logger)
-            try await connection.query(
-                "CREATE TABLE IF NOT EXISTS nimbus_migrations (identifier text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())",
-                logger: Self.logger)
+            try await connection.run("SELECT pg_advisory_xact_lock(\(Self.migrationLock))")
+            try await connection.run(
+                "CREATE TABLE IF NOT EXISTS nimbus_migrations (identifier text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())"
+            )
             let applied = Set(
-                try await connection.query("SELECT identifier FROM nimbus_migrations", logger: Self.logger).collect().values(
+                try await connection.run("SELECT identifier FROM nimbus_migrations").values(
                     String.self))
             let known = Set(Self.migrations.map(\.name))
             let unknown = applied.subtracting(known).sorted()
@@ -271,10 +271,10 @@ extension PostgresStore {
             if !applied.isEmpty { try migrating(pending.map(\.name)) }
             for migration in pending {
                 for statement in migration.statements {
-                    try await connection.query(PostgresQuery(unsafeSQL: statement), logger: Self.logger)
+                    try await connection.run(PostgresQuery(unsafeSQL: statement))
                 }
-                try await connection.query(
-                    "INSERT INTO nimbus_migrations (identifier) VALUES (\(migration.name))", logger: Self.logger)
+                try await connection.run(
+                    "INSERT INTO nimbus_migrations (identifier) VALUES (\(migration.name))")
             }
         }
     }

@@ -28,12 +28,12 @@ extension PostgresStore: RecordDatabaseStore {
             try await Self.setSchemaText(text, container: container, environment: environment, connection)
             var jobs = [(id: Int64, backfill: IndexBackfill)]()
             for backfill in backfills {
-                let id = try await connection.query(
+                let id = try await connection.run(
                     """
                     INSERT INTO index_backfills (container, environment, kind)
                     VALUES (\(backfill.container), \(backfill.environment), \(backfill.kind)) RETURNING id
-                    """, logger: Self.logger
-                ).collect().value(Int64.self)!
+                    """
+                ).value(Int64.self)!
                 jobs.append((id, backfill))
             }
             return (text, jobs)
@@ -66,36 +66,35 @@ extension PostgresStore: RecordDatabaseStore {
         _ id: Int64, rows: (Data) throws -> [IndexEntry], _ connection: PostgresConnection
     ) async throws -> Bool {
         guard
-            let job = try await connection.query(
-                "SELECT container, environment, kind, zone_id, sequence FROM index_backfills WHERE id = \(id) FOR UPDATE",
-                logger: logger
-            ).collect().first
+            let job = try await connection.run(
+                "SELECT container, environment, kind, zone_id, sequence FROM index_backfills WHERE id = \(id) FOR UPDATE"
+            ).first
         else { return false }
         let (container, environment, kind, startZone, startSequence) = try job.decode(
             (String, String, String, Int64, Int64).self)
         var (zone, sequence) = (startZone, startSequence)
         let keyField = IndexFieldID.of(kind: kind, field: IndexEntry.keyField)
         while true {
-            let versions = try await connection.query(
+            let versions = try await connection.run(
                 """
                 SELECT i.sequence, e.payload FROM entry_index i
                 JOIN entries e ON e.zone_id = i.zone_id AND e.sequence = i.sequence AND e.payload IS NOT NULL
                 WHERE i.zone_id = \(zone) AND i.sequence > \(sequence) AND i.field = \(keyField)
                 ORDER BY i.sequence LIMIT \(backfillBatch)
-                """, logger: logger
-            ).collect().map { try $0.decode((Int64, Data).self) }
+                """
+            ).map { try $0.decode((Int64, Data).self) }
             guard let last = versions.last else {
                 guard
-                    let next = try await connection.query(
+                    let next = try await connection.run(
                         """
                         SELECT id FROM zones
                         WHERE kind = \(ZoneAddress.Service.Kind.records.rawValue) AND container = \(container)
                             AND environment = \(environment) AND id > \(zone)
                         ORDER BY id LIMIT 1
-                        """, logger: logger
-                    ).collect().value(Int64.self)
+                        """
+                    ).value(Int64.self)
                 else {
-                    try await connection.query("DELETE FROM index_backfills WHERE id = \(id)", logger: logger)
+                    try await connection.run("DELETE FROM index_backfills WHERE id = \(id)")
                     return false
                 }
                 (zone, sequence) = (next, 0)
@@ -107,8 +106,8 @@ extension PostgresStore: RecordDatabaseStore {
             sequence = last.0
             break
         }
-        try await connection.query(
-            "UPDATE index_backfills SET zone_id = \(zone), sequence = \(sequence) WHERE id = \(id)", logger: logger)
+        try await connection.run(
+            "UPDATE index_backfills SET zone_id = \(zone), sequence = \(sequence) WHERE id = \(id)")
         return true
     }
 }

@@ -33,7 +33,12 @@ extension PostgresStore: ZoneStore {
     ) async throws -> (result: T, state: ZoneState) {
         try await transaction { connection in
             var found = try await Self.lockedState(of: zone, connection)
-            if found == nil, creating { found = try await Self.createZone(zone, connection) }
+            // A zone created here counts in the service's zone changes when the transaction writes (the
+            // service's counter is locked last, after any schema: see `write`).
+            var created = false
+            if found == nil, creating {
+                (found, created) = try await Self.createZone(zone, connection)
+            }
             guard let before = found else { throw StoreError.missing("zone \(zone.address.name)") }
             var fetched = PostgresZoneTransaction.Fetched()
             for _ in 1...Self.maxRuns {
@@ -46,7 +51,7 @@ extension PostgresStore: ZoneStore {
                 let result = try outcome.get()
                 // A schema read without a lock may have changed since: write only over the text the run read.
                 guard try await Self.schemasUnchanged(run, &fetched, connection) else { continue }
-                try await Self.write(run, zone, connection)
+                try await Self.write(run, zone, created: created, connection)
                 return (result, run.state)
             }
             throw StoreError.missing("a transaction whose reads did not settle after \(Self.maxRuns) runs")
@@ -61,10 +66,8 @@ extension PostgresStore: ZoneStore {
         if !missed.entries.isEmpty {
             let keys = Array(missed.entries)
             for key in keys { fetched.entries[key] = .some(nil) }
-            let rows = try await connection.query(
-                "SELECT key, payload, sequence, audience, size FROM entries WHERE zone_id = \(state.id) AND key = ANY(\(keys))",
-                logger: Self.logger
-            ).collect()
+            let rows = try await connection.run(
+                "SELECT key, payload, sequence, audience, size FROM entries WHERE zone_id = \(state.id) AND key = ANY(\(keys))")
             for row in rows {
                 let (key, payload, sequence, audience, size) = try row.decode((String, Data?, Int64, String?, Int64).self)
                 fetched.entries[key] = PostgresZoneTransaction.StoredVersion(
@@ -73,28 +76,25 @@ extension PostgresStore: ZoneStore {
         }
         if missed.othersBytes {
             fetched.othersBytes = Int(
-                try await connection.query(
-                    "SELECT coalesce(sum(live_bytes), 0)::bigint FROM zones WHERE account_id = \(zone.accountID) AND id != \(state.id)",
-                    logger: Self.logger
-                ).collect().value(Int64.self) ?? 0)
+                try await connection.run(
+                    "SELECT coalesce(sum(live_bytes), 0)::bigint FROM zones WHERE account_id = \(zone.accountID) AND id != \(state.id)"
+                ).value(Int64.self) ?? 0)
         }
         for scope in missed.grantScopes {
             fetched.acceptedGrantees[scope] = Set(
-                try await connection.query(
-                    "SELECT grantee FROM zone_grants WHERE zone_id = \(state.id) AND scope = \(scope) AND accepted",
-                    logger: Self.logger
-                ).collect().values(String.self))
+                try await connection.run(
+                    "SELECT grantee FROM zone_grants WHERE zone_id = \(state.id) AND scope = \(scope) AND accepted"
+                ).values(String.self))
         }
         for lookup in missed.keyLookups {
             let value = IndexColumns(lookup.value)
-            fetched.keyLookups[lookup] = try await connection.query(
+            fetched.keyLookups[lookup] = try await connection.run(
                 """
                 SELECT DISTINCT e.key FROM entry_index i JOIN entries e ON e.zone_id = i.zone_id AND e.sequence = i.sequence
                 WHERE i.zone_id = \(state.id) AND i.field = \(IndexFieldID.of(kind: lookup.kind, field: lookup.field))
                 AND \(unescaped: value.isText ? "i.text = " : "i.number = ")\(value.value)\(unescaped: value.isText ? "" : "::numeric")
-                """,
-                logger: Self.logger
-            ).collect().values(String.self)
+                """
+            ).values(String.self)
         }
         for key in missed.schemas {
             fetched.schemas[key] = .some(
@@ -124,36 +124,40 @@ extension PostgresStore: ZoneStore {
         async throws -> String?
     {
         if locking {
-            try await connection.query(
-                "SELECT pg_advisory_xact_lock(hashtextextended(\("schema:\(container):\(environment)"), 0))", logger: Self.logger)
+            try await connection.run(
+                "SELECT pg_advisory_xact_lock(hashtextextended(\("schema:\(container):\(environment)"), 0))")
         }
-        return try await connection.query(
-            "SELECT text FROM schemas WHERE container = \(container) AND environment = \(environment)", logger: Self.logger
-        ).collect().value(String.self)
+        return try await connection.run(
+            "SELECT text FROM schemas WHERE container = \(container) AND environment = \(environment)"
+        ).value(String.self)
     }
 
     static func setSchemaText(_ text: String, container: String, environment: String, _ connection: PostgresConnection)
         async throws
     {
-        try await connection.query(
+        try await connection.run(
             """
             INSERT INTO schemas (container, environment, text) VALUES (\(container), \(environment), \(text))
             ON CONFLICT (container, environment) DO UPDATE SET text = excluded.text
-            """, logger: Self.logger)
+            """)
     }
 
     /// Writes what a run that missed nothing wrote, and the zone's new state.
-    private static func write(_ run: PostgresZoneTransaction, _ zone: ZoneKey, _ connection: PostgresConnection) async throws {
+    ///
+    /// Locks are taken in one order in every transaction, so two never wait for each other: the zone's row
+    /// (first, in `transactPostgres`), the schema (`schemasUnchanged`), then the service's counter, here.
+    private static func write(
+        _ run: PostgresZoneTransaction, _ zone: ZoneKey, created: Bool, _ connection: PostgresConnection
+    ) async throws {
         let zoneID = run.before.id
         if !run.replacedSequences.isEmpty {
-            try await connection.query(
-                "DELETE FROM entry_index WHERE zone_id = \(zoneID) AND sequence = ANY(\(run.replacedSequences))",
-                logger: Self.logger)
+            try await connection.run(
+                "DELETE FROM entry_index WHERE zone_id = \(zoneID) AND sequence = ANY(\(run.replacedSequences))")
         }
         if !run.writeOrder.isEmpty {
             let versions = run.writeOrder.map { run.written[$0]! }
             let payloads = versions.map { ByteBuffer(bytes: $0.entry.payload ?? Data()) }
-            try await connection.query(
+            try await connection.run(
                 """
                 INSERT INTO entries (zone_id, key, payload, size, sequence, audience)
                 SELECT \(zoneID), k, CASE WHEN pn THEN NULL ELSE p END, s, q, CASE WHEN an THEN NULL ELSE a END
@@ -163,7 +167,7 @@ extension PostgresStore: ZoneStore {
                     AS u(k, p, pn, s, q, a, an)
                 ON CONFLICT (zone_id, key) DO UPDATE
                 SET payload = excluded.payload, size = excluded.size, sequence = excluded.sequence, audience = excluded.audience
-                """, logger: Self.logger)
+                """)
         }
         let indexed = run.indexed.sorted { $0.key < $1.key }.flatMap { sequence, versions in
             versions.map { (sequence, $0) }
@@ -172,27 +176,27 @@ extension PostgresStore: ZoneStore {
             try await IndexRows(zoneID: zoneID, indexed).insert(connection, ignoringExisting: false)
         }
         for (scope, grants) in run.grantWrites.sorted(by: { $0.key < $1.key }) {
-            try await connection.query(
-                "DELETE FROM zone_grants WHERE zone_id = \(zoneID) AND scope = \(scope)", logger: Self.logger)
+            try await connection.run(
+                "DELETE FROM zone_grants WHERE zone_id = \(zoneID) AND scope = \(scope)")
             for grant in grants {
-                try await connection.query(
+                try await connection.run(
                     """
                     INSERT INTO zone_grants (zone_id, scope, grantee, permission, accepted)
                     VALUES (\(zoneID), \(scope), \(grant.grantee), \(grant.permission.rawValue), \(grant.accepted))
-                    """, logger: Self.logger)
+                    """)
             }
         }
         for (key, text) in run.schemaWrites {
             try await setSchemaText(text, container: key.container, environment: key.environment, connection)
         }
-        if run.state != run.before {
+        if run.state != run.before || created {
             let changedAt = try await advanceServiceSequence(zone, connection)
-            try await connection.query(
+            try await connection.run(
                 """
                 UPDATE zones SET sequence = \(run.state.sequence), live_entries = \(Int64(run.state.liveEntries)),
                     live_bytes = \(Int64(run.state.liveBytes)), changed_at = \(changedAt)
                 WHERE id = \(zoneID)
-                """, logger: Self.logger)
+                """)
         }
     }
 
@@ -201,9 +205,10 @@ extension PostgresStore: ZoneStore {
             guard try await Self.lockedState(of: zone, connection) == nil else {
                 throw StoreError.duplicate("zone \(zone.address.name)")
             }
-            guard let state = try await Self.createZone(zone, connection) else {
-                throw StoreError.duplicate("zone \(zone.address.name)")
-            }
+            let (state, created) = try await Self.createZone(zone, connection)
+            guard let state, created else { throw StoreError.duplicate("zone \(zone.address.name)") }
+            let changedAt = try await Self.advanceServiceSequence(zone, connection)
+            try await connection.run("UPDATE zones SET changed_at = \(changedAt) WHERE id = \(state.id)")
             return state
         }
     }
@@ -215,22 +220,22 @@ extension PostgresStore: ZoneStore {
             }
             // As in SQLite: the zone's few rows go now, its entries and index rows later; until then its row
             // belongs to no account and no service, so its name is free. Zone ids are never reused.
-            try await connection.query("DELETE FROM device_watermarks WHERE zone_id = \(state.id)", logger: Self.logger)
-            try await connection.query("DELETE FROM zone_grants WHERE zone_id = \(state.id)", logger: Self.logger)
-            try await connection.query(
+            try await connection.run("DELETE FROM device_watermarks WHERE zone_id = \(state.id)")
+            try await connection.run("DELETE FROM zone_grants WHERE zone_id = \(state.id)")
+            try await connection.run(
                 """
                 UPDATE zones SET account_id = '', service = \(Self.purging), kind = \(Self.purging), container = NULL,
                     environment = NULL, name = id::text
                 WHERE id = \(state.id)
-                """, logger: Self.logger)
-            try await connection.query("INSERT INTO zone_purges (zone_id) VALUES (\(state.id))", logger: Self.logger)
+                """)
+            try await connection.run("INSERT INTO zone_purges (zone_id) VALUES (\(state.id))")
             let changedAt = try await Self.advanceServiceSequence(zone, connection)
-            try await connection.query(
+            try await connection.run(
                 """
                 INSERT INTO zone_tombstones (account_id, service, name, changed_at)
                 VALUES (\(zone.accountID), \(zone.address.service.encoded), \(zone.address.name), \(changedAt))
                 ON CONFLICT (account_id, service, name) DO UPDATE SET changed_at = excluded.changed_at
-                """, logger: Self.logger)
+                """)
         }
     }
 
@@ -254,26 +259,26 @@ extension PostgresStore: ZoneStore {
     /// purging at the same time take other zones (`SKIP LOCKED`).
     private static func purgeStep(_ connection: PostgresConnection) async throws -> Int? {
         guard
-            let zone = try await connection.query(
-                "SELECT zone_id FROM zone_purges ORDER BY zone_id LIMIT 1 FOR UPDATE SKIP LOCKED", logger: Self.logger
-            ).collect().value(Int64.self)
+            let zone = try await connection.run(
+                "SELECT zone_id FROM zone_purges ORDER BY zone_id LIMIT 1 FOR UPDATE SKIP LOCKED"
+            ).value(Int64.self)
         else { return nil }
-        let indexRows = try await connection.query(
+        let indexRows = try await connection.run(
             """
             WITH doomed AS (SELECT DISTINCT sequence FROM entry_index WHERE zone_id = \(zone) ORDER BY sequence LIMIT 256)
             DELETE FROM entry_index WHERE zone_id = \(zone) AND sequence IN (SELECT sequence FROM doomed) RETURNING 1
-            """, logger: Self.logger
-        ).collect().count
+            """
+        ).count
         if indexRows > 0 { return indexRows }
-        let entries = try await connection.query(
+        let entries = try await connection.run(
             """
             DELETE FROM entries WHERE zone_id = \(zone) AND key IN (SELECT key FROM entries WHERE zone_id = \(zone) LIMIT 1024)
             RETURNING 1
-            """, logger: Self.logger
-        ).collect().count
+            """
+        ).count
         if entries > 0 { return entries }
-        try await connection.query("DELETE FROM zone_purges WHERE zone_id = \(zone)", logger: Self.logger)
-        try await connection.query("DELETE FROM zones WHERE id = \(zone) AND service = \(Self.purging)", logger: Self.logger)
+        try await connection.run("DELETE FROM zone_purges WHERE zone_id = \(zone)")
+        try await connection.run("DELETE FROM zones WHERE id = \(zone) AND service = \(Self.purging)")
         return 0
     }
 
@@ -298,12 +303,12 @@ extension PostgresStore: ZoneStore {
         -> ZoneChangePage
     {
         try await transaction { connection in
-            let row = try await connection.query(
+            let row = try await connection.run(
                 """
                 SELECT sequence, epoch, previous_epoch, restored_sequence FROM service_sequences
                 WHERE account_id = \(accountID) AND service = \(service.encoded)
-                """, logger: Self.logger
-            ).collect().first
+                """
+            ).first
             let counter = try row.map { try $0.decode((Int64, Int64, Int64?, Int64?).self) }
             let current = counter?.0 ?? 0
             let history =
@@ -312,7 +317,7 @@ extension PostgresStore: ZoneStore {
                 } else {
                     SequenceHistory(epoch: try await Self.currentEpoch(connection), previousEpoch: nil, restoredSequence: nil)
                 }
-            let rows = try await connection.query(
+            let rows = try await connection.run(
                 """
                 SELECT name, changed_at, false AS deleted FROM zones
                     WHERE account_id = \(accountID) AND service = \(service.encoded) AND changed_at > \(sequence)
@@ -320,8 +325,8 @@ extension PostgresStore: ZoneStore {
                 SELECT name, changed_at, true AS deleted FROM zone_tombstones
                     WHERE account_id = \(accountID) AND service = \(service.encoded) AND changed_at > \(sequence)
                 ORDER BY changed_at LIMIT \(Int64(limit + 1))
-                """, logger: Self.logger
-            ).collect().map { try $0.decode((String, Int64, Bool).self) }
+                """
+            ).map { try $0.decode((String, Int64, Bool).self) }
             let page = rows.prefix(limit)
             let moreComing = rows.count > limit
             return ZoneChangePage(
@@ -362,10 +367,9 @@ extension PostgresStore: ZoneStore {
     package func liveEntries(_ zone: ZoneKey) async throws -> (entries: [Entry], state: ZoneState?) {
         try await transaction { connection in
             guard let state = try await Self.state(of: zone, connection) else { return ([], nil) }
-            let entries = try await connection.query(
-                "SELECT key, payload, sequence, audience FROM entries WHERE zone_id = \(state.id) AND payload IS NOT NULL ORDER BY key",
-                logger: Self.logger
-            ).collect().map(Self.entry)
+            let entries = try await connection.run(
+                "SELECT key, payload, sequence, audience FROM entries WHERE zone_id = \(state.id) AND payload IS NOT NULL ORDER BY key"
+            ).map(Self.entry)
             return (entries, state)
         }
     }
@@ -431,12 +435,12 @@ extension PostgresStore: ZoneStore {
             guard let state = try await Self.state(of: zone, connection) else {
                 throw StoreError.missing("zone \(zone.address.name)")
             }
-            let updated = try await connection.query(
+            let updated = try await connection.run(
                 """
                 UPDATE zone_grants SET accepted = true WHERE zone_id = \(state.id) AND scope = \(scope) AND grantee = \(grantee)
                 RETURNING 1
-                """, logger: Self.logger
-            ).collect().count
+                """
+            ).count
             guard updated == 1 else { throw StoreError.missing("share of zone \(zone.address.name)") }
         }
     }
@@ -447,11 +451,11 @@ extension PostgresStore: ZoneStore {
             for mark in marks {
                 guard let state = try await Self.state(of: mark.zone, connection) else { continue }
                 let sequence = max(0, min(mark.sequence, state.sequence))
-                try await connection.query(
+                try await connection.run(
                     """
                     INSERT INTO device_watermarks (device_id, zone_id, sequence) VALUES (\(mark.deviceID), \(state.id), \(sequence))
                     ON CONFLICT (device_id, zone_id) DO UPDATE SET sequence = greatest(device_watermarks.sequence, excluded.sequence)
-                    """, logger: Self.logger)
+                    """)
             }
         }
     }
@@ -501,63 +505,61 @@ extension PostgresStore: ZoneStore {
     }
 
     private static func state(of zone: ZoneKey, _ connection: PostgresConnection) async throws -> ZoneState? {
-        try await connection.query(
-            "SELECT \(unescaped: zoneStateColumns) FROM zones WHERE account_id = \(zone.accountID) AND service = \(zone.address.service.encoded) AND name = \(zone.address.name)",
-            logger: Self.logger
-        ).collect().first.map(zoneState)
+        try await connection.run(
+            "SELECT \(unescaped: zoneStateColumns) FROM zones WHERE account_id = \(zone.accountID) AND service = \(zone.address.service.encoded) AND name = \(zone.address.name)"
+        ).first.map(zoneState)
     }
 
     /// The zone's state, its row locked until the transaction ends.
     private static func lockedState(of zone: ZoneKey, _ connection: PostgresConnection) async throws -> ZoneState? {
-        try await connection.query(
-            "SELECT \(unescaped: zoneStateColumns) FROM zones WHERE account_id = \(zone.accountID) AND service = \(zone.address.service.encoded) AND name = \(zone.address.name) FOR UPDATE",
-            logger: Self.logger
-        ).collect().first.map(zoneState)
+        try await connection.run(
+            "SELECT \(unescaped: zoneStateColumns) FROM zones WHERE account_id = \(zone.accountID) AND service = \(zone.address.service.encoded) AND name = \(zone.address.name) FOR UPDATE"
+        ).first.map(zoneState)
     }
 
     /// The epoch of the last restore (0 before any): what zones and service sequences begun now start in.
     static func currentEpoch(_ connection: PostgresConnection) async throws -> Int64 {
-        try await connection.query("SELECT epoch FROM restores ORDER BY id DESC LIMIT 1", logger: Self.logger).collect().value(
+        try await connection.run("SELECT epoch FROM restores ORDER BY id DESC LIMIT 1").value(
             Int64.self) ?? 0
     }
 
-    /// Creates the zone with its row locked; nil when another transaction created it first (then it is
-    /// locked by this one, once that one committed, through `lockedState`).
-    private static func createZone(_ zone: ZoneKey, _ connection: PostgresConnection) async throws -> ZoneState? {
+    /// Creates the zone with its row locked, or (when another transaction created it first) waits for that
+    /// one and locks the zone it made. The caller advances the service's counter for a zone it created.
+    private static func createZone(_ zone: ZoneKey, _ connection: PostgresConnection) async throws
+        -> (state: ZoneState?, created: Bool)
+    {
         let service = zone.address.service
         let epoch = try await currentEpoch(connection)
-        let created = try await connection.query(
+        let created = try await connection.run(
             """
             INSERT INTO zones (account_id, service, name, kind, container, environment, epoch)
             VALUES (\(zone.accountID), \(service.encoded), \(zone.address.name), \(service.kind.rawValue), \(service.container),
                 \(service.environment), \(epoch))
             ON CONFLICT (account_id, service, name) DO NOTHING
             RETURNING \(unescaped: zoneStateColumns)
-            """, logger: Self.logger
-        ).collect().first.map(zoneState)
-        guard let created else { return try await lockedState(of: zone, connection) }
-        let changedAt = try await advanceServiceSequence(zone, connection)
-        try await connection.query("UPDATE zones SET changed_at = \(changedAt) WHERE id = \(created.id)", logger: Self.logger)
-        try await connection.query(
+            """
+        ).first.map(zoneState)
+        guard let created else { return (try await lockedState(of: zone, connection), false) }
+        try await connection.run(
             """
             DELETE FROM zone_tombstones
             WHERE account_id = \(zone.accountID) AND service = \(zone.address.service.encoded) AND name = \(zone.address.name)
-            """, logger: Self.logger)
-        return created
+            """)
+        return (created, true)
     }
 
     /// Takes the next number of the account's per-service counter (locking it until the commit, so the
     /// service's changes also become visible in order).
     private static func advanceServiceSequence(_ zone: ZoneKey, _ connection: PostgresConnection) async throws -> Int64 {
         let epoch = try await currentEpoch(connection)
-        return try await connection.query(
+        return try await connection.run(
             """
             INSERT INTO service_sequences (account_id, service, sequence, epoch)
             VALUES (\(zone.accountID), \(zone.address.service.encoded), 1, \(epoch))
             ON CONFLICT (account_id, service) DO UPDATE SET sequence = service_sequences.sequence + 1
             RETURNING sequence
-            """, logger: Self.logger
-        ).collect().value(Int64.self)!
+            """
+        ).value(Int64.self)!
     }
 }
 
@@ -636,22 +638,21 @@ struct IndexRows {
     /// - Throws: `StoreError.duplicate` when a field's id already names another field.
     func insert(_ connection: PostgresConnection, ignoringExisting: Bool) async throws {
         let ids = names.keys.sorted()
-        try await connection.query(
+        try await connection.run(
             """
             INSERT INTO index_fields (id, kind, field)
             SELECT * FROM unnest(\(ids)::bigint[], \(ids.map { names[$0]!.kind })::text[], \(ids.map { names[$0]!.field })::text[])
             ON CONFLICT (id) DO NOTHING
-            """, logger: PostgresStore.logger)
-        let registered = try await connection.query(
-            "SELECT id, kind, field FROM index_fields WHERE id = ANY(\(ids))", logger: PostgresStore.logger
-        ).collect()
+            """)
+        let registered = try await connection.run(
+            "SELECT id, kind, field FROM index_fields WHERE id = ANY(\(ids))")
         for row in registered {
             let (id, kind, field) = try row.decode((Int64, String, String).self)
             guard names[id]! == (kind, field) else {
                 throw StoreError.duplicate("index field id \(id) of \(names[id]!.kind).\(names[id]!.field)")
             }
         }
-        try await connection.query(
+        try await connection.run(
             """
             INSERT INTO entry_index (zone_id, sequence, field, position, number, text, longitude)
             SELECT \(zoneID), q, f, p, CASE WHEN t THEN NULL ELSE v::numeric END, CASE WHEN t THEN v END,
@@ -659,6 +660,6 @@ struct IndexRows {
             FROM unnest(\(sequences)::bigint[], \(fields)::bigint[], \(positions)::int[], \(isText)::bool[], \(values)::text[],
                 \(longitudes)::float8[], \(hasLongitude)::bool[]) AS u(q, f, p, t, v, l, hl)
             \(unescaped: ignoringExisting ? "ON CONFLICT DO NOTHING" : "")
-            """, logger: PostgresStore.logger)
+            """)
     }
 }

@@ -107,3 +107,12 @@ extension [PostgresRow] {
     /// The first column of the first row, or nil when there is no row.
     func value<T: PostgresDecodable>(_ type: T.Type) throws -> T? { try first.map { try $0.decode(T.self) } }
 }
+
+extension PostgresConnection {
+    /// Runs one statement and reads all its rows: a statement's error can arrive with its rows, so a
+    /// statement whose rows went unread could fail unseen and leave its transaction aborted.
+    @discardableResult
+    func run(_ query: PostgresQuery) async throws -> [PostgresRow] {
+        try await self.query(query, logger: PostgresStore.logger).collect()
+    }
+}

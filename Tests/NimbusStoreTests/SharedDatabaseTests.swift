@@ -1,0 +1,131 @@
+import Foundation
+import NimbusCore
+import NimbusPostgres
+@testable import NimbusStore
+import NimbusTestingCore
+import Synchronization
+import Testing
+
+/// Several nodes on one PostgreSQL database: what must hold when writers and readers of one zone are on
+/// different nodes.
+@Suite(.cleansUp) struct SharedDatabaseTests {
+    /// Three stores on one database, as three `nimbus serve` nodes have.
+    func nodes(_ count: Int = 3) async throws -> [PostgresStore] {
+        let location = try PostgresLocation(url: try await TemporaryPostgres.shared().database())
+        var nodes = [PostgresStore]()
+        for _ in 0..<count {
+            let node = try await PostgresStore.open(location, connections: 6)
+            TestResources.current?.onCleanup { node.close() }
+            nodes.append(node)
+        }
+        return nodes
+    }
+
+    /// The trap of sequences allocated before commit: a change numbered n can become visible after n + 1,
+    /// and a reader that already moved past n never sees it. Writers on three nodes race over shared
+    /// zones while readers on every node follow the zones' changes; every reader must end up with every
+    /// change, each seen once, in increasing order.
+    @Test func readersOnAnyNodeNeverSkipAChangeWhileWritersOnThreeNodesRace() async throws {
+        let nodes = try await nodes()
+        let owner = Secrets.userRecordName()
+        try await nodes[0].createAccount(
+            AccountRecord(id: owner, email: "ann@example.com", passwordHash: "x", isAdministrator: false, createdAt: Date()))
+        let zones = (0..<3).map {
+            ZoneKey(accountID: owner, address: ZoneAddress(service: .keyValue, name: "zone\($0)"))
+        }
+        let (writersPerNode, commitsPerWriter) = (4, 25)
+        let writing = Remaining(nodes.count * writersPerNode)
+        /// Each reader's changes per zone, in the order it saw them.
+        let seen = try await withThrowingTaskGroup(of: [ZoneKey: [Int64]]?.self) { group in
+            for (number, node) in nodes.enumerated() {
+                for writer in 0..<writersPerNode {
+                    group.addTask {
+                        defer { writing.count.withLock { $0 -= 1 } }
+                        for commit in 0..<commitsPerWriter {
+                            // Every key once, so a zone's change feed keeps every change.
+                            let key = "n\(number)-w\(writer)-c\(commit)"
+                            let zone = zones[(writer + commit) % zones.count]
+                            _ = try await node.commit(
+                                zone, mutations: [EntryMutation(key: key, payload: Data(key.utf8), size: key.utf8.count)]
+                            ) { _ in }
+                        }
+                        return nil
+                    }
+                }
+                group.addTask {
+                    var cursors = [ZoneKey: Int64]()
+                    var seen = [ZoneKey: [Int64]]()
+                    // Follow until the writers are done, then once more: that pass sees everything committed.
+                    var finished = false
+                    while !finished {
+                        finished = writing.count.withLock { $0 == 0 }
+                        for zone in zones {
+                            var moreComing = true
+                            while moreComing {
+                                let page = try await node.changes(zone, after: cursors[zone] ?? 0, limit: 7)
+                                seen[zone, default: []] += page.entries.map(\.sequence)
+                                if page.token.zoneID != 0 { cursors[zone] = page.token.sequence }
+                                moreComing = page.moreComing
+                            }
+                        }
+                        await Task.yield()
+                    }
+                    return seen
+                }
+            }
+            var readers = [[ZoneKey: [Int64]]]()
+            for try await result in group { if let result { readers.append(result) } }
+            return readers
+        }
+        #expect(seen.count == nodes.count)
+        var total = 0
+        for zone in zones {
+            let sequence = try #require(try await nodes[0].zoneState(zone)).sequence
+            total += Int(sequence)
+            for reader in seen {
+                #expect(reader[zone] == Array(1...sequence), "a reader of \(zone.address.name) skipped or repeated a change")
+            }
+        }
+        #expect(total == nodes.count * writersPerNode * commitsPerWriter)
+    }
+
+    /// A schema grown by a record transaction on one node and another on a second node, at the same time:
+    /// neither growth is lost (each transaction writes only over the schema it read).
+    @Test func schemaGrowthOnTwoNodesAtOnceKeepsBoth() async throws {
+        let nodes = try await nodes(2)
+        let owner = Secrets.userRecordName()
+        try await nodes[0].createAccount(
+            AccountRecord(id: owner, email: "ann@example.com", passwordHash: "x", isAdministrator: false, createdAt: Date()))
+        let (container, environment) = ("iCloud.com.example.Cloudy", "development")
+        try await nodes[0].createTeam(Team(teamID: "98Z3R5XU29", name: "Example"))
+        try await nodes[0].createContainer(Container(identifier: container, teamID: "98Z3R5XU29"))
+        let service = ZoneAddress.Service.records(container: container, environment: environment, database: "private")
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for (number, node) in nodes.enumerated() {
+                group.addTask {
+                    for round in 0..<20 {
+                        let zone = ZoneKey(accountID: owner, address: ZoneAddress(service: service, name: "zone\(number)"))
+                        _ = try await node.transactRecords(zone, creating: true) { transaction in
+                            let text = try transaction.schemaText(container: container, environment: environment) ?? ""
+                            try transaction.put("r\(round)", payload: Data("x".utf8), size: 1)
+                            try transaction.setSchemaText(
+                                text + "node\(number)-\(round);", container: container, environment: environment)
+                        }
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        let grown = try #require(try await nodes[1].schemaText(container: container, environment: environment))
+        let parts = grown.split(separator: ";").map(String.init)
+        #expect(Set(parts) == Set(nodes.indices.flatMap { number in (0..<20).map { "node\(number)-\($0)" } }))
+        #expect(parts.count == 40)
+    }
+}
+
+/// How many writers are still writing, shared by the tasks of a test.
+private final class Remaining: Sendable {
+    let count: Mutex<Int>
+
+    init(_ count: Int) { self.count = Mutex(count) }
+}
