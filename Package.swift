@@ -62,6 +62,7 @@ let package = Package(
             dependencies: [
                 "NimbusCore",
                 "NimbusStore",
+                "NimbusPostgres",
                 "CProcessTuning",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
@@ -125,7 +126,7 @@ let package = Package(
         .executableTarget(
             name: "nimbus",
             dependencies: [
-                "NimbusCore", "NimbusStore", "NimbusServer", "NimbusKit", "NimbusDevice",
+                "NimbusCore", "NimbusStore", "NimbusServer", "NimbusPostgres", "NimbusKit", "NimbusDevice",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -203,7 +204,7 @@ let package = Package(
         .testTarget(
             name: "EndToEndTests",
             dependencies: [
-                "NimbusTesting", "NimbusKit", "NimbusServer", "NimbusCore", "NimbusStore", "NimbusTestingCore",
+                "NimbusTesting", "NimbusKit", "NimbusServer", "NimbusCore", "NimbusStore", "NimbusTestingCore", "NimbusPostgres",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),

@@ -14,7 +14,7 @@ import ServiceLifecycle
 /// The Nimbus server: one Hummingbird application over one store.
 ///
 /// ```swift
-/// let server = try NimbusServer(configuration: ServerConfiguration())
+/// let server = try await NimbusServer(configuration: ServerConfiguration())
 /// try await server.run()   // until SIGINT or SIGTERM, then drains in-flight requests
 /// ```
 package struct NimbusServer: Sendable {
@@ -25,7 +25,7 @@ package struct NimbusServer: Sendable {
 
     /// Opens (creating when needed) the configured storage: by default the data directory and its database.
     /// Throws `CertificateError` when TLS is configured with files it cannot serve.
-    package init(configuration: ServerConfiguration, logger: Logger? = nil) throws {
+    package init(configuration: ServerConfiguration, logger: Logger? = nil) async throws {
         var logger = logger ?? Logger(label: "nimbus")
         logger.logLevel = configuration.logLevel
         self.configuration = configuration
@@ -38,8 +38,11 @@ package struct NimbusServer: Sendable {
                 --tls-cert and --tls-key, or listen on 127.0.0.1 behind a proxy that does.
                 """)
         }
-        self.state = try ServerState(
-            configuration: configuration, backends: try Backends.make(configuration, logger: logger), logger: logger)
+        let backends = try await Backends.make(configuration, logger: logger)
+        // Making the state hashes a decoy password (bcrypt): seconds of CPU, not for a cooperative thread.
+        self.state = try await BlockingWork.run { [logger] in
+            try ServerState(configuration: configuration, backends: backends, logger: logger)
+        }
     }
 
     /// Whether `host` is reachable from this machine only.

@@ -1,4 +1,5 @@
 import Foundation
+import NimbusPostgres
 import Logging
 import NimbusCore
 import NimbusStore
@@ -94,4 +95,7 @@ package struct RateLimit: Sendable, Hashable {
 package enum Storage: Sendable, Hashable {
     /// SQLite and a directory of blobs, in the data directory: one process, no setup.
     case embedded
+    /// A PostgreSQL database that several nodes share, through a pool of at most `connections`
+    /// connections per node; blobs stay in the data directory (which nodes on one host may share).
+    case postgres(PostgresLocation, connections: Int)
 }

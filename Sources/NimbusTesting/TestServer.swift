@@ -61,9 +61,7 @@ package final class TestServer: Sendable {
         self.clock = clock
         self.trust = trust
         dataDirectory = configuration.dataDirectory
-        // Opening the store (migrations, synced commits) and the decoy bcrypt hash block their thread: not one of the
-        // cooperative threads every other test shares.
-        server = try await BlockingWork.run { try NimbusServer(configuration: configuration) }
+        server = try await NimbusServer(configuration: configuration)
         let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
         let application = try server.makeApplication { port in continuation.yield(port) }
         let services = ServiceGroup(configuration: .init(services: [application], logger: Logger(label: "nimbus.test")))

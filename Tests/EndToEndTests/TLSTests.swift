@@ -236,7 +236,7 @@ import Testing
             var configuration = ServerConfiguration()
             configuration.dataDirectory = TestServer.temporaryDirectory()
             configuration.tls = files
-            let error = try #require(throws: CertificateError.self) { try NimbusServer(configuration: configuration) }
+            let error = try await #require(throws: CertificateError.self) { try await NimbusServer(configuration: configuration) }
             #expect(error.description.contains(expected), "\(error)")
         }
     }
@@ -251,8 +251,7 @@ import Testing
             configuration.tls = tls ? certificates.files : nil
             configuration.bcryptCost = 4
             let logger = log.logger
-            // Opening a server blocks its thread (the store, the decoy hash): not a cooperative one.
-            _ = try await BlockingWork.run { [configuration] in try NimbusServer(configuration: configuration, logger: logger) }
+            _ = try await NimbusServer(configuration: configuration, logger: logger)
             let warnings = log.messages.filter { $0.contains("serving plain HTTP") }
             #expect(warnings.count == (warned ? 1 : 0), "\(host) tls=\(tls): \(log.messages)")
             if warned { #expect(warnings[0].contains("passwords, session tokens")) }

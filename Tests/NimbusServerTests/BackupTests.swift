@@ -228,7 +228,7 @@ import Testing
         let log = LogCapture()
         var configuration = ServerConfiguration()
         configuration.dataDirectory = directory
-        _ = try NimbusServer(configuration: configuration, logger: log.logger)
+        _ = try await NimbusServer(configuration: configuration, logger: log.logger)
         let backups = try EmbeddedBackup.list(data.migrationBackups)
         let backup = try #require(backups.first)
         #expect(backups.count == 1)
@@ -242,7 +242,7 @@ import Testing
         try SQLiteStore.simulateOlderVersion(
             path: EmbeddedDataDirectory(newer).database.path, migratedUpTo: "2026-11-24-container-package-extensions")
         configuration.dataDirectory = newer
-        _ = try NimbusServer(configuration: configuration)
+        _ = try await NimbusServer(configuration: configuration)
         #expect(try EmbeddedBackup.list(EmbeddedDataDirectory(newer).migrationBackups).isEmpty)
     }
 

@@ -47,6 +47,7 @@ struct AdminInit: AsyncParsableCommand {
         abstract: "Create an administrator in a data directory (works while the server is stopped or running).")
 
     @Option(help: "Data directory. [env: NIMBUS_DATA]") var data: String = Environment.string("NIMBUS_DATA") ?? "nimbus-data"
+    @OptionGroup var database: StorageOptions
     @Option(help: "The administrator's email.") var email: String = "admin@nimbus.local"
     @Option(help: "Password; generated and printed when omitted.") var password: String?
 
@@ -54,7 +55,8 @@ struct AdminInit: AsyncParsableCommand {
         var configuration = ServerConfiguration()
         configuration.dataDirectory = URL(fileURLWithPath: data)
         do {
-            let server = try NimbusServer(configuration: configuration)
+            configuration.storage = try database.storage()
+            let server = try await NimbusServer(configuration: configuration)
             let chosen = password ?? Secrets.password()
             try await server.createAdministrator(email: email, password: chosen)
             print("Administrator \(email) created." + (password == nil ? " Password (shown once): \(chosen)" : ""))

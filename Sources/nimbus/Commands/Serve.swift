@@ -10,6 +10,8 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Data directory. [env: NIMBUS_DATA]")
     var data: String = Environment.string("NIMBUS_DATA") ?? "nimbus-data"
 
+    @OptionGroup var database: StorageOptions
+
     @Option(help: "Address to listen on. [env: NIMBUS_HOST]")
     var host: String = Environment.string("NIMBUS_HOST") ?? "127.0.0.1"
 
@@ -89,6 +91,7 @@ struct Serve: AsyncParsableCommand {
 
     func validate() throws {
         guard (0...65535).contains(port) else { throw ValidationError("--port must be between 0 and 65535") }
+        _ = try database.storage()
         guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("unknown --log-level \(logLevel)") }
         guard sessionRate > 0, tokenRate > 0, sessionHours > 0, heartbeat > 0, idleTimeout > 0, requestHeadTimeout > 0,
             maxConnectionsPerAddress > 0
@@ -125,6 +128,7 @@ struct Serve: AsyncParsableCommand {
     func run() async throws {
         var configuration = ServerConfiguration()
         configuration.dataDirectory = URL(fileURLWithPath: data)
+        configuration.storage = try database.storage()
         configuration.host = host
         configuration.port = port
         configuration.logLevel = Logger.Level(rawValue: logLevel) ?? .info
@@ -155,7 +159,7 @@ struct Serve: AsyncParsableCommand {
         configuration.backupsKept = backupKeep
         let server: NimbusServer
         do {
-            server = try NimbusServer(configuration: configuration)
+            server = try await NimbusServer(configuration: configuration)
         } catch {
             fail(error)
         }
@@ -169,9 +173,14 @@ struct Serve: AsyncParsableCommand {
 
                     """.utf8))
         }
-        let (host, path, scheme) = (host, configuration.dataDirectory.path, server.scheme)
+        let place =
+            switch configuration.storage {
+            case .embedded: "data in \(configuration.dataDirectory.path)"
+            case .postgres(let location, _): "data in \(location), blobs in \(configuration.dataDirectory.path)"
+            }
+        let (host, scheme) = (host, server.scheme)
         try await server.run { port in
-            FileHandle.standardOutput.write(Data("Nimbus is serving \(scheme)://\(host):\(port) with data in \(path)\n".utf8))
+            FileHandle.standardOutput.write(Data("Nimbus is serving \(scheme)://\(host):\(port) with \(place)\n".utf8))
         }
     }
 }
