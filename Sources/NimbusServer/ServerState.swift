@@ -9,6 +9,8 @@ final class ServerState: Sendable {
     let configuration: ServerConfiguration
     let store: any Store
     let push: PushHub
+    /// How push messages reach the other nodes, when the backend is shared.
+    let pushRelay: PushRelay?
     let watermarks: WatermarkRecorder
     let schemas: SchemaRegistry
     let subscriptions: SubscriptionRegistry
@@ -29,7 +31,15 @@ final class ServerState: Sendable {
         let store = backends.store
         self.store = store
         self.logger = logger
-        self.push = PushHub()
+        let push = PushHub()
+        self.push = push
+        if let signals = store as? any NodeSignals {
+            let relay = PushRelay(signals: signals, push: push, logger: logger)
+            push.relay { accountID, message in relay.relay(to: accountID, message) }
+            self.pushRelay = relay
+        } else {
+            self.pushRelay = nil
+        }
         self.watermarks = WatermarkRecorder(store: store, delay: configuration.acknowledgementDelay, logger: logger)
         self.schemas = SchemaRegistry(store: store)
         self.jobs = BackgroundJobs(store: store, schemas: schemas, logger: logger)

@@ -284,3 +284,18 @@ package protocol RoleStore: Sendable {
 
 /// Everything Nimbus keeps besides blobs. A backend is done when it passes the conformance suite.
 package typealias Store = AccountStore & DeveloperStore & RecordDatabaseStore & AssetStore & RoleStore
+
+/// Short messages between the nodes that share a backend: wake-ups, never data (a node that misses one
+/// loses only a hint; what changed is read from the store). Delivered to every node listening, the
+/// sender's included, once the sending transaction (if any) has committed; not kept for a node that was
+/// not listening.
+package protocol NodeSignals: Sendable {
+    /// The most bytes of UTF-8 one signal may hold.
+    var maximumSignalBytes: Int { get }
+    /// Sends a signal to every listening node.
+    func signal(_ text: String) async throws
+    /// Calls `receive` with every signal sent from now until the task is cancelled, listening again after
+    /// a lost connection (`listening` is called each time listening starts: signals sent before it may
+    /// have been missed).
+    func listen(listening: @escaping @Sendable () -> Void, _ receive: @escaping @Sendable (String) -> Void) async
+}

@@ -40,6 +40,31 @@ import Testing
         }
     }
 
+    /// Push crosses nodes: a device connected to one node hears of a change made through another (the
+    /// listening device never asks; only a push can tell it).
+    @Test func aKeySetThroughOneNodeIsPushedToADeviceOnAnother() async throws {
+        let nodes = try await Self.nodes(2)
+        let app = try await nodes[0].seedApp()
+        let phone = try nodes[0].keyValueStore(
+            try await nodes[0].signIn(email: "ann@example.com", device: "phone"), app: app)
+        let laptop = try nodes[1].keyValueStore(
+            try await nodes[1].signIn(email: "ann@example.com", device: "laptop"), app: app)
+        let laptopEvents = Recorder(laptop.changes())
+        phone.start()
+        laptop.start()
+        #expect(await phone.synchronize())
+        #expect(await laptop.synchronize())
+        #expect(await eventually { laptop.isPushConnected && phone.isPushConnected })
+        #expect(nodes[1].server.pushConnectionCount == 1, "the laptop's push socket is on the second node")
+
+        phone.set("chapter 3", forKey: "bookmark")
+        let event = await laptopEvents.first { $0.reason == .serverChange }
+        #expect(event?.changedKeys == ["bookmark"])
+        #expect(laptop.string(forKey: "bookmark") == "chapter 3")
+        phone.close()
+        laptop.close()
+    }
+
     @Test func recordsSavedThroughOneNodeAreQueriedAndChangedThroughAnother() async throws {
         let nodes = try await Self.nodes(2)
         let app = try await nodes[0].seedApp()

@@ -11,6 +11,11 @@ final class PushHub: Sendable {
     static let bufferSize = 256
     /// Web clients' mailboxes, which get the notifications too.
     let courier = WebCourier()
+    /// Where messages go for the devices connected to other nodes, when nodes share a database.
+    private let relay = Mutex<(@Sendable (String, PushMessage) -> Void)?>(nil)
+
+    /// Sends every message published from now on to the other nodes too.
+    func relay(through send: @escaping @Sendable (String, PushMessage) -> Void) { relay.withLock { $0 = send } }
 
     /// Registers a device connection; the stream ends when `disconnect` is called with the returned id.
     func connect(accountID: String) -> (id: UUID, messages: AsyncStream<PushMessage>) {
@@ -30,10 +35,13 @@ final class PushHub: Sendable {
         continuation?.finish()
     }
 
-    func publish(to accountID: String, _ message: PushMessage) {
+    /// Gives the message to the account's devices on this node and, unless it came from another node,
+    /// to the other nodes.
+    func publish(to accountID: String, _ message: PushMessage, relaying: Bool = true) {
         let targets = connections.withLock { Array(($0[accountID] ?? [:]).values) }
         for continuation in targets { continuation.yield(message) }
         if let notification = message.notification { courier.deliver(to: accountID, notification) }
+        if relaying, let send = relay.withLock({ $0 }) { send(accountID, message) }
     }
 
     var connectionCount: Int { connections.withLock { $0.values.reduce(0) { $0 + $1.count } } }
