@@ -65,6 +65,28 @@ import Testing
         laptop.close()
     }
 
+    /// A session signed out through one node stops working on the others within a second (the bound of
+    /// each node's credential cache).
+    @Test func aSessionSignedOutThroughOneNodeStopsWorkingOnTheOthersWithinASecond() async throws {
+        let nodes = try await Self.nodes(2)
+        let app = try await nodes[0].seedApp()
+        let session = try await nodes[0].signIn(email: "ann@example.com", device: "phone")
+        var moved = session
+        moved.server = nodes[1].url
+        let onSecondNode = CloudContainer(identifier: app.container, session: moved, apiToken: app.apiToken)
+        _ = try await onSecondNode.userRecordName()
+        try await NimbusAccount.signOut(session)
+        // What is tested is the bound itself: a request the second node receives a second after the
+        // sign-out is refused.
+        try await Task.sleep(until: ContinuousClock.now + .seconds(1))
+        await #expect(throws: NimbusError.self) { _ = try await onSecondNode.userRecordName() }
+        do {
+            _ = try await onSecondNode.userRecordName()
+        } catch let error as NimbusError {
+            #expect(error.code == .authenticationFailed)
+        }
+    }
+
     @Test func recordsSavedThroughOneNodeAreQueriedAndChangedThroughAnother() async throws {
         let nodes = try await Self.nodes(2)
         let app = try await nodes[0].seedApp()
