@@ -134,7 +134,7 @@ package struct NimbusServer: Sendable {
             WatermarkShutdown(recorder: state.watermarks),
             AssetCollection(
                 collector: AssetCollector(server: state), interval: configuration.assetCollectionInterval, logger: state.logger))
-        if let relay = state.pushRelay { app.addServices(relay) }
+        if let relay = state.relay { app.addServices(relay) }
         if let certificates {
             app.addServices(
                 CertificateReloading(

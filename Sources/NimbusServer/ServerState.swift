@@ -9,8 +9,8 @@ final class ServerState: Sendable {
     let configuration: ServerConfiguration
     let store: any Store
     let push: PushHub
-    /// How push messages reach the other nodes, when the backend is shared.
-    let pushRelay: PushRelay?
+    /// What this node tells the others and hears from them, when the backend is shared.
+    let relay: NodeRelay?
     let watermarks: WatermarkRecorder
     let schemas: SchemaRegistry
     let subscriptions: SubscriptionRegistry
@@ -33,18 +33,24 @@ final class ServerState: Sendable {
         self.logger = logger
         let push = PushHub()
         self.push = push
-        if let signals = store as? any NodeSignals {
-            let relay = PushRelay(signals: signals, push: push, logger: logger)
-            push.relay { accountID, message in relay.relay(to: accountID, message) }
-            self.pushRelay = relay
-        } else {
-            self.pushRelay = nil
-        }
+        let relay = (store as? any NodeSignals).map { NodeRelay(signals: $0, logger: logger) }
+        self.relay = relay
+        let changed: @Sendable () -> Void = { relay?.cachesChanged() }
         self.watermarks = WatermarkRecorder(store: store, delay: configuration.acknowledgementDelay, logger: logger)
-        self.schemas = SchemaRegistry(store: store)
+        self.schemas = SchemaRegistry(store: store, changed: changed)
         self.jobs = BackgroundJobs(store: store, schemas: schemas, logger: logger)
-        self.subscriptions = SubscriptionRegistry(store: store)
-        self.roles = RoleRegistry(store: store)
+        self.subscriptions = SubscriptionRegistry(store: store, changed: changed)
+        self.roles = RoleRegistry(store: store, changed: changed)
+        if let relay {
+            push.relay { accountID, message in relay.relay(to: accountID, message) }
+            relay.receive(
+                push: { accountID, message in push.publish(to: accountID, message, relaying: false) },
+                cachesChanged: { [schemas, subscriptions, roles] in
+                    schemas.forgetAll()
+                    subscriptions.forgetAll()
+                    roles.forgetAll()
+                })
+        }
         self.blobs = backends.blobs
         self.urlSigningKey = try Self.loadOrCreateKey(at: configuration.urlSigningKeyPath)
         self.decoyPasswordHash = Bcrypt.hash(Secrets.password(), cost: configuration.bcryptCost)

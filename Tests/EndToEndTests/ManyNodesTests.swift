@@ -87,6 +87,26 @@ import Testing
         }
     }
 
+    /// Each node caches schemas; a schema changed through one node reaches the others' next requests (as
+    /// soon as its signal arrives: milliseconds), not a cache's lifetime later.
+    @Test func aSchemaImportedThroughOneNodeIsWhatAnotherExports() async throws {
+        let nodes = try await Self.nodes(2)
+        let app = try await nodes[0].seedApp()
+        let path = "/admin/1/containers/\(app.container)/schema/development"
+        let sessions = [try await nodes[0].signInAdministrator(), try await nodes[1].signInAdministrator()]
+        let before = try await nodes[1].request(.GET, path, session: sessions[1])
+        #expect(try before.decode(SchemaDocument.self).text.contains("Items") == false, "the second node cached the empty one")
+        let schema = try JSONEncoder().encode(
+            SchemaDocument(text: "DEFINE SCHEMA\n    RECORD TYPE Items (name STRING QUERYABLE);\n"))
+        let imported = try await nodes[0].request(
+            .PUT, path, session: sessions[0], json: String(decoding: schema, as: UTF8.self))
+        #expect(imported.status == 200, "\(String(decoding: imported.body, as: UTF8.self))")
+        #expect(
+            try await eventually {
+                try await nodes[1].request(.GET, path, session: sessions[1]).decode(SchemaDocument.self).text.contains("Items")
+            })
+    }
+
     @Test func recordsSavedThroughOneNodeAreQueriedAndChangedThroughAnother() async throws {
         let nodes = try await Self.nodes(2)
         let app = try await nodes[0].seedApp()

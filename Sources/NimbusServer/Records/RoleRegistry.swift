@@ -9,7 +9,21 @@ final class RoleRegistry: Sendable {
     /// began before it cannot put what it read back into the cache.
     private let cache = Mutex<(generation: Int, holders: [String: [String: Set<String>]])>((0, [:]))
 
-    init(store: any Store) { self.store = store }
+    /// Tells the other nodes sharing the store that a membership changed.
+    private let changed: @Sendable () -> Void
+
+    init(store: any Store, changed: @escaping @Sendable () -> Void = {}) {
+        self.store = store
+        self.changed = changed
+    }
+
+    /// Drops every cached membership: another node changed one.
+    func forgetAll() {
+        cache.withLock {
+            $0.generation += 1
+            $0.holders = [:]
+        }
+    }
 
     /// Each account's custom roles in the container's environment.
     func holders(container: String, environment: RecordDatabase.Environment) async throws -> [String: Set<String>] {
@@ -33,5 +47,6 @@ final class RoleRegistry: Sendable {
             $0.generation += 1
             $0.holders[container + "/" + environment.rawValue] = nil
         }
+        changed()
     }
 }

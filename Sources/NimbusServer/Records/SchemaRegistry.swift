@@ -13,6 +13,8 @@ final class SchemaRegistry: Sendable {
     private struct Cache {
         var schemas = [String: Stored]()
         var generations = [String: Int]()
+        /// Bumped when every schema is dropped at once.
+        var epoch = 0
     }
 
     /// A schema and the stored text it was read from (nil: none stored yet).
@@ -21,7 +23,13 @@ final class SchemaRegistry: Sendable {
         var text: String?
     }
 
-    init(store: any Store) { self.store = store }
+    /// Tells the other nodes sharing the store that a schema changed.
+    private let changed: @Sendable () -> Void
+
+    init(store: any Store, changed: @escaping @Sendable () -> Void = {}) {
+        self.store = store
+        self.changed = changed
+    }
 
     func schema(_ database: RecordDatabase) async throws -> Schema {
         try await schema(container: database.container, environment: database.environment)
@@ -33,11 +41,13 @@ final class SchemaRegistry: Sendable {
 
     func stored(container: String, environment: RecordDatabase.Environment) async throws -> Stored {
         let key = Self.key(container, environment)
-        let (cached, generation) = cache.withLock { ($0.schemas[key], $0.generations[key, default: 0]) }
+        let (cached, generation, epoch) = cache.withLock { ($0.schemas[key], $0.generations[key, default: 0], $0.epoch) }
         if let cached { return cached }
         let text = try await store.schemaText(container: container, environment: environment.rawValue)
         let stored = Stored(schema: try text.map { try Schema(parsing: $0) } ?? Schema(), text: text)
-        cache.withLock { if $0.generations[key, default: 0] == generation { $0.schemas[key] = stored } }
+        cache.withLock {
+            if $0.generations[key, default: 0] == generation && $0.epoch == epoch { $0.schemas[key] = stored }
+        }
         return stored
     }
 
@@ -57,12 +67,22 @@ final class SchemaRegistry: Sendable {
         return schema
     }
 
-    /// Drops the cached schema, after a change made elsewhere (inside a zone transaction) has committed.
+    /// Drops the cached schema, after a change made elsewhere (inside a zone transaction) has committed,
+    /// and tells the other nodes to drop theirs.
     func forget(container: String, environment: RecordDatabase.Environment) {
         let key = Self.key(container, environment)
         cache.withLock {
             $0.schemas[key] = nil
             $0.generations[key, default: 0] += 1
+        }
+        changed()
+    }
+
+    /// Drops every cached schema: another node changed one.
+    func forgetAll() {
+        cache.withLock {
+            $0.epoch += 1
+            $0.schemas = [:]
         }
     }
 

@@ -21,9 +21,23 @@ final class SubscriptionRegistry: Sendable {
     /// The owner of the zones holding subscriptions: not an account.
     static let owner = "_subscriptions"
 
-    init(store: any Store) { self.store = store }
+    init(store: any Store, changed: @escaping @Sendable () -> Void = {}) {
+        self.store = store
+        self.changed = changed
+    }
 
     /// The shared database's subscriptions are its own, apart from the private database its zones live in.
+    /// Tells the other nodes sharing the store that subscriptions changed.
+    private let changed: @Sendable () -> Void
+
+    /// Drops every cached subscription: another node changed some.
+    func forgetAll() {
+        cache.withLock {
+            $0.generation += 1
+            $0.subscriptions = [:]
+        }
+    }
+
     private static func service(_ database: RecordDatabase) -> ZoneAddress.Service {
         .recordSubscriptions(
             container: database.container, environment: database.environment.rawValue, database: database.scope.rawValue)
@@ -66,5 +80,6 @@ final class SubscriptionRegistry: Sendable {
             $0.generation += 1
             $0.subscriptions[Self.service(database)] = nil
         }
+        changed()
     }
 }
