@@ -17,9 +17,9 @@ package final class PostgresStore: Sendable {
     /// What statements log to: nothing above debug, so a statement's values never reach the logs.
     static let logger = Logger(label: "nimbus.postgres")
 
-    private init(client: PostgresClient) {
+    private init(client: PostgresClient, running: Task<Void, Never>) {
         self.client = client
-        running = Task { await client.run() }
+        self.running = running
     }
 
     /// Connects to the database `location` names and applies pending migrations, telling `migrating` their
@@ -35,7 +35,16 @@ package final class PostgresStore: Sendable {
         configuration.options.maximumConnections = max(2, connections)
         // Every commit waits for its WAL record to be flushed, whatever the server's default says.
         configuration.options.additionalStartupParameters = [("synchronous_commit", "on"), ("application_name", "nimbus")]
-        let store = PostgresStore(client: PostgresClient(configuration: configuration, backgroundLogger: logger))
+        let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
+        // The pool leases connections only once `run()` has begun (before, it warns): the first statement
+        // waits until the task that runs it has started, which calls `run()` without suspending first.
+        let (started, starting) = AsyncStream<Void>.makeStream()
+        let running = Task {
+            starting.finish()
+            await client.run()
+        }
+        for await _ in started {}
+        let store = PostgresStore(client: client, running: running)
         do {
             try await store.migrate(migrating)
         } catch {
