@@ -37,8 +37,7 @@ private struct IndexQuerySQL {
     var query: PostgresQuery { PostgresQuery(unsafeSQL: text, binds: binds) }
 
     init(_ query: IndexQuery, zoneIDs: [Int64]) {
-        let drivers = query.conditions.enumerated().filter { !$0.element.negated && Self.rank($0.element.match) != nil }
-        let driver = drivers.min { Self.rank($0.element.match)! < Self.rank($1.element.match)! }
+        let driver = query.drivingCondition
         let drivingCondition = driver?.element ?? IndexCondition(field: IndexEntry.keyField, .prefix(""))
 
         text = "SELECT z.service, z.name, e.key, e.payload, e.sequence, e.audience FROM (SELECT DISTINCT zone_id, sequence "
@@ -85,19 +84,6 @@ private struct IndexQuerySQL {
         order += ["z.name", "e.key"]
         text += " ORDER BY " + order.joined(separator: ", ")
         text += " LIMIT \(bind(Int64(query.limit))) OFFSET \(bind(Int64(query.offset)))"
-    }
-
-    /// How narrowly a match finds its rows through the index: equality first, distances last; nil for
-    /// matches that cannot drive a search.
-    private static func rank(_ match: IndexCondition.Match) -> Int? {
-        switch match {
-        case .allOf: nil
-        case .equal: 0
-        case .oneOf: 1
-        case .prefix: 2
-        case .lessThan, .lessThanOrEqual, .greaterThan, .greaterThanOrEqual: 3
-        case .within: 4
-        }
     }
 
     private mutating func bind<Value: PostgresDynamicTypeEncodable>(_ value: Value) -> String {

@@ -100,6 +100,33 @@ package struct IndexQuery: Sendable, Hashable {
     }
 }
 
+extension IndexQuery {
+    /// The condition whose index rows a backend's search starts from, with its position: the most
+    /// selective kind of match that is not negated; nil when none can (the search then starts from every
+    /// entry of the kind).
+    package var drivingCondition: (offset: Int, element: IndexCondition)? {
+        conditions.enumerated().compactMap { condition in
+            condition.element.negated ? nil : condition.element.match.searchRank.map { (condition, $0) }
+        }
+        .min { $0.1 < $1.1 }?.0
+    }
+}
+
+extension IndexCondition.Match {
+    /// How narrowly a match finds its rows through the index: equality first, distances last; nil for
+    /// matches that cannot drive a search.
+    var searchRank: Int? {
+        switch self {
+        case .allOf: nil
+        case .equal: 0
+        case .oneOf: 1
+        case .prefix: 2
+        case .lessThan, .lessThanOrEqual, .greaterThan, .greaterThanOrEqual: 3
+        case .within: 4
+        }
+    }
+}
+
 /// An entry a query found, with the zone it lives in.
 package struct QueryMatch: Sendable, Hashable {
     package var zone: ZoneAddress

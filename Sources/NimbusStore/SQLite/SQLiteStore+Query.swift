@@ -53,8 +53,7 @@ private struct IndexQuerySQL {
 
     init(_ query: IndexQuery, zoneIDs: [Int64]) {
         let zones = Array(repeating: "?", count: zoneIDs.count).joined(separator: ", ")
-        let drivers = query.conditions.enumerated().filter { !$0.element.negated && Self.rank($0.element.match) != nil }
-        let driver = drivers.min { Self.rank($0.element.match)! < Self.rank($1.element.match)! }
+        let driver = query.drivingCondition
         let drivingCondition = driver?.element ?? IndexCondition(field: IndexEntry.keyField, .prefix(""))
 
         text =
@@ -96,19 +95,6 @@ private struct IndexQuerySQL {
         order += ["z.name", "e.key"]
         text += " ORDER BY " + order.joined(separator: ", ") + " LIMIT ? OFFSET ?"
         arguments += [query.limit, query.offset]
-    }
-
-    /// How narrowly a match finds its rows through the index: equality first, distances last; nil for
-    /// matches that cannot drive a search.
-    private static func rank(_ match: IndexCondition.Match) -> Int? {
-        switch match {
-        case .allOf: nil
-        case .equal: 0
-        case .oneOf: 1
-        case .prefix: 2
-        case .lessThan, .lessThanOrEqual, .greaterThan, .greaterThanOrEqual: 3
-        case .within: 4
-        }
     }
 
     /// Rows of any of the fields; with none, no row.
