@@ -127,7 +127,8 @@ public final class TemporaryPostgres: Sendable {
     ///
     /// Through `posix_spawn` and `waitpid` rather than Foundation's `Process`, which learns of a child's
     /// end from a descriptor the child holds: the server `pg_ctl` starts inherits it, and the wait would
-    /// last as long as the server. Output goes to a file, not a pipe, for the same reason.
+    /// last as long as the server. Output goes to a file, not a pipe, for the same reason, and every other
+    /// descriptor is closed in the child.
     @discardableResult
     private static func run(_ path: String, _ arguments: [String]) throws -> String {
         let outputPath = NSTemporaryDirectory() + "nimbus-postgres-output-\(UUID().uuidString)"
@@ -138,6 +139,10 @@ public final class TemporaryPostgres: Sendable {
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 1, outputPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
         posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        // Nothing else of this process may reach the child: a server `pg_ctl` starts would keep, for as
+        // long as it runs, every socket the tests' servers had open (an HTTP/1.0 client waiting for its
+        // connection to close waited in vain).
+        try closeOthers(&actions)
         let argv = ([path] + arguments).map { strdup($0) } + [nil]
         defer { argv.forEach { free($0) } }
         var pid = pid_t()
@@ -151,6 +156,18 @@ public final class TemporaryPostgres: Sendable {
             throw Failure(description: "\(path) \(arguments.joined(separator: " ")) failed: \(text)")
         }
         return text
+    }
+
+    /// Closes every descriptor from 3 up in the child, by glibc's `posix_spawn_file_actions_addclosefrom_np`
+    /// (2.34 and later; Swift's Glibc module does not import it, so it is looked up by name).
+    private static func closeOthers(_ actions: inout posix_spawn_file_actions_t) throws {
+        typealias CloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
+        // RTLD_DEFAULT (a null handle): the symbol wherever the process has it.
+        guard let symbol = dlsym(nil, "posix_spawn_file_actions_addclosefrom_np") else {
+            throw Failure(description: "this C library cannot close a child's descriptors (glibc 2.34 or later can)")
+        }
+        let added = unsafeBitCast(symbol, to: CloseFrom.self)(&actions, 3)
+        guard added == 0 else { throw Failure(description: "could not ask to close a child's descriptors: error \(added)") }
     }
 
     /// Stops the cluster when the test process exits (its folder goes with the system's temporary files).
