@@ -89,6 +89,22 @@ import Testing
         #expect(total == nodes.count * writersPerNode * commitsPerWriter)
     }
 
+    /// A node of an older Nimbus refuses a database a newer one migrated, rather than write to it; one of
+    /// the same version opens it again, migrating nothing.
+    @Test func aDatabaseMigratedByANewerNimbusIsRefused() async throws {
+        let location = try PostgresLocation(url: try await TemporaryPostgres.shared().database())
+        let first = try await PostgresStore.open(location, connections: 2)
+        defer { first.close() }
+        let again = try await PostgresStore.open(location, connections: 2) { pending in
+            Issue.record("a migrated database migrated again: \(pending)")
+        }
+        again.close()
+        try await first.simulateNewerVersion(migration: "2099-01-01-from-the-future")
+        await #expect(throws: StoreError.newerDatabase(unknownMigrations: ["2099-01-01-from-the-future"])) {
+            _ = try await PostgresStore.open(location, connections: 2)
+        }
+    }
+
     /// A schema grown by a record transaction on one node and another on a second node, at the same time:
     /// neither growth is lost (each transaction writes only over the schema it read).
     @Test func schemaGrowthOnTwoNodesAtOnceKeepsBoth() async throws {
