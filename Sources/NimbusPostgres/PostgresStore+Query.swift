@@ -130,6 +130,8 @@ private struct IndexQuerySQL {
             guard !values.isEmpty else { return "false" }
             return "(" + values.map { self.match(.equal($0), alias: a) }.joined(separator: " OR ") + ")"
         case .prefix(let prefix):
+            // PostgreSQL's text holds no NUL, so no indexed text begins with a prefix holding one.
+            guard !prefix.utf8.contains(0) else { return "false" }
             guard !prefix.isEmpty else { return "\(a).text IS NOT NULL" }
             let bound = bind(prefix)
             return "(\(a).text >= \(bound) AND starts_with(\(a).text, \(bound)))"

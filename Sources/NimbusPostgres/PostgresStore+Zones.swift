@@ -574,7 +574,7 @@ struct IndexColumns {
         switch value {
         case .integer(let integer): self = IndexColumns(isText: false, value: String(integer), longitude: nil)
         case .real(let real): self = IndexColumns(isText: false, value: Self.numeric(real), longitude: nil)
-        case .text(let text): self = IndexColumns(isText: true, value: text, longitude: nil)
+        case .text(let text): self = IndexColumns(isText: true, value: Self.text(text), longitude: nil)
         case .point(let latitude, let longitude):
             self = IndexColumns(isText: false, value: Self.numeric(latitude), longitude: longitude)
         }
@@ -584,6 +584,13 @@ struct IndexColumns {
         self.isText = isText
         self.value = value
         self.longitude = longitude
+    }
+
+    /// Text as SQLite stores and compares it (bound up to its first NUL, which PostgreSQL's text cannot
+    /// hold at all): the two backends index and find the same values.
+    static func text(_ text: String) -> String {
+        guard let nul = text.utf8.firstIndex(of: 0) else { return text }
+        return String(text[..<nul])
     }
 
     /// A double as PostgreSQL's `numeric` reads it: the shortest decimal that is that double, so distinct

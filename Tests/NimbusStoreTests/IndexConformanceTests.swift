@@ -174,6 +174,20 @@ import Testing
         #expect(try await keys([IndexCondition(field: key, .greaterThan(.text("apricot")))]) == ["banana"])
     }
 
+    /// A NUL cannot be stored in SQLite's bound text nor in PostgreSQL's: text is indexed and compared up
+    /// to it on both, rather than one backend refusing the write.
+    @Test(arguments: StoreBackend.allCases)
+    func textIsIndexedAndFoundUpToANul(_ backend: StoreBackend) async throws {
+        let store = try await backend.makeStore()
+        let zone = try await makeZone(store)
+        try await saveItem(store, zone, "1", name: "milk\u{0}and more", number: 1, list: "g")
+        for value in ["milk", "milk\u{0}whatever"] {
+            let query = IndexQuery(
+                zones: [zone], kind: "Items", conditions: [IndexCondition(field: "name", .equal(.text(value)))], limit: 10)
+            #expect(try await keys(store, query) == ["1"])
+        }
+    }
+
     @Test(arguments: StoreBackend.allCases)
     func textThatLooksNumericStaysText(_ backend: StoreBackend) async throws {
         let store = try await backend.makeStore()
