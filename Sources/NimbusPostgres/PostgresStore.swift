@@ -36,8 +36,9 @@ package final class PostgresStore: Sendable {
         // Every commit waits for its WAL record to be flushed, whatever the server's default says.
         configuration.options.additionalStartupParameters = [("synchronous_commit", "on"), ("application_name", "nimbus")]
         let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
-        // The pool leases connections only once `run()` has begun (before, it warns): the first statement
-        // waits until the task that runs it has started, which calls `run()` without suspending first.
+        // The pool serves leases once `run()` has begun; one asked for earlier waits for it, and the pool warns.
+        // Waiting for the task that calls `run()` to start makes that rare (not impossible: the wait may resume
+        // on another thread a moment before `run()` is entered).
         let (started, starting) = AsyncStream<Void>.makeStream()
         let running = Task {
             starting.finish()

@@ -62,12 +62,12 @@ package struct BlobMismatch: Error, Sendable { package var actual: String }
 /// Blobs as files in a directory: written to a temporary name, synced, then renamed into place.
 package final class LocalBlobStore: BlobStore {
     private let directory: URL
-    /// Held while the sweep decides on and deletes one file, and while `retain` touches one.
-    private let sweeping = NSLock()
+    private let sweeping: SweepDecisionLock
 
     package init(directory: URL) throws {
         self.directory = directory
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        sweeping = try SweepDecisionLock(beside: directory)
     }
 
     package func makeWriter(maxBytes: Int64) async throws -> any BlobWriter {
@@ -132,7 +132,7 @@ package final class LocalBlobStore: BlobStore {
             for id in ids where Secrets.isAPITokenShaped(id) {
                 let path = directory.appendingPathComponent(id.lowercased()).path
                 // Under the sweep's lock, a file is either swept already or touched before the sweep looks.
-                let touched = sweeping.withLock { utimes(path, nil) == 0 }
+                let touched = try sweeping.withLock { utimes(path, nil) == 0 }
                 if touched { retained.insert(id) }
             }
             return retained
@@ -157,7 +157,9 @@ package final class LocalBlobStore: BlobStore {
         }
     }
 
-    private static func sweep(_ directory: URL, keeping live: Set<String>, writtenBefore cutoff: Date, lock: NSLock)
+    private static func sweep(
+        _ directory: URL, keeping live: Set<String>, writtenBefore cutoff: Date, lock: SweepDecisionLock
+    )
         throws -> Int
     {
         let live = Set(live.map { $0.lowercased() })

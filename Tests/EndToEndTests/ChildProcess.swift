@@ -24,6 +24,7 @@ struct ChildProcess {
     /// What a program has printed so far, while it runs, and its process id.
     final class Printed: Sendable {
         private let text = Mutex("")
+        private let errorText = Mutex("")
         let processID: Int32
 
         init(processID: Int32) {
@@ -31,7 +32,13 @@ struct ChildProcess {
         }
 
         func append(_ bytes: UnsafeRawBufferPointer) { text.withLock { $0 += String(decoding: bytes, as: UTF8.self) } }
+        func appendError(_ bytes: UnsafeRawBufferPointer) {
+            errorText.withLock { $0 += String(decoding: bytes, as: UTF8.self) }
+        }
+        /// Its standard output so far.
         var value: String { text.withLock { $0 } }
+        /// Its standard error so far: what a test's failure message shows when the program did not do its part.
+        var errors: String { errorText.withLock { $0 } }
     }
 
     private var configuration: Configuration {
@@ -66,11 +73,17 @@ struct ChildProcess {
     func whileRunning(within deadline: Duration = .seconds(20), _ body: (Printed) async throws -> Void) async throws
         -> TerminationStatus
     {
-        let result = try await Subprocess.run(configuration, input: .none, output: .sequence, error: .discarded) { execution in
+        let result = try await Subprocess.run(configuration, input: .none, output: .sequence, error: .sequence) { execution in
             let printed = Printed(processID: execution.processIdentifier.value)
-            try await withThrowingTaskGroup(of: Void.self) { group in
+            // Each task answers whether it was one of the program's two outputs ending (or the deadline's kill).
+            try await withThrowingTaskGroup(of: Bool.self) { group in
                 group.addTask {
                     for try await buffer in execution.standardOutput { buffer.withUnsafeBytes { printed.append($0) } }
+                    return true
+                }
+                group.addTask {
+                    for try await buffer in execution.standardError { buffer.withUnsafeBytes { printed.appendError($0) } }
+                    return true
                 }
                 var failure: (any Error)?
                 do { try await body(printed) } catch { failure = error }
@@ -78,9 +91,13 @@ struct ChildProcess {
                 group.addTask {
                     try? await Task.sleep(for: deadline)
                     if !Task.isCancelled { try? execution.send(signal: .kill) }
+                    return false
                 }
-                // Its output ends when the program does (or when the deadline has killed it).
-                try await group.next()
+                // Its outputs end when the program does (or when the deadline has killed it).
+                var outputsEnded = 0
+                while outputsEnded < 2, let outputEnded = try await group.next() {
+                    if outputEnded { outputsEnded += 1 } else { break }
+                }
                 group.cancelAll()
                 if let failure { throw failure }
             }

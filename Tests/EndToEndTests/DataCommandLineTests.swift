@@ -89,4 +89,22 @@ import Testing
         #expect(nowhere.status != 0 && nowhere.stderr.contains("--backup-to"), "\(nowhere.stderr)")
         #expect(!FileManager.default.fileExists(atPath: missing), "nothing was created")
     }
+
+    /// With PostgreSQL holding the data, backing up, restoring or checking only the data directory would be
+    /// partial: each command refuses and names the tools to use, and touches nothing.
+    @Test func aPostgresDeploymentIsToldWhatToUseInstead() async throws {
+        let data = TestServer.temporaryDirectory().path
+        let database = ["--database", "postgres://nimbus@127.0.0.1:1/nimbus"]
+        let commands: [(arguments: [String], tool: String)] = [
+            (["backup", "--data", data, "--to", TestServer.temporaryDirectory().path], "pg_dump"),
+            (["restore", "--from", TestServer.temporaryDirectory().path, "--data", data], "pg_restore"),
+            (["check", "--data", data], "amcheck"),
+        ]
+        for (arguments, tool) in commands {
+            let refused = try await Self.nimbus(arguments + database)
+            #expect(refused.status == 1, "\(arguments[0]): \(refused.stdout)\(refused.stderr)")
+            #expect(refused.stderr.contains("keeps its data in PostgreSQL") && refused.stderr.contains(tool), "\(refused.stderr)")
+        }
+        #expect(!FileManager.default.fileExists(atPath: data), "nothing was created")
+    }
 }

@@ -25,13 +25,13 @@ import Testing
     ) async throws {
         let first = try CommandLineTests.process(devices[0].run, server: server)
         let second = try CommandLineTests.process(devices[1].run, server: server)
-        _ = try await first.whileRunning { _ in
-            _ = try await second.whileRunning { _ in
-                for device in devices {
+        _ = try await first.whileRunning { firstPrinted in
+            _ = try await second.whileRunning { secondPrinted in
+                for (device, printed) in zip(devices, [firstPrinted, secondPrinted]) {
                     #expect(
                         await eventually(timeout: .seconds(30)) {
                             await UbiquityDevice(root: device.root).ubiquityContainerURL(forIdentifier: nil) != nil
-                        }, "the daemon serves its root")
+                        }, "the daemon serves its root; it printed: \(printed.errors)")
                 }
                 try await body()
             }

@@ -20,11 +20,19 @@ struct Backup: ParsableCommand {
     @Option(help: "Keep only the newest N backups in the destination (older ones and their blobs are deleted).")
     var keep: Int?
 
+    @OptionGroup var embedded: EmbeddedDataOnly
+
     func validate() throws {
         if let keep, keep < 1 { throw ValidationError("--keep must be at least 1") }
     }
 
     func run() throws {
+        try embedded.refusePostgres(
+            "backup",
+            instead: """
+                back the database up with PostgreSQL's own tools (pg_dump --format=custom, or pg_basebackup with WAL \
+                archiving for point-in-time recovery), then copy the data directory's blobs/ and url-signing.key
+                """)
         let destination = URL(fileURLWithPath: to)
         let manifest: BackupManifest
         do {
@@ -55,7 +63,15 @@ struct Restore: ParsableCommand {
     @Option(help: "The new data directory (must not exist, or be empty).")
     var data: String
 
+    @OptionGroup var embedded: EmbeddedDataOnly
+
     func run() throws {
+        try embedded.refusePostgres(
+            "restore",
+            instead: """
+                restore the database with PostgreSQL's own tools (pg_restore, or a base backup and its WAL), then put the \
+                copied blobs/ and url-signing.key back into the data directory
+                """)
         let manifest: BackupManifest
         do {
             manifest = try EmbeddedRestore.restore(
@@ -81,7 +97,15 @@ struct Check: ParsableCommand {
     @Option(help: "The data directory to check. [env: NIMBUS_DATA]")
     var data: String = Environment.string("NIMBUS_DATA") ?? "nimbus-data"
 
+    @OptionGroup var embedded: EmbeddedDataOnly
+
     func run() throws {
+        try embedded.refusePostgres(
+            "check",
+            instead: """
+                checking a PostgreSQL deployment's zones and blobs is not built yet; PostgreSQL checks its own pages \
+                (initdb --data-checksums, the amcheck extension)
+                """)
         let report: CheckReport
         do {
             report = try DataCheck.run(dataDirectory: URL(fileURLWithPath: data))
