@@ -246,7 +246,10 @@ extension PostgresStore {
                         + cos(radians(lat1)) * cos(radians(lat2)) * sin(radians(lon2 - lon1) / 2) ^ 2)))
                 $$
                 """,
-            ])
+            ]),
+        Migration(
+            name: "2026-11-28-periodic-runs",
+            statements: ["CREATE TABLE periodic_runs (job text PRIMARY KEY, started_at bigint NOT NULL)"]),
     ]
 
     /// An arbitrary constant: the advisory lock nodes hold while one of them migrates.

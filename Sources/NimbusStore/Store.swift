@@ -282,8 +282,18 @@ package protocol RoleStore: Sendable {
     func setRoleMember(_ membership: RoleMember, container: String, environment: String, member: Bool) async throws
 }
 
+/// Jobs every node runs now and then that one run at a time does (collecting blobs, expiring documents):
+/// whichever node claims the run does it.
+package protocol PeriodicJobStore: Sendable {
+    /// Whether the caller is to run `job` now: true when no run of it started in the `interval` before `now`
+    /// (`now` is recorded as this run's start), false otherwise. Of callers sharing the store, one a turn
+    /// gets true; a run whose node died is not waited for, the next claim after `interval` runs it again.
+    func claimPeriodicRun(_ job: String, every interval: TimeInterval, now: Date) async throws -> Bool
+}
+
 /// Everything Nimbus keeps besides blobs. A backend is done when it passes the conformance suite.
 package typealias Store = AccountStore & DeveloperStore & RecordDatabaseStore & AssetStore & RoleStore
+    & PeriodicJobStore
 
 /// Short messages between the nodes that share a backend: wake-ups, never data (a node that misses one
 /// loses only a hint; what changed is read from the store). Delivered to every node listening, the

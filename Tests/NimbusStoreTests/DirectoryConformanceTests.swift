@@ -195,4 +195,23 @@ import Testing
         #expect(bytes.0 == 300, "both of Ann's zones, not Bob's")
         #expect(bytes.1 == 350, "with this transaction's writes")
     }
+
+    @Test(arguments: StoreBackend.allCases)
+    func aPeriodicRunIsClaimedOnceAnInterval(_ backend: StoreBackend) async throws {
+        let store = try await backend.makeStore()
+        let start = Date(milliseconds: 1_700_000_000_000)
+        #expect(try await store.claimPeriodicRun("collect", every: 60, now: start), "never run: claimed")
+        #expect(try await !store.claimPeriodicRun("collect", every: 60, now: start), "started just now")
+        #expect(try await !store.claimPeriodicRun("collect", every: 60, now: start.addingTimeInterval(59.9)))
+        #expect(try await store.claimPeriodicRun("expire", every: 60, now: start), "each job has its own turns")
+        #expect(try await store.claimPeriodicRun("collect", every: 60, now: start.addingTimeInterval(60)))
+        #expect(try await !store.claimPeriodicRun("collect", every: 60, now: start.addingTimeInterval(90)), "counted from then")
+        let claims = try await withThrowingTaskGroup(of: Bool.self) { group in
+            for _ in 0..<8 {
+                group.addTask { try await store.claimPeriodicRun("collect", every: 60, now: start.addingTimeInterval(200)) }
+            }
+            return try await group.reduce(into: 0) { $0 += $1 ? 1 : 0 }
+        }
+        #expect(claims == 1, "of claims at one time, one wins")
+    }
 }

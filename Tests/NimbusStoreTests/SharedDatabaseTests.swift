@@ -139,6 +139,23 @@ import Testing
     }
 }
 
+extension SharedDatabaseTests {
+    /// Three nodes claiming a periodic job's turns at the same moments, as each node's collector does: every
+    /// turn goes to exactly one node.
+    @Test func eachTurnOfAPeriodicJobGoesToOneNode() async throws {
+        let nodes = try await nodes()
+        let start = Date(milliseconds: 1_700_000_000_000)
+        for turn in 0..<10 {
+            let now = start.addingTimeInterval(Double(turn) * 60)
+            let winners = try await withThrowingTaskGroup(of: Bool.self) { group in
+                for node in nodes { group.addTask { try await node.claimPeriodicRun("collect-blobs", every: 60, now: now) } }
+                return try await group.reduce(into: 0) { $0 += $1 ? 1 : 0 }
+            }
+            #expect(winners == 1, "turn \(turn)")
+        }
+    }
+}
+
 /// How many writers are still writing, shared by the tasks of a test.
 private final class Remaining: Sendable {
     let count: Mutex<Int>

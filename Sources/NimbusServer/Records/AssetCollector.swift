@@ -52,14 +52,23 @@ struct ChunkReferences: Decodable {
 }
 
 /// Removes expired document versions and items (`DocumentExpiry`), then runs the asset collector, every `interval` while the server runs.
+///
+/// Nodes sharing a database take turns: each looks twice an interval, and runs the job when its claim
+/// (`PeriodicJobStore`) says no node started it within the interval. So it runs once every one to one and a
+/// half intervals, on one node at a time, and goes on while any node does.
 struct AssetCollection: Service {
     let collector: AssetCollector
     let interval: Duration
     let logger: Logger
 
+    static let job = "collect-blobs"
+
     func run() async throws {
-        await periodically(every: interval) {
+        let server = collector.server
+        await periodically(every: interval / 2) {
             do {
+                let now = server.configuration.now()
+                guard try await server.store.claimPeriodicRun(Self.job, every: interval.seconds, now: now) else { return }
                 let expired = try await DocumentExpiry(server: collector.server).expire()
                 if expired > 0 { logger.info("removed expired document versions and items", metadata: ["count": "\(expired)"]) }
                 let deleted = try await collector.collect()

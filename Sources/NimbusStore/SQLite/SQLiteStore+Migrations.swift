@@ -335,6 +335,10 @@ extension SQLiteStore {
                     ALTER TABLE service_sequences ADD COLUMN restored_sequence INTEGER;
                     """)
         }
+        migrator.registerMigration("2026-11-28-periodic-runs") { db in
+            // When each periodic job's last run started (`PeriodicJobStore`).
+            try db.execute(sql: "CREATE TABLE periodic_runs (job TEXT PRIMARY KEY, started_at INTEGER NOT NULL)")
+        }
         return migrator
     }
 }
