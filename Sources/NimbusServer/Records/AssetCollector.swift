@@ -51,7 +51,8 @@ struct ChunkReferences: Decodable {
     }
 }
 
-/// Removes expired document versions and items (`DocumentExpiry`), then runs the asset collector, every `interval` while the server runs.
+/// Removes expired document versions and items (`DocumentExpiry`), then runs the asset collector, every
+/// `interval` while the server runs; and has the long jobs resume what a stopped node left unfinished.
 ///
 /// Nodes sharing a database take turns: each looks twice an interval, and runs the job when its claim
 /// (`PeriodicJobStore`) says no node started it within the interval. So it runs once every one to one and a
@@ -69,6 +70,7 @@ struct AssetCollection: Service {
             do {
                 let now = server.configuration.now()
                 guard try await server.store.claimPeriodicRun(Self.job, every: interval.seconds, now: now) else { return }
+                server.jobs.resumeUnfinished()
                 let expired = try await DocumentExpiry(server: collector.server).expire()
                 if expired > 0 { logger.info("removed expired document versions and items", metadata: ["count": "\(expired)"]) }
                 let deleted = try await collector.collect()
