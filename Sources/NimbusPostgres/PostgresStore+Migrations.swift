@@ -257,7 +257,7 @@ extension PostgresStore {
 
     /// Applies the migrations the database lacks, in one transaction, while holding a lock that other
     /// nodes starting at the same time wait for.
-    func migrate(_ migrating: @Sendable ([String]) throws -> Void) async throws {
+    func migrate(_ migrating: @escaping @Sendable ([String]) throws -> Void) async throws {
         try await transaction { connection in
             try await connection.run("SELECT pg_advisory_xact_lock(\(Self.migrationLock))")
             try await connection.run(

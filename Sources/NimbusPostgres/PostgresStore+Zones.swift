@@ -336,18 +336,20 @@ extension PostgresStore: ZoneStore {
     }
 
     package func scanLivePayloads<T: Sendable>(
-        of kind: ZoneAddress.Service.Kind, containing marker: Data, _ extract: @Sendable (Data) throws -> [T]
+        of kind: ZoneAddress.Service.Kind, containing marker: Data, _ extract: @escaping @Sendable (Data) throws -> [T]
     ) async throws -> [T] {
         // One statement reads as of one moment; its rows arrive as they are read rather than all at once.
         do {
-            let rows = try await client.query(
-                """
-                SELECT e.payload FROM entries e JOIN zones z ON z.id = e.zone_id
-                WHERE z.kind = \(kind.rawValue) AND e.payload IS NOT NULL AND position(\(ByteBuffer(bytes: marker))::bytea IN e.payload) > 0
-                """, logger: Self.logger)
-            var found = [T]()
-            for try await payload in rows.decode(Data.self) { found += try extract(payload) }
-            return found
+            return try await leased { connection in
+                let rows = try await connection.query(
+                    """
+                    SELECT e.payload FROM entries e JOIN zones z ON z.id = e.zone_id
+                    WHERE z.kind = \(kind.rawValue) AND e.payload IS NOT NULL AND position(\(ByteBuffer(bytes: marker))::bytea IN e.payload) > 0
+                    """, logger: Self.logger)
+                var found = [T]()
+                for try await payload in rows.decode(Data.self) { found += try extract(payload) }
+                return found
+            }
         } catch {
             throw Self.storeError(error)
         }

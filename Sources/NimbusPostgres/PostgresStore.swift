@@ -29,7 +29,7 @@ package final class PostgresStore: Sendable {
     ///   `StoreError.unavailable` when the server cannot be reached.
     package static func open(
         _ location: PostgresLocation, connections: Int = 20, logger: Logger = Logger(label: "nimbus.postgres"),
-        migrating: @Sendable ([String]) throws -> Void = { _ in }
+        migrating: @escaping @Sendable ([String]) throws -> Void = { _ in }
     ) async throws -> PostgresStore {
         var configuration = location.clientConfiguration
         configuration.options.maximumConnections = max(2, connections)
@@ -61,9 +61,11 @@ package final class PostgresStore: Sendable {
     deinit { running.cancel() }
 
     /// Runs `body` in one transaction on one pooled connection, with PostgreSQL's failures as store errors.
-    func transaction<T: Sendable>(_ body: (PostgresConnection) async throws -> T) async throws -> T {
+    func transaction<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T {
         do {
-            return try await client.withTransaction(logger: Self.logger) { connection in try await body(connection) }
+            return try await leased { connection in
+                try await connection.withTransaction(logger: Self.logger) { connection in try await body(connection) }
+            }
         } catch let error as PostgresTransactionError {
             throw Self.storeError(error.closureError ?? error.beginError ?? error.commitError ?? error)
         } catch {
@@ -75,7 +77,7 @@ package final class PostgresStore: Sendable {
     @discardableResult
     func rows(_ query: PostgresQuery) async throws -> [PostgresRow] {
         do {
-            return try await client.query(query, logger: Self.logger).collect()
+            return try await leased { connection in try await connection.run(query) }
         } catch {
             throw Self.storeError(error)
         }

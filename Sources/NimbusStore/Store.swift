@@ -88,7 +88,7 @@ package protocol ZoneStore: Sendable {
     /// What `extract` finds in every live payload containing `marker` in every zone of a kind of service
     /// (all accounts), read as of one moment: what the blob collector keeps.
     func scanLivePayloads<T: Sendable>(
-        of kind: ZoneAddress.Service.Kind, containing marker: Data, _ extract: @Sendable (Data) throws -> [T]
+        of kind: ZoneAddress.Service.Kind, containing marker: Data, _ extract: @escaping @Sendable (Data) throws -> [T]
     ) async throws -> [T]
 
     /// Runs `body` as one atomic transaction on the zone and returns its result with the zone's state after it.

@@ -32,31 +32,68 @@ public final class TemporaryPostgres: Sendable {
         let user = getuid() == 0 ? (Self.userExists("postgres") ? "postgres" : "nobody") : nil
         self.user = user
         if let user { try Self.run("/bin/chown", ["-R", user, folder.path]) }
-        let run = { (program: String, arguments: [String]) in
-            try Self.run(program, arguments, binaries: binaries, user: user)
-        }
         let data = folder.appendingPathComponent("data").path
-        _ = try run("initdb", ["-D", data, "-U", "nimbus", "--auth=trust", "-E", "UTF8", "--locale=C.UTF-8", "--no-sync"])
+        try Self.run(
+            "initdb", ["-D", data, "-U", "nimbus", "--auth=trust", "-E", "UTF8", "--locale=C.UTF-8", "--no-sync"],
+            binaries: binaries, user: user)
         var lastFailure: (any Error)?
         // A port found free can be taken before the server binds it: try another.
         for _ in 0..<5 {
             let port = try Self.freePort()
             do {
-                _ = try run(
-                    "pg_ctl",
-                    [
-                        "-D", data, "-l", folder.appendingPathComponent("server.log").path, "-w", "-t", "60", "-o",
-                        "-p \(port) -k \(folder.path) -c listen_addresses=127.0.0.1 -c max_connections=400 -c shared_buffers=64MB",
-                        "start",
-                    ])
+                try Self.start(
+                    data: data, port: port, log: folder.appendingPathComponent("server.log").path, binaries: binaries, user: user)
                 self.port = port
-                Self.stopAtExit(pgCtl: binaries.appendingPathComponent("pg_ctl").path, data: data, user: user)
+                Self.clustersToStop.withLock { $0.append((binaries.appendingPathComponent("pg_ctl").path, data, user)) }
+                _ = Self.stopAtExit
                 return
             } catch {
                 lastFailure = error
             }
         }
         throw lastFailure ?? Failure(description: "PostgreSQL did not start")
+    }
+
+    /// A cluster for the calling test alone, which it may stop and start (the shared one serves every test
+    /// at once); removed when the test's resources are cleaned up.
+    public static func dedicated() async throws -> TemporaryPostgres {
+        let cluster = try await onOwnThread { try TemporaryPostgres() }
+        TestResources.current?.onCleanup {
+            _ = try? await onOwnThread {
+                try? cluster.run("pg_ctl", ["-D", cluster.data, "-m", "immediate", "-w", "stop"])
+                try? FileManager.default.removeItem(at: cluster.folder)
+            }
+        }
+        return cluster
+    }
+
+    private var data: String { folder.appendingPathComponent("data").path }
+
+    /// Stops the server: at once, as a crash or a lost machine does (`immediate`), or after rolling back what
+    /// runs and closing every connection (`fast`).
+    public func stop(immediately: Bool = true) async throws {
+        try await onOwnThread {
+            try self.run("pg_ctl", ["-D", self.data, "-m", immediately ? "immediate" : "fast", "-w", "stop"])
+        }
+    }
+
+    /// Starts the stopped server again, on its port.
+    public func start() async throws {
+        try await onOwnThread {
+            try Self.start(
+                data: self.data, port: self.port, log: self.folder.appendingPathComponent("server.log").path,
+                binaries: self.binaries, user: self.user)
+        }
+    }
+
+    private static func start(data: String, port: Int, log: String, binaries: URL, user: String?) throws {
+        try run(
+            "pg_ctl",
+            [
+                "-D", data, "-l", log, "-w", "-t", "60", "-o",
+                "-p \(port) -k \(URL(fileURLWithPath: data).deletingLastPathComponent().path) -c listen_addresses=127.0.0.1 -c max_connections=400 -c shared_buffers=64MB",
+                "start",
+            ], binaries: binaries, user: user)
     }
 
     /// A new, empty database on the cluster, dropped when the current test's resources are cleaned up;
@@ -170,20 +207,21 @@ public final class TemporaryPostgres: Sendable {
         guard added == 0 else { throw Failure(description: "could not ask to close a child's descriptors: error \(added)") }
     }
 
-    /// Stops the cluster when the test process exits (its folder goes with the system's temporary files).
-    private static func stopAtExit(pgCtl: String, data: String, user: String?) {
-        clusterToStop.withLock { $0 = (pgCtl, data, user) }
+    /// Stops every cluster still running when the test process exits (their folders go with the system's
+    /// temporary files); registered once.
+    private static let stopAtExit: Void = {
         atexit {
-            guard let (pgCtl, data, user) = TemporaryPostgres.clusterToStop.withLock({ $0 }) else { return }
-            let arguments = ["-D", data, "-m", "immediate", "-w", "stop"]
-            if let user {
-                _ = try? TemporaryPostgres.run("/usr/sbin/runuser", ["-u", user, "--", pgCtl] + arguments)
-            } else {
-                _ = try? TemporaryPostgres.run(pgCtl, arguments)
+            for (pgCtl, data, user) in TemporaryPostgres.clustersToStop.withLock({ $0 }) {
+                let arguments = ["-D", data, "-m", "immediate", "-w", "stop"]
+                if let user {
+                    _ = try? TemporaryPostgres.run("/usr/sbin/runuser", ["-u", user, "--", pgCtl] + arguments)
+                } else {
+                    _ = try? TemporaryPostgres.run(pgCtl, arguments)
+                }
+                try? FileManager.default.removeItem(atPath: URL(fileURLWithPath: data).deletingLastPathComponent().path)
             }
-            try? FileManager.default.removeItem(atPath: URL(fileURLWithPath: data).deletingLastPathComponent().path)
         }
-    }
+    }()
 
-    private static let clusterToStop = Mutex<(String, String, String?)?>(nil)
+    private static let clustersToStop = Mutex<[(pgCtl: String, data: String, user: String?)]>([])
 }

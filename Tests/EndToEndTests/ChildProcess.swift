@@ -87,7 +87,8 @@ struct ChildProcess {
                 }
                 var failure: (any Error)?
                 do { try await body(printed) } catch { failure = error }
-                try execution.send(signal: .terminate)
+                // A program that has ended already (the test killed it, say) needs no SIGTERM.
+                try? execution.send(signal: .terminate)
                 group.addTask {
                     try? await Task.sleep(for: deadline)
                     if !Task.isCancelled { try? execution.send(signal: .kill) }

@@ -156,6 +156,57 @@ extension SharedDatabaseTests {
     }
 }
 
+extension SharedDatabaseTests {
+    /// What a call answers within `limit`, or nil when it has not answered by then (a hang).
+    static func answer<T: Sendable>(within limit: Duration, _ call: @escaping @Sendable () async throws -> T) async -> Result<
+        T, any Error
+    >? {
+        await withTaskGroup(of: Result<T, any Error>?.self) { group in
+            group.addTask {
+                do { return .success(try await call()) } catch { return .failure(error) }
+            }
+            group.addTask {
+                try? await Task.sleep(for: limit)
+                return nil
+            }
+            let first = await group.next() ?? nil
+            group.cancelAll()
+            return first
+        }
+    }
+
+    /// With its database stopped, a store answers `unavailable` (idle connections found dead, and new ones
+    /// not made within the lease's timeout) rather than waiting for it; once the database is back, the same
+    /// store works again.
+    @Test func aStoreWhoseDatabaseIsDownSaysSoAndRecoversWhenItIsBack() async throws {
+        let cluster = try await TemporaryPostgres.dedicated()
+        let store = try await PostgresStore.open(try PostgresLocation(url: try await cluster.database()), connections: 4)
+        defer { store.close() }
+        let zone = ZoneKey(accountID: "_ann", address: ZoneAddress(service: .keyValue, name: "store"))
+        @Sendable func write(_ key: String) async throws -> Int64 {
+            try await store.commit(zone, mutations: [EntryMutation(key: key, payload: Data("x".utf8), size: 1)]) { _ in }.sequence
+        }
+        // Connections in the pool, idle, when the database goes away.
+        _ = try await withThrowingTaskGroup(of: Int64.self) { group in
+            for number in 0..<4 { group.addTask { try await write("before \(number)") } }
+            return try await group.reduce(0, +)
+        }
+        try await cluster.stop()
+        for attempt in 0..<6 {
+            let answer = await Self.answer(within: PostgresStore.leaseTimeout * 3) { try await write("down \(attempt)") }
+            switch answer {
+            case .none: Issue.record("attempt \(attempt) did not answer within three lease timeouts")
+            case .some(.success): Issue.record("attempt \(attempt) wrote to a stopped database")
+            case .some(.failure(let error)): #expect(error as? StoreError == .unavailable, "attempt \(attempt): \(error)")
+            }
+        }
+        try await cluster.start()
+        #expect(await eventually(timeout: .seconds(30)) { (try? await write("after")) != nil }, "the store recovers")
+        let keys = try await store.liveEntries(zone).entries.map(\.key)
+        #expect(Set(keys) == ["before 0", "before 1", "before 2", "before 3", "after"])
+    }
+}
+
 /// How many writers are still writing, shared by the tasks of a test.
 private final class Remaining: Sendable {
     let count: Mutex<Int>

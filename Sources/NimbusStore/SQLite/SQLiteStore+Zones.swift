@@ -171,7 +171,7 @@ extension SQLiteStore: ZoneStore {
     }
 
     package func scanLivePayloads<T: Sendable>(
-        of kind: ZoneAddress.Service.Kind, containing marker: Data, _ extract: @Sendable (Data) throws -> [T]
+        of kind: ZoneAddress.Service.Kind, containing marker: Data, _ extract: @escaping @Sendable (Data) throws -> [T]
     ) async throws -> [T] {
         try await read { db in
             let payloads = try Data.fetchCursor(
