@@ -183,7 +183,7 @@ let package = Package(
             name: "NimbusStoreTests",
             dependencies: [
                 "NimbusStore", "NimbusPostgres", "NimbusCore", "NimbusTestingCore",
-                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "GRDB", package: "GRDB.swift"), .product(name: "PostgresNIO", package: "postgres-nio"),
             ]),
         .testTarget(
             name: "NimbusServerTests",

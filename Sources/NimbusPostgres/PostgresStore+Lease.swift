@@ -10,23 +10,32 @@ extension PostgresStore {
     package static let leaseTimeout: Duration = .seconds(5)
 
     /// Runs `body` on a pooled connection, once one is leased within `leaseTimeout`; a lease that fails or
-    /// times out is `StoreError.unavailable` (nothing ran). Once `body` has begun, it runs to its end.
+    /// times out is `StoreError.unavailable` (nothing ran). Once `body` has begun, it runs to its end, or
+    /// until its connection closes: then the caller is answered `StoreError.unavailable` at once.
     ///
     /// The wait for the lease is left behind, not awaited, when the deadline passes: the pool may take until
-    /// its own circuit breaker trips (a minute) to answer a cancelled wait while it cannot connect.
-    func leased<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T {
+    /// its own circuit breaker trips (a minute) to answer a cancelled wait while it cannot connect. So is a
+    /// body whose connection closed under it: PostgresNIO (1.33) drops a statement written to a connection
+    /// whose channel has closed, and its caller waits forever, cancelled or not. Closing the connection
+    /// while a body runs leaves the body's outcome unknown, as a connection lost during any commit does.
+    ///
+    /// - Parameter cancellable: whether the caller's cancellation also cancels a body that has begun (a
+    ///   listener's, which would otherwise never end), rather than letting it run to its end (a write's).
+    func leased<T: Sendable>(
+        cancellable: Bool = false, _ body: @escaping @Sendable (PostgresConnection) async throws -> T
+    ) async throws -> T {
         let race = LeaseRace<T>()
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
                 race.start(continuation, timeout: Self.leaseTimeout) {
                     try await self.client.withConnection { connection in
-                        guard race.begin() else { throw StoreError.unavailable }
+                        guard race.begin(on: connection) else { throw StoreError.unavailable }
                         return try await body(connection)
                     }
                 }
             }
         } onCancel: {
-            race.abandon(throwing: CancellationError())
+            race.abandon(throwing: CancellationError(), evenIfBegun: cancellable)
         }
     }
 }
@@ -45,6 +54,8 @@ private final class LeaseRace<T: Sendable>: Sendable {
 
     private let phase = Mutex<Phase>(.idle)
     private let tasks = Mutex<[Task<Void, Never>]>([])
+    /// The watch on the leased connection's close, while the body runs.
+    private let watch = Mutex<ConnectionClosings.Watch?>(nil)
 
     func start(
         _ continuation: CheckedContinuation<T, any Error>, timeout: Duration, _ work: @escaping @Sendable () async throws -> T
@@ -72,13 +83,28 @@ private final class LeaseRace<T: Sendable>: Sendable {
         tasks.withLock { $0 = [worker, timer] }
     }
 
-    /// Whether the body may run: false once the caller has been answered.
-    func begin() -> Bool {
-        phase.withLock { phase in
+    /// Whether the body may run on `connection`: false once the caller has been answered. From here on, the
+    /// connection's close answers the caller.
+    func begin(on connection: PostgresConnection) -> Bool {
+        let begun = phase.withLock { phase in
             guard case .waiting(let continuation) = phase else { return false }
             phase = .begun(continuation)
             return true
         }
+        guard begun else { return false }
+        let watching = ConnectionClosings.shared.watch(connection) { self.connectionClosed() }
+        watch.withLock { $0 = watching }
+        return true
+    }
+
+    /// Answers a caller whose body is still running with `StoreError.unavailable`.
+    private func connectionClosed() {
+        let begun: CheckedContinuation<T, any Error>? = phase.withLock { phase in
+            guard case .begun(let continuation) = phase else { return nil }
+            phase = .over
+            return continuation
+        }
+        begun?.resume(throwing: StoreError.unavailable)
     }
 
     /// Answers the caller, unless the lease was not begun and the caller was answered already.
@@ -93,17 +119,22 @@ private final class LeaseRace<T: Sendable>: Sendable {
             }
         }
         tasks.withLock { $0.forEach { $0.cancel() } }
+        if let watching = watch.withLock({ $0.take() }) { ConnectionClosings.shared.unwatch(watching) }
         if let (continuation, result) = answer { continuation.resume(with: result) }
     }
 
-    /// Answers the caller with `error` if no lease has begun, and gives up the wait.
-    func abandon(throwing error: any Error) {
+    /// Answers the caller with `error` if no lease has begun (or `evenIfBegun`), and gives up the wait and
+    /// the body.
+    func abandon(throwing error: any Error, evenIfBegun: Bool = false) {
         let waiting: CheckedContinuation<T, any Error>? = phase.withLock { phase in
             switch phase {
             case .idle:
                 phase = .abandoned(error)
                 return nil
             case .waiting(let continuation):
+                phase = .over
+                return continuation
+            case .begun(let continuation) where evenIfBegun:
                 phase = .over
                 return continuation
             case .begun, .abandoned, .over:
@@ -113,5 +144,48 @@ private final class LeaseRace<T: Sendable>: Sendable {
         guard let waiting else { return }
         tasks.withLock { $0.forEach { $0.cancel() } }
         waiting.resume(throwing: error)
+    }
+}
+
+/// Who waits on which pooled connection, so a connection's close answers them: one callback on each
+/// connection's `closeFuture` for its whole life (a callback per lease would pile up on a connection that
+/// lives for millions of leases), and a table of the leases running on it.
+private final class ConnectionClosings: Sendable {
+    static let shared = ConnectionClosings()
+
+    struct Watch: Sendable {
+        fileprivate let connection: ObjectIdentifier
+        fileprivate let number: UInt64
+    }
+
+    private struct Table {
+        var next: UInt64 = 0
+        /// Each connection watched (held, so its identifier cannot pass to another connection before it
+        /// leaves) and the leases on it; a connection leaves when it closes.
+        var watched: [ObjectIdentifier: (connection: PostgresConnection, leases: [UInt64: @Sendable () -> Void])] = [:]
+    }
+
+    private let table = Mutex(Table())
+
+    /// Calls `closed` once `connection` closes, unless `unwatch` comes first; at once if it has closed.
+    func watch(_ connection: PostgresConnection, closed: @escaping @Sendable () -> Void) -> Watch {
+        let key = ObjectIdentifier(connection)
+        let (watch, first) = table.withLock { table in
+            table.next += 1
+            let first = table.watched[key] == nil
+            table.watched[key, default: (connection, [:])].leases[table.next] = closed
+            return (Watch(connection: key, number: table.next), first)
+        }
+        if first { connection.closeFuture.whenComplete { _ in self.closed(key) } }
+        return watch
+    }
+
+    func unwatch(_ watch: Watch) {
+        table.withLock { _ = $0.watched[watch.connection]?.leases.removeValue(forKey: watch.number) }
+    }
+
+    private func closed(_ connection: ObjectIdentifier) {
+        let leases = table.withLock { $0.watched.removeValue(forKey: connection)?.leases } ?? [:]
+        for closed in leases.values { closed() }
     }
 }

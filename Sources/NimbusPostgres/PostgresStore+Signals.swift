@@ -1,6 +1,7 @@
 import Foundation
 import NimbusStore
 import PostgresNIO
+import Synchronization
 
 extension PostgresStore: NodeSignals {
     /// The channel every node listens on.
@@ -13,16 +14,16 @@ extension PostgresStore: NodeSignals {
         try await rows("SELECT pg_notify(\(Self.signalChannel), \(text))")
     }
 
-    /// Listens on one connection of the pool, held for as long as it listens; after a failure, waits a
-    /// moment (up to 2 s) and listens again.
+    /// Listens on one connection of the pool, held for as long as it listens; after a failure (the
+    /// connection closing among them), waits a moment (up to 2 s) and listens again.
     package func listen(listening: @escaping @Sendable () -> Void, _ receive: @escaping @Sendable (String) -> Void) async {
-        var pause = Duration.milliseconds(50)
+        let pause = Mutex(Duration.milliseconds(50))
         while !Task.isCancelled {
             do {
-                try await client.withConnection { connection in
+                try await leased(cancellable: true) { connection in
                     try await connection.listen(on: Self.signalChannel) { notifications in
                         listening()
-                        pause = .milliseconds(50)
+                        pause.withLock { $0 = .milliseconds(50) }
                         for try await notification in notifications { receive(notification.payload) }
                     }
                 }
@@ -30,8 +31,8 @@ extension PostgresStore: NodeSignals {
                 guard !Task.isCancelled else { return }
                 Self.logger.warning("lost the connection that listens for other nodes' signals", metadata: ["error": "\(error)"])
             }
-            try? await Task.sleep(for: pause)
-            pause = min(pause * 2, .seconds(2))
+            try? await Task.sleep(for: pause.withLock { $0 })
+            pause.withLock { $0 = min($0 * 2, .seconds(2)) }
         }
     }
 }

@@ -11,8 +11,9 @@ package enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
     case newerDatabase(unknownMigrations: [String])
     /// The disk holding the database is full: the write was rolled back whole.
     case storageFull
-    /// The database server cannot be reached (restarting, failing over, out of connections): nothing was
-    /// written, and the same request later may succeed.
+    /// The database server cannot be reached (restarting, failing over, out of connections), or was lost
+    /// during the call: nothing was written, unless the connection was lost during the commit, which leaves
+    /// it unknown. The same request later may succeed.
     case unavailable
 
     package var description: String {

@@ -7,8 +7,9 @@ import NimbusTestingCore
 import Synchronization
 import Testing
 
-/// Nodes on one PostgreSQL database when something fails under them: a node killed mid-write. No
-/// acknowledged write is lost. (A store whose database stops and starts again: `SharedDatabaseTests`.)
+/// Nodes on one PostgreSQL database when something fails under them: the database restarting while clients
+/// write, a node killed mid-write. Clients are told to try again later (never an internal error), and no
+/// acknowledged write is lost.
 @Suite(.cleansUp) struct NodeFaultTests {
     /// Key-value writers through two nodes, until stopped: each writer sets its own key to 1, 2, 3, … (a
     /// store's keys are limited; its values are not), and what each write got is kept.
@@ -86,6 +87,55 @@ import Testing
 
     static func client(_ session: NimbusSession, _ app: TestServer.SeededApp) -> KeyValueClient {
         KeyValueClient(client: NimbusClient(session: session, apiToken: app.apiToken), storeIdentifier: app.storeIdentifier)
+    }
+
+    /// PostgreSQL stops as if its machine were lost, then starts again: meanwhile every write through
+    /// either node is answered `TRY_AGAIN_LATER` with a `retryAfter` (no internal error, no hang), and
+    /// afterwards both nodes write again without being restarted, with every acknowledged write kept.
+    @Test func aDatabaseRestartUnderLoadIsRetriedLaterAndTheNodesRecoverOnTheirOwn() async throws {
+        let cluster = try await TemporaryPostgres.dedicated()
+        let location = try PostgresLocation(url: try await cluster.database())
+        let data = TestServer.temporaryDirectory()
+        var nodes = [TestServer]()
+        for _ in 0..<2 {
+            nodes.append(
+                try await TestServer.start(dataDirectory: data) {
+                    $0.storage = .postgres(location, connections: 4)
+                    // Real time: a session's rate limit refills with it (the tests' manual clock stands still).
+                    $0.now = { Date() }
+                })
+        }
+        let app = try await nodes[0].seedApp()
+        var clients = [KeyValueClient]()
+        for (number, node) in nodes.enumerated() {
+            clients.append(Self.client(try await node.signIn(email: "ann@example.com", device: "device \(number)"), app))
+        }
+        let writers = Writers(clients)
+        #expect(await eventually(timeout: .seconds(30)) { writers.acknowledgedCount >= 20 })
+
+        try await cluster.stop()
+        #expect(
+            await eventually(timeout: .seconds(60)) {
+                let refused = writers.refused
+                return (0..<2).allSatisfy { number in refused.contains { $0.client == number && $0.error.code == .tryAgainLater }
+                }
+            }, "writes are refused while the database is down")
+        let countsWhileDown = writers.acknowledgedCounts
+        try await cluster.start()
+        #expect(
+            await eventually(timeout: .seconds(60)) {
+                let counts = writers.acknowledgedCounts
+                return (0..<2).allSatisfy { counts[$0] > countsWhileDown[$0] + 10 }
+            }, "both nodes write again")
+        await writers.stop()
+
+        let refused = writers.refused
+        #expect(!refused.isEmpty)
+        for (_, error) in refused {
+            #expect(error.code == .tryAgainLater && error.retryAfter != nil, "\(error.code): \(error.reason)")
+        }
+        let stored = try await clients[1].values().values
+        #expect(writers.lost(in: stored).isEmpty, "acknowledged writes lost: \(writers.lost(in: stored))")
     }
 
     /// A node killed (SIGKILL) while clients write through it and through another: its clients find it gone

@@ -1,6 +1,7 @@
 import Foundation
 import NimbusCore
-import NimbusPostgres
+@testable import NimbusPostgres
+import PostgresNIO
 @testable import NimbusStore
 import NimbusTestingCore
 import Synchronization
@@ -161,17 +162,48 @@ extension SharedDatabaseTests {
     static func answer<T: Sendable>(within limit: Duration, _ call: @escaping @Sendable () async throws -> T) async -> Result<
         T, any Error
     >? {
-        await withTaskGroup(of: Result<T, any Error>?.self) { group in
-            group.addTask {
-                do { return .success(try await call()) } catch { return .failure(error) }
+        // Unstructured tasks, left behind when the limit passes: a call that never answers may not end when
+        // cancelled either, and a task group would wait for it.
+        let (answers, answer) = AsyncStream<Result<T, any Error>?>.makeStream()
+        let calling = Task {
+            do { answer.yield(.success(try await call())) } catch { answer.yield(.failure(error)) }
+        }
+        let timer = Task {
+            try? await Task.sleep(for: limit)
+            answer.yield(nil)
+        }
+        defer {
+            calling.cancel()
+            timer.cancel()
+        }
+        for await first in answers { return first }
+        return nil
+    }
+
+    /// PostgreSQL stops while a transaction holds a connection: the statement the transaction sends next,
+    /// on a connection that has closed, is answered `unavailable` (PostgresNIO alone never answers it).
+    @Test func aStatementOnAConnectionClosedUnderItsTransactionIsAnsweredUnavailable() async throws {
+        let cluster = try await TemporaryPostgres.dedicated()
+        let store = try await PostgresStore.open(try PostgresLocation(url: try await cluster.database()), connections: 2)
+        defer { store.close() }
+        let (leased, lease) = AsyncStream<PostgresConnection>.makeStream()
+        let (stopped, stop) = AsyncStream<Void>.makeStream()
+        let transaction = Task {
+            try await store.transaction { connection in
+                lease.yield(connection)
+                for await _ in stopped {}
+                return try await connection.run("SELECT 1")
             }
-            group.addTask {
-                try? await Task.sleep(for: limit)
-                return nil
-            }
-            let first = await group.next() ?? nil
-            group.cancelAll()
-            return first
+        }
+        let connection = try #require(await leased.first { _ in true })
+        try await cluster.stop()
+        try await connection.closeFuture.get()
+        stop.finish()
+        let answer = await Self.answer(within: .seconds(30)) { try await transaction.value }
+        switch answer {
+        case .none: Issue.record("the transaction did not answer within 30 s")
+        case .some(.success): Issue.record("a statement on a closed connection succeeded")
+        case .some(.failure(let error)): #expect(error as? StoreError == .unavailable, "\(error)")
         }
     }
 

@@ -48,7 +48,8 @@ struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
                 .tryAgainLater, "the server's storage is full, so nothing was written; try again later", retryAfter: 60)
         case StoreError.unavailable:
             return NimbusError(
-                .tryAgainLater, "the server cannot reach its database, so nothing was written; try again shortly",
+                .tryAgainLater,
+                "the server cannot reach its database; try again shortly (a write under way when it was lost may have been kept)",
                 retryAfter: 2)
         case let error as HTTPResponseError:
             switch error.status.code {
