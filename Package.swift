@@ -178,6 +178,15 @@ let package = Package(
             ],
             path: "Benchmarks/KeyValueBenchmarks"
         ),
+        .executableTarget(
+            name: "ScaleOutBenchmarks",
+            dependencies: [
+                "BenchmarkSupport", "NimbusKit", "NimbusCore", "NimbusTestingCore",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Benchmarks/ScaleOutBenchmarks"
+        ),
         .testTarget(name: "NimbusCoreTests", dependencies: ["NimbusCore", "NimbusTestingCore"]),
         .testTarget(
             name: "NimbusStoreTests",

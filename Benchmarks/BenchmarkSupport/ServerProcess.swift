@@ -21,28 +21,55 @@ package final class ServerProcess: @unchecked Sendable {
 
     package var pid: Int32 { process.processIdentifier }
 
-    package init(nimbus: URL, port: Int, extraArguments: [String]) async throws {
+    /// Whether this process made the data directory (and so removes it when it stops): the first node of a
+    /// deployment does, the nodes that join it do not.
+    private let ownsData: Bool
+
+    /// The first (or only) node of a deployment: on its own data directory, and on the PostgreSQL database
+    /// `database` names when given (else on SQLite in its data directory).
+    package init(nimbus: URL, port: Int, extraArguments: [String], database: String? = nil) async throws {
         dataDirectory = FileManager.default.temporaryDirectory.appendingPathComponent("nimbus-bench-\(UUIDString.random())")
+        ownsData = true
+        let storage = database.map { ["--database", $0] } ?? []
         let admin = Process()
         admin.executableURL = nimbus
-        admin.arguments = [
-            "admin", "init", "--data", dataDirectory.path, "--email", "admin@bench.local", "--password", Self.password,
-        ]
+        admin.arguments =
+            ["admin", "init", "--data", dataDirectory.path, "--email", "admin@bench.local", "--password", Self.password] + storage
         admin.standardOutput = FileHandle.nullDevice
         try admin.run()
         admin.waitUntilExit()
 
+        url = try await Self.serve(process, nimbus: nimbus, data: dataDirectory, port: port, arguments: extraArguments + storage)
+        apiToken = try await Self.setUpApp(url)
+    }
+
+    /// Another node of `first`'s deployment, on PostgreSQL database `database` (the one `first` uses): the
+    /// same blob folder, the same app and token.
+    package init(joining first: ServerProcess, database: String, nimbus: URL, port: Int, extraArguments: [String]) async throws {
+        dataDirectory = first.dataDirectory
+        ownsData = false
+        url = try await Self.serve(
+            process, nimbus: nimbus, data: dataDirectory, port: port, arguments: extraArguments + ["--database", database])
+        apiToken = first.apiToken
+    }
+
+    /// Starts `nimbus serve` and waits until it answers `/health`; its address.
+    private static func serve(_ process: Process, nimbus: URL, data: URL, port: Int, arguments: [String]) async throws -> URL {
         process.executableURL = nimbus
-        process.arguments =
-            ["serve", "--data", dataDirectory.path, "--port", String(port), "--log-level", "warning"] + extraArguments
+        process.arguments = ["serve", "--data", data.path, "--port", String(port), "--log-level", "warning"] + arguments
         process.standardOutput = FileHandle.nullDevice
         try process.run()
-        url = URL(string: "http://127.0.0.1:\(port)")!
+        let url = URL(string: "http://127.0.0.1:\(port)")!
         let deadline = Date().addingTimeInterval(30)
         while (try? await NimbusClient(server: url).sendRaw(.GET, "/health", body: nil)) == nil {
             guard Date() < deadline else { throw NimbusError(.networkUnavailable, "the server did not start") }
             try await Task.sleep(for: .milliseconds(50))
         }
+        return url
+    }
+
+    /// A team, an app entitled to the container, and an API token for it; the token.
+    private static func setUpApp(_ url: URL) async throws -> String {
         let session = try await NimbusAccount.signIn(
             server: url, email: "admin@bench.local", password: Self.password, deviceName: "bench")
         let client = NimbusClient(server: url, sessionToken: session.sessionToken)
@@ -57,7 +84,7 @@ package final class ServerProcess: @unchecked Sendable {
         let token: CreatedAPIToken = try await client.send(
             .POST, "/admin/1/tokens",
             body: CreateAPITokenRequest(container: "iCloud.com.example.Bench", bundleID: "com.example.Bench"))
-        apiToken = token.apiToken
+        return token.apiToken
     }
 
     /// Declares QUERYABLE and SORTABLE indexes on system fields of a record type in the development schema
@@ -104,13 +131,7 @@ package final class ServerProcess: @unchecked Sendable {
     }
 
     /// CPU time the server process has used so far (user and system), from /proc.
-    package func cpuSeconds() throws -> Double {
-        let stat = try String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)
-        // Fields after the parenthesised command name; utime and stime are the 12th and 13th of them.
-        let fields = stat[stat.index(after: stat.lastIndex(of: ")")!)...].split(separator: " ")
-        let ticks = (Double(fields[11]) ?? 0) + (Double(fields[12]) ?? 0)
-        return ticks / Double(sysconf(Int32(_SC_CLK_TCK)))
-    }
+    package func cpuSeconds() throws -> Double { try ProcessCPU(pid: pid).seconds() }
 
     /// How many operations `body` completes per second, and the server's CPU per operation in µs.
     @MainActor
@@ -191,6 +212,6 @@ package final class ServerProcess: @unchecked Sendable {
     package func stop() {
         process.interrupt()
         process.waitUntilExit()
-        try? FileManager.default.removeItem(at: dataDirectory)
+        if ownsData { try? FileManager.default.removeItem(at: dataDirectory) }
     }
 }

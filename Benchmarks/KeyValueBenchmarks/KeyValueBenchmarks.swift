@@ -36,7 +36,7 @@ enum KeyValueBenchmarks {
                 met: idle.total <= 40 * 1_048_576)
         }
         if wanted("propagation") {
-            let propagation = try await propagationLatencies(server, changes: 1000)
+            let propagation = try await KeyValueLoad.propagationLatencies(from: server, to: server, changes: 1000)
             table.add(
                 "Propagation p50 (1,000 changes)", String(format: "%.2f ms", propagation.at(50)), target: "≤ 5 ms",
                 met: propagation.at(50) <= 5)
@@ -50,8 +50,9 @@ enum KeyValueBenchmarks {
             try await server.floorRows(into: &table)
             var cpuPerBatch = [Double]()
             let sequential = try await median(runs: 5) {
-                let run = try await writeThroughput(server, clients: 1, batchesPerClient: 3000)
-                cpuPerBatch.append(run.serverCPUPerBatch)
+                let run = try await KeyValueLoad.writes(
+                    through: [server], clients: 1, batchesPerClient: 3000, watching: [ProcessCPU(pid: server.pid)])
+                cpuPerBatch.append(run.cpuSeconds[0] / Double(run.batches) * 1_000_000)
                 return run.batchesPerSecond
             }
             table.add("Sequential batches/s (1 client)", sequential.text, target: "≥ 2,000", met: sequential.median >= 2000)
@@ -59,7 +60,7 @@ enum KeyValueBenchmarks {
                 "Server CPU per sequential batch", String(format: "%.0f µs", Percentiles(cpuPerBatch).at(50)),
                 target: "(reference)", met: true)
             let concurrent = try await median(runs: 3) {
-                try await writeThroughput(server, clients: 16, batchesPerClient: 1000).batchesPerSecond
+                try await KeyValueLoad.writes(through: [server], clients: 16, batchesPerClient: 1000).batchesPerSecond
             }
             table.add("Concurrent batches/s (16 clients)", concurrent.text, target: "≥ 5,000", met: concurrent.median >= 5000)
         }
@@ -131,75 +132,6 @@ enum KeyValueBenchmarks {
     static func idleMemory(_ server: ServerProcess) async throws -> (total: Int, anonymous: Int) {
         try await Task.sleep(for: .seconds(1))
         return try server.residentBytes()
-    }
-
-    /// A key set on device A until the change event for it on device B, one change at a time.
-    static func propagationLatencies(_ server: ServerProcess, changes: Int) async throws -> Percentiles {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "nimbus-bench-devices-\(UUIDString.random())")
-        defer { try? FileManager.default.removeItem(at: directory) }
-        func device(_ name: String) async throws -> UbiquitousKeyValueStore {
-            let session = try await server.signIn("propagation@bench.local", device: name)
-            var configuration = UbiquitousKeyValueStore.Configuration(
-                session: session, apiToken: server.apiToken, storeIdentifier: server.storeIdentifier,
-                localDirectory: directory.appendingPathComponent(name))
-            configuration.logger.logLevel = .error
-            return try UbiquitousKeyValueStore(configuration: configuration)
-        }
-        let phone = try await device("phone")
-        let laptop = try await device("laptop")
-        defer {
-            phone.close()
-            laptop.close()
-        }
-        guard await phone.synchronize(), await laptop.synchronize() else {
-            throw NimbusError(.networkUnavailable, "devices did not sync")
-        }
-        while !laptop.isPushConnected { try await Task.sleep(for: .milliseconds(10)) }
-
-        var events = laptop.changes().makeAsyncIterator()
-        var latencies = [Double]()
-        let warmUp = 50
-        for index in 0..<(changes + warmUp) {
-            let value = Int64(index)
-            let start = ContinuousClock.now
-            phone.set(value, forKey: "counter")
-            while let event = await events.next() {
-                if event.changedKeys.contains("counter"), laptop.longLong(forKey: "counter") == value { break }
-            }
-            if index >= warmUp { latencies.append((ContinuousClock.now - start).milliseconds) }
-        }
-        return Percentiles(latencies)
-    }
-
-    /// Acknowledged single-key batches per second, from `clients` users writing concurrently.
-    /// Also the server's CPU time per batch: steadier than throughput on a shared machine, and what
-    /// server-side changes move.
-    static func writeThroughput(
-        _ server: ServerProcess, clients: Int, batchesPerClient: Int
-    ) async throws -> (batchesPerSecond: Double, serverCPUPerBatch: Double) {
-        var writers = [KeyValueClient]()
-        for index in 0..<clients {
-            let session = try await server.signIn("writer\(index)-\(clients)@bench.local", device: "writer")
-            writers.append(
-                KeyValueClient(
-                    client: NimbusClient(session: session, apiToken: server.apiToken), storeIdentifier: server.storeIdentifier))
-        }
-        let start = ContinuousClock.now
-        let cpuStart = try server.cpuSeconds()
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            for writer in writers {
-                group.addTask {
-                    for batch in 0..<batchesPerClient {
-                        _ = try await writer.modify([.set("key\(batch % 1000)", .int64(Int64(batch)))])
-                    }
-                }
-            }
-            try await group.waitForAll()
-        }
-        let seconds = (ContinuousClock.now - start).milliseconds / 1000
-        let batches = Double(clients * batchesPerClient)
-        return (batches / seconds, (try server.cpuSeconds() - cpuStart) / batches * 1_000_000)
     }
 
     /// Resident memory the server adds per open push socket.

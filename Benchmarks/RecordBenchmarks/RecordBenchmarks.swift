@@ -37,7 +37,7 @@ enum RecordBenchmarks {
                 "Ceiling for sequential record saves (1 / (GET + commit))",
                 String(format: "%.0f/s", 1_000_000 / (roundTrip + commit)),
                 target: "(reference)", met: true)
-            let sequential = try await median(runs: 3) { try await sequentialSaves(database, count: 2000) }
+            let sequential = try await median(runs: 3) { try await RecordLoad.sequentialSaves(database, count: 2000) }
             table.add("Saves/s, one record per request", sequential.text, target: "≥ 2,000", met: sequential.median >= 2000)
         }
         if wanted("cloudkit") {
@@ -46,7 +46,7 @@ enum RecordBenchmarks {
         }
         if wanted("saves") || wanted("batches") {
             progress("measuring batches")
-            let batched = try await median(runs: 3) { try await batchedSaves(database, batches: 100) }
+            let batched = try await median(runs: 3) { try await RecordLoad.batchedSaves(database, batches: 100) }
             table.add("Saves/s, batches of 200", batched.text, target: "≥ 20,000", met: batched.median >= 20000)
             let overlapping = try await median(runs: 3) { try await overlappingBatchedSaves(database, batches: 100, inFlight: 4) }
             table.add("Saves/s, batches of 200, 4 in flight", overlapping.text, target: "(reference)", met: true)
@@ -192,7 +192,10 @@ enum RecordBenchmarks {
                     }
                 }
             ),
-            ("SDK, 1 client", { try await server.perOperation(2000) { _ = try await sequentialSaves(database, count: 2000) } }),
+            (
+                "SDK, 1 client",
+                { try await server.perOperation(2000) { _ = try await RecordLoad.sequentialSaves(database, count: 2000) } }
+            ),
             (
                 "Plain CloudKit JSON, 1 client, records/lookup (no write)",
                 { try await server.perOperation(2000) { for index in 0..<2000 { try await single.lookUp("note-\(index)") } } }
@@ -237,31 +240,6 @@ enum RecordBenchmarks {
         return record
     }
 
-    /// A new record of the kind the save benchmarks write: one short text field.
-    static func note() -> Record {
-        var record = Record(recordType: "Notes")
-        record["text"] = "a note"
-        return record
-    }
-
-    static func sequentialSaves(_ database: CloudDatabase, count: Int) async throws -> Double {
-        let start = ContinuousClock.now
-        for _ in 0..<count {
-            _ = try await database.save(note())
-        }
-        return Double(count) / ((ContinuousClock.now - start).milliseconds / 1000)
-    }
-
-    static func batchedSaves(_ database: CloudDatabase, batches: Int) async throws -> Double {
-        let start = ContinuousClock.now
-        for _ in 0..<batches {
-            let (saved, _) = try await database.modifyRecords(
-                saving: (0..<200).map { _ in note() }, deleting: [], savePolicy: .allKeys)
-            guard saved.count == 200 else { throw NimbusError(.internalError, "a batch lost records") }
-        }
-        return Double(batches * 200) / ((ContinuousClock.now - start).milliseconds / 1000)
-    }
-
     /// Saves records in batches of 200 with several batches in flight, as an app importing many records would.
     static func overlappingBatchedSaves(_ database: CloudDatabase, batches: Int, inFlight: Int) async throws -> Double {
         let start = ContinuousClock.now
@@ -270,7 +248,7 @@ enum RecordBenchmarks {
                 if number >= inFlight { try await group.next() }
                 group.addTask {
                     let (saved, _) = try await database.modifyRecords(
-                        saving: (0..<200).map { _ in note() }, deleting: [], savePolicy: .allKeys)
+                        saving: (0..<200).map { _ in RecordLoad.note() }, deleting: [], savePolicy: .allKeys)
                     guard saved.count == 200 else { throw NimbusError(.internalError, "a batch lost records") }
                 }
             }

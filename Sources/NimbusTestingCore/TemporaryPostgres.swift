@@ -109,6 +109,15 @@ public final class TemporaryPostgres: Sendable {
         return url(database: name)
     }
 
+    /// The server's main process (its connections' processes are its children), from `postmaster.pid`.
+    public func serverProcessID() throws -> Int32 {
+        let file = try String(contentsOfFile: data + "/postmaster.pid", encoding: .utf8)
+        guard let pid = file.split(separator: "\n").first.flatMap({ Int32($0) }) else {
+            throw Failure(description: "\(data)/postmaster.pid names no process")
+        }
+        return pid
+    }
+
     public func url(database: String) -> String { "postgres://nimbus@127.0.0.1:\(port)/\(database)?sslmode=disable" }
 
     /// Runs one of the server's programs, as the cluster's user.
