@@ -54,6 +54,8 @@ let package = Package(
             dependencies: [
                 "NimbusCore", "NimbusStore",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

@@ -32,6 +32,11 @@ struct Backends: Sendable {
         // One data directory: the SQLite database and a directory of blobs.
         try FileManager.default.createDirectory(at: configuration.dataDirectory, withIntermediateDirectories: true)
         let data = EmbeddedDataDirectory(configuration.dataDirectory)
+        if let migration = data.migration {
+            throw StoreConfigurationError(
+                "this data directory's database was \(migration); run the server with --database on that database, or, "
+                    + "to go back to SQLite and lose what was written to PostgreSQL since, delete \(data.migratedMarker.path)")
+        }
         let store = try SQLiteStore(path: configuration.databasePath) { pending, rewritesData in
             if rewritesData {
                 // A migration that rewrites rows cannot be undone by an older binary: keep the data as it was.

@@ -11,7 +11,7 @@ struct Nimbus: AsyncParsableCommand {
         subcommands: [
             Serve.self, Admin.self, SignUp.self, LogIn.self, LogOut.self, Profile.self, KeyValueCommand.self, RecordsCommand.self,
             ZonesCommand.self,
-            SchemaCommand.self, DeviceCommand.self, DocsCommand.self, Backup.self, Restore.self, Check.self,
+            SchemaCommand.self, DeviceCommand.self, DocsCommand.self, Backup.self, Restore.self, Check.self, Migrate.self,
         ]
     )
 

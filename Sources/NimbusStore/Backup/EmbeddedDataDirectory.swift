@@ -13,6 +13,20 @@ package struct EmbeddedDataDirectory: Sendable {
     /// Where backups taken before a migration go when no other place is configured.
     package var migrationBackups: URL { url.appendingPathComponent("backups") }
 
+    /// Written by `nimbus migrate` once the database is copied into PostgreSQL: a server started on the
+    /// SQLite database after that would serve data that stopped changing, and split it from the copy.
+    package var migratedMarker: URL { url.appendingPathComponent("MIGRATED-TO-POSTGRESQL") }
+
+    /// Marks the database as copied into `target` (in words, without a password).
+    package func markMigrated(to target: String) throws {
+        try Data("copied by nimbus migrate on \(Date()) into \(target)\n".utf8).write(to: migratedMarker, options: .atomic)
+    }
+
+    /// What the marker says, when the database was migrated.
+    package var migration: String? {
+        (try? String(contentsOf: migratedMarker, encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
     /// Files other than the database and blobs a backup carries.
     var otherFiles: [URL] { [urlSigningKey] }
 }
