@@ -113,7 +113,7 @@ let package = Package(
         .target(
             name: "NimbusTesting",
             dependencies: [
-                "NimbusTestingCore", "NimbusCore", "NimbusStore", "NimbusServer", "NimbusKit",
+                "NimbusTestingCore", "NimbusCore", "NimbusStore", "NimbusServer", "NimbusPostgres", "NimbusKit",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),

@@ -91,6 +91,8 @@ package final class PostgresStore: Sendable {
             switch state {
             case "23505", "23503": return StoreError.duplicate(error.serverInfo?[.constraintName] ?? "row")
             case "53100": return StoreError.storageFull
+            // A NUL character in text (`invalid byte sequence for encoding "UTF8": 0x00`): bad input, not a failure.
+            case "22021", "22P05": return StoreError.unstorableText
             // Shutting down, out of connections, in recovery: the database will be back.
             case "57P01", "57P02", "57P03", "53300", "08000", "08003", "08006": return StoreError.unavailable
             default: return error

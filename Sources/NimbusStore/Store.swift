@@ -15,6 +15,8 @@ package enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
     /// during the call: nothing was written, unless the connection was lost during the commit, which leaves
     /// it unknown. The same request later may succeed.
     case unavailable
+    /// Text holding a NUL character, which PostgreSQL's text cannot hold (SQLite's can): nothing was written.
+    case unstorableText
 
     package var description: String {
         switch self {
@@ -25,6 +27,7 @@ package enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
                 + "that this version does not know); run that version or a later one"
         case .storageFull: "the disk holding the database is full"
         case .unavailable: "the database cannot be reached"
+        case .unstorableText: "a text value holds a NUL character, which the database cannot store"
         }
     }
 }

@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import NimbusCore
 import NimbusKit
+import NimbusPostgres
 import NimbusServer
 import NimbusStore
 import ServiceLifecycle
@@ -55,6 +56,29 @@ package final class TestServer: Sendable {
             #endif
         }
         return server
+    }
+
+    /// Where a test server keeps its data. Tests of what must hold whatever the backend (bad input refused
+    /// the same way) run once on each.
+    package enum Backend: String, CaseIterable, Sendable {
+        case embedded, postgres
+    }
+
+    /// Starts a server on `backend`: the embedded SQLite database, or a database of its own on the tests'
+    /// shared PostgreSQL cluster.
+    package static func start(
+        on backend: Backend, dataDirectory: URL? = nil, configure: (inout ServerConfiguration) -> Void = { _ in }
+    ) async throws -> TestServer {
+        switch backend {
+        case .embedded:
+            return try await start(dataDirectory: dataDirectory, configure: configure)
+        case .postgres:
+            let location = try PostgresLocation(url: try await TemporaryPostgres.shared().database())
+            return try await start(dataDirectory: dataDirectory) { configuration in
+                configuration.storage = .postgres(location, connections: 6)
+                configure(&configuration)
+            }
+        }
     }
 
     private init(configuration: ServerConfiguration, clock: ManualClock, trust: ServerTrust) async throws {

@@ -7,7 +7,8 @@ import NimbusTesting
 import Testing
 
 /// Valid bodies of the account, developer and key-value routes with parts replaced (`JSONMutator`), and
-/// their path segments replaced by odd ones: every answer is a 2xx, or a 4xx with a code, never a 500.
+/// their path segments replaced by odd ones: every answer is a 2xx, or a 4xx with a code, never a 500, on
+/// either backend.
 @Suite(.cleansUp) struct ServiceFuzzTests {
     enum Caller { case nobody, user, administrator }
 
@@ -24,8 +25,8 @@ import Testing
         let ann: NimbusSession
         let administrator: NimbusSession
 
-        static func make() async throws -> Fixture {
-            let server = try await TestServer.start()
+        static func make(on backend: TestServer.Backend) async throws -> Fixture {
+            let server = try await TestServer.start(on: backend)
             return Fixture(
                 server: server, app: try await server.seedApp(),
                 ann: try await server.signIn(email: "ann@example.com", device: "phone"),
@@ -105,8 +106,9 @@ import Testing
         }
     }
 
-    @Test func mutatedBodiesNeverFailTheServer() async throws {
-        let fixture = try await Fixture.make()
+    @Test(arguments: TestServer.Backend.allCases)
+    func mutatedBodiesNeverFailTheServer(on backend: TestServer.Backend) async throws {
+        let fixture = try await Fixture.make(on: backend)
         let seeds = fixture.seeds().filter { $0.body != nil }
         for seed in seeds {
             let response = try await fixture.send(seed)
@@ -125,8 +127,9 @@ import Testing
         #expect(try await fixture.server.request(.GET, "/health").status == 200)
     }
 
-    @Test func oddPathSegmentsNeverFailTheServer() async throws {
-        let fixture = try await Fixture.make()
+    @Test(arguments: TestServer.Backend.allCases)
+    func oddPathSegmentsNeverFailTheServer(on backend: TestServer.Backend) async throws {
+        let fixture = try await Fixture.make(on: backend)
         let oddSegments = [
             "", "..", "%2e%2e", "%2F", "%00", "%ZZ", "😀", "%F0%9F%98%80", String(repeating: "x", count: 5000), "-1", "0",
             "9223372036854775808", "iCloud.", "a%20b", "%22%3B", "production", "_defaultZone",

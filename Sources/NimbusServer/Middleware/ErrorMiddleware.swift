@@ -46,6 +46,8 @@ struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
         case StoreError.storageFull:
             return NimbusError(
                 .tryAgainLater, "the server's storage is full, so nothing was written; try again later", retryAfter: 60)
+        case StoreError.unstorableText:
+            return .badRequest("a text value holds a NUL character, which this server's database cannot store")
         case StoreError.unavailable:
             return NimbusError(
                 .tryAgainLater,

@@ -3,7 +3,7 @@ import NimbusCore
 import NimbusTesting
 import Testing
 
-/// Every record database route answers malformed bodies with a 4xx and a code: never a 500.
+/// Every record database route answers malformed bodies with a 4xx and a code: never a 500, on either backend.
 @Suite(.cleansUp) struct DatabaseBadInputTests {
     static let posts = [
         "records/modify", "records/lookup", "records/query", "records/changes", "records/accept", "zones/lookup", "zones/modify",
@@ -18,9 +18,9 @@ import Testing
         #"{"subscriptions":[{}]}"#, String(repeating: "[", count: 10_000),
     ]
 
-    @Test(arguments: posts)
-    func malformedBodiesGetAClientError(_ operation: String) async throws {
-        let fixture = try await DatabaseFixture.make()
+    @Test(arguments: posts, TestServer.Backend.allCases)
+    func malformedBodiesGetAClientError(_ operation: String, on backend: TestServer.Backend) async throws {
+        let fixture = try await DatabaseFixture.make(on: backend)
         for database in ["private", "public", "shared"] {
             for body in Self.bodies {
                 let response = try await fixture.post(operation, body, database: database)

@@ -13,8 +13,8 @@ struct DatabaseFixture {
     let app: TestServer.SeededApp
     let ann: NimbusSession
 
-    static func make(dataDirectory: URL? = nil) async throws -> DatabaseFixture {
-        let server = try await TestServer.start(dataDirectory: dataDirectory)
+    static func make(on backend: TestServer.Backend = .embedded, dataDirectory: URL? = nil) async throws -> DatabaseFixture {
+        let server = try await TestServer.start(on: backend, dataDirectory: dataDirectory)
         let app = try await server.seedApp()
         let ann = try await server.signIn(email: "ann@example.com", device: "phone")
         return DatabaseFixture(server: server, app: app, ann: ann)
