@@ -183,7 +183,7 @@ let package = Package(
         .executableTarget(
             name: "ScaleOutBenchmarks",
             dependencies: [
-                "BenchmarkSupport", "NimbusKit", "NimbusCore", "NimbusTestingCore",
+                "BenchmarkSupport", "NimbusKit", "NimbusCore", "NimbusTestingCore", "NimbusPostgres",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ],

@@ -1,6 +1,6 @@
 import Foundation
 import Logging
-import NimbusCore
+import NimbusPostgres
 import PostgresNIO
 
 /// PostgreSQL's own floor, from the same client language and driver as the server: the mean time to
@@ -8,12 +8,10 @@ import PostgresNIO
 /// every Nimbus connection sets it).
 enum PostgresFloor {
     static func oneRowCommitMicroseconds(_ url: String, count: Int) async throws -> Double {
-        guard let components = URLComponents(string: url), let host = components.host, let port = components.port else {
-            throw NimbusError(.badRequest, "not a PostgreSQL address: \(url)")
-        }
+        let location = try PostgresLocation(url: url)
         var configuration = PostgresConnection.Configuration(
-            host: host, port: port, username: components.user ?? "nimbus", password: components.password,
-            database: String(components.path.dropFirst()), tls: .disable)
+            host: location.host, port: location.port, username: location.user, password: location.password,
+            database: location.database, tls: .disable)
         configuration.options.additionalStartupParameters = [("synchronous_commit", "on")]
         let logger = Logger(label: "floor")
         let connection = try await PostgresConnection.connect(configuration: configuration, id: 1, logger: logger)

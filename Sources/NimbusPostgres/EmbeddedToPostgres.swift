@@ -71,59 +71,74 @@ package enum EmbeddedToPostgres {
 
         return try await target.transaction { connection in
             let targetColumns = try await Self.targetColumns(connection)
-            let known = Set(tables)
-            if let unknown = Set(targetColumns.keys).subtracting(known).subtracting(["nimbus_migrations"]).sorted().first {
+            if let unknown = Set(targetColumns.keys).subtracting(tables).subtracting(["nimbus_migrations"]).sorted().first {
                 throw Failure.unknownSchema("this Nimbus does not know how to copy table \(unknown)")
+            }
+            let plans = try tables.map { table in
+                guard let columns = targetColumns[table], let sourceTable = sourceColumns[table] else {
+                    throw Failure.unknownSchema(
+                        "table \(table) is missing from \(targetColumns[table] == nil ? "PostgreSQL" : "SQLite")")
+                }
+                return try TablePlan(table: table, source: sourceTable, target: columns)
             }
             for table in tables {
                 let holdsRows = try await connection.run("SELECT EXISTS (SELECT 1 FROM \(unescaped: table))").value(Bool.self)
                 if holdsRows == true { throw Failure.targetHoldsData(table: table) }
             }
-            var copied = CopyChecksums()
-            var report = Report(tables: [], zones: 0)
-            for table in tables {
-                guard let columns = targetColumns[table], let sourceTable = sourceColumns[table] else {
-                    throw Failure.unknownSchema(
-                        "table \(table) is missing from \(targetColumns[table] == nil ? "PostgreSQL" : "SQLite")")
-                }
-                let plan = try TablePlan(table: table, source: sourceTable, target: columns)
-                var rows = 0
-                var after: [DatabaseValue]? = nil
-                while true {
-                    let page = try await snapshot.read { [after] db in try plan.page(db, after: after) }
-                    guard let last = page.last else { break }
-                    for row in page { copied.add(try plan.canonical(row), to: table) }
-                    try await connection.run(try plan.insert(page))
-                    rows += page.count
-                    after = plan.key(of: last)
-                }
-                report.tables.append((table, rows))
-                progress("copied \(table): \(rows) rows")
-            }
-            report.zones = copied.tables["zones"]?.rows ?? 0
+            let copied = try await Self.copyRows(plans, from: snapshot, into: connection, progress: progress)
             try await Self.continueIdentities(connection, snapshot: snapshot, columns: targetColumns)
 
             progress("verifying the copy")
-            var readBack = CopyChecksums()
-            for table in tables {
-                let plan = try TablePlan(table: table, source: sourceColumns[table]!, target: targetColumns[table]!)
-                let rows = try await connection.query(plan.selectAll, logger: PostgresStore.logger)
-                for try await row in rows { readBack.add(try plan.canonical(row), to: table) }
-            }
-            let differences = copied.differences(from: readBack)
+            let differences = copied.differences(from: try await Self.checksums(plans, readBackFrom: connection))
             guard differences.isEmpty else { throw Failure.copyDiffers(differences) }
-            let now = try await source.read { db in
-                var now = CopyChecksums()
-                for table in tables {
-                    let plan = try TablePlan(table: table, source: sourceColumns[table]!, target: targetColumns[table]!)
-                    let rows = try Row.fetchCursor(db, sql: plan.sourceSelect)
-                    while let row = try rows.next() { now.add(try plan.canonical(Array(row.databaseValues)), to: table) }
-                }
-                return now
-            }
-            let changed = copied.differences(from: now)
+            let changed = copied.differences(from: try await Self.checksums(plans, of: source))
             guard changed.isEmpty else { throw Failure.sourceChanged(changed) }
-            return report
+            return Report(
+                tables: plans.map { ($0.table, copied.tables[$0.table]?.rows ?? 0) }, zones: copied.tables["zones"]?.rows ?? 0)
+        }
+    }
+
+    /// Inserts every table's rows, page by page as the snapshot gives them; their checksums.
+    private static func copyRows(
+        _ plans: [TablePlan], from snapshot: DatabaseSnapshot, into connection: PostgresConnection,
+        progress: @Sendable (String) -> Void
+    ) async throws -> CopyChecksums {
+        var copied = CopyChecksums()
+        for plan in plans {
+            var after: [DatabaseValue]? = nil
+            while true {
+                let page = try await snapshot.read { [after] db in try plan.page(db, after: after) }
+                guard let last = page.last else { break }
+                for row in page { copied.add(try plan.canonical(row), to: plan.table) }
+                try await connection.run(try plan.insert(page))
+                after = plan.key(of: last)
+            }
+            progress("copied \(plan.table): \(copied.tables[plan.table]?.rows ?? 0) rows")
+        }
+        return copied
+    }
+
+    /// The checksums of what the target holds now, read back in the copy's transaction.
+    private static func checksums(_ plans: [TablePlan], readBackFrom connection: PostgresConnection) async throws
+        -> CopyChecksums
+    {
+        var readBack = CopyChecksums()
+        for plan in plans {
+            let rows = try await connection.query(plan.selectAll, logger: PostgresStore.logger)
+            for try await row in rows { readBack.add(try plan.canonical(row), to: plan.table) }
+        }
+        return readBack
+    }
+
+    /// The checksums of what the source holds now, outside the snapshot the copy read.
+    private static func checksums(_ plans: [TablePlan], of source: DatabasePool) async throws -> CopyChecksums {
+        try await source.read { db in
+            var now = CopyChecksums()
+            for plan in plans {
+                let rows = try Row.fetchCursor(db, sql: plan.sourceSelect)
+                while let row = try rows.next() { now.add(try plan.canonical(Array(row.databaseValues)), to: plan.table) }
+            }
+            return now
         }
     }
 

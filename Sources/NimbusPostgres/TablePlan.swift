@@ -15,6 +15,8 @@ struct TablePlan: Sendable {
     private let columns: [String]
     private let target: [TargetColumn]
     private let primaryKey: [Int]
+    /// For each target column, the position in `columns` of the value it takes.
+    private let sourcePositions: [Int]
     private let splitsIndexValue: Bool
     /// Rows per page: PostgreSQL takes at most 65,535 parameters a statement, and a page is held in memory.
     private let pageSize: Int
@@ -37,6 +39,9 @@ struct TablePlan: Sendable {
         }
         self.columns = columns
         primaryKey = source.primaryKey.compactMap { columns.firstIndex(of: $0) }
+        sourcePositions = target.map { column in
+            columns.firstIndex(of: table == "entry_index" && ["number", "text"].contains(column.name) ? "value" : column.name)!
+        }
         pageSize = min(500, 60_000 / target.count)
     }
 
@@ -95,13 +100,10 @@ struct TablePlan: Sendable {
         tuples.reserveCapacity(rows.count)
         for row in rows {
             var placeholders = [String]()
-            for column in target {
-                let value: DatabaseValue
-                if splitsIndexValue, column.name == "number" || column.name == "text" {
-                    value = Self.split(row[columns.firstIndex(of: "value")!], into: column.name)
-                } else {
-                    value = row[columns.firstIndex(of: column.name)!]
-                }
+            for (column, position) in zip(target, sourcePositions) {
+                let value =
+                    splitsIndexValue && columns[position] == "value"
+                    ? Self.split(row[position], into: column.name) : row[position]
                 try Self.bind(value, as: column, table: table, into: &bindings)
                 placeholders.append("$\(bindings.count)::\(column.type)")
             }
