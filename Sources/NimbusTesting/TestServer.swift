@@ -31,11 +31,11 @@ package final class TestServer: Sendable {
 
     /// Starts a server; `configure` adjusts the test defaults (cheap bcrypt, a manual clock, port 0).
     /// `trust` is how the server's clients (`signIn`) check its certificate when `configure` gives it one.
+    /// Nodes of one deployment share their `clock`.
     package static func start(
-        dataDirectory: URL? = nil, port: Int = 0, trust: ServerTrust = .system,
+        dataDirectory: URL? = nil, port: Int = 0, trust: ServerTrust = .system, clock: ManualClock = ManualClock(),
         configure: (inout ServerConfiguration) -> Void = { _ in }
     ) async throws -> TestServer {
-        let clock = ManualClock()
         var configuration = ServerConfiguration()
         configuration.port = port
         configuration.dataDirectory = dataDirectory ?? Self.temporaryDirectory()

@@ -31,7 +31,7 @@ public final class TemporaryPostgres: Sendable {
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         let user = getuid() == 0 ? (Self.userExists("postgres") ? "postgres" : "nobody") : nil
         self.user = user
-        if let user { try Self.run("/bin/chown", ["-R", user, folder.path]) }
+        if let user { try ChildProgram.run("/bin/chown", ["-R", user, folder.path]) }
         let data = folder.appendingPathComponent("data").path
         try Self.run(
             "initdb", ["-D", data, "-U", "nimbus", "--auth=trust", "-E", "UTF8", "--locale=C.UTF-8", "--no-sync"],
@@ -39,7 +39,7 @@ public final class TemporaryPostgres: Sendable {
         var lastFailure: (any Error)?
         // A port found free can be taken before the server binds it: try another.
         for _ in 0..<5 {
-            let port = try Self.freePort()
+            let port = try ChildProgram.freePort()
             do {
                 try Self.start(
                     data: data, port: port, log: folder.appendingPathComponent("server.log").path, binaries: binaries, user: user)
@@ -129,8 +129,8 @@ public final class TemporaryPostgres: Sendable {
     @discardableResult
     private static func run(_ program: String, _ arguments: [String], binaries: URL, user: String?) throws -> String {
         let path = binaries.appendingPathComponent(program).path
-        if let user { return try run("/usr/sbin/runuser", ["-u", user, "--", path] + arguments) }
-        return try run(path, arguments)
+        if let user { return try ChildProgram.run("/usr/sbin/runuser", ["-u", user, "--", path] + arguments) }
+        return try ChildProgram.run(path, arguments)
     }
 
     /// The newest installed server's programs: Debian's `/usr/lib/postgresql/N/bin`, or `pg_config --bindir`.
@@ -141,7 +141,8 @@ public final class TemporaryPostgres: Sendable {
             let folder = debian.appendingPathComponent("\(newest)/bin")
             if FileManager.default.isExecutableFile(atPath: folder.appendingPathComponent("initdb").path) { return folder }
         }
-        if let bindir = try? run("/usr/bin/env", ["pg_config", "--bindir"]).trimmingCharacters(in: .whitespacesAndNewlines),
+        if let bindir = try? ChildProgram.run("/usr/bin/env", ["pg_config", "--bindir"]).trimmingCharacters(
+            in: .whitespacesAndNewlines),
             FileManager.default.isExecutableFile(atPath: bindir + "/initdb")
         {
             return URL(fileURLWithPath: bindir)
@@ -151,71 +152,6 @@ public final class TemporaryPostgres: Sendable {
 
     private static func userExists(_ name: String) -> Bool { getpwnam(name) != nil }
 
-    private static func freePort() throws -> Int {
-        let socket = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard socket >= 0 else { throw Failure(description: "no socket for a free port") }
-        defer { close(socket) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
-                bind(socket, pointer, length) == 0 && getsockname(socket, pointer, &length) == 0
-            }
-        }
-        guard bound else { throw Failure(description: "no free port") }
-        return Int(UInt16(bigEndian: address.sin_port))
-    }
-
-    /// Runs a program to its end and returns what it printed.
-    ///
-    /// Through `posix_spawn` and `waitpid` rather than Foundation's `Process`, which learns of a child's
-    /// end from a descriptor the child holds: the server `pg_ctl` starts inherits it, and the wait would
-    /// last as long as the server. Output goes to a file, not a pipe, for the same reason, and every other
-    /// descriptor is closed in the child.
-    @discardableResult
-    private static func run(_ path: String, _ arguments: [String]) throws -> String {
-        let outputPath = NSTemporaryDirectory() + "nimbus-postgres-output-\(UUID().uuidString)"
-        defer { unlink(outputPath) }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, outputPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-        posix_spawn_file_actions_adddup2(&actions, 1, 2)
-        // Nothing else of this process may reach the child: a server `pg_ctl` starts would keep, for as
-        // long as it runs, every socket the tests' servers had open (an HTTP/1.0 client waiting for its
-        // connection to close waited in vain).
-        try closeOthers(&actions)
-        let argv = ([path] + arguments).map { strdup($0) } + [nil]
-        defer { argv.forEach { free($0) } }
-        var pid = pid_t()
-        let spawned = posix_spawn(&pid, path, &actions, nil, argv, environ)
-        guard spawned == 0 else { throw Failure(description: "could not start \(path): error \(spawned)") }
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
-        let text = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
-        // Exited normally with status 0: WIFEXITED and WEXITSTATUS, which Swift does not import.
-        guard status & 0x7f == 0, (status >> 8) & 0xff == 0 else {
-            throw Failure(description: "\(path) \(arguments.joined(separator: " ")) failed: \(text)")
-        }
-        return text
-    }
-
-    /// Closes every descriptor from 3 up in the child, by glibc's `posix_spawn_file_actions_addclosefrom_np`
-    /// (2.34 and later; Swift's Glibc module does not import it, so it is looked up by name).
-    private static func closeOthers(_ actions: inout posix_spawn_file_actions_t) throws {
-        typealias CloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
-        // RTLD_DEFAULT (a null handle): the symbol wherever the process has it.
-        guard let symbol = dlsym(nil, "posix_spawn_file_actions_addclosefrom_np") else {
-            throw Failure(description: "this C library cannot close a child's descriptors (glibc 2.34 or later can)")
-        }
-        let added = unsafeBitCast(symbol, to: CloseFrom.self)(&actions, 3)
-        guard added == 0 else { throw Failure(description: "could not ask to close a child's descriptors: error \(added)") }
-    }
-
     /// Stops every cluster still running when the test process exits (their folders go with the system's
     /// temporary files); registered once.
     private static let stopAtExit: Void = {
@@ -223,9 +159,9 @@ public final class TemporaryPostgres: Sendable {
             for (pgCtl, data, user) in TemporaryPostgres.clustersToStop.withLock({ $0 }) {
                 let arguments = ["-D", data, "-m", "immediate", "-w", "stop"]
                 if let user {
-                    _ = try? TemporaryPostgres.run("/usr/sbin/runuser", ["-u", user, "--", pgCtl] + arguments)
+                    _ = try? ChildProgram.run("/usr/sbin/runuser", ["-u", user, "--", pgCtl] + arguments)
                 } else {
-                    _ = try? TemporaryPostgres.run(pgCtl, arguments)
+                    _ = try? ChildProgram.run(pgCtl, arguments)
                 }
                 try? FileManager.default.removeItem(atPath: URL(fileURLWithPath: data).deletingLastPathComponent().path)
             }

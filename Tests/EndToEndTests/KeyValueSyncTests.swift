@@ -6,27 +6,29 @@ import Synchronization
 import Testing
 
 /// Two devices of one user, each a real `UbiquitousKeyValueStore` with its own local copy, syncing
-/// through a real server.
+/// through one server, and through three behind a load balancer.
 @Suite(.cleansUp) struct KeyValueSyncTests {
     struct World {
-        let server: TestServer
+        let deployment: TestDeployment
         let app: TestServer.SeededApp
 
-        static func make() async throws -> World {
-            let server = try await TestServer.start()
-            return World(server: server, app: try await server.seedApp())
+        static func make(_ shape: TestDeployment.Shape) async throws -> World {
+            let deployment = try await TestDeployment.start(shape)
+            return World(deployment: deployment, app: try await deployment.seedApp())
         }
 
         func device(_ name: String, email: String = "ann@example.com", directory: URL? = nil) async throws
             -> UbiquitousKeyValueStore
         {
-            let session = try await server.signIn(email: email, device: name)
-            return try server.keyValueStore(session, app: app, localDirectory: directory)
+            let session = try await deployment.signIn(email: email, device: name)
+            return try deployment.keyValueStore(session, app: app, localDirectory: directory)
         }
     }
 
-    @Test func aKeySetOnOneDeviceArrivesOnTheOtherByPush() async throws {
-        let world = try await World.make()
+    @Test(arguments: TestDeployment.Shape.allCases) func aKeySetOnOneDeviceArrivesOnTheOtherByPush(shape: TestDeployment.Shape)
+        async throws
+    {
+        let world = try await World.make(shape)
         let phone = try await world.device("phone")
         let laptop = try await world.device("laptop")
         let laptopEvents = Recorder(laptop.changes())
@@ -36,7 +38,7 @@ import Testing
         #expect(await laptop.synchronize())
         #expect(await eventually { laptop.isPushConnected && phone.isPushConnected })
         #expect(await phone.synchronize())
-        #expect(world.server.server.pushConnectionCount == 2, "one push socket per device, however often it syncs")
+        #expect(world.deployment.pushConnectionCount == 2, "one push socket per device, however often it syncs")
 
         phone.set("chapter 3", forKey: "bookmark")
         phone.set(Int64(42), forKey: "answer")
@@ -48,8 +50,8 @@ import Testing
         laptop.close()
     }
 
-    @Test func everyValueTypeConverges() async throws {
-        let world = try await World.make()
+    @Test(arguments: TestDeployment.Shape.allCases) func everyValueTypeConverges(shape: TestDeployment.Shape) async throws {
+        let world = try await World.make(shape)
         let phone = try await world.device("phone")
         let laptop = try await world.device("laptop")
         let date = Date(timeIntervalSince1970: 1_700_000_000.25)
@@ -80,8 +82,10 @@ import Testing
         laptop.close()
     }
 
-    @Test func anOfflineDeviceCatchesUpWhenItComesBack() async throws {
-        let world = try await World.make()
+    @Test(arguments: TestDeployment.Shape.allCases) func anOfflineDeviceCatchesUpWhenItComesBack(shape: TestDeployment.Shape)
+        async throws
+    {
+        let world = try await World.make(shape)
         let laptopDirectory = TestServer.temporaryDirectory()
         let phone = try await world.device("phone")
         let laptopBefore = try await world.device("laptop", directory: laptopDirectory)
@@ -103,39 +107,43 @@ import Testing
         laptop.close()
     }
 
-    @Test func writesWorkOfflineSurviveARestartAndUploadLater() async throws {
+    @Test(arguments: TestDeployment.Shape.allCases) func writesWorkOfflineSurviveARestartAndUploadLater(
+        shape: TestDeployment.Shape
+    ) async throws {
         let directory = TestServer.temporaryDirectory()
-        let dataDirectory = TestServer.temporaryDirectory()
-        let firstServer = try await TestServer.start(dataDirectory: dataDirectory)
-        let app = try await firstServer.seedApp()
-        let session = try await firstServer.signIn(email: "ann@example.com", device: "phone")
-        await firstServer.stop()
+        let deployment = try await TestDeployment.start(shape)
+        let app = try await deployment.seedApp()
+        let session = try await deployment.signIn(email: "ann@example.com", device: "phone")
+        await deployment.stop()
 
         // The server is gone: writes still apply locally and persist.
-        let offline = try firstServer.keyValueStore(session, app: app, localDirectory: directory)
+        let offline = try deployment.keyValueStore(session, app: app, localDirectory: directory)
         offline.set("written offline", forKey: "note")
         #expect(await offline.synchronize() == false)
         #expect(offline.hasPendingWrites)
         offline.close()
 
         // The app restarts: the write is still there, still pending.
-        let phone = try firstServer.keyValueStore(session, app: app, localDirectory: directory)
+        let phone = try deployment.keyValueStore(session, app: app, localDirectory: directory)
         #expect(phone.string(forKey: "note") == "written offline")
         #expect(phone.hasPendingWrites)
         phone.start()
 
         // The server comes back (same data, same address): the write uploads.
-        let server = try await TestServer.start(dataDirectory: dataDirectory, port: firstServer.port)
+        try await deployment.restart()
         #expect(await eventually(timeout: .seconds(30)) { !phone.hasPendingWrites })
-        let laptop = try server.keyValueStore(try await server.signIn(email: "ann@example.com", device: "laptop"), app: app)
+        let laptop = try deployment.keyValueStore(
+            try await deployment.signIn(email: "ann@example.com", device: "laptop"), app: app)
         #expect(await laptop.synchronize())
         #expect(laptop.string(forKey: "note") == "written offline")
         phone.close()
         laptop.close()
     }
 
-    @Test func concurrentWritersConvergeOnTheLastArrival() async throws {
-        let world = try await World.make()
+    @Test(arguments: TestDeployment.Shape.allCases) func concurrentWritersConvergeOnTheLastArrival(shape: TestDeployment.Shape)
+        async throws
+    {
+        let world = try await World.make(shape)
         let phone = try await world.device("phone")
         let laptop = try await world.device("laptop")
         // Both write the same key while neither has synced; the laptop's write reaches the server last.
@@ -150,8 +158,10 @@ import Testing
         laptop.close()
     }
 
-    @Test func writesBeforeTheFirstSyncAreKeptAndWin() async throws {
-        let world = try await World.make()
+    @Test(arguments: TestDeployment.Shape.allCases) func writesBeforeTheFirstSyncAreKeptAndWin(shape: TestDeployment.Shape)
+        async throws
+    {
+        let world = try await World.make(shape)
         let phone = try await world.device("phone")
         phone.set("server's", forKey: "shared")
         phone.set("only on server", forKey: "other")
@@ -170,8 +180,10 @@ import Testing
         tablet.close()
     }
 
-    @Test func writesBreakingALimitAreRefusedWithAQuotaEvent() async throws {
-        let world = try await World.make()
+    @Test(arguments: TestDeployment.Shape.allCases) func writesBreakingALimitAreRefusedWithAQuotaEvent(
+        shape: TestDeployment.Shape
+    ) async throws {
+        let world = try await World.make(shape)
         let phone = try await world.device("phone")
         let events = Recorder(phone.changes())
         phone.set("x", forKey: String(repeating: "k", count: 65))
@@ -196,13 +208,16 @@ import Testing
         tablet.close()
     }
 
-    @Test func anExpiredSessionIsReportedAndLocalWritesWait() async throws {
-        let server = try await TestServer.start { $0.sessionLifetime = .seconds(60) }
-        let app = try await server.seedApp()
-        let phone = try server.keyValueStore(try await server.signIn(email: "ann@example.com", device: "phone"), app: app)
+    @Test(arguments: TestDeployment.Shape.allCases) func anExpiredSessionIsReportedAndLocalWritesWait(
+        shape: TestDeployment.Shape
+    ) async throws {
+        let deployment = try await TestDeployment.start(shape) { $0.sessionLifetime = .seconds(60) }
+        let app = try await deployment.seedApp()
+        let phone = try deployment.keyValueStore(
+            try await deployment.signIn(email: "ann@example.com", device: "phone"), app: app)
         #expect(await phone.synchronize())
         #expect(phone.lastSyncError == nil)
-        server.clock.advance(by: 61)
+        deployment.clock.advance(by: 61)
         phone.set("after expiry", forKey: "note")
         #expect(await phone.synchronize() == false)
         #expect(phone.lastSyncError?.code == .authenticationFailed)
@@ -211,21 +226,23 @@ import Testing
         phone.close()
     }
 
-    @Test func anotherAccountOnTheSameDeviceReplacesTheValuesAndLosesNoPendingWrite() async throws {
-        let world = try await World.make()
+    @Test(arguments: TestDeployment.Shape.allCases) func anotherAccountOnTheSameDeviceReplacesTheValuesAndLosesNoPendingWrite(
+        shape: TestDeployment.Shape
+    ) async throws {
+        let world = try await World.make(shape)
         let directory = TestServer.temporaryDirectory()
-        let annSession = try await world.server.signIn(email: "ann@example.com", device: "shared iPad")
-        let annStore = try world.server.keyValueStore(annSession, app: world.app, localDirectory: directory)
+        let annSession = try await world.deployment.signIn(email: "ann@example.com", device: "shared iPad")
+        let annStore = try world.deployment.keyValueStore(annSession, app: world.app, localDirectory: directory)
         annStore.set("ann's", forKey: "owner")
         #expect(await annStore.synchronize())
         annStore.close()
         // Written while offline, then someone else signs in on the iPad before it could upload.
-        let offline = try world.server.keyValueStore(annSession, app: world.app, localDirectory: directory)
+        let offline = try world.deployment.keyValueStore(annSession, app: world.app, localDirectory: directory)
         offline.set("unsent", forKey: "draft")
         offline.close()
 
-        let bob = try await world.server.signIn(email: "bob@example.com", device: "shared iPad")
-        let bobStore = try world.server.keyValueStore(bob, app: world.app, localDirectory: directory)
+        let bob = try await world.deployment.signIn(email: "bob@example.com", device: "shared iPad")
+        let bobStore = try world.deployment.keyValueStore(bob, app: world.app, localDirectory: directory)
         #expect(bobStore.dictionaryRepresentation.isEmpty, "one account's values never show under another")
         let events = Recorder(bobStore.changes())
         #expect(await bobStore.synchronize())
@@ -233,11 +250,11 @@ import Testing
         #expect(event?.changedKeys == ["draft", "owner"])
         bobStore.close()
 
-        let annAgain = try world.server.keyValueStore(annSession, app: world.app, localDirectory: directory)
+        let annAgain = try world.deployment.keyValueStore(annSession, app: world.app, localDirectory: directory)
         #expect(annAgain.string(forKey: "draft") == "unsent")
         #expect(await annAgain.synchronize())
-        let annLaptop = try world.server.keyValueStore(
-            try await world.server.signIn(email: "ann@example.com", device: "laptop"), app: world.app)
+        let annLaptop = try world.deployment.keyValueStore(
+            try await world.deployment.signIn(email: "ann@example.com", device: "laptop"), app: world.app)
         #expect(await annLaptop.synchronize())
         #expect(annLaptop.string(forKey: "draft") == "unsent")
         annAgain.close()
@@ -245,23 +262,25 @@ import Testing
     }
 }
 
-/// What happens to devices and acknowledged writes when the server goes away and comes back.
+/// What happens to devices and acknowledged writes when the servers go away and come back.
 @Suite(.cleansUp) struct ServerRestartTests {
-    @Test func aRunningDeviceReconnectsAfterAServerRestartAndMissesNothing() async throws {
-        let dataDirectory = TestServer.temporaryDirectory()
-        let first = try await TestServer.start(dataDirectory: dataDirectory)
-        let app = try await first.seedApp()
-        let laptop = try first.keyValueStore(try await first.signIn(email: "ann@example.com", device: "laptop"), app: app)
-        let phoneSession = try await first.signIn(email: "ann@example.com", device: "phone")
+    @Test(arguments: TestDeployment.Shape.allCases) func aRunningDeviceReconnectsAfterAServerRestartAndMissesNothing(
+        shape: TestDeployment.Shape
+    ) async throws {
+        let deployment = try await TestDeployment.start(shape)
+        let app = try await deployment.seedApp()
+        let laptop = try deployment.keyValueStore(
+            try await deployment.signIn(email: "ann@example.com", device: "laptop"), app: app)
+        let phoneSession = try await deployment.signIn(email: "ann@example.com", device: "phone")
         let events = Recorder(laptop.changes())
         laptop.start()
         #expect(await laptop.synchronize())
         #expect(await eventually { laptop.isPushConnected })
-        await first.stop()
+        await deployment.stop()
         #expect(await eventually { !laptop.isPushConnected })
 
-        let second = try await TestServer.start(dataDirectory: dataDirectory, port: first.port)
-        let phone = try second.keyValueStore(phoneSession, app: app)
+        try await deployment.restart()
+        let phone = try deployment.keyValueStore(phoneSession, app: app)
         phone.set("while you were away", forKey: "news")
         #expect(await phone.synchronize())
         let event = await events.first(timeout: .seconds(30)) { $0.changedKeys.contains("news") }
@@ -271,11 +290,12 @@ import Testing
         laptop.close()
     }
 
-    @Test func gracefulShutdownLosesNoAcknowledgedWrite() async throws {
-        let dataDirectory = TestServer.temporaryDirectory()
-        let server = try await TestServer.start(dataDirectory: dataDirectory)
-        let app = try await server.seedApp()
-        let session = try await server.signIn(email: "ann@example.com", device: "phone")
+    @Test(arguments: TestDeployment.Shape.allCases) func gracefulShutdownLosesNoAcknowledgedWrite(
+        shape: TestDeployment.Shape
+    ) async throws {
+        let deployment = try await TestDeployment.start(shape)
+        let app = try await deployment.seedApp()
+        let session = try await deployment.signIn(email: "ann@example.com", device: "phone")
         let client = KeyValueClient(
             client: NimbusClient(session: session, apiToken: app.apiToken), storeIdentifier: app.storeIdentifier)
         let acknowledgements = Acknowledgements()
@@ -291,15 +311,15 @@ import Testing
             }
         }
         #expect(await eventually { !acknowledgements.all.isEmpty })
-        await server.stop()
+        await deployment.stop()
         await writers.value
         let acknowledged = acknowledgements.all
         #expect(!acknowledged.isEmpty)
 
-        let restarted = try await TestServer.start(dataDirectory: dataDirectory)
+        try await deployment.restart()
         let reader = KeyValueClient(
             client: NimbusClient(
-                session: try await restarted.signIn(email: "ann@example.com", device: "phone"), apiToken: app.apiToken),
+                session: try await deployment.signIn(email: "ann@example.com", device: "phone"), apiToken: app.apiToken),
             storeIdentifier: app.storeIdentifier)
         let stored = try await reader.values().values
         for index in acknowledged { #expect(stored["key\(index)"] == .int64(Int64(index))) }

@@ -8,7 +8,9 @@ import NimbusTestingCore
 import Testing
 
 /// Several `nimbus serve` nodes on one PostgreSQL database (and, on one host, one blob folder), with
-/// devices signed in through different nodes.
+/// devices signed in through chosen nodes: what each node keeps to itself (push sockets, credential and
+/// schema caches) and its bounds. The end-to-end suites of each service run on three nodes behind a load
+/// balancer too (`TestDeployment`).
 @Suite(.cleansUp) struct ManyNodesTests {
     static func nodes(_ count: Int = 3) async throws -> [TestServer] {
         let location = try PostgresLocation(url: try await TemporaryPostgres.shared().database())
@@ -21,23 +23,19 @@ import Testing
         return nodes
     }
 
-    @Test func keyValuesWrittenThroughOneNodeAreReadThroughTheOthers() async throws {
-        let nodes = try await Self.nodes()
-        let app = try await nodes[0].seedApp()
-        var devices = [UbiquitousKeyValueStore]()
-        for (number, node) in nodes.enumerated() {
-            let session = try await node.signIn(email: "ann@example.com", device: "device \(number)")
-            devices.append(try node.keyValueStore(session, app: app))
-        }
-        for (number, device) in devices.enumerated() {
-            device.set(Int64(number), forKey: "written by \(number)")
-            #expect(await device.synchronize())
-        }
-        for device in devices {
-            #expect(await device.synchronize())
-            #expect((0..<nodes.count).map { device.longLong(forKey: "written by \($0)") } == (0..<Int64(nodes.count)).map { $0 })
-            device.close()
-        }
+    /// The three-node deployment the end-to-end suites also run on does spread them: one device's requests,
+    /// on one kept-alive connection, reach the nodes in turn.
+    @Test func aDevicesRequestsThroughTheBalancerReachEveryNodeInTurn() async throws {
+        let deployment = try await TestDeployment.start(.threeNodes)
+        let app = try await deployment.seedApp()
+        let session = try await deployment.signIn(email: "ann@example.com", device: "phone")
+        let client = KeyValueClient(
+            client: NimbusClient(session: session, apiToken: app.apiToken), storeIdentifier: app.storeIdentifier)
+        let before = try #require(try await deployment.requestsPerNode())
+        for index in 0..<6 { _ = try await client.modify([.set("key\(index)", .int64(Int64(index)))]) }
+        let after = try #require(try await deployment.requestsPerNode())
+        #expect(zip(after, before).map { $0 - $1 } == [2, 2, 2])
+        #expect(try await client.values().values.count == 6)
     }
 
     /// Push crosses nodes: a device connected to one node hears of a change made through another (the
@@ -105,50 +103,5 @@ import Testing
             try await eventually {
                 try await nodes[1].request(.GET, path, session: sessions[1]).decode(SchemaDocument.self).text.contains("Items")
             })
-    }
-
-    @Test func recordsSavedThroughOneNodeAreQueriedAndChangedThroughAnother() async throws {
-        let nodes = try await Self.nodes(2)
-        let app = try await nodes[0].seedApp()
-        let phone = CloudContainer(
-            identifier: app.container, session: try await nodes[0].signIn(email: "ann@example.com", device: "phone"),
-            apiToken: app.apiToken
-        ).privateCloudDatabase
-        let laptop = CloudContainer(
-            identifier: app.container, session: try await nodes[1].signIn(email: "ann@example.com", device: "laptop"),
-            apiToken: app.apiToken
-        ).privateCloudDatabase
-        let zone = try await phone.save(RecordZone(zoneName: "Shopping"))
-        var items = [Record]()
-        for name in ["milk", "bread", "apples"] {
-            var item = Record(recordType: "Items", zoneID: zone.zoneID)
-            item["name"] = name
-            items.append(item)
-        }
-        let (saved, _) = try await phone.modifyRecords(saving: items, deleting: [])
-        #expect(saved.values.allSatisfy { (try? $0.get()) != nil })
-
-        var query = try Query(recordType: "Items")
-        query.sortDescriptors = [.init(key: "name")]
-        let fetched = try await laptop.records(matching: query, inZoneWith: zone.zoneID).matchResults
-        #expect(fetched.map { $0["name"] as String? } == ["apples", "bread", "milk"])
-
-        // A field the laptop's node adds to the schema is queryable through the phone's.
-        var milk = try #require(fetched.last)
-        milk["number"] = 2
-        milk = try await laptop.save(milk)
-        let counted = try await phone.records(
-            matching: try Query(recordType: "Items", predicate: "number > 1"), inZoneWith: zone.zoneID)
-        #expect(counted.matchResults.map(\.recordID) == [milk.recordID])
-
-        // The phone's copy is stale: saving it through its node is a conflict.
-        var stale = try #require(items.first { $0["name"] == "milk" })
-        stale = try await phone.record(for: stale.recordID)
-        _ = try await laptop.save(
-            {
-                var record = milk; record["number"] = 3; return record
-            }())
-        stale["number"] = 5
-        await #expect(throws: RecordConflictError.self) { _ = try await phone.save(stale) }
     }
 }

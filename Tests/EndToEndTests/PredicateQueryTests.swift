@@ -35,12 +35,14 @@ import Testing
             if item.listed { record["list"] = Reference(groceries, action: .deleteSelf) }
             saved[item.name] = try await database.save(record)
         }
-        try await world.server.indexSystemFields(["___createTime"], of: "Items", container: world.app.container)
+        try await world.deployment.nodes[0].indexSystemFields(["___createTime"], of: "Items", container: world.app.container)
         return (zone, groceries, saved)
     }
 
-    @Test func everyPredicateFormFindsItsRecords() async throws {
-        let world = try await RecordDatabaseSyncTests.World.make()
+    @Test(arguments: TestDeployment.Shape.allCases) func everyPredicateFormFindsItsRecords(shape: TestDeployment.Shape)
+        async throws
+    {
+        let world = try await RecordDatabaseSyncTests.World.make(shape)
         let database = try await world.database("phone")
         let (zone, groceries, saved) = try await Self.seed(database, in: world)
         let milkCreated = try #require(saved["milk"]?.creationDate)
@@ -88,8 +90,10 @@ import Testing
         }
     }
 
-    @Test func sortDescriptorsOrderByFieldsAndSystemFields() async throws {
-        let world = try await RecordDatabaseSyncTests.World.make()
+    @Test(arguments: TestDeployment.Shape.allCases) func sortDescriptorsOrderByFieldsAndSystemFields(shape: TestDeployment.Shape)
+        async throws
+    {
+        let world = try await RecordDatabaseSyncTests.World.make(shape)
         let database = try await world.database("phone")
         let (zone, _, saved) = try await Self.seed(database, in: world)
         // The server breaks ties by record name, and records saved one after another may share a millisecond.

@@ -25,8 +25,10 @@ import Testing
         return saved
     }
 
-    @Test func queriesPageThroughCursorsWithTheKeysAsked() async throws {
-        let world = try await RecordDatabaseSyncTests.World.make()
+    @Test(arguments: TestDeployment.Shape.allCases) func queriesPageThroughCursorsWithTheKeysAsked(shape: TestDeployment.Shape)
+        async throws
+    {
+        let world = try await RecordDatabaseSyncTests.World.make(shape)
         let database = try await world.database("phone")
         let zone = try await database.save(RecordZone(zoneName: "Import")).zoneID
         _ = try await Self.saveItems(250, in: zone, database)
@@ -47,8 +49,10 @@ import Testing
         #expect(try await database.allRecords(matching: Query(recordType: "Items"), inZoneWith: zone).count == 250)
     }
 
-    @Test func lookupsOfSeveralRecordsAnswerEachOne() async throws {
-        let world = try await RecordDatabaseSyncTests.World.make()
+    @Test(arguments: TestDeployment.Shape.allCases) func lookupsOfSeveralRecordsAnswerEachOne(shape: TestDeployment.Shape)
+        async throws
+    {
+        let world = try await RecordDatabaseSyncTests.World.make(shape)
         let database = try await world.database("phone")
         let zone = try await database.save(RecordZone(zoneName: "Import")).zoneID
         let saved = try await Self.saveItems(3, in: zone, database)
@@ -71,8 +75,10 @@ import Testing
         }
     }
 
-    @Test func zoneChangesPageWithMoreComingAndEndWithTheDeletions() async throws {
-        let world = try await RecordDatabaseSyncTests.World.make()
+    @Test(arguments: TestDeployment.Shape.allCases) func zoneChangesPageWithMoreComingAndEndWithTheDeletions(
+        shape: TestDeployment.Shape
+    ) async throws {
+        let world = try await RecordDatabaseSyncTests.World.make(shape)
         let phone = try await world.database("phone")
         let laptop = try await world.database("laptop")
         let zone = try await phone.save(RecordZone(zoneName: "Import")).zoneID
@@ -97,8 +103,10 @@ import Testing
         #expect(after.modifications.isEmpty && after.deletions.isEmpty && !after.moreComing)
     }
 
-    @Test func deletingAZoneOrASubscriptionRemovesIt() async throws {
-        let world = try await RecordDatabaseSyncTests.World.make()
+    @Test(arguments: TestDeployment.Shape.allCases) func deletingAZoneOrASubscriptionRemovesIt(shape: TestDeployment.Shape)
+        async throws
+    {
+        let world = try await RecordDatabaseSyncTests.World.make(shape)
         let database = try await world.database("phone")
         let zone = try await database.save(RecordZone(zoneName: "Import")).zoneID
         let kept = try await database.save(RecordZone(zoneName: "Kept")).zoneID

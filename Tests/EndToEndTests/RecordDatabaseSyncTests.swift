@@ -5,25 +5,27 @@ import NimbusTesting
 import Testing
 
 /// The shopping-list app through the SDK: two devices of one user, each a `CloudContainer`, talking to
-/// a real server.
+/// one real server, and three behind a load balancer.
 @Suite(.cleansUp) struct RecordDatabaseSyncTests {
     struct World {
-        let server: TestServer
+        let deployment: TestDeployment
         let app: TestServer.SeededApp
 
-        static func make() async throws -> World {
-            let server = try await TestServer.start()
-            return World(server: server, app: try await server.seedApp())
+        static func make(_ shape: TestDeployment.Shape) async throws -> World {
+            let deployment = try await TestDeployment.start(shape)
+            return World(deployment: deployment, app: try await deployment.seedApp())
         }
 
         func database(_ device: String, email: String = "ann@example.com") async throws -> CloudDatabase {
-            let session = try await server.signIn(email: email, device: device)
+            let session = try await deployment.signIn(email: email, device: device)
             return CloudContainer(identifier: app.container, session: session, apiToken: app.apiToken).privateCloudDatabase
         }
     }
 
-    @Test func shoppingListAcrossTwoDevices() async throws {
-        let world = try await World.make()
+    @Test(arguments: TestDeployment.Shape.allCases) func shoppingListAcrossTwoDevices(shape: TestDeployment.Shape)
+        async throws
+    {
+        let world = try await World.make(shape)
         let phone = try await world.database("phone")
         let laptop = try await world.database("laptop")
         let zone = try await phone.save(RecordZone(zoneName: "Shopping"))

@@ -15,25 +15,25 @@ final class AppDevice: Sendable {
     let root: URL
     let ubiquity: UbiquityDevice
     private let name: String
-    private let server: TestServer
+    private let deployment: TestDeployment
     private let app: TestServer.SeededApp
     private let host = Mutex<Task<Void, any Error>?>(nil)
 
     var container: URL { device.folder }
     var documents: URL { device.folder.appendingPathComponent("Documents") }
 
-    init(_ name: String, server: TestServer, app: TestServer.SeededApp, onDemand: Bool = false) async throws {
-        device = try await DeviceSyncTests.Fixture.device(name, server: server, app: app, onDemand: onDemand)
+    init(_ name: String, deployment: TestDeployment, app: TestServer.SeededApp, onDemand: Bool = false) async throws {
+        device = try await DeviceSyncTests.Fixture.device(name, deployment: deployment, app: app, onDemand: onDemand)
         root = device.folder.deletingLastPathComponent().deletingLastPathComponent()
         ubiquity = UbiquityDevice(root: root)
         self.name = name
-        self.server = server
+        self.deployment = deployment
         self.app = app
     }
 
     /// Starts the device's daemon and waits until its control socket answers.
     func start() async throws {
-        let session = try await server.signIn(email: "ann@example.com", device: name + " daemon")
+        let session = try await deployment.signIn(email: "ann@example.com", device: name + " daemon")
         let daemon = DeviceDaemon(
             engine: device.engine, folder: device.folder, session: session, container: app.container,
             rescanInterval: .seconds(600), logger: Logger(label: "test"))
@@ -60,14 +60,14 @@ final class AppDevice: Sendable {
     deinit { host.withLock { $0 }?.cancel() }
 
     /// Two devices of one user against one real server, each with its daemon running.
-    static func pair(onDemandB: Bool = false) async throws -> (TestServer, AppDevice, AppDevice) {
-        let server = try await TestServer.start()
-        let app = try await server.seedApp()
-        let a = try await AppDevice("phone", server: server, app: app)
-        let b = try await AppDevice("laptop", server: server, app: app, onDemand: onDemandB)
+    static func pair(onDemandB: Bool = false) async throws -> (TestDeployment, AppDevice, AppDevice) {
+        let deployment = try await TestDeployment.start(.oneNode)
+        let app = try await deployment.seedApp()
+        let a = try await AppDevice("phone", deployment: deployment, app: app)
+        let b = try await AppDevice("laptop", deployment: deployment, app: app, onDemand: onDemandB)
         try await a.start()
         try await b.start()
-        return (server, a, b)
+        return (deployment, a, b)
     }
 }
 

@@ -141,10 +141,10 @@ import Testing
     }
 
     @Test func aQueryShowsWhatWaitsToUploadAndWhy() async throws {
-        let (server, a, _) = try await AppDevice.pair()
+        let (deployment, a, _) = try await AppDevice.pair()
         let query = MetadataQuery(device: a.ubiquity)
         try await query.start()
-        await server.stop()
+        await deployment.stop()
         try a.device.write("Documents/Offline.txt", "written offline")
         @Sendable func offline() -> MetadataItem? { query.results.first { $0.name == "Offline.txt" } }
         #expect(
@@ -153,8 +153,7 @@ import Testing
             }, "waiting to upload, and why: \(String(describing: offline()))")
         #expect(offline()?.downloadingStatus == .current, "the only version is here")
 
-        let back = try await TestServer.start(dataDirectory: server.dataDirectory, port: server.port)
-        defer { Task { await back.stop() } }
+        try await deployment.restart()
         #expect(
             await eventually(timeout: .seconds(60)) {
                 offline().map { $0.isUploaded && !$0.isUploading && $0.uploadingError == nil } ?? false

@@ -29,11 +29,11 @@ import Testing
     }
 
     static func scenario(seed: UInt64) async throws -> String? {
-        let server = try await TestServer.start()
-        let app = try await server.seedApp()
+        let deployment = try await TestDeployment.start(.oneNode)
+        let app = try await deployment.seedApp()
         var devices: [DeviceSyncTests.Device] = []
         for name in ["one", "two", "three"] {
-            let device = try await DeviceSyncTests.Fixture.device(name, server: server, app: app)
+            let device = try await DeviceSyncTests.Fixture.device(name, deployment: deployment, app: app)
             try FileManager.default.createDirectory(at: device.folder, withIntermediateDirectories: true)
             devices.append(device)
         }
@@ -76,7 +76,7 @@ import Testing
         }
         let inspector = DocumentClient(
             client: NimbusClient(
-                session: try await server.signIn(email: "ann@example.com", device: "inspector"), apiToken: app.apiToken),
+                session: try await deployment.signIn(email: "ann@example.com", device: "inspector"), apiToken: app.apiToken),
             container: app.container)
         let expected = try await serverTree(inspector)
         for (index, device) in devices.enumerated() {

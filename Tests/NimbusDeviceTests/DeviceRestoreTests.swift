@@ -18,22 +18,22 @@ import Testing
         try fixture.a.write("Documents/Unwanted.txt", "deleted while the server is down")
         try await fixture.settle()
         let backups = TestResources.temporaryDirectory(prefix: "backups")
-        try EmbeddedBackup.create(of: EmbeddedDataDirectory(fixture.server.dataDirectory), to: backups)
+        try EmbeddedBackup.create(of: EmbeddedDataDirectory(fixture.deployment.dataDirectory), to: backups)
 
         // Acknowledged by the server after the backup: lost when it is restored, still on the devices.
         try fixture.a.write("Documents/Lost.txt", "written after the backup")
         try fixture.b.write("Documents/Edited.txt", "second draft")
         try await fixture.settle()
         #expect(fixture.a.read("Documents/Edited.txt") == "second draft")
-        await fixture.server.stop()
+        await fixture.deployment.stop()
         // A delete on the laptop the server has not heard of when it comes back restored.
         try FileManager.default.removeItem(at: fixture.b.folder.appendingPathComponent("Documents/Unwanted.txt"))
 
         let restoredDirectory = TestResources.temporaryDirectory(prefix: "restored")
         try EmbeddedRestore.restore(from: backups, into: EmbeddedDataDirectory(restoredDirectory))
-        let restored = try await TestServer.start(dataDirectory: restoredDirectory)
+        let restored = try await TestDeployment.start(.oneNode, dataDirectory: restoredDirectory)
         // Another device saves in the restored history first, past the devices' positions in the lost one.
-        let other = try await DeviceSyncTests.Fixture.device("tablet", server: restored, app: fixture.app)
+        let other = try await DeviceSyncTests.Fixture.device("tablet", deployment: restored, app: fixture.app)
         for number in 0..<6 { try other.write("Elsewhere/\(number).txt", "from the tablet") }
         _ = try await other.engine.sync()
         let a = try Self.pointed(fixture.a, "phone", at: restored, app: fixture.app)
@@ -69,12 +69,14 @@ import Testing
     }
 
     /// The same device (folder and journal) talking to another server with the session it had.
-    static func pointed(_ device: DeviceSyncTests.Device, _ name: String, at server: TestServer, app: TestServer.SeededApp)
+    static func pointed(
+        _ device: DeviceSyncTests.Device, _ name: String, at deployment: TestDeployment, app: TestServer.SeededApp
+    )
         throws -> DeviceSyncTests.Device
     {
         let client = DocumentClient(
             client: NimbusClient(
-                server: server.url, apiToken: app.apiToken, sessionToken: device.engine.client.client.sessionToken),
+                server: deployment.url, apiToken: app.apiToken, sessionToken: device.engine.client.client.sessionToken),
             container: app.container)
         return DeviceSyncTests.Device(
             engine: SyncEngine(client: client, folder: device.folder, journal: device.journal, device: name),

@@ -57,7 +57,7 @@ import Testing
 
         // The server gone: what waits says it is waiting for the network.
         try a.write("Documents/Offline.txt", "written offline")
-        await fixture.server.stop()
+        await fixture.deployment.stop()
         await #expect(throws: NimbusError.self) { try await a.engine.syncOnce() }
         #expect(try await item(a, "Documents/Offline.txt").state == .waitingForNetwork)
         let offline = try #require(try await status(a, nil).folders?.first)

@@ -8,8 +8,8 @@ import NimbusTesting
 import NimbusTestingCore
 import Testing
 
-/// Two devices of one user, each a sync engine with its own folder and journal, against a real server:
-/// the iCloud document tutorials end to end.
+/// Two devices of one user, each a sync engine with its own folder and journal, against a real server
+/// and against three behind a load balancer: the iCloud document tutorials end to end.
 @Suite(.cleansUp) struct DeviceSyncTests {
     struct Device {
         let engine: SyncEngine
@@ -42,28 +42,31 @@ import Testing
     }
 
     struct Fixture {
-        let server: TestServer
+        let deployment: TestDeployment
         let app: TestServer.SeededApp
         let a: Device
         let b: Device
         let client: DocumentClient
 
-        static func make(configure: (inout ServerConfiguration) -> Void = { _ in }) async throws -> Fixture {
-            let server = try await TestServer.start(configure: configure)
-            let app = try await server.seedApp()
-            let a = try await device("phone", server: server, app: app)
-            let b = try await device("laptop", server: server, app: app)
-            let session = try await server.signIn(email: "ann@example.com", device: "inspector")
+        static func make(
+            _ shape: TestDeployment.Shape = .oneNode,
+            configure: @escaping @Sendable (inout ServerConfiguration) -> Void = { _ in }
+        ) async throws -> Fixture {
+            let deployment = try await TestDeployment.start(shape, configure: configure)
+            let app = try await deployment.seedApp()
+            let a = try await device("phone", deployment: deployment, app: app)
+            let b = try await device("laptop", deployment: deployment, app: app)
+            let session = try await deployment.signIn(email: "ann@example.com", device: "inspector")
             return Fixture(
-                server: server, app: app, a: a, b: b,
+                deployment: deployment, app: app, a: a, b: b,
                 client: DocumentClient(client: NimbusClient(session: session, apiToken: app.apiToken), container: app.container))
         }
 
         /// Another device of the fixture's user, with a folder and journal of its own.
-        static func device(_ name: String, server: TestServer, app: TestServer.SeededApp, onDemand: Bool = false)
-            async throws -> Device
-        {
-            let session = try await server.signIn(email: "ann@example.com", device: name)
+        static func device(
+            _ name: String, deployment: TestDeployment, app: TestServer.SeededApp, onDemand: Bool = false
+        ) async throws -> Device {
+            let session = try await deployment.signIn(email: "ann@example.com", device: name)
             let root = TestResources.temporaryDirectory(prefix: "nimbus-device")
             try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
             let folder = root.appendingPathComponent("Mobile Documents/iCloud~com~example~Cloudy")
@@ -89,8 +92,10 @@ import Testing
         }
     }
 
-    @Test func aNoteSavedOnOneDeviceIsOnTheOther() async throws {
-        let fixture = try await Fixture.make()
+    @Test(arguments: TestDeployment.Shape.allCases) func aNoteSavedOnOneDeviceIsOnTheOther(shape: TestDeployment.Shape)
+        async throws
+    {
+        let fixture = try await Fixture.make(shape)
         try fixture.a.write("Documents/Shopping.txt", "milk, eggs")
         try await fixture.settle()
         #expect(fixture.b.read("Documents/Shopping.txt") == "milk, eggs")
@@ -100,8 +105,10 @@ import Testing
         #expect(try fixture.a.files() == fixture.b.files())
     }
 
-    @Test func bookmarksDeletedOnOneDeviceLeaveTheOtherForRecentlyDeleted() async throws {
-        let fixture = try await Fixture.make()
+    @Test(arguments: TestDeployment.Shape.allCases) func bookmarksDeletedOnOneDeviceLeaveTheOtherForRecentlyDeleted(
+        shape: TestDeployment.Shape
+    ) async throws {
+        let fixture = try await Fixture.make(shape)
         for site in ["swift.org", "apple.com", "example.com"] {
             try fixture.a.write("Documents/\(site).webloc", "https://\(site)")
         }
@@ -114,8 +121,10 @@ import Testing
         #expect(try fixture.a.files() == fixture.b.files())
     }
 
-    @Test func airplaneModeEditsKeepBothVersionsFlaggedOnBothDevices() async throws {
-        let fixture = try await Fixture.make()
+    @Test(arguments: TestDeployment.Shape.allCases) func airplaneModeEditsKeepBothVersionsFlaggedOnBothDevices(
+        shape: TestDeployment.Shape
+    ) async throws {
+        let fixture = try await Fixture.make(shape)
         try fixture.a.write("Documents/Chapter.txt", "It was a dark night.")
         try await fixture.settle()
         try fixture.a.write("Documents/Chapter.txt", "It was a dark and stormy night.")  // offline
@@ -140,8 +149,8 @@ import Testing
         }
     }
 
-    @Test func renamesAndMovesKeepTheItem() async throws {
-        let fixture = try await Fixture.make()
+    @Test(arguments: TestDeployment.Shape.allCases) func renamesAndMovesKeepTheItem(shape: TestDeployment.Shape) async throws {
+        let fixture = try await Fixture.make(shape)
         try fixture.a.write("Documents/Draft.txt", "words")
         try await fixture.settle()
         let id = try #require(try await fixture.serverItems().first { $0.name == "Draft.txt" }?.itemID)
@@ -155,8 +164,10 @@ import Testing
         #expect(try await fixture.serverItems().first { $0.name == "Final.txt" }?.itemID == id, "a move, not delete + create")
     }
 
-    @Test func aSmallEditToALargeFileSendsOnlyTheChunksAroundIt() async throws {
-        let fixture = try await Fixture.make()
+    @Test(arguments: TestDeployment.Shape.allCases) func aSmallEditToALargeFileSendsOnlyTheChunksAroundIt(
+        shape: TestDeployment.Shape
+    ) async throws {
+        let fixture = try await Fixture.make(shape)
         var generator = SeededGenerator(seed: 7)
         var bytes = generator.bytes(12 << 20)
         let url = fixture.a.folder.appendingPathComponent("Documents/Movie.bin")
@@ -165,7 +176,7 @@ import Testing
         try await fixture.settle()
         #expect(
             FileManager.default.contents(atPath: fixture.b.folder.appendingPathComponent("Documents/Movie.bin").path) == bytes)
-        let blobs = fixture.server.dataDirectory.appendingPathComponent("blobs")
+        let blobs = fixture.deployment.dataDirectory.appendingPathComponent("blobs")
         let before = try FileManager.default.contentsOfDirectory(atPath: blobs.path).count
         bytes[bytes.count / 2] ^= 0xFF
         try bytes.write(to: url)
@@ -178,8 +189,10 @@ import Testing
 
     /// Two names one letter's case apart are two files on this disk but one name on the server (and on
     /// Apple's and Windows' disks): the second is renamed as Finder would, and both reach the other device.
-    @Test func namesThatDifferOnlyByCaseAreBothKept() async throws {
-        let fixture = try await Fixture.make()
+    @Test(arguments: TestDeployment.Shape.allCases) func namesThatDifferOnlyByCaseAreBothKept(shape: TestDeployment.Shape)
+        async throws
+    {
+        let fixture = try await Fixture.make(shape)
         try fixture.a.write("Documents/Notes.txt", "upper")
         try fixture.a.write("Documents/notes.txt", "lower")
         try await fixture.settle()
@@ -193,8 +206,10 @@ import Testing
     /// through inotify, the server and the push socket.
     /// A folder and a file of one 255-byte name on two devices: the file steps aside and is numbered within
     /// the limit, and both devices end with both.
-    @Test func namesAtTheLengthLimitAreBothKept() async throws {
-        let fixture = try await Fixture.make()
+    @Test(arguments: TestDeployment.Shape.allCases) func namesAtTheLengthLimitAreBothKept(shape: TestDeployment.Shape)
+        async throws
+    {
+        let fixture = try await Fixture.make(shape)
         let name = String(repeating: "n", count: 251) + ".txt"
         try fixture.a.write("Documents/Readme.txt", "both devices share Documents")
         try await fixture.settle()
@@ -210,11 +225,11 @@ import Testing
         }
     }
 
-    @Test func daemonsSyncOnTheirOwn() async throws {
-        let fixture = try await Fixture.make()
+    @Test(arguments: TestDeployment.Shape.allCases) func daemonsSyncOnTheirOwn(shape: TestDeployment.Shape) async throws {
+        let fixture = try await Fixture.make(shape)
         var daemons: [Task<Void, any Error>] = []
         for (device, name) in [(fixture.a, "phone"), (fixture.b, "laptop")] {
-            let session = try await fixture.server.signIn(email: "ann@example.com", device: name + " daemon")
+            let session = try await fixture.deployment.signIn(email: "ann@example.com", device: name + " daemon")
             let daemon = DeviceDaemon(
                 engine: device.engine, folder: device.folder, session: session, container: fixture.app.container,
                 rescanInterval: .seconds(600), logger: Logger(label: "test"))

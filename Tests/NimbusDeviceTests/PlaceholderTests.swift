@@ -92,7 +92,7 @@ import Testing
 
     @Test func aContainerOnDemandGetsPlaceholdersUntilAFileIsAskedFor() async throws {
         let fixture = try await Fixture.make()
-        let tablet = try await Fixture.device("tablet", server: fixture.server, app: fixture.app, onDemand: true)
+        let tablet = try await Fixture.device("tablet", deployment: fixture.deployment, app: fixture.app, onDemand: true)
         try fixture.a.write("Documents/Photos/Beach.jpg", "sand and sea")
         try await fixture.settle()
         #expect(try await tablet.engine.sync())
