@@ -68,6 +68,21 @@ import WSClient
             json: #"{"operations":[{"operationType":"set","key":"\#(key)","value":{"type":"BOOLEAN","value":true}}]}"#)
     }
 
+    /// A node on a shared database relays every message it publishes. The relay's function is called the
+    /// same way for the hundredth message as for the first: it once grew two stack frames deeper with each
+    /// message, so every write cost more than the last until the node's stack overflowed.
+    @Test func relayingAMessageCostsTheSameAfterManyMessages() {
+        let hub = PushHub()
+        let depths = Mutex<[Int]>([])
+        hub.relay { _, _ in depths.withLock { $0.append(Thread.callStackReturnAddresses.count) } }
+        for sequence in 1...100 {
+            hub.publish(to: "account", PushMessage(type: .zoneMoved, zone: nil, sequence: Int64(sequence)))
+        }
+        let recorded = depths.withLock { $0 }
+        #expect(recorded.count == 100)
+        #expect(Set(recorded).count == 1, "the relay's stack depth went from \(recorded.first ?? 0) to \(recorded.last ?? 0)")
+    }
+
     @Test func everyDeviceOfTheAccountHearsThatAZoneMoved() async throws {
         let server = try await TestServer.start()
         let app = try await server.seedApp()

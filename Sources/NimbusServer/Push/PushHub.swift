@@ -12,10 +12,19 @@ final class PushHub: Sendable {
     /// Web clients' mailboxes, which get the notifications too.
     let courier = WebCourier()
     /// Where messages go for the devices connected to other nodes, when nodes share a database.
-    private let relay = Mutex<(@Sendable (String, PushMessage) -> Void)?>(nil)
+    private let relay = Mutex<Relay?>(nil)
+
+    /// The relay's function, wrapped in a struct of its own. A bare function type as a `Mutex`'s value is
+    /// converted in and out of its generic form each time `withLock` hands it over (an inout reabstraction
+    /// with writeback), and each conversion wraps the stored closure in one more thunk: read for every
+    /// message, it grew two frames deeper per message, each publish slower than the last until the stack
+    /// overflowed. A struct's stored function is never converted.
+    private struct Relay: Sendable {
+        let send: @Sendable (String, PushMessage) -> Void
+    }
 
     /// Sends every message published from now on to the other nodes too.
-    func relay(through send: @escaping @Sendable (String, PushMessage) -> Void) { relay.withLock { $0 = send } }
+    func relay(through send: @escaping @Sendable (String, PushMessage) -> Void) { relay.withLock { $0 = Relay(send: send) } }
 
     /// Registers a device connection; the stream ends when `disconnect` is called with the returned id.
     func connect(accountID: String) -> (id: UUID, messages: AsyncStream<PushMessage>) {
@@ -41,7 +50,7 @@ final class PushHub: Sendable {
         let targets = connections.withLock { Array(($0[accountID] ?? [:]).values) }
         for continuation in targets { continuation.yield(message) }
         if let notification = message.notification { courier.deliver(to: accountID, notification) }
-        if relaying, let send = relay.withLock({ $0 }) { send(accountID, message) }
+        if relaying, let relay = relay.withLock({ $0 }) { relay.send(accountID, message) }
     }
 
     var connectionCount: Int { connections.withLock { $0.values.reduce(0) { $0 + $1.count } } }
