@@ -7,7 +7,7 @@ extension PostgresStore: RecordDatabaseStore {
     package func transactRecords<T: Sendable>(
         _ zone: ZoneKey, creating: Bool, _ body: @escaping @Sendable (any RecordZoneTransaction) throws -> T
     ) async throws -> (result: T, state: ZoneState) {
-        try await transactPostgres(zone, creating: creating, body)
+        try await transactPostgres(zone, creating: creating, reading: [], body)
     }
 
     package func schemaText(container: String, environment: String) async throws -> String? {

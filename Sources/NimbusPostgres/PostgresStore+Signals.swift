@@ -10,8 +10,8 @@ extension PostgresStore: NodeSignals {
     /// PostgreSQL's limit on a notification's payload is 8,000 bytes; a little is kept in reserve.
     package var maximumSignalBytes: Int { 7_900 }
 
-    package func signal(_ text: String) async throws {
-        try await rows("SELECT pg_notify(\(Self.signalChannel), \(text))")
+    package func signal(_ texts: [String]) async throws {
+        try await rows("SELECT pg_notify(\(Self.signalChannel), t) FROM unnest(\(texts)::text[]) AS u(t)")
     }
 
     /// Listens on one connection of the pool, held for as long as it listens; after a failure (the

@@ -12,9 +12,10 @@ extension PostgresStore: ZoneStore {
     }
 
     package func transact<T: Sendable>(
-        _ zone: ZoneKey, creating: Bool, _ body: @escaping @Sendable (any ZoneTransaction) throws -> T
+        _ zone: ZoneKey, creating: Bool, reading keys: [String],
+        _ body: @escaping @Sendable (any ZoneTransaction) throws -> T
     ) async throws -> (result: T, state: ZoneState) {
-        try await transactPostgres(zone, creating: creating, body)
+        try await transactPostgres(zone, creating: creating, reading: keys, body)
     }
 
     /// How many times a body may run before the transaction gives up: each run but the last fetched
@@ -28,11 +29,15 @@ extension PostgresStore: ZoneStore {
     /// become visible in the order of their sequences and a reader that has seen sequence n has seen
     /// every change before it. A sequence handed out by a transaction that then rolls back is handed out
     /// again, so a reader never waits for a number that will not come.
+    ///
+    /// The entries under `keys` are read with the zone's lock, in one statement, so a body that reads only
+    /// those runs once.
     func transactPostgres<T: Sendable>(
-        _ zone: ZoneKey, creating: Bool, _ body: @escaping @Sendable (PostgresZoneTransaction) throws -> T
+        _ zone: ZoneKey, creating: Bool, reading keys: [String],
+        _ body: @escaping @Sendable (PostgresZoneTransaction) throws -> T
     ) async throws -> (result: T, state: ZoneState) {
         try await transaction { connection in
-            var found = try await Self.lockedState(of: zone, connection)
+            var (found, stored) = try await Self.lockedState(of: zone, reading: keys, connection)
             // A zone created here counts in the service's zone changes when the transaction writes (the
             // service's counter is locked last, after any schema: see `write`).
             var created = false
@@ -41,6 +46,10 @@ extension PostgresStore: ZoneStore {
             }
             guard let before = found else { throw StoreError.missing("zone \(zone.address.name)") }
             var fetched = PostgresZoneTransaction.Fetched()
+            // Read with the lock, or a zone this transaction made (empty); another's new zone is read lazily.
+            if stored != nil || created {
+                for key in keys { fetched.entries[key] = .some(stored?[key]) }
+            }
             for _ in 1...Self.maxRuns {
                 let run = PostgresZoneTransaction(before: before, fetched: fetched)
                 let outcome = Result { try body(run) }
@@ -190,13 +199,7 @@ extension PostgresStore: ZoneStore {
             try await setSchemaText(text, container: key.container, environment: key.environment, connection)
         }
         if run.state != run.before || created {
-            let changedAt = try await advanceServiceSequence(zone, connection)
-            try await connection.run(
-                """
-                UPDATE zones SET sequence = \(run.state.sequence), live_entries = \(Int64(run.state.liveEntries)),
-                    live_bytes = \(Int64(run.state.liveBytes)), changed_at = \(changedAt)
-                WHERE id = \(zoneID)
-                """)
+            try await recordChange(zone, zoneID: zoneID, state: run.state, connection)
         }
     }
 
@@ -207,8 +210,7 @@ extension PostgresStore: ZoneStore {
             }
             let (state, created) = try await Self.createZone(zone, connection)
             guard let state, created else { throw StoreError.duplicate("zone \(zone.address.name)") }
-            let changedAt = try await Self.advanceServiceSequence(zone, connection)
-            try await connection.run("UPDATE zones SET changed_at = \(changedAt) WHERE id = \(state.id)")
+            try await Self.recordChange(zone, zoneID: state.id, state: nil, connection)
             return state
         }
     }
@@ -381,7 +383,7 @@ extension PostgresStore: ZoneStore {
         // passes a change the page did not hold.
         let rows = try await rows(
             """
-            SELECT \(unescaped: Self.zoneStateColumns.split(separator: ",").map { "z.\($0.trimmingCharacters(in: .whitespaces))" }.joined(separator: ", ")),
+            SELECT \(unescaped: Self.zoneStateColumnsOfZ),
                 e.key, e.payload, e.sequence, e.audience
             FROM zones z LEFT JOIN LATERAL (
                 SELECT key, payload, sequence, audience FROM entries
@@ -422,7 +424,7 @@ extension PostgresStore: ZoneStore {
     package func grantedZones(grantee: String, service: ZoneAddress.Service) async throws -> [GrantedZone] {
         try await rows(
             """
-            SELECT g.scope, g.grantee, g.permission, g.accepted, z.account_id, z.name, \(unescaped: Self.zoneStateColumns.split(separator: ",").map { "z.\($0.trimmingCharacters(in: .whitespaces))" }.joined(separator: ", "))
+            SELECT g.scope, g.grantee, g.permission, g.accepted, z.account_id, z.name, \(unescaped: Self.zoneStateColumnsOfZ)
             FROM zone_grants g JOIN zones z ON z.id = g.zone_id WHERE g.grantee = \(grantee) AND z.service = \(service.encoded)
             ORDER BY z.account_id, z.name, g.scope
             """
@@ -478,6 +480,8 @@ extension PostgresStore: ZoneStore {
     // MARK: Rows
 
     static let zoneStateColumns = "id, sequence, live_entries, live_bytes, epoch, previous_epoch, restored_sequence"
+    /// `zoneStateColumns` of the table aliased `z`.
+    static let zoneStateColumnsOfZ = zoneStateColumns.split(separator: ", ").map { "z.\($0)" }.joined(separator: ", ")
 
     static func zoneState(_ row: PostgresRow) throws -> ZoneState { try zoneState(row, from: 0) }
 
@@ -514,9 +518,34 @@ extension PostgresStore: ZoneStore {
 
     /// The zone's state, its row locked until the transaction ends.
     private static func lockedState(of zone: ZoneKey, _ connection: PostgresConnection) async throws -> ZoneState? {
-        try await connection.run(
-            "SELECT \(unescaped: zoneStateColumns) FROM zones WHERE account_id = \(zone.accountID) AND service = \(zone.address.service.encoded) AND name = \(zone.address.name) FOR UPDATE"
-        ).first.map(zoneState)
+        try await lockedState(of: zone, reading: [], connection).state
+    }
+
+    /// The zone's state, its row locked until the transaction ends, and its entries under `keys` (those
+    /// stored; nil when the zone does not exist).
+    private static func lockedState(of zone: ZoneKey, reading keys: [String], _ connection: PostgresConnection)
+        async throws -> (state: ZoneState?, stored: [String: PostgresZoneTransaction.StoredVersion]?)
+    {
+        let rows = try await connection.run(
+            """
+            SELECT \(unescaped: zoneStateColumnsOfZ),
+                e.key, e.payload, e.sequence, e.audience, e.size
+            FROM zones z LEFT JOIN entries e ON e.zone_id = z.id AND e.key = ANY(\(keys)::text[])
+            WHERE z.account_id = \(zone.accountID) AND z.service = \(zone.address.service.encoded) AND z.name = \(zone.address.name)
+            FOR UPDATE OF z
+            """)
+        guard let first = rows.first else { return (nil, nil) }
+        var stored = [String: PostgresZoneTransaction.StoredVersion]()
+        for row in rows {
+            let columns = row.makeRandomAccess()
+            guard let key = try columns[7].decode(String?.self) else { continue }
+            stored[key] = PostgresZoneTransaction.StoredVersion(
+                entry: Entry(
+                    key: key, payload: try columns[8].decode(Data?.self), sequence: try columns[9].decode(Int64.self),
+                    audience: try columns[10].decode(String?.self)),
+                size: Int(try columns[11].decode(Int64.self)))
+        }
+        return (try zoneState(first), stored)
     }
 
     /// The epoch of the last restore (0 before any): what zones and service sequences begun now start in.
@@ -551,17 +580,46 @@ extension PostgresStore: ZoneStore {
     }
 
     /// Takes the next number of the account's per-service counter (locking it until the commit, so the
-    /// service's changes also become visible in order).
+    /// service's changes also become visible in order); a counter begun now starts in the current epoch.
     private static func advanceServiceSequence(_ zone: ZoneKey, _ connection: PostgresConnection) async throws -> Int64 {
-        let epoch = try await currentEpoch(connection)
-        return try await connection.run(
-            """
-            INSERT INTO service_sequences (account_id, service, sequence, epoch)
-            VALUES (\(zone.accountID), \(zone.address.service.encoded), 1, \(epoch))
-            ON CONFLICT (account_id, service) DO UPDATE SET sequence = service_sequences.sequence + 1
-            RETURNING sequence
-            """
+        try await connection.run(
+            PostgresQuery(unsafeSQL: advancing + " SELECT sequence FROM advanced", binds: advancingBinds(zone))
         ).value(Int64.self)!
+    }
+
+    /// Advances the service's counter and stamps the zone's row with it, and with `state` when given: one
+    /// statement (a write's round trips are most of its cost on PostgreSQL).
+    private static func recordChange(_ zone: ZoneKey, zoneID: Int64, state: ZoneState?, _ connection: PostgresConnection)
+        async throws
+    {
+        var binds = advancingBinds(zone)
+        var assignments = "changed_at = advanced.sequence"
+        if let state {
+            binds.append(state.sequence)
+            binds.append(Int64(state.liveEntries))
+            binds.append(Int64(state.liveBytes))
+            assignments += ", sequence = $3, live_entries = $4, live_bytes = $5"
+        }
+        binds.append(zoneID)
+        try await connection.run(
+            PostgresQuery(
+                unsafeSQL: advancing + " UPDATE zones SET \(assignments) FROM advanced WHERE id = $\(binds.count)", binds: binds))
+    }
+
+    /// The common table `advanced`: the account's per-service counter moved on, by `advancingBinds`.
+    private static let advancing = """
+        WITH advanced AS (
+            INSERT INTO service_sequences (account_id, service, sequence, epoch)
+            VALUES ($1, $2, 1, coalesce((SELECT epoch FROM restores ORDER BY id DESC LIMIT 1), 0))
+            ON CONFLICT (account_id, service) DO UPDATE SET sequence = service_sequences.sequence + 1
+            RETURNING sequence)
+        """
+
+    private static func advancingBinds(_ zone: ZoneKey) -> PostgresBindings {
+        var binds = PostgresBindings()
+        binds.append(zone.accountID)
+        binds.append(zone.address.service.encoded)
+        return binds
     }
 }
 

@@ -107,8 +107,12 @@ package protocol ZoneStore: Sendable {
     /// `docs/storage.md`). So a body reads only through the transaction, computes the same writes from the
     /// same reads, and has no other effect: anything it must tell the world it returns, and the caller acts
     /// on it once the transaction has committed.
+    ///
+    /// `keys` are entries the body is known to read: a backend that fetches reads (PostgreSQL) reads them
+    /// with the zone's lock, in the same round trip. The body may read any other entry as well.
     func transact<T: Sendable>(
-        _ zone: ZoneKey, creating: Bool, _ body: @escaping @Sendable (any ZoneTransaction) throws -> T
+        _ zone: ZoneKey, creating: Bool, reading keys: [String],
+        _ body: @escaping @Sendable (any ZoneTransaction) throws -> T
     ) async throws -> (result: T, state: ZoneState)
 
     /// Creates an empty zone; `StoreError.duplicate` when it exists.
@@ -153,12 +157,19 @@ package protocol ZoneStore: Sendable {
 }
 
 extension ZoneStore {
+    /// `transact` with no entries known to be read ahead.
+    package func transact<T: Sendable>(
+        _ zone: ZoneKey, creating: Bool, _ body: @escaping @Sendable (any ZoneTransaction) throws -> T
+    ) async throws -> (result: T, state: ZoneState) {
+        try await transact(zone, creating: creating, reading: [], body)
+    }
+
     /// Applies a batch of mutations atomically, creating the zone on first write. `check` sees the zone's
     /// totals as they would be after the batch and may throw to refuse it, in which case nothing changes.
     package func commit(
         _ zone: ZoneKey, mutations: [EntryMutation], check: @escaping @Sendable (ZoneState) throws -> Void
     ) async throws -> ZoneState {
-        try await transact(zone, creating: true) { transaction in
+        try await transact(zone, creating: true, reading: mutations.map(\.key)) { transaction in
             for mutation in mutations {
                 try transaction.put(mutation.key, payload: mutation.payload, size: mutation.size)
             }
@@ -306,8 +317,8 @@ package typealias Store = AccountStore & DeveloperStore & RecordDatabaseStore & 
 package protocol NodeSignals: Sendable {
     /// The most bytes of UTF-8 one signal may hold.
     var maximumSignalBytes: Int { get }
-    /// Sends a signal to every listening node.
-    func signal(_ text: String) async throws
+    /// Sends signals to every listening node, in order.
+    func signal(_ texts: [String]) async throws
     /// Calls `receive` with every signal sent from now until the task is cancelled, listening again after
     /// a lost connection (`listening` is called each time listening starts: signals sent before it may
     /// have been missed).

@@ -19,6 +19,7 @@ final class NodeRelay: Sendable, Service {
     /// This node, so it skips its own signals (it acted on them already).
     private let node = UUID().uuidString
     private let receivers = Mutex(Receivers())
+    private let outbox = Mutex(Outbox())
 
     struct Receivers {
         var push: (@Sendable (String, PushMessage) -> Void)?
@@ -61,9 +62,36 @@ final class NodeRelay: Sendable, Service {
     private func send(_ signal: Signal) {
         let text = encoded(signal)
         guard text.utf8.count <= signals.maximumSignalBytes else { return }
-        Task {
+        let startSending = outbox.withLock { outbox in
+            outbox.pending.append(text)
+            defer { outbox.sending = true }
+            return !outbox.sending
+        }
+        if startSending { Task { await sendWaitingSignals() } }
+    }
+
+    /// Signals waiting to be sent, and whether a task is sending them.
+    private struct Outbox {
+        var pending = [String]()
+        var sending = false
+    }
+
+    /// At most this many signals go in one statement.
+    private static let signalsPerStatement = 100
+
+    /// Sends the waiting signals in order, one statement at a time: those made while one statement is in
+    /// flight go together in the next, so a busy node signals in a few statements rather than one each.
+    private func sendWaitingSignals() async {
+        while true {
+            let batch = outbox.withLock { outbox in
+                let batch = Array(outbox.pending.prefix(Self.signalsPerStatement))
+                outbox.pending.removeFirst(batch.count)
+                if batch.isEmpty { outbox.sending = false }
+                return batch
+            }
+            guard !batch.isEmpty else { return }
             do {
-                try await signals.signal(text)
+                try await signals.signal(batch)
             } catch {
                 logger.warning("could not signal the other nodes", metadata: ["error": "\(error)"])
             }

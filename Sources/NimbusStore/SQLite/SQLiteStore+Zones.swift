@@ -7,8 +7,10 @@ extension SQLiteStore: ZoneStore {
         try await read { db in try Self.state(of: zone, db) }
     }
 
+    /// SQLite reads inside its transaction, as the body asks: entries known ahead need no fetching.
     package func transact<T: Sendable>(
-        _ zone: ZoneKey, creating: Bool, _ body: @escaping @Sendable (any ZoneTransaction) throws -> T
+        _ zone: ZoneKey, creating: Bool, reading keys: [String],
+        _ body: @escaping @Sendable (any ZoneTransaction) throws -> T
     ) async throws -> (result: T, state: ZoneState) {
         try await transactSQLite(zone, creating: creating, body)
     }
