@@ -150,9 +150,9 @@ let package = Package(
         .target(
             name: "BenchmarkSupport",
             dependencies: [
-                "NimbusKit", "NimbusCore", "NimbusStore", .product(name: "GRDB", package: "GRDB.swift"),
+                "NimbusKit", "NimbusCore", "NimbusStore", "NimbusDevice", .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"), .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"), .product(name: "Logging", package: "swift-log"),
             ],
             path: "Benchmarks/BenchmarkSupport"
         ),

@@ -30,7 +30,7 @@ enum DocumentBenchmarks {
 
         if wanted("propagation") {
             let pair = try await DevicePair(server, name: "propagation")
-            let latencies = try await pair.withDaemons { try await propagation(pair, files: 100) }
+            let latencies = try await pair.withDaemons { try await pair.propagation(files: 100) }
             let percentiles = Percentiles(latencies)
             let floor = String(format: "floor: 5 round trips (%.2f ms) + 2 synced commits", 5 * roundTrip / 1000)
             table.add(
@@ -166,19 +166,6 @@ enum DocumentBenchmarks {
 
     static func mb(_ bytes: Int) -> Double { Double(bytes) / 1_048_576 }
 
-    /// Milliseconds from writing each file on A until B holds the same bytes, one file at a time.
-    static func propagation(_ pair: DevicePair, files: Int) async throws -> [Double] {
-        var latencies: [Double] = []
-        for index in 0..<(files + 5) {
-            let bytes = Data((0..<1024).map { UInt8(truncatingIfNeeded: $0 &+ index) })
-            let start = ContinuousClock.now
-            try pair.a.write("Documents/p\(index).txt", bytes)
-            try await pair.b.waitFor("Documents/p\(index).txt", bytes)
-            if index >= 5 { latencies.append((ContinuousClock.now - start).milliseconds) }
-        }
-        return latencies
-    }
-
     /// Seconds a file of a batch of `files` new 4 KiB files spends in its bundle upload and in its commit
     /// (medians of `rounds`), straight through the document client: no engine, no disk.
     static func commitFloor(_ pair: DevicePair, files: Int, rounds: Int) async throws -> (upload: Double, commit: Double) {
@@ -304,73 +291,5 @@ enum DocumentBenchmarks {
         }
         guard fdatasync(descriptor) == 0 else { throw BenchmarkError("cannot sync \(path)") }
         return Double(bytes) / ((ContinuousClock.now - start).milliseconds / 1000) / 1_048_576
-    }
-}
-
-struct BenchmarkError: Error, CustomStringConvertible {
-    var description: String
-    init(_ description: String) { self.description = description }
-}
-
-/// Two devices of one user, each a sync engine with its own folder and journal.
-struct DevicePair: Sendable {
-    struct Device: Sendable {
-        let engine: SyncEngine
-        let client: DocumentClient
-        let folder: URL
-        let session: NimbusSession
-
-        func write(_ path: String, _ bytes: Data) throws {
-            let url = folder.appendingPathComponent(path)
-            try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
-            try bytes.write(to: url)
-        }
-
-        func read(_ path: String) -> Data? { FileManager.default.contents(atPath: folder.appendingPathComponent(path).path) }
-
-        /// Polls every half millisecond, for up to a minute, until the file holds `bytes`.
-        func waitFor(_ path: String, _ bytes: Data) async throws {
-            let deadline = ContinuousClock.now + .seconds(60)
-            while read(path) != bytes {
-                guard ContinuousClock.now < deadline else { throw BenchmarkError("\(path) never arrived") }
-                try await Task.sleep(for: .microseconds(500))
-            }
-        }
-    }
-
-    let a: Device
-    let b: Device
-    let container: String
-
-    init(_ server: ServerProcess, name: String) async throws {
-        container = server.container
-        func device(_ device: String) async throws -> Device {
-            let session = try await server.signIn("\(name)@bench.local", device: device)
-            let root = server.dataDirectory.deletingLastPathComponent().appendingPathComponent(
-                "nimbus-bench-device-\(UUIDString.random())")
-            try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
-            let journal = try DeviceJournal(path: root.appendingPathComponent("journal.sqlite").path)
-            let client = DocumentClient(
-                client: NimbusClient(session: session, apiToken: server.apiToken), container: server.container)
-            let folder = root.appendingPathComponent("Mobile Documents/container")
-            return Device(
-                engine: SyncEngine(client: client, folder: folder, journal: journal, device: device), client: client,
-                folder: folder,
-                session: session)
-        }
-        a = try await device("a")
-        b = try await device("b")
-    }
-
-    /// Runs `body` while both devices' daemons run.
-    func withDaemons<T: Sendable>(_ body: @Sendable () async throws -> T) async throws -> T {
-        let tasks = [a, b].map { device in
-            let daemon = DeviceDaemon(
-                engine: device.engine, folder: device.folder, session: device.session, container: container,
-                rescanInterval: .seconds(600), logger: Logger(label: "bench"))
-            return Task { try await daemon.run() }
-        }
-        defer { for task in tasks { task.cancel() } }
-        return try await body()
     }
 }

@@ -7,7 +7,7 @@ import NimbusTestingCore
 /// PostgreSQL beside SQLite, and several nodes beside one, in one run against real `nimbus serve`
 /// processes (release build) and a PostgreSQL cluster of its own on loopback (Debian's server binaries).
 ///
-///     swift build -c release && .build/release/ScaleOutBenchmarks [floors] [keyvalue] [records] [nodes] [push]
+///     swift build -c release && .build/release/ScaleOutBenchmarks [floors] [keyvalue] [records] [nodes] [push] [documents]
 @main
 enum ScaleOutBenchmarks {
     /// Capacity, not policy: rate limits, quotas, the connections one address may hold and their idle
@@ -96,6 +96,19 @@ enum ScaleOutBenchmarks {
             table.add(
                 "Push, across nodes p50 / p99", String(format: "%.2f / %.2f ms", across.at(50), across.at(99)),
                 target: "p99 ≤ 50 ms", met: across.at(99) <= 50)
+        }
+        if wanted("documents") {
+            progress("measuring document propagation on one node and across nodes")
+            for (name, a, b) in [
+                ("SQLite, one node", sqlite, sqlite), ("PostgreSQL, same node", nodes[0], nodes[0]),
+                ("PostgreSQL, across nodes", nodes[0], nodes[1]),
+            ] {
+                let pair = try await DevicePair(a: a, b: b, name: "documents-\(UUIDString.random().prefix(8))")
+                let latencies = Percentiles(try await pair.withDaemons { try await pair.propagation(files: 100) })
+                table.add(
+                    "Document propagation A → B, 100 × 1 KiB, \(name): p50 / p99",
+                    String(format: "%.1f / %.1f ms", latencies.at(50), latencies.at(99)), target: "(reference)", met: true)
+            }
         }
     }
 
