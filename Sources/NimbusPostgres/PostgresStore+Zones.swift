@@ -160,23 +160,11 @@ extension PostgresStore: ZoneStore {
     ) async throws {
         let zoneID = run.before.id
         if !run.replacedSequences.isEmpty {
-            try await connection.run(
-                "DELETE FROM entry_index WHERE zone_id = \(zoneID) AND sequence = ANY(\(run.replacedSequences))")
+            try await connection.run(ZoneStatements.DropIndexRows(zoneID: zoneID, sequences: run.replacedSequences))
         }
         if !run.writeOrder.isEmpty {
-            let versions = run.writeOrder.map { run.written[$0]! }
-            let payloads = versions.map { ByteBuffer(bytes: $0.entry.payload ?? Data()) }
             try await connection.run(
-                """
-                INSERT INTO entries (zone_id, key, payload, size, sequence, audience)
-                SELECT \(zoneID), k, CASE WHEN pn THEN NULL ELSE p END, s, q, CASE WHEN an THEN NULL ELSE a END
-                FROM unnest(\(versions.map(\.entry.key))::text[], \(payloads)::bytea[], \(versions.map { $0.entry.payload == nil })::bool[],
-                    \(versions.map { Int64($0.size) })::bigint[], \(versions.map(\.entry.sequence))::bigint[],
-                    \(versions.map { $0.entry.audience ?? "" })::text[], \(versions.map { $0.entry.audience == nil })::bool[])
-                    AS u(k, p, pn, s, q, a, an)
-                ON CONFLICT (zone_id, key) DO UPDATE
-                SET payload = excluded.payload, size = excluded.size, sequence = excluded.sequence, audience = excluded.audience
-                """)
+                ZoneStatements.PutEntries(zoneID: zoneID, versions: run.writeOrder.map { run.written[$0]! }))
         }
         let indexed = run.indexed.sorted { $0.key < $1.key }.flatMap { sequence, versions in
             versions.map { (sequence, $0) }
@@ -526,14 +514,7 @@ extension PostgresStore: ZoneStore {
     private static func lockedState(of zone: ZoneKey, reading keys: [String], _ connection: PostgresConnection)
         async throws -> (state: ZoneState?, stored: [String: PostgresZoneTransaction.StoredVersion]?)
     {
-        let rows = try await connection.run(
-            """
-            SELECT \(unescaped: zoneStateColumnsOfZ),
-                e.key, e.payload, e.sequence, e.audience, e.size
-            FROM zones z LEFT JOIN entries e ON e.zone_id = z.id AND e.key = ANY(\(keys)::text[])
-            WHERE z.account_id = \(zone.accountID) AND z.service = \(zone.address.service.encoded) AND z.name = \(zone.address.name)
-            FOR UPDATE OF z
-            """)
+        let rows = try await connection.run(ZoneStatements.LockZone(zone: zone, keys: keys))
         guard let first = rows.first else { return (nil, nil) }
         var stored = [String: PostgresZoneTransaction.StoredVersion]()
         for row in rows {
@@ -592,22 +573,22 @@ extension PostgresStore: ZoneStore {
     private static func recordChange(_ zone: ZoneKey, zoneID: Int64, state: ZoneState?, _ connection: PostgresConnection)
         async throws
     {
-        var binds = advancingBinds(zone)
-        var assignments = "changed_at = advanced.sequence"
         if let state {
-            binds.append(state.sequence)
-            binds.append(Int64(state.liveEntries))
-            binds.append(Int64(state.liveBytes))
-            assignments += ", sequence = $3, live_entries = $4, live_bytes = $5"
+            try await connection.run(ZoneStatements.RecordChange(zone: zone, zoneID: zoneID, state: state))
+            return
         }
+        var binds = advancingBinds(zone)
         binds.append(zoneID)
         try await connection.run(
             PostgresQuery(
-                unsafeSQL: advancing + " UPDATE zones SET \(assignments) FROM advanced WHERE id = $\(binds.count)", binds: binds))
+                unsafeSQL: advancing + " UPDATE zones SET changed_at = advanced.sequence FROM advanced WHERE id = $3",
+                binds: binds))
     }
 
-    /// The common table `advanced`: the account's per-service counter moved on, by `advancingBinds`.
-    private static let advancing = """
+    /// The common table `advanced`: the account's per-service counter moved on (locked until the commit, so
+    /// the service's changes also become visible in order; a counter begun now starts in the current epoch).
+    /// $1 is the account, $2 the service.
+    static let advancing = """
         WITH advanced AS (
             INSERT INTO service_sequences (account_id, service, sequence, epoch)
             VALUES ($1, $2, 1, coalesce((SELECT epoch FROM restores ORDER BY id DESC LIMIT 1), 0))
