@@ -216,6 +216,7 @@ let package = Package(
             name: "EndToEndTests",
             dependencies: [
                 "NimbusTesting", "NimbusKit", "NimbusServer", "NimbusCore", "NimbusStore", "NimbusTestingCore", "NimbusPostgres",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),

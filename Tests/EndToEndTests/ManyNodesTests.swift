@@ -1,11 +1,14 @@
 import Foundation
 import NimbusCore
 import NimbusKit
-import NimbusPostgres
 import NimbusServer
+import NimbusStore
 import NimbusTesting
 import NimbusTestingCore
+import PostgresNIO
 import Testing
+
+@testable import NimbusPostgres
 
 /// Several `nimbus serve` nodes on one PostgreSQL database (and, on one host, one blob folder), with
 /// devices signed in through chosen nodes: what each node keeps to itself (push sockets, credential and
@@ -36,6 +39,43 @@ import Testing
         let after = try #require(try await deployment.requestsPerNode())
         #expect(zip(after, before).map { $0 - $1 } == [2, 2, 2])
         #expect(try await client.values().values.count == 6)
+    }
+
+    /// An index backfill a node left unfinished (it stopped or died halfway) is finished by a node that keeps
+    /// running, with no restart: the periodic jobs' claim, which one node wins each interval, resumes it.
+    @Test func aBackfillANodeLeftUnfinishedIsFinishedByAnother() async throws {
+        let deployment = try await TestDeployment.start(.threeNodes) { $0.assetCollectionInterval = .milliseconds(400) }
+        let app = try await deployment.seedApp()
+        let session = try await deployment.signIn(email: "ann@example.com", device: "phone")
+        let database = CloudContainer(identifier: app.container, session: session, apiToken: app.apiToken).privateCloudDatabase
+        let zone = try await database.save(RecordZone(zoneName: "Shopping")).zoneID
+        _ = try await RecordDatabaseAPITests.saveItems(200, in: zone, database)
+        try await deployment.nodes[0].indexSystemFields(["___createTime"], of: "Items", container: app.container)
+        let store = try #require(deployment.nodes[1].store as? PostgresStore)
+        let field = IndexFieldID.of(kind: "Items", field: "___createTime")
+        @Sendable func indexed() async throws -> Int64 {
+            try await store.rows("SELECT count(*) FROM entry_index WHERE field = \(field)").value(Int64.self) ?? 0
+        }
+        #expect(try await indexed() == 200)
+
+        // As a node stopped halfway through leaves it: the backfill recorded, the records past its cursor
+        // not indexed.
+        let halfway = try #require(
+            try await store.rows("SELECT zone_id, sequence FROM entries WHERE key = 'item-099'").first?.decode(
+                (Int64, Int64).self))
+        try await store.rows("DELETE FROM entry_index WHERE field = \(field) AND sequence > \(halfway.1)")
+        try await store.rows(
+            """
+            INSERT INTO index_backfills (container, environment, kind, zone_id, sequence)
+            VALUES (\(app.container), 'development', 'Items', \(halfway.0), \(halfway.1))
+            """)
+        await deployment.nodes[0].stop()
+        #expect(try await indexed() == 100)
+
+        // The next interval: a surviving node's claim wins and resumes the backfill.
+        deployment.clock.advance(by: 1)
+        #expect(try await eventually { try await indexed() == 200 })
+        #expect(try await eventually { try await store.pendingBackfills().isEmpty })
     }
 
     /// Push crosses nodes: a device connected to one node hears of a change made through another (the
