@@ -55,6 +55,11 @@ package final class TestDeployment: Sendable {
                 shape: shape, url: node.url, clock: clock, dataDirectory: dataDirectory, storage: .embedded,
                 configure: configure, nodes: [node], balancer: nil)
         case .threeNodes:
+            // Freed once the nodes have stopped (cleanups run newest first).
+            if let resources = TestResources.current {
+                await TestAdmission.severalNodes.enter()
+                resources.onCleanup { TestAdmission.severalNodes.leave() }
+            }
             let storage = Storage.postgres(
                 try PostgresLocation(url: try await TemporaryPostgres.shared().database()), connections: 6)
             var nodes = [TestServer]()

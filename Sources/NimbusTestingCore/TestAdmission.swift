@@ -4,8 +4,15 @@ import Synchronization
 /// each of these starts servers, devices and clients: hundreds of them on a 2-core machine queued their work
 /// on two cooperative threads, so that a step a test waits on for a second sat behind minutes of other tests'
 /// work. A few at a time, each test's deadlines measure its own work, whatever the machine's load.
-final class TestAdmission: Sendable {
+///
+/// A test whose deployment has three nodes (`TestDeployment`) starts three times the servers of another
+/// test: at most two of them run at once, each also holding its place among the eight. Without that bound,
+/// a loaded run with many three-node tests at once (two dozen servers beside PostgreSQL and a busy core)
+/// had a test's call answered `unavailable`: no pooled database connection within the five seconds after
+/// which a node rightly says "try again later".
+public final class TestAdmission: Sendable {
     static let shared = TestAdmission(limit: 8)
+    public static let severalNodes = TestAdmission(limit: 2)
 
     private struct State {
         var free: Int
@@ -19,7 +26,7 @@ final class TestAdmission: Sendable {
     }
 
     /// Waits for a free place, and takes it.
-    func enter() async {
+    public func enter() async {
         await withCheckedContinuation { continuation in
             let admitted = state.withLock { state in
                 guard state.free > 0 else {
@@ -34,7 +41,7 @@ final class TestAdmission: Sendable {
     }
 
     /// Gives the place to the longest waiting test, or frees it.
-    func leave() {
+    public func leave() {
         let next = state.withLock { state in
             guard !state.waiting.isEmpty else {
                 state.free += 1
