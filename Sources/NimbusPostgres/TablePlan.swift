@@ -24,7 +24,8 @@ struct TablePlan: Sendable {
     init(table: String, source: SourceTable, target: [TargetColumn]) throws {
         self.table = table
         self.target = target
-        splitsIndexValue = table == "entry_index"
+        let splitsIndexValue = table == "entry_index"
+        self.splitsIndexValue = splitsIndexValue
         var columns = target.map(\.name)
         if splitsIndexValue {
             guard let number = columns.firstIndex(of: "number"), columns.contains("text") else {
@@ -40,7 +41,7 @@ struct TablePlan: Sendable {
         self.columns = columns
         primaryKey = source.primaryKey.compactMap { columns.firstIndex(of: $0) }
         sourcePositions = target.map { column in
-            columns.firstIndex(of: table == "entry_index" && ["number", "text"].contains(column.name) ? "value" : column.name)!
+            columns.firstIndex(of: splitsIndexValue && ["number", "text"].contains(column.name) ? "value" : column.name)!
         }
         pageSize = min(500, 60_000 / target.count)
     }

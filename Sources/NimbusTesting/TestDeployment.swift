@@ -60,8 +60,7 @@ package final class TestDeployment: Sendable {
                 await TestAdmission.severalNodes.enter()
                 resources.onCleanup { TestAdmission.severalNodes.leave() }
             }
-            let storage = Storage.postgres(
-                try PostgresLocation(url: try await TemporaryPostgres.shared().database()), connections: 6)
+            let storage = try await Storage.testDatabase()
             var nodes = [TestServer]()
             for _ in 0..<3 {
                 nodes.append(
@@ -145,10 +144,7 @@ package final class TestDeployment: Sendable {
     /// Signs up `email` (when new) and signs in as a device named `device`, through the balancer: the
     /// session's requests go wherever it sends them.
     package func signIn(email: String, device: String) async throws -> NimbusSession {
-        if try await store.account(email: email) == nil {
-            try await NimbusAccount.signUp(server: url, email: email, password: TestServer.password)
-        }
-        return try await NimbusAccount.signIn(server: url, email: email, password: TestServer.password, deviceName: device)
+        try await nodes[0].signIn(email: email, device: device, through: url)
     }
 
     /// A key-value store for one device, keeping its local copy in a fresh directory unless given one.

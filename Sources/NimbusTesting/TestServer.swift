@@ -73,9 +73,9 @@ package final class TestServer: Sendable {
         case .embedded:
             return try await start(dataDirectory: dataDirectory, configure: configure)
         case .postgres:
-            let location = try PostgresLocation(url: try await TemporaryPostgres.shared().database())
+            let storage = try await Storage.testDatabase()
             return try await start(dataDirectory: dataDirectory) { configuration in
-                configuration.storage = .postgres(location, connections: 6)
+                configuration.storage = storage
                 configure(&configuration)
             }
         }
@@ -147,13 +147,17 @@ package final class TestServer: Sendable {
 
     package static let password = "correct horse battery"
 
-    /// Signs up `email` (when new) and signs in as a device named `device`.
-    package func signIn(email: String, device: String, deviceID: String? = nil) async throws -> NimbusSession {
+    /// Signs up `email` (when new) and signs in as a device named `device`, through `entry` (a load balancer
+    /// in front of this server and others; the server itself unless given): the session talks to it.
+    package func signIn(email: String, device: String, deviceID: String? = nil, through entry: URL? = nil) async throws
+        -> NimbusSession
+    {
+        let server = entry ?? url
         if try await store.account(email: email) == nil {
-            try await NimbusAccount.signUp(server: url, email: email, password: Self.password, trust: trust)
+            try await NimbusAccount.signUp(server: server, email: email, password: Self.password, trust: trust)
         }
         return try await NimbusAccount.signIn(
-            server: url, email: email, password: Self.password, deviceName: device, deviceID: deviceID, trust: trust)
+            server: server, email: email, password: Self.password, deviceName: device, deviceID: deviceID, trust: trust)
     }
 
     /// An administrator's session, for the admin routes.
@@ -173,5 +177,13 @@ package final class TestServer: Sendable {
             configuration: .init(
                 session: session, apiToken: app.apiToken, storeIdentifier: app.storeIdentifier,
                 localDirectory: localDirectory ?? Self.temporaryDirectory()))
+    }
+}
+
+extension Storage {
+    /// A new database of its own on the tests' shared PostgreSQL cluster, dropped when the test ends; each
+    /// node on it pools a few connections.
+    package static func testDatabase() async throws -> Storage {
+        .postgres(try PostgresLocation(url: try await TemporaryPostgres.shared().database()), connections: 6)
     }
 }

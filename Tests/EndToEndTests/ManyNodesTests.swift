@@ -15,17 +15,6 @@ import Testing
 /// schema caches) and its bounds. The end-to-end suites of each service run on three nodes behind a load
 /// balancer too (`TestDeployment`).
 @Suite(.cleansUp) struct ManyNodesTests {
-    static func nodes(_ count: Int = 3) async throws -> [TestServer] {
-        let location = try PostgresLocation(url: try await TemporaryPostgres.shared().database())
-        let data = TestServer.temporaryDirectory()
-        var nodes = [TestServer]()
-        for _ in 0..<count {
-            nodes.append(
-                try await TestServer.start(dataDirectory: data) { $0.storage = .postgres(location, connections: 6) })
-        }
-        return nodes
-    }
-
     /// The three-node deployment the end-to-end suites also run on does spread them: one device's requests,
     /// on one kept-alive connection, reach the nodes in turn.
     @Test func aDevicesRequestsThroughTheBalancerReachEveryNodeInTurn() async throws {
@@ -81,7 +70,7 @@ import Testing
     /// Push crosses nodes: a device connected to one node hears of a change made through another (the
     /// listening device never asks; only a push can tell it).
     @Test func aKeySetThroughOneNodeIsPushedToADeviceOnAnother() async throws {
-        let nodes = try await Self.nodes(2)
+        let nodes = try await TestDeployment.start(.threeNodes).nodes
         let app = try await nodes[0].seedApp()
         let phone = try nodes[0].keyValueStore(
             try await nodes[0].signIn(email: "ann@example.com", device: "phone"), app: app)
@@ -106,7 +95,7 @@ import Testing
     /// A session signed out through one node stops working on the others within a second (the bound of
     /// each node's credential cache).
     @Test func aSessionSignedOutThroughOneNodeStopsWorkingOnTheOthersWithinASecond() async throws {
-        let nodes = try await Self.nodes(2)
+        let nodes = try await TestDeployment.start(.threeNodes).nodes
         let app = try await nodes[0].seedApp()
         let session = try await nodes[0].signIn(email: "ann@example.com", device: "phone")
         var moved = session
@@ -128,7 +117,7 @@ import Testing
     /// Each node caches schemas; a schema changed through one node reaches the others' next requests (as
     /// soon as its signal arrives: milliseconds), not a cache's lifetime later.
     @Test func aSchemaImportedThroughOneNodeIsWhatAnotherExports() async throws {
-        let nodes = try await Self.nodes(2)
+        let nodes = try await TestDeployment.start(.threeNodes).nodes
         let app = try await nodes[0].seedApp()
         let path = "/admin/1/containers/\(app.container)/schema/development"
         let sessions = [try await nodes[0].signInAdministrator(), try await nodes[1].signInAdministrator()]
