@@ -31,6 +31,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-system.git", from: "1.8.1"),
         .package(url: "https://github.com/vapor/multipart-kit.git", from: "4.7.1"),
         .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
+        .package(url: "https://github.com/hummingbird-project/swift-mustache.git", from: "2.1.1"),
     ],
     targets: [
         .target(
@@ -84,7 +85,10 @@ let package = Package(
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "MultipartKit", package: "multipart-kit"),
-            ]
+                .product(name: "Mustache", package: "swift-mustache"),
+            ],
+            // The dashboard's templates, stylesheet and script, compiled into the binary.
+            resources: [.embedInCode("Dashboard/Assets")]
         ),
         .target(
             name: "NimbusKit",

@@ -111,6 +111,11 @@ extension PostgresStore: AccountStore {
         try await rows("UPDATE sessions SET revoked = true WHERE token_digest = \(tokenDigest)")
     }
 
+    @discardableResult
+    package func revokeSessions(deviceID: String) async throws -> Int {
+        try await rows("UPDATE sessions SET revoked = true WHERE device_id = \(deviceID) AND NOT revoked RETURNING 1").count
+    }
+
     package func credentials(sessionDigest: String?, apiTokenDigest: String?) async throws -> StoredCredentials {
         // One statement, one round trip: the session, and the token with its app and the app's containers.
         let row = try await rows(

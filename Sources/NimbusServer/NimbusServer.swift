@@ -76,6 +76,7 @@ package struct NimbusServer: Sendable {
         DatabaseRoutes.registerTransfers(AssetTransfers(server: state), on: router)
         DatabaseRoutes.registerCourier(state, on: router)
         PushRoutes.registerUpgradeRequired(on: router)
+        DashboardRoutes(server: state).register(on: router)
         return router
     }
 

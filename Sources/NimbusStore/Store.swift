@@ -54,6 +54,8 @@ package protocol AccountStore: Sendable {
 
     func createSession(_ session: SessionRecord) async throws
     func revokeSession(tokenDigest: String) async throws
+    /// Signs a device out everywhere: revokes every session it holds; how many were still valid.
+    @discardableResult func revokeSessions(deviceID: String) async throws -> Int
 
     /// Everything a request's credentials name, read together (one round trip on the hot path):
     /// the session, the API token, and the token's app with its entitlements.

@@ -38,6 +38,8 @@ package struct Credentials: Sendable {
     var apiToken: Result<AppCredential, NimbusError>?
     /// A server-to-server key whose signature checked out (CloudKit's signed requests).
     var serverKey: Result<ServerKeyRecord, NimbusError>?
+    /// On dashboard pages signed in by cookie: the token every form of the session carries.
+    var dashboardCSRF: String?
 
     /// The session, or the error the caller gets for not having a valid one.
     func requireSession() throws(NimbusError) -> AuthenticatedSession {

@@ -80,7 +80,7 @@ struct AuthenticationMiddleware<Context: CredentialContext>: RouterMiddleware {
     }
 
     /// Looks both credentials up in one read; either may be absent.
-    private func resolve(apiToken: String?, sessionToken: String?, now: Date) async -> Credentials {
+    func resolve(apiToken: String?, sessionToken: String?, now: Date) async -> Credentials {
         let apiTokenShaped = apiToken.map(Secrets.isAPITokenShaped) ?? false
         let sessionShaped = sessionToken.map { !$0.isEmpty && $0.utf8.count <= 256 } ?? false
         let stored: StoredCredentials

@@ -60,6 +60,14 @@ struct AuthService: Sendable {
         server.credentialCache.invalidateAll()
     }
 
+    /// Signs one of an account's devices out everywhere; false when the account has no such device.
+    func signOut(deviceID: String, of accountID: String) async throws -> Bool {
+        guard let device = try await server.store.device(id: deviceID), device.accountID == accountID else { return false }
+        try await server.store.revokeSessions(deviceID: deviceID)
+        server.credentialCache.invalidateAll()
+        return true
+    }
+
     func caller(_ session: AuthenticatedSession) async throws -> CallerResponse {
         guard let account = try await server.store.account(id: session.accountID) else {
             throw NimbusError.authenticationFailed("the account no longer exists")
@@ -99,9 +107,14 @@ struct AuthService: Sendable {
     }
 
     func devices(_ session: AuthenticatedSession) async throws -> DeviceList {
+        try await devices(accountID: session.accountID)
+    }
+
+    /// An account's devices, each with its last contact and how far it has applied each zone.
+    func devices(accountID: String) async throws -> DeviceList {
         var devices = [DeviceStatus]()
         await server.watermarks.flush()
-        for device in try await server.store.devices(accountID: session.accountID) {
+        for device in try await server.store.devices(accountID: accountID) {
             let watermarks = try await server.store.watermarks(deviceID: device.id).map {
                 DeviceStatus.Watermark(zone: $0.zone, appliedSequence: $0.applied, currentSequence: $0.current)
             }

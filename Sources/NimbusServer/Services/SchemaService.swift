@@ -31,24 +31,59 @@ struct SchemaService: Sendable {
         guard try self.environment(environment) == .development else {
             throw NimbusError.badRequest("import into development, then deploy to production")
         }
-        let container = try await self.container(container)
         let imported: Schema
         do {
             imported = try Schema(parsing: document.text)
         } catch {
             throw NimbusError.badRequest("the schema does not parse: \(error)")
         }
-        try Self.validateNames(imported)
-        let schema = try await server.schemas.update(container: container, environment: .development) { current in
-            let diff = SchemaDiff(from: current, to: imported)
+        let schema = try await editDevelopment(container: container, what: "the import") { $0 = imported }
+        return SchemaDocument(text: schema.text)
+    }
+
+    /// Changes the development schema (a type created, a field added, indexes set), under the import's
+    /// rule: it may only add to what development has.
+    @discardableResult
+    func editDevelopment(
+        container: String, what: String = "the change", _ change: @escaping @Sendable (inout Schema) throws -> Void
+    ) async throws -> Schema {
+        let container = try await self.container(container)
+        return try await server.schemas.update(container: container, environment: .development) { current in
+            var edited = current
+            try change(&edited)
+            try Self.validateNames(edited)
+            let diff = SchemaDiff(from: current, to: edited)
             guard diff.isDeployable else {
                 throw NimbusError.badRequest(
-                    "the import would remove or retype what development has: "
+                    "\(what) would remove or retype what development has: "
                         + diff.violations.map(\.description).joined(separator: "; "))
             }
-            return imported
+            return edited
         }
-        return SchemaDocument(text: schema.text)
+    }
+
+    /// Resets development to production, as CloudKit's console does: every development record, zone and
+    /// subscription of the container is deleted first (records of removed fields could not be read
+    /// under the reset schema), then the schema becomes production's. Returns how many zones it deleted.
+    func resetDevelopment(container: String) async throws -> Int {
+        let container = try await self.container(container)
+        var deleted = 0
+        for kind in [ZoneAddress.Service.Kind.records, .recordSubscriptions] {
+            for zone in try await server.store.zoneKeys(of: kind)
+            where zone.address.service.container == container
+                && zone.address.service.environment == RecordDatabase.Environment.development.rawValue
+            {
+                do {
+                    try await server.store.deleteZone(zone)
+                    deleted += 1
+                } catch StoreError.missing {
+                    // Deleted meanwhile by its owner: what a reset wants.
+                }
+            }
+        }
+        let production = try await server.schemas.schema(container: container, environment: .production)
+        try await server.schemas.update(container: container, environment: .development) { _ in production }
+        return deleted
     }
 
     /// Copies the development schema to production after checking that production only grows.

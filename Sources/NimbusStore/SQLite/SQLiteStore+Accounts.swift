@@ -143,6 +143,17 @@ extension SQLiteStore: AccountStore {
         }
     }
 
+    @discardableResult
+    package func revokeSessions(deviceID: String) async throws -> Int {
+        try await write { db in
+            try db.cachedStatement(sql: "UPDATE sessions SET revoked = 1 WHERE device_id = ? AND revoked = 0").execute(
+                arguments: [
+                    deviceID
+                ])
+            return db.changesCount
+        }
+    }
+
     private static func account(_ row: Row) -> AccountRecord {
         AccountRecord(
             id: row["id"], email: row["email"], passwordHash: row["password_hash"],

@@ -1,0 +1,62 @@
+import Foundation
+import Hummingbird
+import HummingbirdCore
+import NimbusCore
+
+/// How every form is handled: do the action; on success go to the next page (post, redirect, get); on
+/// an error the person can fix, show the same page again with the error in the API's words.
+enum DashboardSubmission {
+    static func run(
+        _ request: Request, done location: String, _ action: () async throws -> Void,
+        failed page: (String, HTTPResponse.Status) async throws -> Response
+    ) async throws -> Response {
+        do {
+            try await action()
+        } catch {
+            let wireError = ErrorMiddleware<AppRequestContext>.wireError(for: error, request: request)
+            // The server's own failures keep their error page, which logs them with a uuid.
+            guard wireError.code != .internalError, wireError.code != .tryAgainLater else { throw error }
+            return try await page(wireError.reason, HTTPResponse.Status(code: wireError.code.httpStatus))
+        }
+        return DashboardRenderer.redirect(to: location)
+    }
+}
+
+extension DashboardForm {
+    /// The body of a submitted form (the session middleware has already read and checked it).
+    static func read(_ request: Request) async throws -> DashboardForm {
+        let body = try await request.body.collect(
+            upTo: DashboardSessionMiddleware.maxFormBytes, orThrow: NimbusError(.requestTooLarge, "the form is larger than 4 MB"))
+        return DashboardForm(encoded: String(buffer: body))
+    }
+}
+
+/// Messages shown after a form succeeded, named in the redirect's query (never text from the URL).
+enum DashboardNotice: String, Sendable {
+    case teamCreated, appCreated, containerCreated, entitled
+    case typeCreated, fieldAdded, indexesSaved, schemaImported, schemaDeployed, developmentReset
+    case recordSaved, recordDeleted, sessionRevoked, deviceRevoked
+
+    var text: String {
+        switch self {
+        case .teamCreated: "The team was created."
+        case .appCreated: "The app was created."
+        case .containerCreated: "The container was created."
+        case .entitled: "The app is entitled to the container."
+        case .typeCreated: "The record type was created in development."
+        case .fieldAdded: "The field was added in development. Records already saved need no migration."
+        case .indexesSaved: "The indexes were saved in development."
+        case .schemaImported: "The schema was imported into development."
+        case .schemaDeployed: "Development was deployed to production."
+        case .developmentReset: "Development was reset to production's schema, and its records were deleted."
+        case .recordSaved: "The record was saved."
+        case .recordDeleted: "The record was deleted."
+        case .sessionRevoked: "The session was signed out."
+        case .deviceRevoked: "The device was signed out everywhere."
+        }
+    }
+
+    static func message(in uri: URI) -> String? {
+        uri.queryParameters.get("notice").flatMap(DashboardNotice.init(rawValue:))?.text
+    }
+}
