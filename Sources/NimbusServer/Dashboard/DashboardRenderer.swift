@@ -42,7 +42,8 @@ struct DashboardRenderer: Sendable {
             "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
             + "form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
         .init("X-Content-Type-Options")!: "nosniff",
-        .init("Referrer-Policy")!: "no-referrer",
+        // Not no-referrer: under it a browser sends `Origin: null` with forms, which the origin check refuses.
+        .init("Referrer-Policy")!: "same-origin",
         .init("X-Frame-Options")!: "DENY",
     ]
 

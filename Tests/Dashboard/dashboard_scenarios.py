@@ -1,0 +1,657 @@
+#!/usr/bin/env python3
+"""The dashboard in a real browser: Chromium driven by Selenium through Debian's chromedriver.
+
+Run by EndToEndTests.DashboardBrowserTests, one scenario a run:
+
+    python3 Tests/Dashboard/dashboard_scenarios.py SCENARIO
+
+with the server and what the test seeded in NIMBUS_DASHBOARD_FIXTURE (JSON: url, adminEmail, password,
+container, apiToken, nimbus, screenshots). Each scenario checks what a person sees in the browser against
+what the API and the CLI answer, and exits non-zero with the reason when they disagree. Nothing here
+waits a fixed time: every wait is for a condition, with a deadline.
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import urllib.error
+import urllib.request
+
+from selenium import webdriver
+from selenium.common.exceptions import NoAlertPresentException
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
+from selenium.webdriver.support import expected_conditions as EC
+from selenium.webdriver.support.ui import Select, WebDriverWait
+
+FIXTURE = json.loads(os.environ["NIMBUS_DASHBOARD_FIXTURE"])
+URL = FIXTURE["url"].rstrip("/")
+PASSWORD = FIXTURE["password"]
+CONTAINER = FIXTURE["container"]
+# Generous: a loaded two-core machine runs the rest of the suite beside the browser.
+DEADLINE = 60
+DESKTOP = (1280, 800)
+PHONE = (390, 844)
+
+
+class Failure(Exception):
+    pass
+
+
+def check(condition, message):
+    if not condition:
+        raise Failure(message)
+
+
+# The API, as an app would call it.
+
+def call(method, path, body=None, session=None, api_token=True):
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(URL + path, data=data, method=method)
+    request.add_header("Content-Type", "application/json")
+    if session:
+        request.add_header("Authorization", "Bearer " + session)
+    if api_token:
+        request.add_header("X-Nimbus-API-Token", FIXTURE["apiToken"])
+    try:
+        with urllib.request.urlopen(request, timeout=DEADLINE) as response:
+            text = response.read().decode()
+            return response.status, (json.loads(text) if text else None)
+    except urllib.error.HTTPError as error:
+        text = error.read().decode()
+        return error.code, (json.loads(text) if text.startswith("{") else text)
+
+
+def sign_up_and_in(email, device):
+    call("POST", "/auth/1/signup", {"email": email, "password": PASSWORD}, api_token=False)
+    status, answer = call(
+        "POST", "/auth/1/signin", {"email": email, "password": PASSWORD, "deviceName": device}, api_token=False)
+    check(status == 200, f"signing in {email} as {device} answered {status}: {answer}")
+    return answer
+
+
+def database(environment, scope):
+    return f"/database/1/{CONTAINER}/{environment}/{scope}"
+
+
+def modify(session, scope, operations, environment="development"):
+    status, answer = call("POST", database(environment, scope) + "/records/modify", {"operations": operations}, session)
+    check(status == 200, f"records/modify answered {status}: {answer}")
+    return answer["records"]
+
+
+def lookup(session, scope, name, environment="development"):
+    status, answer = call(
+        "POST", database(environment, scope) + "/records/lookup", {"records": [{"recordName": name}]}, session)
+    check(status == 200, f"records/lookup answered {status}: {answer}")
+    return answer["records"][0]
+
+
+def query(session, scope, record_type, filters, environment="development"):
+    status, answer = call(
+        "POST", database(environment, scope) + "/records/query",
+        {"query": {"recordType": record_type, "filterBy": filters}}, session)
+    check(status == 200, f"records/query answered {status}: {answer}")
+    return answer["records"]
+
+
+# The browser.
+
+class Browser:
+    def __init__(self, size=DESKTOP, dark=False):
+        options = webdriver.ChromeOptions()
+        options.binary_location = "/usr/bin/chromium"
+        self.profile = tempfile.mkdtemp(prefix="nimbus-chromium-")
+        for argument in [
+            "--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu", "--no-first-run",
+            f"--user-data-dir={self.profile}", f"--window-size={size[0]},{size[1]}",
+            # Nothing beyond loopback: no updates, sync, safe browsing, metrics or name lookups.
+            "--disable-background-networking", "--disable-component-update", "--disable-sync",
+            "--disable-default-apps", "--disable-client-side-phishing-detection", "--disable-domain-reliability",
+            "--metrics-recording-only", "--no-pings", "--safebrowsing-disable-auto-update",
+            "--disable-features=Translate,OptimizationHints,MediaRouter,AutofillServerCommunication",
+            "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
+        ]:
+            options.add_argument(argument)
+        options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+        self.driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
+        self.driver.set_page_load_timeout(DEADLINE)
+        self.set_size(size)
+        if dark:
+            self.driver.execute_cdp_cmd(
+                "Emulation.setEmulatedMedia", {"features": [{"name": "prefers-color-scheme", "value": "dark"}]})
+
+    def set_size(self, size):
+        # The viewport itself, whatever the window's decorations take.
+        self.driver.execute_cdp_cmd(
+            "Emulation.setDeviceMetricsOverride",
+            {"width": size[0], "height": size[1], "deviceScaleFactor": 1, "mobile": size[0] < 600})
+        self.size = size
+
+    def close(self):
+        self.driver.quit()
+
+    def wait(self, condition, what):
+        try:
+            return WebDriverWait(self.driver, DEADLINE).until(condition)
+        except Exception as error:
+            raise Failure(f"waited {DEADLINE} s for {what} on {self.driver.current_url}: {self.page_text()[:2000]}") from error
+
+    def page_text(self):
+        try:
+            return self.driver.find_element(By.TAG_NAME, "main").text
+        except Exception:
+            return self.driver.page_source[:2000]
+
+    def open(self, path):
+        self.driver.get(URL + path)
+        self.wait(EC.presence_of_element_located((By.TAG_NAME, "h1")), "the page's heading")
+        self.check_policy()
+
+    def find(self, css, within=None):
+        return (within or self.driver).find_element(By.CSS_SELECTOR, css)
+
+    def all(self, css):
+        return self.driver.find_elements(By.CSS_SELECTOR, css)
+
+    def heading(self):
+        return self.find("h1").text
+
+    def submit(self, form, confirm=None):
+        """Submits a form with its submit button and waits for the next page; accepts the confirmation."""
+        old = self.find("html")
+        form.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
+        if confirm is not None:
+            alert = self.wait(EC.alert_is_present(), "the confirmation dialog")
+            check(confirm in alert.text, f"the confirmation asks {alert.text!r}, not about {confirm!r}")
+            alert.accept()
+        self.wait(EC.staleness_of(old), "the form's answer")
+        self.wait(EC.presence_of_element_located((By.TAG_NAME, "h1")), "the answer's heading")
+        self.check_policy()
+
+    def notice(self):
+        found = self.all("#notice")
+        return found[0].text if found else None
+
+    def error(self):
+        found = self.all("#error")
+        return found[0].text if found else None
+
+    def expect_notice(self, words):
+        check(self.error() is None, f"expected {words!r} but the page shows the error {self.error()!r}")
+        notice = self.notice() or ""
+        check(words in notice, f"expected the notice {words!r}, the page says {notice!r}: {self.page_text()[:1500]}")
+
+    def fill(self, form, name, value):
+        field = form.find_element(By.NAME, name)
+        field.clear()
+        field.send_keys(value)
+
+    def sign_in(self, email, password=PASSWORD):
+        self.open("/dashboard/signin")
+        form = self.find("#signin")
+        self.fill(form, "email", email)
+        self.fill(form, "password", password)
+        self.submit(form)
+        check(self.error() is None, f"signing in {email} failed: {self.error()}")
+
+    def check_policy(self):
+        """No page may need inline script or style: the Content-Security-Policy would block it."""
+        for entry in self.driver.get_log("browser"):
+            check("Content Security Policy" not in entry["message"] and "Content-Security-Policy" not in entry["message"],
+                  f"the page broke its Content-Security-Policy: {entry['message']}")
+
+    def screenshot(self, name):
+        directory = FIXTURE["screenshots"]
+        os.makedirs(directory, exist_ok=True)
+        self.driver.save_screenshot(os.path.join(directory, f"{name}-{self.size[0]}x{self.size[1]}.png"))
+
+    def has_no_horizontal_scroll(self):
+        width = self.driver.execute_script("return document.documentElement.scrollWidth")
+        viewport = self.driver.execute_script("return window.innerWidth")
+        return width <= viewport + 1, width, viewport
+
+    def no_alert(self):
+        try:
+            alert = self.driver.switch_to.alert
+            text = alert.text
+            alert.dismiss()
+            raise Failure(f"a script ran: an alert says {text!r}")
+        except NoAlertPresentException:
+            pass
+
+
+def schema_section(browser, environment):
+    return browser.find(f"#env-{environment}")
+
+
+def record_type(browser, environment, name):
+    found = schema_section(browser, environment).find_elements(By.CSS_SELECTOR, f"article[data-type='{name}']")
+    return found[0] if found else None
+
+
+def add_field(browser, type_name, field, field_type, indexes=()):
+    form = record_type(browser, "Development", type_name).find_element(By.CSS_SELECTOR, "form.add-field")
+    browser.fill(form, "name", field)
+    Select(form.find_element(By.NAME, "fieldType")).select_by_visible_text(field_type)
+    for index in indexes:
+        form.find_element(By.NAME, index).click()
+    browser.submit(form)
+
+
+def create_type(browser, name):
+    form = browser.find("#create-type")
+    browser.fill(form, "name", name)
+    browser.submit(form)
+
+
+def schema_path():
+    return f"/dashboard/containers/{CONTAINER}/schema"
+
+
+def records_path(query=""):
+    return f"/dashboard/containers/{CONTAINER}/records" + query
+
+
+# Scenarios.
+
+def scenario_sign_in(browser):
+    # Every page needs a session: the browser is sent to sign in, and back afterwards.
+    browser.open(schema_path())
+    check(browser.heading() == "Sign in", f"an unsigned visitor sees {browser.heading()!r}")
+    form = browser.find("#signin")
+    browser.fill(form, "email", FIXTURE["adminEmail"])
+    browser.fill(form, "password", "not the password")
+    browser.submit(form)
+    check("wrong" in (browser.error() or ""), f"a wrong password shows {browser.error()!r}")
+    # By keyboard only: type, tab to the password, press Enter.
+    email = browser.find("#email")
+    email.clear()
+    email.send_keys(FIXTURE["adminEmail"], Keys.TAB)
+    active = browser.driver.switch_to.active_element
+    check(active.get_attribute("id") == "password", "Tab from the email reaches the password")
+    old = browser.find("html")
+    active.send_keys(PASSWORD, Keys.ENTER)
+    browser.wait(EC.staleness_of(old), "signing in")
+    check(browser.heading() == f"Schema of {CONTAINER}", f"after signing in the browser shows {browser.heading()!r}")
+    cookie = browser.driver.get_cookie("nimbus_dashboard")
+    check(cookie and cookie["httpOnly"] and cookie["sameSite"] == "Strict" and cookie["path"] == "/dashboard",
+          f"the session cookie is {cookie}")
+    check(browser.driver.execute_script("return document.cookie").find("nimbus_dashboard=") < 0,
+          "page scripts cannot read the session cookie")
+    browser.screenshot("schema")
+    # Signing out ends the session: the same cookie no longer opens a page.
+    browser.open("/dashboard")
+    browser.submit(browser.find("form.signout"))
+    browser.driver.add_cookie({"name": "nimbus_dashboard", "value": cookie["value"], "path": "/dashboard"})
+    browser.open("/dashboard")
+    check(browser.heading() == "Sign in", "a signed-out session opens nothing")
+
+
+def scenario_tutorial(browser):
+    """The tutorial: create Items, save records from an app, add INT64 number while records exist, query by it."""
+    browser.sign_in(FIXTURE["adminEmail"])
+    browser.open(schema_path())
+    create_type(browser, "Items")
+    browser.expect_notice("record type was created")
+    add_field(browser, "Items", "name", "STRING", ["queryable"])
+    browser.expect_notice("field was added")
+    # The app saves records (Ann's phone, her private database).
+    ann = sign_up_and_in("ann@example.com", "phone")
+    modify(ann["sessionToken"], "private", [
+        {"operationType": "create", "record": {"recordName": name, "recordType": "Items",
+                                               "fields": {"name": {"value": name}}}}
+        for name in ["milk", "bread", "eggs"]])
+    # The developer adds number while Items holds records: nothing to migrate.
+    browser.open(schema_path())
+    add_field(browser, "Items", "number", "INT64", ["queryable", "sortable"])
+    browser.expect_notice("no migration")
+    row = [r for r in record_type(browser, "Development", "Items").find_elements(By.CSS_SELECTOR, ".field:not(.head)")
+           if r.find_element(By.CSS_SELECTOR, ".name").text == "number"]
+    check(row, "the schema shows the new field number")
+    check("INT64" in row[0].text, f"number shows as {row[0].text!r}")
+    browser.screenshot("schema-tutorial")
+    # The app sets numbers; the old records still read, without number.
+    milk = lookup(ann["sessionToken"], "private", "milk")
+    check("number" not in milk.get("fields", {}), "milk was saved before number existed")
+    modify(ann["sessionToken"], "private", [
+        {"operationType": "update", "record": {"recordName": "milk", "recordType": "Items",
+                                               "recordChangeTag": milk["recordChangeTag"],
+                                               "fields": {"number": {"value": 2}}}},
+        {"operationType": "create", "record": {"recordName": "jam", "recordType": "Items",
+                                               "fields": {"name": {"value": "jam"}, "number": {"value": 1}}}}])
+    # By the API…
+    found = query(ann["sessionToken"], "private", "Items",
+                  [{"fieldName": "number", "comparator": "GREATER_THAN", "fieldValue": {"value": 1}}])
+    check([r["recordName"] for r in found] == ["milk"], f"number > 1 through the API found {found}")
+    # …by the CLI…
+    config = tempfile.mkdtemp(prefix="nimbus-cli-")
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("NIMBUS_")}
+    environment["NIMBUS_SERVER"] = URL
+    login = subprocess.run(
+        [FIXTURE["nimbus"], "login", "--config", config, "--email", "ann@example.com", "--password", PASSWORD,
+         "--api-token", FIXTURE["apiToken"], "--container", CONTAINER],
+        env=environment, capture_output=True, text=True, timeout=DEADLINE)
+    check(login.returncode == 0, f"nimbus login failed: {login.stderr}")
+    cli = subprocess.run(
+        [FIXTURE["nimbus"], "records", "query", "Items", "--filter", "number > 1", "--config", config],
+        env=environment, capture_output=True, text=True, timeout=DEADLINE)
+    check(cli.returncode == 0 and "milk" in cli.stdout and "jam" not in cli.stdout and "bread" not in cli.stdout,
+          f"nimbus records query Items --filter 'number > 1' printed {cli.stdout!r} {cli.stderr!r}")
+    # …and in the dashboard, in Ann's private database.
+    browser.open(records_path(
+        f"?env=development&db=private&user={ann['userRecordName']}&zone=_defaultZone&type=Items"
+        "&field=number&cmp=GREATER_THAN&value=1"))
+    names = [a.text for a in browser.all("#results tbody td:first-child a")]
+    check(names == ["milk"], f"the dashboard's query number > 1 shows {names}")
+    browser.screenshot("records")
+
+
+def scenario_record_edits(browser):
+    """Create, edit and delete a record in the browser; the API sees each change."""
+    browser.sign_in(FIXTURE["adminEmail"])
+    browser.open(schema_path())
+    create_type(browser, "Notes")
+    add_field(browser, "Notes", "title", "STRING", ["queryable"])
+    add_field(browser, "Notes", "pages", "INT64", ["queryable", "sortable"])
+    add_field(browser, "Notes", "due", "TIMESTAMP")
+    add_field(browser, "Notes", "place", "LOCATION")
+    browser.open(records_path("?env=development&db=public&type=Notes"))
+    browser.find("#new-record").click()
+    browser.wait(EC.presence_of_element_located((By.ID, "record")), "the new record form")
+    form = browser.find("#record")
+    browser.fill(form, "recordName", "first-note")
+    browser.fill(form, "field.title", "Hello")
+    browser.fill(form, "field.pages", "not a number")
+    browser.submit(form)
+    check("whole number" in (browser.error() or ""), f"a bad number shows {browser.error()!r}")
+    form = browser.find("#record")
+    check(form.find_element(By.NAME, "field.title").get_attribute("value") == "Hello", "what was typed is kept")
+    browser.fill(form, "field.pages", "12")
+    browser.fill(form, "field.due", "2026-12-24T18:00:00Z")
+    browser.fill(form, "field.place", "48.8584, 2.2945")
+    browser.submit(form)
+    browser.expect_notice("record was saved")
+    admin = sign_in_api(FIXTURE["adminEmail"])
+    record = lookup(admin, "public", "first-note")
+    fields = record.get("fields", {})
+    check(fields.get("title", {}).get("value") == "Hello" and fields.get("pages", {}).get("value") == 12,
+          f"the API reads the created record as {record}")
+    check(fields.get("due", {}).get("value") == 1798135200000, f"due reads {fields.get('due')}")
+    check(abs(fields.get("place", {}).get("value", {}).get("latitude", 0) - 48.8584) < 1e-9, f"place reads {fields.get('place')}")
+    tag = browser.find("#change-tag").text
+    check(tag == record["recordChangeTag"], f"the page shows change tag {tag}, the API {record['recordChangeTag']}")
+    check("Web dashboard" in browser.find("#modified").text, f"the page says who changed it: {browser.find('#modified').text}")
+    browser.screenshot("record")
+    # Edit: the API sees the new value and a new change tag.
+    form = browser.find("#record")
+    browser.fill(form, "field.title", "Hello again")
+    browser.submit(form)
+    browser.expect_notice("record was saved")
+    edited = lookup(admin, "public", "first-note")
+    check(edited["fields"]["title"]["value"] == "Hello again", f"after the edit the API reads {edited}")
+    check(edited["recordChangeTag"] != record["recordChangeTag"], "the edit gave the record a new change tag")
+    # An edit from a page that went stale is refused, not applied over the newer change.
+    stale = browser.find("#change-tag").text
+    modify(admin, "public", [{"operationType": "update", "record": {
+        "recordName": "first-note", "recordType": "Notes", "recordChangeTag": stale, "fields": {"pages": {"value": 13}}}}])
+    form = browser.find("#record")
+    browser.fill(form, "field.title", "Lost update")
+    browser.submit(form)
+    check(browser.error() is not None, "saving over a newer change shows an error")
+    check(lookup(admin, "public", "first-note")["fields"]["title"]["value"] == "Hello again", "the stale edit changed nothing")
+    # Delete, after confirming; the API no longer finds it.
+    browser.open(records_path("/first-note?env=development&db=public&zone=_defaultZone"))
+    browser.submit(browser.find("#delete"), confirm="Delete Notes record first-note")
+    browser.expect_notice("record was deleted")
+    gone = lookup(admin, "public", "first-note")
+    check(gone.get("serverErrorCode") == "NOT_FOUND", f"after the delete the API answers {gone}")
+
+
+def sign_in_api(email):
+    status, answer = call("POST", "/auth/1/signin", {"email": email, "password": PASSWORD, "deviceName": "checker"},
+                          api_token=False)
+    check(status == 200, f"signing in {email} answered {status}: {answer}")
+    return answer["sessionToken"]
+
+
+def scenario_deploy(browser):
+    """Deploy shows the diff first; production only grows, so an incompatible change is refused."""
+    browser.sign_in(FIXTURE["adminEmail"])
+    browser.open(schema_path())
+    create_type(browser, "Items")
+    add_field(browser, "Items", "name", "STRING", ["queryable"])
+    browser.find("#deploy-link").click()
+    browser.wait(EC.presence_of_element_located((By.ID, "changes")), "the deploy's diff")
+    changes = browser.find("#changes").text
+    check("+ record type Items" in changes and "+ field Items.name STRING" in changes, f"the diff shows {changes!r}")
+    browser.screenshot("deploy")
+    browser.submit(browser.find("#deploy"), confirm="Deploy these changes")
+    browser.expect_notice("deployed to production")
+    check(record_type(browser, "Production", "Items") is not None, "production shows Items after the deploy")
+    admin = sign_in_api(FIXTURE["adminEmail"])
+    saved = modify(admin, "public", [{"operationType": "create", "record": {
+        "recordName": "p1", "recordType": "Items", "fields": {"name": {"value": "in production"}}}}], "production")
+    check("recordChangeTag" in saved[0], f"production accepts the deployed type: {saved}")
+    # Retyping a field production has is refused, in words, and changes nothing.
+    browser.open(schema_path())
+    form = browser.find("#import")
+    text = browser.driver.find_element(By.ID, "import-text").get_attribute("value")
+    retyped = text.replace("name STRING", "name INT64")
+    check(retyped != text, f"the exported text names the field: {text}")
+    browser.driver.execute_script("arguments[0].value = arguments[1]", browser.find("#import-text"), retyped)
+    browser.submit(form)
+    check("retype" in (browser.error() or ""), f"retyping a field shows {browser.error()!r}")
+    check("STRING" in record_type(browser, "Development", "Items").text, "development still has name STRING")
+    # Reset development: it no longer has Items, and deploying that would remove a type from production.
+    form = browser.find("#reset")
+    browser.fill(form, "confirm", CONTAINER)
+    browser.submit(form, confirm="Reset development")
+    browser.expect_notice("reset")
+    browser.open(schema_path())
+    check(record_type(browser, "Development", "Items") is not None, "development is production's schema after a reset")
+    # Development without Items cannot come from the page; a reset brought Items back, so the deploy is empty.
+    browser.open(schema_path() + "/deploy")
+    check(browser.all("#unchanged"), f"after the reset the deploy page says: {browser.page_text()[:500]}")
+
+
+def scenario_revoke(browser):
+    """Signing a device out from the dashboard: the device loses access at once."""
+    phone = sign_up_and_in("bob@example.com", "Bob's phone")
+    status, _ = call("GET", "/auth/1/me", session=phone["sessionToken"], api_token=False)
+    check(status == 200, f"the phone's session works before: {status}")
+    browser.sign_in(FIXTURE["adminEmail"])
+    browser.open("/dashboard/users")
+    browser.driver.find_element(By.LINK_TEXT, "bob@example.com").click()
+    browser.wait(EC.presence_of_element_located((By.ID, "devices")), "Bob's devices")
+    row = browser.find(f"tr[data-device='{phone['deviceID']}']")
+    check("Bob's phone" in row.text, f"the devices table shows {row.text!r}")
+    browser.screenshot("user")
+    browser.submit(row.find_element(By.CSS_SELECTOR, "form"), confirm="Sign Bob's phone out everywhere")
+    browser.expect_notice("signed out everywhere")
+    status, answer = call("GET", "/auth/1/me", session=phone["sessionToken"], api_token=False)
+    check(status == 401, f"after the sign-out the phone's session answers {status}: {answer}")
+
+
+def scenario_access(browser):
+    """A signed-in person who is not an administrator sees their own data and nothing else."""
+    admin = sign_in_api(FIXTURE["adminEmail"])
+    modify(admin, "public", [{"operationType": "create", "record": {
+        "recordName": "secret", "recordType": "Plans", "fields": {"text": {"value": "launch"}}}}])
+    carol = sign_up_and_in("carol@example.com", "Carol's laptop")
+    browser.sign_in("carol@example.com")
+    check(browser.heading() == "Your iCloud data", f"Carol's first page is {browser.heading()!r}")
+    check(not browser.all("#containers"), "Carol sees no containers")
+    for path in [schema_path(), records_path("?db=public&type=Plans"), records_path("/secret?db=public"),
+                 "/dashboard/users", f"/dashboard/users/{admin_record_name()}",
+                 f"/dashboard/keyvalue?user={admin_record_name()}"]:
+        browser.open(path)
+        check(browser.heading() == "Not found", f"Carol opening {path} sees {browser.heading()!r}")
+        check("launch" not in browser.driver.page_source, f"{path} shows the record to Carol")
+    # A form posted to an administrator's route is refused too.
+    browser.open(f"/dashboard/users/{carol['userRecordName']}")
+    check("Carol's laptop" in browser.page_text(), "Carol sees her own devices")
+    csrf = browser.find("input[name=csrf]").get_attribute("value")
+    browser.driver.execute_script("""
+        const form = document.createElement('form'); form.method = 'post'; form.action = arguments[0];
+        for (const [name, value] of [['csrf', arguments[1]], ['name', 'Hijack']]) {
+            const input = document.createElement('input'); input.name = name; input.value = value; form.appendChild(input);
+        }
+        document.body.appendChild(form); form.submit();""", schema_path() + "/types", csrf)
+    browser.wait(EC.presence_of_element_located((By.TAG_NAME, "h1")), "the refusal")
+    browser.wait(lambda d: d.find_element(By.TAG_NAME, "h1").text == "Not found", "the refusal's heading")
+    development = call("GET", f"/admin/1/containers/{CONTAINER}/schema/development", session=admin, api_token=False)[1]
+    check("Hijack" not in development.get("text", ""), "Carol's form changed the schema")
+
+
+def admin_record_name():
+    status, answer = call("GET", "/auth/1/me", session=sign_in_api(FIXTURE["adminEmail"]), api_token=False)
+    return answer["userRecordName"]
+
+
+def scenario_forms_need_the_session_token(browser):
+    """A form without the session's token (another site's) is refused and changes nothing."""
+    browser.sign_in(FIXTURE["adminEmail"])
+    browser.open(schema_path())
+    browser.driver.execute_script("document.querySelector('#create-type input[name=csrf]').value = 'forged'")
+    form = browser.find("#create-type")
+    browser.fill(form, "name", "Forged")
+    browser.submit(form)
+    check("did not come from this dashboard" in browser.page_text(), f"a forged form shows {browser.page_text()[:300]!r}")
+    browser.open(schema_path())
+    check(record_type(browser, "Development", "Forged") is None, "the forged form created a type")
+
+
+def scenario_injection(browser):
+    """Values are text: a record value holding a script shows as those characters and runs nothing."""
+    admin = sign_in_api(FIXTURE["adminEmail"])
+    hostile = ['<script>alert(1)</script>', '"><img src=x onerror=alert(2)>', "{{chrome.csrf}}"]
+    modify(admin, "public", [{"operationType": "create", "record": {
+        "recordName": f"hostile-{i}", "recordType": "Posts", "fields": {"body": {"value": value}}}}
+        for i, value in enumerate(hostile)])
+    browser.sign_in(FIXTURE["adminEmail"])
+    browser.open(records_path("?env=development&db=public&type=Posts"))
+    browser.no_alert()
+    cells = [cell.text for cell in browser.all("#results td.value")]
+    for value in hostile:
+        check(value in cells, f"{value!r} shows as text among {cells}")
+    check(not browser.driver.find_elements(By.XPATH, "//script[contains(., 'alert')]"), "a script element came from a value")
+    check(not browser.driver.find_elements(By.CSS_SELECTOR, "img[src=x]"), "an image came from a value")
+    browser.open(records_path("/hostile-0?env=development&db=public&zone=_defaultZone"))
+    browser.no_alert()
+    check(browser.find("textarea[name='field.body']").get_attribute("value") == hostile[0], "the edit form holds the text")
+    browser.screenshot("injection")
+
+
+def scenario_layout(browser):
+    """Every main page at a desktop's and a phone's size: nothing wider than the screen, a screenshot of each."""
+    admin = sign_in_api(FIXTURE["adminEmail"])
+    modify(admin, "public", [{"operationType": "create", "record": {
+        "recordName": "layout", "recordType": "Items",
+        "fields": {"name": {"value": "a long name " * 8}, "tags": {"value": ["one", "two"]},
+                   "place": {"value": {"latitude": 1.5, "longitude": 2.5}}}}}])
+    status, answer = call("POST", "/kv/1/" + FIXTURE["storeIdentifier"] + "/modify",
+                          {"operations": [{"operationType": "set", "key": "theme",
+                                           "value": {"type": "STRING", "value": "dark"}}]}, admin)
+    check(status == 200, f"setting a key-value answered {status}: {answer}")
+    me = admin_record_name()
+    browser.sign_in(FIXTURE["adminEmail"])
+    pages = {
+        "overview": "/dashboard", "schema": schema_path(),
+        "records": records_path("?env=development&db=public&type=Items"),
+        "record": records_path("/layout?env=development&db=public&zone=_defaultZone"),
+        "users": "/dashboard/users", "user": f"/dashboard/users/{me}", "keyvalue": "/dashboard/keyvalue",
+    }
+    for size in [DESKTOP, PHONE]:
+        browser.set_size(size)
+        for name, path in pages.items():
+            browser.open(path)
+            fits, width, viewport = browser.has_no_horizontal_scroll()
+            check(fits, f"{name} is {width} px wide in a {viewport} px viewport")
+            browser.screenshot(name)
+    # Every control is reachable by keyboard: tabbing from the top reaches the schema's create-type field.
+    browser.set_size(DESKTOP)
+    browser.open(schema_path())
+    body = browser.find("body")
+    body.send_keys(Keys.TAB)
+    reached = False
+    for _ in range(400):
+        active = browser.driver.switch_to.active_element
+        if active.get_attribute("id") == "type-name":
+            reached = True
+            break
+        active.send_keys(Keys.TAB)
+    check(reached, "Tab never reaches the new record type's name")
+
+
+def scenario_dark_theme(browser):
+    """The dark theme follows the system's, with readable contrast in both."""
+    browser.sign_in(FIXTURE["adminEmail"])
+    for theme in ["light", "dark"]:
+        browser.driver.execute_cdp_cmd(
+            "Emulation.setEmulatedMedia", {"features": [{"name": "prefers-color-scheme", "value": theme}]})
+        browser.open("/dashboard")
+        colours = browser.driver.execute_script("""
+            const style = (el) => getComputedStyle(el);
+            const main = document.querySelector('main');
+            return [style(document.body).backgroundColor, style(main).color,
+                    style(document.querySelector('.muted')).color, style(document.querySelector('a')).color];""")
+        background, text, muted, link = [parse_colour(c) for c in colours]
+        dark = luminance(background) < 0.2
+        check(dark == (theme == "dark"), f"the {theme} theme has background {colours[0]}")
+        for name, colour in [("text", text), ("muted text", muted), ("links", link)]:
+            ratio = contrast(colour, background)
+            check(ratio >= 4.5, f"{name} in the {theme} theme has contrast {ratio:.2f} against the background")
+        browser.screenshot(f"overview-{theme}")
+
+
+def parse_colour(text):
+    parts = text[text.index("(") + 1:text.index(")")].split(",")
+    return tuple(float(p) for p in parts[:3])
+
+
+def luminance(rgb):
+    def channel(c):
+        c = c / 255
+        return c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4
+    r, g, b = (channel(c) for c in rgb)
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+
+def contrast(a, b):
+    la, lb = sorted([luminance(a), luminance(b)], reverse=True)
+    return (la + 0.05) / (lb + 0.05)
+
+
+SCENARIOS = {
+    "signIn": scenario_sign_in,
+    "tutorial": scenario_tutorial,
+    "recordEdits": scenario_record_edits,
+    "deploy": scenario_deploy,
+    "revoke": scenario_revoke,
+    "access": scenario_access,
+    "formToken": scenario_forms_need_the_session_token,
+    "injection": scenario_injection,
+    "layout": scenario_layout,
+    "darkTheme": scenario_dark_theme,
+}
+
+
+def main():
+    name = sys.argv[1]
+    browser = Browser()
+    try:
+        SCENARIOS[name](browser)
+    except Failure as failure:
+        browser.screenshot(f"failed-{name}")
+        print(f"FAILED {name}: {failure}", file=sys.stderr)
+        sys.exit(1)
+    finally:
+        browser.close()
+    print(f"passed {name}")
+
+
+if __name__ == "__main__":
+    main()
