@@ -49,7 +49,7 @@ package enum EmbeddedToPostgres {
         "teams", "accounts", "containers", "apps", "entitlements", "api_tokens", "server_keys", "devices", "sessions",
         "schemas", "role_members", "restores", "zones", "service_sequences", "zone_tombstones", "entries", "index_fields",
         "entry_index", "zone_grants", "device_watermarks", "index_backfills", "zone_purges", "asset_uploads",
-        "periodic_runs",
+        "periodic_runs", "team_members",
     ]
 
     /// Copies the SQLite database at `path` into `target`, which must hold no data yet; `progress` hears of

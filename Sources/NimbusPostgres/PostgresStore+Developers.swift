@@ -17,6 +17,29 @@ extension PostgresStore: DeveloperStore {
         }
     }
 
+    package func addTeamMember(teamID: String, accountID: String) async throws {
+        try await transaction { connection in
+            try await Self.require("team \(teamID)", "SELECT 1 FROM teams WHERE team_id = \(teamID)", connection)
+            try await Self.require("account \(accountID)", "SELECT 1 FROM accounts WHERE id = \(accountID)", connection)
+            try await connection.run(
+                "INSERT INTO team_members (team_id, account_id) VALUES (\(teamID), \(accountID)) ON CONFLICT DO NOTHING")
+        }
+    }
+
+    package func removeTeamMember(teamID: String, accountID: String) async throws {
+        try await rows("DELETE FROM team_members WHERE team_id = \(teamID) AND account_id = \(accountID)")
+    }
+
+    package func teamIDs(memberAccountID: String) async throws -> [String] {
+        try await rows("SELECT team_id FROM team_members WHERE account_id = \(memberAccountID) ORDER BY team_id COLLATE \"C\"")
+            .map { try $0.decode(String.self) }
+    }
+
+    package func teamMembers(teamID: String) async throws -> [String] {
+        try await rows("SELECT account_id FROM team_members WHERE team_id = \(teamID) ORDER BY account_id COLLATE \"C\"")
+            .map { try $0.decode(String.self) }
+    }
+
     package func createApp(_ app: App) async throws {
         try await transaction { connection in
             try await Self.require("team \(app.teamID)", "SELECT 1 FROM teams WHERE team_id = \(app.teamID)", connection)

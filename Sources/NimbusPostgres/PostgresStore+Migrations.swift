@@ -250,6 +250,18 @@ extension PostgresStore {
         Migration(
             name: "2026-11-28-periodic-runs",
             statements: ["CREATE TABLE periodic_runs (job text PRIMARY KEY, started_at bigint NOT NULL)"]),
+        Migration(
+            name: "2026-11-28-team-members",
+            statements: [
+                """
+                CREATE TABLE team_members (
+                    team_id text NOT NULL REFERENCES teams(team_id),
+                    account_id text NOT NULL REFERENCES accounts(id),
+                    PRIMARY KEY (team_id, account_id)
+                )
+                """,
+                "CREATE INDEX team_members_by_account ON team_members (account_id)",
+            ]),
     ]
 
     /// An arbitrary constant: the advisory lock nodes hold while one of them migrates.

@@ -58,7 +58,7 @@ package struct NimbusServer: Sendable {
     /// Open push sockets, across all accounts.
     package var pushConnectionCount: Int { state.push.connectionCount }
 
-    /// The HTTP router with every route; exposed so tests can compare it with the OpenAPI document.
+    /// The API's routes: what the OpenAPI document describes, which the tests check route for route.
     func makeRouter() -> Router<AppRequestContext> {
         let router = Router(context: AppRequestContext.self)
         if let conformance = configuration.documentConformance {
@@ -76,6 +76,13 @@ package struct NimbusServer: Sendable {
         DatabaseRoutes.registerTransfers(AssetTransfers(server: state), on: router)
         DatabaseRoutes.registerCourier(state, on: router)
         PushRoutes.registerUpgradeRequired(on: router)
+        return router
+    }
+
+    /// Everything served over HTTP: the API and the dashboard's pages (HTML for people, tested in a browser
+    /// rather than described to clients).
+    func makeServedRouter() -> Router<AppRequestContext> {
+        let router = makeRouter()
         DashboardRoutes(server: state).register(on: router)
         return router
     }
@@ -124,7 +131,7 @@ package struct NimbusServer: Sendable {
             server = HTTPServerBuilder { responder in guarded(responder, true) }
         }
         var app = Application(
-            router: makeRouter(),
+            router: makeServedRouter(),
             server: server,
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "Nimbus"),
             onServerRunning: { channel in await onRunning(channel.localAddress?.port ?? 0) },

@@ -66,6 +66,14 @@ package protocol AccountStore: Sendable {
 package protocol DeveloperStore: Sendable {
     func createTeam(_ team: Team) async throws
     func teams() async throws -> [Team]
+    /// Makes an account a developer of a team: they see and change the team's containers in the dashboard.
+    /// `StoreError.missing` when the team or the account does not exist; adding a member twice is harmless.
+    func addTeamMember(teamID: String, accountID: String) async throws
+    func removeTeamMember(teamID: String, accountID: String) async throws
+    /// The teams an account is a developer of.
+    func teamIDs(memberAccountID: String) async throws -> [String]
+    /// The accounts that are developers of a team.
+    func teamMembers(teamID: String) async throws -> [String]
     func createApp(_ app: App) async throws
     func app(bundleID: String) async throws -> App?
     func apps() async throws -> [App]

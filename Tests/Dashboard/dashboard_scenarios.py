@@ -494,16 +494,69 @@ def scenario_access(browser):
     browser.open(f"/dashboard/users/{carol['userRecordName']}")
     check("Carol's laptop" in browser.page_text(), "Carol sees her own devices")
     csrf = browser.find("input[name=csrf]").get_attribute("value")
-    browser.driver.execute_script("""
-        const form = document.createElement('form'); form.method = 'post'; form.action = arguments[0];
-        for (const [name, value] of [['csrf', arguments[1]], ['name', 'Hijack']]) {
-            const input = document.createElement('input'); input.name = name; input.value = value; form.appendChild(input);
-        }
-        document.body.appendChild(form); form.submit();""", schema_path() + "/types", csrf)
-    browser.wait(EC.presence_of_element_located((By.TAG_NAME, "h1")), "the refusal")
-    browser.wait(lambda d: d.find_element(By.TAG_NAME, "h1").text == "Not found", "the refusal's heading")
+    post_form(browser, schema_path() + "/types", {"csrf": csrf, "name": "Hijack"})
+    check(browser.heading() == "Not found", f"Carol's post answered {browser.heading()!r}")
     development = call("GET", f"/admin/1/containers/{CONTAINER}/schema/development", session=admin, api_token=False)[1]
     check("Hijack" not in development.get("text", ""), "Carol's form changed the schema")
+
+
+def scenario_developers(browser):
+    """Developers see their own team's containers; another team's gets "not found", by link and by URL."""
+    sign_up_and_in("dave@example.com", "Dave's Mac")
+    erin = sign_up_and_in("erin@example.com", "Erin's Mac")
+    browser.sign_in(FIXTURE["adminEmail"])
+    browser.open("/dashboard")
+    for action, fields in [
+        ("/dashboard/teams", {"name": "Other team", "teamID": "OTHERTEAM1"}),
+        ("/dashboard/containers", {"identifier": "iCloud.com.example.Other", "teamID": "OTHERTEAM1"}),
+        ("/dashboard/developers", {"teamID": FIXTURE["teamID"], "email": "dave@example.com"}),
+        ("/dashboard/developers", {"teamID": "OTHERTEAM1", "email": "erin@example.com"}),
+    ]:
+        form = browser.find(f"form[action='{action}']")
+        for name, value in fields.items():
+            browser.fill(form, name, value)
+        browser.submit(form)
+        check(browser.error() is None, f"{action} with {fields} failed: {browser.error()}")
+    check("dave@example.com" in browser.find(f"li[data-team='{FIXTURE['teamID']}']").text, "the team lists Dave")
+    browser.screenshot("overview-teams")
+    browser.driver.delete_all_cookies()
+    # Erin develops the other team's container only.
+    browser.sign_in("erin@example.com")
+    containers = browser.find("#containers").text
+    check("iCloud.com.example.Other" in containers and CONTAINER not in containers, f"Erin's containers: {containers!r}")
+    check(not browser.all("#add-developer"), "Erin sees the administrators' forms")
+    for path in [schema_path(), schema_path() + "/development.ckdb", schema_path() + "/deploy",
+                 records_path("?db=public"), f"/dashboard/containers/{CONTAINER}"]:
+        browser.open(path)
+        check(browser.heading() == "Not found", f"Erin opening {path} sees {browser.heading()!r}")
+    browser.open("/dashboard/containers/iCloud.com.example.Other/schema")
+    check(browser.heading() == "Schema of iCloud.com.example.Other", f"Erin's own container shows {browser.heading()!r}")
+    # Her form token is valid, her role is not: a post to the other container changes nothing.
+    csrf = browser.find("input[name=csrf]").get_attribute("value")
+    post_form(browser, schema_path() + "/types", {"csrf": csrf, "name": "ByErin"})
+    check(browser.heading() == "Not found", f"Erin's post to {CONTAINER} answered {browser.heading()!r}")
+    browser.driver.delete_all_cookies()
+    # Dave develops the fixture's container: he changes its schema, but reads no one else's private data.
+    browser.sign_in("dave@example.com")
+    browser.open(schema_path())
+    create_type(browser, "DaveType")
+    browser.expect_notice("record type was created")
+    check(record_type(browser, "Development", "ByErin") is None, "Erin's post created a type")
+    browser.open(records_path(f"?db=private&user={erin['userRecordName']}"))
+    check(browser.heading() == "Not found", f"Dave opening Erin's private database sees {browser.heading()!r}")
+
+
+def post_form(browser, action, fields):
+    """Posts a form the page does not offer, as a person could with the developer tools."""
+    old = browser.find("html")
+    browser.driver.execute_script("""
+        const form = document.createElement('form'); form.method = 'post'; form.action = arguments[0];
+        for (const [name, value] of Object.entries(arguments[1])) {
+            const input = document.createElement('input'); input.name = name; input.value = value; form.appendChild(input);
+        }
+        document.body.appendChild(form); form.submit();""", action, fields)
+    browser.wait(EC.staleness_of(old), "the answer to the posted form")
+    browser.wait(EC.presence_of_element_located((By.TAG_NAME, "h1")), "the answer's heading")
 
 
 def admin_record_name():
@@ -632,6 +685,7 @@ SCENARIOS = {
     "deploy": scenario_deploy,
     "revoke": scenario_revoke,
     "access": scenario_access,
+    "developers": scenario_developers,
     "formToken": scenario_forms_need_the_session_token,
     "injection": scenario_injection,
     "layout": scenario_layout,

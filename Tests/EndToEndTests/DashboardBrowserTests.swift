@@ -16,7 +16,8 @@ import Testing
     @Test(
         .serialized,
         arguments: [
-            "signIn", "tutorial", "recordEdits", "deploy", "revoke", "access", "formToken", "injection", "layout", "darkTheme",
+            "signIn", "tutorial", "recordEdits", "deploy", "revoke", "access", "developers", "formToken", "injection", "layout",
+            "darkTheme",
         ])
     func scenario(_ name: String) async throws {
         let server = try await TestServer.start()
@@ -25,7 +26,8 @@ import Testing
             _ = try await server.signInAdministrator()
             let fixture: [String: String] = [
                 "url": server.url.absoluteString, "adminEmail": "root@nimbus.test", "password": TestServer.password,
-                "container": app.container, "apiToken": app.apiToken, "storeIdentifier": app.storeIdentifier,
+                "container": app.container, "teamID": app.teamID, "apiToken": app.apiToken,
+                "storeIdentifier": app.storeIdentifier,
                 "nimbus": try CommandLineTests.executable.path,
                 "screenshots": Self.packageRoot.appendingPathComponent(".build/dashboard-screenshots").path,
             ]

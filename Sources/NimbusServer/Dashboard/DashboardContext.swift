@@ -22,14 +22,25 @@ struct DashboardRequestContext: ChildRequestContext {
     var requestDecoder: WireDecoder { WireDecoder() }
 }
 
-/// Who is looking at the dashboard, and what they may see: administrators everything; every signed-in
-/// person their own data.
+/// Who is looking at the dashboard, and what they may see: administrators everything; developers their
+/// teams' containers; every signed-in person their own data.
 struct DashboardViewer: Sendable {
     let account: AccountRecord
     let session: AuthenticatedSession
     let csrfToken: String
+    /// The teams the viewer is a developer of.
+    let teams: Set<String>
 
     var isAdministrator: Bool { account.isAdministrator }
+
+    /// The container, when the viewer administers the server or develops it; otherwise the answer for a
+    /// page that does not exist, so another team's container cannot even be confirmed to exist.
+    func developedContainer(_ identifier: String, in store: any Store) async throws -> Container {
+        guard let container = try await store.container(identifier: identifier),
+            isAdministrator || teams.contains(container.teamID)
+        else { throw NimbusError.notFound("no such page") }
+        return container
+    }
 
     /// Pages about apps, their schemas and other people's data are for administrators only: anyone
     /// else gets the same answer as for a page that does not exist, so nothing about it leaks.

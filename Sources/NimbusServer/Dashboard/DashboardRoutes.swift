@@ -47,7 +47,9 @@ struct DashboardRoutes {
     /// The signed-in person, read anew for every page: a revoked administrator loses access at once.
     @Sendable func viewer(_ context: DashboardRequestContext) async throws -> DashboardViewer {
         guard let account = try await server.store.account(id: context.session.accountID) else { throw DashboardRedirect.signIn }
-        return DashboardViewer(account: account, session: context.session, csrfToken: context.csrfToken)
+        return DashboardViewer(
+            account: account, session: context.session, csrfToken: context.csrfToken,
+            teams: Set(try await server.store.teamIDs(memberAccountID: account.id)))
     }
 
     private func signIn(_ request: Request) async throws -> Response {

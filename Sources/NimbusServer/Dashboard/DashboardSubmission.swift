@@ -33,7 +33,7 @@ extension DashboardForm {
 
 /// Messages shown after a form succeeded, named in the redirect's query (never text from the URL).
 enum DashboardNotice: String, Sendable {
-    case teamCreated, appCreated, containerCreated, entitled
+    case teamCreated, appCreated, containerCreated, entitled, developerAdded, developerRemoved
     case typeCreated, fieldAdded, indexesSaved, schemaImported, schemaDeployed, developmentReset
     case recordSaved, recordDeleted, sessionRevoked, deviceRevoked
 
@@ -43,6 +43,8 @@ enum DashboardNotice: String, Sendable {
         case .appCreated: "The app was created."
         case .containerCreated: "The container was created."
         case .entitled: "The app is entitled to the container."
+        case .developerAdded: "The developer was added to the team."
+        case .developerRemoved: "The developer was removed from the team."
         case .typeCreated: "The record type was created in development."
         case .fieldAdded: "The field was added in development. Records already saved need no migration."
         case .indexesSaved: "The indexes were saved in development."

@@ -8,10 +8,23 @@ import NimbusStore
 struct OverviewPageModel: DashboardPageModel {
     var chrome: DashboardChrome
     var userRecordName: String
-    var teams: [Team] = []
+    /// Administrators and developers see apps and containers: all of them, or their teams'.
+    var showsApps = false
+    var teams: [TeamRow] = []
     var apps: [AppRow] = []
     var containers: [ContainerRow] = []
-    var hasTeams = false
+
+    struct TeamRow: Sendable {
+        var teamID: String
+        var name: String
+        var developers: [Developer]
+    }
+
+    struct Developer: Sendable {
+        var email: String
+        var accountID: String
+        var teamID: String
+    }
 
     struct AppRow: Sendable {
         var bundleID: String
@@ -29,18 +42,27 @@ struct OverviewPageModel: DashboardPageModel {
     static func load(_ viewer: DashboardViewer, server: ServerState, query: URI, error: String? = nil) async throws -> Self {
         var model = OverviewPageModel(
             chrome: DashboardChrome(
-                title: viewer.isAdministrator ? "Teams, apps and containers" : "Your iCloud data", viewer: viewer,
+                title: viewer.isAdministrator || !viewer.teams.isEmpty ? "Teams, apps and containers" : "Your iCloud data",
+                viewer: viewer,
                 section: "overview", error: error, notice: DashboardNotice.message(in: query)),
             userRecordName: viewer.account.id)
-        guard viewer.isAdministrator else { return model }
-        model.teams = try await server.store.teams()
-        model.hasTeams = !model.teams.isEmpty
-        model.apps = try await server.store.apps().map {
+        guard viewer.isAdministrator || !viewer.teams.isEmpty else { return model }
+        let visible = { (teamID: String) in viewer.isAdministrator || viewer.teams.contains(teamID) }
+        model.showsApps = true
+        for team in try await server.store.teams() where visible(team.teamID) {
+            var developers = [Developer]()
+            for accountID in try await server.store.teamMembers(teamID: team.teamID) {
+                let email = try await server.store.account(id: accountID)?.email ?? accountID
+                developers.append(Developer(email: email, accountID: accountID, teamID: team.teamID))
+            }
+            model.teams.append(TeamRow(teamID: team.teamID, name: team.name, developers: developers))
+        }
+        model.apps = try await server.store.apps().filter { visible($0.teamID) }.map {
             AppRow(
                 bundleID: $0.bundleID, teamID: $0.teamID, keyValueStoreIdentifier: $0.keyValueStoreIdentifier,
                 containers: $0.containers.joined(separator: ", "))
         }
-        model.containers = try await server.store.containers().map {
+        model.containers = try await server.store.containers().filter { visible($0.teamID) }.map {
             ContainerRow(
                 identifier: $0.identifier, teamID: $0.teamID,
                 link: "/dashboard/containers/" + DashboardLinks.encoded($0.identifier))
@@ -73,6 +95,21 @@ struct OverviewForms {
             try await submit(request, context, viewer, done: .containerCreated) { form in
                 _ = try await admin.createContainer(
                     Container(identifier: form.trimmed("identifier") ?? "", teamID: form.trimmed("teamID") ?? ""))
+            }
+        }
+        router.post("developers") { request, context in
+            try await submit(request, context, viewer, done: .developerAdded) { form in
+                let email = form.trimmed("email") ?? ""
+                guard let account = try await server.store.account(email: email) else {
+                    throw NimbusError.notFound("no account has the email \(email); they sign up first")
+                }
+                try await server.store.addTeamMember(teamID: form.trimmed("teamID") ?? "", accountID: account.id)
+            }
+        }
+        router.post("developers/remove") { request, context in
+            try await submit(request, context, viewer, done: .developerRemoved) { form in
+                try await server.store.removeTeamMember(
+                    teamID: form.trimmed("teamID") ?? "", accountID: form.trimmed("accountID") ?? "")
             }
         }
         router.post("entitlements") { request, context in

@@ -95,9 +95,8 @@ struct RecordPages {
         _ request: Request, _ context: DashboardRequestContext, _ viewer: DashboardViewerLoader, fields: DashboardForm
     ) async throws -> (DashboardViewer, RecordScope) {
         let viewer = try await viewer(context)
-        try viewer.requireAdministrator()
-        let container = try await SchemaService(server: server).container(try context.parameters.require("container"))
-        return (viewer, try RecordScope(container: container, fields, viewer: viewer))
+        let container = try await viewer.developedContainer(try context.parameters.require("container"), in: server.store)
+        return (viewer, try RecordScope(container: container.identifier, fields, viewer: viewer))
     }
 
     private func baseURL(_ request: Request) -> String {

@@ -19,6 +19,42 @@ extension SQLiteStore: DeveloperStore {
         }
     }
 
+    package func addTeamMember(teamID: String, accountID: String) async throws {
+        try await write { db in
+            try Self.requireTeam(teamID, db)
+            guard
+                try Bool.fetchOne(try db.cachedStatement(sql: "SELECT 1 FROM accounts WHERE id = ?"), arguments: [accountID])
+                    != nil
+            else { throw StoreError.missing("account \(accountID)") }
+            try db.cachedStatement(sql: "INSERT OR IGNORE INTO team_members (team_id, account_id) VALUES (?, ?)").execute(
+                arguments: [teamID, accountID])
+        }
+    }
+
+    package func removeTeamMember(teamID: String, accountID: String) async throws {
+        try await write { db in
+            try db.cachedStatement(sql: "DELETE FROM team_members WHERE team_id = ? AND account_id = ?").execute(arguments: [
+                teamID, accountID,
+            ])
+        }
+    }
+
+    package func teamIDs(memberAccountID: String) async throws -> [String] {
+        try await read { db in
+            try String.fetchAll(
+                try db.cachedStatement(sql: "SELECT team_id FROM team_members WHERE account_id = ? ORDER BY team_id"),
+                arguments: [memberAccountID])
+        }
+    }
+
+    package func teamMembers(teamID: String) async throws -> [String] {
+        try await read { db in
+            try String.fetchAll(
+                try db.cachedStatement(sql: "SELECT account_id FROM team_members WHERE team_id = ? ORDER BY account_id"),
+                arguments: [teamID])
+        }
+    }
+
     package func createApp(_ app: App) async throws {
         try await write(duplicate: "app \(app.bundleID)") { db in
             try Self.requireTeam(app.teamID, db)

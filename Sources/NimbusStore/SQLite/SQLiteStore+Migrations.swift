@@ -339,6 +339,18 @@ extension SQLiteStore {
             // When each periodic job's last run started (`PeriodicJobStore`).
             try db.execute(sql: "CREATE TABLE periodic_runs (job TEXT PRIMARY KEY, started_at INTEGER NOT NULL)")
         }
+        migrator.registerMigration("2026-11-28-team-members") { db in
+            // Developers of a team (`DeveloperStore.addTeamMember`).
+            try db.execute(
+                sql: """
+                    CREATE TABLE team_members (
+                        team_id TEXT NOT NULL REFERENCES teams(team_id),
+                        account_id TEXT NOT NULL REFERENCES accounts(id),
+                        PRIMARY KEY (team_id, account_id)
+                    );
+                    CREATE INDEX team_members_by_account ON team_members (account_id);
+                    """)
+        }
         return migrator
     }
 }
