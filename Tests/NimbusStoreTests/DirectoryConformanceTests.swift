@@ -72,6 +72,50 @@ import Testing
     }
 
     @Test(arguments: StoreBackend.allCases)
+    func revokingADevicesSessionsLeavesOtherDevicesSignedIn(_ backend: StoreBackend) async throws {
+        let store = try await backend.makeStore()
+        let ann = try await account(store, "ann@example.com")
+        let seen = Date(milliseconds: 1_700_000_000_000)
+        try await store.saveDevice(DeviceRecord(id: "d-phone", accountID: ann.id, name: "phone", lastSeenAt: seen))
+        try await store.saveDevice(DeviceRecord(id: "d-laptop", accountID: ann.id, name: "laptop", lastSeenAt: seen))
+        let expiry = Date(milliseconds: 1_900_000_000_000)
+        for (digest, device) in [("s1", "d-phone"), ("s2", "d-phone"), ("s3", "d-laptop")] {
+            try await store.createSession(SessionRecord(tokenDigest: digest, accountID: ann.id, deviceID: device, expiresAt: expiry))
+        }
+        try await store.revokeSession(tokenDigest: "s2")
+        #expect(try await store.revokeSessions(deviceID: "d-phone") == 1, "one of the phone's sessions was still valid")
+        for digest in ["s1", "s2"] {
+            #expect(try await store.credentials(sessionDigest: digest, apiTokenDigest: nil).session?.revoked == true)
+        }
+        #expect(try await store.credentials(sessionDigest: "s3", apiTokenDigest: nil).session?.revoked == false)
+        #expect(try await store.revokeSessions(deviceID: "d-missing") == 0)
+    }
+
+    @Test(arguments: StoreBackend.allCases)
+    func teamsHaveDevelopers(_ backend: StoreBackend) async throws {
+        let store = try await backend.makeStore()
+        let ann = try await account(store, "ann@example.com")
+        let bob = try await account(store, "bob@example.com")
+        try await store.createTeam(Team(teamID: "AAAAAAAAAA", name: "A"))
+        try await store.createTeam(Team(teamID: "BBBBBBBBBB", name: "B"))
+        try await store.addTeamMember(teamID: "AAAAAAAAAA", accountID: ann.id)
+        try await store.addTeamMember(teamID: "AAAAAAAAAA", accountID: ann.id)
+        try await store.addTeamMember(teamID: "BBBBBBBBBB", accountID: ann.id)
+        try await store.addTeamMember(teamID: "BBBBBBBBBB", accountID: bob.id)
+        #expect(try await store.teamIDs(memberAccountID: ann.id) == ["AAAAAAAAAA", "BBBBBBBBBB"], "adding twice is harmless")
+        #expect(try await store.teamMembers(teamID: "BBBBBBBBBB") == [ann.id, bob.id].sorted())
+        await #expect(throws: StoreError.missing("team CCCCCCCCCC")) {
+            try await store.addTeamMember(teamID: "CCCCCCCCCC", accountID: ann.id)
+        }
+        await #expect(throws: StoreError.missing("account _nobody")) {
+            try await store.addTeamMember(teamID: "AAAAAAAAAA", accountID: "_nobody")
+        }
+        try await store.removeTeamMember(teamID: "BBBBBBBBBB", accountID: ann.id)
+        #expect(try await store.teamIDs(memberAccountID: ann.id) == ["AAAAAAAAAA"])
+        #expect(try await store.teamMembers(teamID: "BBBBBBBBBB") == [bob.id])
+    }
+
+    @Test(arguments: StoreBackend.allCases)
     func appsContainersAndTheirExtensionsAreListed(_ backend: StoreBackend) async throws {
         let store = try await backend.makeStore()
         try await store.createTeam(Team(teamID: "98Z3R5XU29", name: "Example"))
