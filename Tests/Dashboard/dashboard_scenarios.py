@@ -10,6 +10,7 @@ container, apiToken, nimbus, screenshots). Each scenario checks what a person se
 what the API and the CLI answer, and exits non-zero with the reason when they disagree. Nothing here
 waits a fixed time: every wait is for a condition, with a deadline.
 """
+import hashlib
 import json
 import os
 import subprocess
@@ -19,7 +20,7 @@ import urllib.error
 import urllib.request
 
 from selenium import webdriver
-from selenium.common.exceptions import NoAlertPresentException
+from selenium.common.exceptions import NoAlertPresentException, TimeoutException, WebDriverException
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
@@ -134,10 +135,21 @@ class Browser:
         self.driver.quit()
 
     def wait(self, condition, what):
+        # A page being replaced can make a check fail in passing ("frame detached"): checked again.
+        waiting = WebDriverWait(self.driver, DEADLINE, ignored_exceptions=(WebDriverException,))
         try:
-            return WebDriverWait(self.driver, DEADLINE).until(condition)
-        except Exception as error:
+            return waiting.until(condition)
+        except TimeoutException as error:
             raise Failure(f"waited {DEADLINE} s for {what} on {self.driver.current_url}: {self.page_text()[:2000]}") from error
+
+    def document_id(self):
+        """Which document the tab shows: a new one after every navigation."""
+        return self.driver.execute_script("return performance.timeOrigin")
+
+    def wait_for_new_page(self, old, what):
+        def loaded(driver):
+            return self.document_id() != old and driver.execute_script("return document.readyState") == "complete"
+        self.wait(loaded, what)
 
     def page_text(self):
         try:
@@ -161,13 +173,13 @@ class Browser:
 
     def submit(self, form, confirm=None):
         """Submits a form with its submit button and waits for the next page; accepts the confirmation."""
-        old = self.find("html")
+        old = self.document_id()
         form.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
         if confirm is not None:
             alert = self.wait(EC.alert_is_present(), "the confirmation dialog")
             check(confirm in alert.text, f"the confirmation asks {alert.text!r}, not about {confirm!r}")
             alert.accept()
-        self.wait(EC.staleness_of(old), "the form's answer")
+        self.wait_for_new_page(old, "the form's answer")
         self.wait(EC.presence_of_element_located((By.TAG_NAME, "h1")), "the answer's heading")
         self.check_policy()
 
@@ -272,9 +284,9 @@ def scenario_sign_in(browser):
     email.send_keys(FIXTURE["adminEmail"], Keys.TAB)
     active = browser.driver.switch_to.active_element
     check(active.get_attribute("id") == "password", "Tab from the email reaches the password")
-    old = browser.find("html")
+    old = browser.document_id()
     active.send_keys(PASSWORD, Keys.ENTER)
-    browser.wait(EC.staleness_of(old), "signing in")
+    browser.wait_for_new_page(old, "signing in")
     check(browser.heading() == f"Schema of {CONTAINER}", f"after signing in the browser shows {browser.heading()!r}")
     cookie = browser.driver.get_cookie("nimbus_dashboard")
     check(cookie and cookie["httpOnly"] and cookie["sameSite"] == "Strict" and cookie["path"] == "/dashboard",
@@ -548,15 +560,120 @@ def scenario_developers(browser):
 
 def post_form(browser, action, fields):
     """Posts a form the page does not offer, as a person could with the developer tools."""
-    old = browser.find("html")
+    old = browser.document_id()
     browser.driver.execute_script("""
         const form = document.createElement('form'); form.method = 'post'; form.action = arguments[0];
         for (const [name, value] of Object.entries(arguments[1])) {
             const input = document.createElement('input'); input.name = name; input.value = value; form.appendChild(input);
         }
         document.body.appendChild(form); form.submit();""", action, fields)
-    browser.wait(EC.staleness_of(old), "the answer to the posted form")
+    browser.wait_for_new_page(old, "the answer to the posted form")
     browser.wait(EC.presence_of_element_located((By.TAG_NAME, "h1")), "the answer's heading")
+
+
+def documents_path(environment="development"):
+    return f"/documents/1/{CONTAINER}/{environment}"
+
+
+def save_document(session, item_id, name, data, base=None, device="phone"):
+    """Uploads the file's one chunk and saves it as a device does; returns the operation's result."""
+    digest = hashlib.sha256(data).hexdigest()
+    request = urllib.request.Request(
+        URL + f"/blobs/1/{CONTAINER}/development/{digest}", data=data, method="PUT")
+    request.add_header("Authorization", "Bearer " + session)
+    request.add_header("X-Nimbus-API-Token", FIXTURE["apiToken"])
+    with urllib.request.urlopen(request, timeout=DEADLINE) as response:
+        check(response.status == 204, f"uploading a chunk answered {response.status}")
+    operation = {"operationType": "save", "itemID": item_id, "name": name, "kind": "file",
+                 "content": {"contentHash": digest, "size": len(data), "chunks": [{"hash": digest, "size": len(data)}],
+                             "modifiedAt": 1_800_000_000_000}}
+    if base:
+        operation["baseContentHash"] = base
+    status, answer = call("POST", documents_path() + "/modify", {"operations": [operation], "device": device}, session)
+    check(status == 200, f"saving {name} answered {status}: {answer}")
+    return answer["results"][0]
+
+
+def document_items(session):
+    status, answer = call("POST", documents_path() + "/changes", {}, session)
+    check(status == 200, f"document changes answered {status}: {answer}")
+    return {item["itemID"]: item for item in answer["items"]}
+
+
+def browser_download(browser, link):
+    """The bytes a download link gives, fetched by the page itself (with its cookie)."""
+    return browser.driver.execute_async_script("""
+        const done = arguments[arguments.length - 1];
+        fetch(arguments[0]).then(r => r.text()).then(done, e => done('failed: ' + e));""", link)
+
+
+def scenario_documents(browser):
+    """A user's own documents: resolve a conflict by keeping both, delete and restore, upload; devices see it all."""
+    phone = sign_up_and_in("ann@example.com", "Ann's phone")
+    laptop = sign_in_api_device("ann@example.com", "Ann's laptop")
+    first = save_document(phone["sessionToken"], "report", "Report.txt", b"first draft", device="Ann's phone")
+    base = first["item"]["current"]["content"]["contentHash"]
+    laptop_edit = save_document(laptop, "report", "Report.txt", b"laptop edit", base=base, device="Ann's laptop")
+    check(laptop_edit["outcome"] == "applied", f"the laptop's edit: {laptop_edit}")
+    phone_edit = save_document(phone["sessionToken"], "report", "Report.txt", b"phone edit", base=base, device="Ann's phone")
+    check(phone_edit["outcome"] == "conflict", f"the phone's concurrent edit should conflict: {phone_edit}")
+    # Ann, not an administrator, opens her own documents.
+    browser.sign_in("ann@example.com")
+    browser.open("/dashboard/documents")
+    browser.driver.find_element(By.LINK_TEXT, CONTAINER).click()
+    browser.wait(EC.presence_of_element_located((By.ID, "items")), "the container's folder")
+    check("conflict" in browser.find("#items").text, f"the folder marks the conflict: {browser.find('#items').text!r}")
+    browser.driver.find_element(By.LINK_TEXT, "Report.txt").click()
+    browser.wait(EC.presence_of_element_located((By.ID, "conflicts")), "the conflict")
+    downloaded = browser_download(browser, browser.find("#current a[download]").get_attribute("href"))
+    # The last save is current; the one it raced is set beside it as the conflict version.
+    check(downloaded == "phone edit", f"the current version downloads as {downloaded[:300]!r}, not the phone's edit")
+    browser.screenshot("document-conflict")
+    conflict = browser.find("#conflicts .conflict")
+    check("Ann's laptop" in conflict.text, f"the conflict version says where it came from: {conflict.text!r}")
+    browser.submit(conflict.find_element(By.CSS_SELECTOR, "form.keep-both"))
+    browser.expect_notice("conflict was resolved")
+    check(not browser.all("#conflicts"), "the conflict is gone from the page")
+    items = document_items(laptop)
+    check(items["report"]["conflicts"] == [], f"devices see the conflict resolved: {items['report']}")
+    copies = [item for item in items.values() if item["name"] == "Report (Ann's laptop).txt"]
+    check(len(copies) == 1 and copies[0]["current"]["content"]["contentHash"] == hashlib.sha256(b"laptop edit").hexdigest(),
+          f"the laptop's version was kept beside it: {[i['name'] for i in items.values()]}")
+    # An earlier version comes back as the newest.
+    history = browser.find("#history tbody tr")
+    browser.submit(history.find_element(By.CSS_SELECTOR, "form"), confirm="current one")
+    browser.expect_notice("earlier version is the current one")
+    check(document_items(laptop)["report"]["current"]["content"]["contentHash"] == hashlib.sha256(b"first draft").hexdigest(),
+          "restoring the first draft makes it current")
+    # Delete, then restore from Recently Deleted.
+    browser.submit(browser.find("#delete"), confirm="Move Report.txt to Recently Deleted")
+    browser.expect_notice("Recently Deleted")
+    check(document_items(laptop)["report"].get("deletedAt"), "devices see the document deleted")
+    row = browser.find("#trash tr[data-item='report']")
+    browser.screenshot("trash")
+    browser.submit(row.find_element(By.CSS_SELECTOR, "form.restore"))
+    browser.expect_notice("restored")
+    check(not document_items(laptop)["report"].get("deletedAt"), "devices see the document restored")
+    # Upload a file into the top folder: devices find it with its bytes' hash.
+    browser.open(f"/dashboard/documents/{CONTAINER}/development")
+    upload = os.path.join(tempfile.mkdtemp(prefix="nimbus-upload-"), "Notes <b>.txt")
+    with open(upload, "wb") as file:
+        file.write(b"uploaded from the browser " * 1000)
+    browser.find("#file").send_keys(upload)
+    browser.submit(browser.find("#upload"))
+    browser.expect_notice("file was uploaded")
+    uploaded = [item for item in document_items(laptop).values() if item["name"] == "Notes <b>.txt"]
+    check(uploaded and uploaded[0]["current"]["content"]["contentHash"]
+          == hashlib.sha256(b"uploaded from the browser " * 1000).hexdigest(), f"devices see the upload: {uploaded}")
+    check("Notes <b>.txt" in [a.text for a in browser.all("#items a")], "the folder lists the upload by its name, as text")
+    browser.screenshot("folder")
+
+
+def sign_in_api_device(email, device):
+    status, answer = call("POST", "/auth/1/signin", {"email": email, "password": PASSWORD, "deviceName": device},
+                          api_token=False)
+    check(status == 200, f"signing in {email} as {device} answered {status}: {answer}")
+    return answer["sessionToken"]
 
 
 def admin_record_name():
@@ -686,6 +803,7 @@ SCENARIOS = {
     "revoke": scenario_revoke,
     "access": scenario_access,
     "developers": scenario_developers,
+    "documents": scenario_documents,
     "formToken": scenario_forms_need_the_session_token,
     "injection": scenario_injection,
     "layout": scenario_layout,

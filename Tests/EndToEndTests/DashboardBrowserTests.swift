@@ -16,7 +16,8 @@ import Testing
     @Test(
         .serialized,
         arguments: [
-            "signIn", "tutorial", "recordEdits", "deploy", "revoke", "access", "developers", "formToken", "injection", "layout",
+            "signIn", "tutorial", "recordEdits", "deploy", "revoke", "access", "developers", "documents", "formToken",
+            "injection", "layout",
             "darkTheme",
         ])
     func scenario(_ name: String) async throws {

@@ -80,7 +80,8 @@ import Testing
         try await store.saveDevice(DeviceRecord(id: "d-laptop", accountID: ann.id, name: "laptop", lastSeenAt: seen))
         let expiry = Date(milliseconds: 1_900_000_000_000)
         for (digest, device) in [("s1", "d-phone"), ("s2", "d-phone"), ("s3", "d-laptop")] {
-            try await store.createSession(SessionRecord(tokenDigest: digest, accountID: ann.id, deviceID: device, expiresAt: expiry))
+            try await store.createSession(
+                SessionRecord(tokenDigest: digest, accountID: ann.id, deviceID: device, expiresAt: expiry))
         }
         try await store.revokeSession(tokenDigest: "s2")
         #expect(try await store.revokeSessions(deviceID: "d-phone") == 1, "one of the phone's sessions was still valid")

@@ -28,6 +28,10 @@ struct DashboardRenderer: Sendable {
             ("users", PackageResources.users_mustache),
             ("user", PackageResources.user_mustache),
             ("keyvalue", PackageResources.keyvalue_mustache),
+            ("documents", PackageResources.documents_mustache),
+            ("folder", PackageResources.folder_mustache),
+            ("document", PackageResources.document_mustache),
+            ("trash", PackageResources.trash_mustache),
         ]
         var library = MustacheLibrary()
         for (name, bytes) in templates {
@@ -97,6 +101,7 @@ struct DashboardChrome: Sendable {
     var inOverview = false
     var inUsers = false
     var inKeyValue = false
+    var inDocuments = false
     var error: String?
     var notice: String?
     var assetVersion = DashboardRenderer.assetVersion
@@ -109,6 +114,7 @@ struct DashboardChrome: Sendable {
         inOverview = section == "overview"
         inUsers = section == "users"
         inKeyValue = section == "keyvalue"
+        inDocuments = section == "documents"
         self.error = error
         self.notice = notice
     }

@@ -42,6 +42,7 @@ struct DashboardRoutes {
         SchemaPages(server: server).register(on: signedIn, viewer: viewer)
         RecordPages(server: server).register(on: signedIn, viewer: viewer)
         UserPages(server: server).register(on: signedIn, viewer: viewer)
+        DocumentPages(server: server).register(on: signedIn, viewer: viewer)
     }
 
     /// The signed-in person, read anew for every page: a revoked administrator loses access at once.

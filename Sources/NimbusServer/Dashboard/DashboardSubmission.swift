@@ -36,6 +36,8 @@ enum DashboardNotice: String, Sendable {
     case teamCreated, appCreated, containerCreated, entitled, developerAdded, developerRemoved
     case typeCreated, fieldAdded, indexesSaved, schemaImported, schemaDeployed, developmentReset
     case recordSaved, recordDeleted, sessionRevoked, deviceRevoked
+    case documentUploaded, folderCreated, documentRenamed, documentMoved, documentDeleted, versionRestored, conflictResolved
+    case documentRestored, documentPurged
 
     var text: String {
         switch self {
@@ -55,6 +57,15 @@ enum DashboardNotice: String, Sendable {
         case .recordDeleted: "The record was deleted."
         case .sessionRevoked: "The session was signed out."
         case .deviceRevoked: "The device was signed out everywhere."
+        case .documentUploaded: "The file was uploaded."
+        case .folderCreated: "The folder was created."
+        case .documentRenamed: "The document was renamed."
+        case .documentMoved: "The document was moved."
+        case .documentDeleted: "The document was moved to Recently Deleted."
+        case .versionRestored: "The earlier version is the current one again."
+        case .conflictResolved: "The conflict was resolved."
+        case .documentRestored: "The document was restored from Recently Deleted."
+        case .documentPurged: "The document was deleted for good."
         }
     }
 

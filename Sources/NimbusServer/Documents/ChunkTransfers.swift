@@ -77,7 +77,7 @@ struct ChunkTransfers: Sendable {
 
     /// Records that the caller holds the chunks (hash → size), counting them against the owner's quota
     /// until a version names them; over the quota, none is recorded.
-    private func hold(_ zone: ZoneKey, _ sizes: [String: Int64]) async throws {
+    func hold(_ zone: ZoneKey, _ sizes: [String: Int64]) async throws {
         let (now, quota) = (server.configuration.now().milliseconds, Int(server.configuration.userQuotaBytes))
         _ = try await server.store.transact(zone, creating: true) { transaction in
             let before = try transaction.ownerBytes()

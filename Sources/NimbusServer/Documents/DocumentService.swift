@@ -49,9 +49,8 @@ struct DocumentService: Sendable {
             packageExtensions: container?.effectivePackageExtensions ?? Container.defaultPackageExtensions)
     }
 
-    func modify(_ zone: ZoneKey, _ request: DocumentModifyRequest, context: ServiceRequestContext) async throws
-        -> DocumentModifyResponse
-    {
+    /// Applies a batch, as the device `deviceID` unless the request names another of the caller's.
+    func modify(_ zone: ZoneKey, _ request: DocumentModifyRequest, deviceID: String) async throws -> DocumentModifyResponse {
         guard !request.operations.isEmpty else { throw NimbusError.badRequest("operations must not be empty") }
         guard request.operations.count <= Self.maxOperationsPerBatch else {
             throw NimbusError.badRequest("a batch holds at most \(Self.maxOperationsPerBatch) operations; split it")
@@ -60,7 +59,7 @@ struct DocumentService: Sendable {
         // scan ran before this commit cannot delete what the commit names.
         let named = Set(request.operations.flatMap { $0.content?.chunks.map(\.hash) ?? [] })
         let missing = named.subtracting(try await server.blobs.retain(Array(named)))
-        let device = String((request.device ?? context.session.deviceID).prefix(200))
+        let device = String((request.device ?? deviceID).prefix(200))
         let now = server.configuration.now().milliseconds
         let quota = Int(server.configuration.userQuotaBytes)
         let operations = request.operations

@@ -17,7 +17,8 @@ struct DocumentRoutes {
         documents.post("modify") { request, context in
             let zone = try zone(context)
             return try await service.modify(
-                zone, try await request.decode(as: DocumentModifyRequest.self, context: context), context: context)
+                zone, try await request.decode(as: DocumentModifyRequest.self, context: context),
+                deviceID: context.session.deviceID)
         }
         documents.post("versions") { request, context in
             try await service.versions(

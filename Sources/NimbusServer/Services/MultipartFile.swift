@@ -18,12 +18,15 @@ final class MultipartFile {
     private let parser: MultipartParser
     private var events = [Event]()
     private var part = PartState()
+    /// The file part's name as the browser sent it (`filename=` of its Content-Disposition).
+    private(set) var filename: String?
     /// Which part is the file so far, and whether it had a filename.
     private var chosen: (index: Int, named: Bool, complete: Bool)?
     private var index = 0
 
     private struct PartState {
         var named = false
+        var filename: String?
         var decided = false
         var writing = false
     }
@@ -39,7 +42,10 @@ final class MultipartFile {
         else { return nil }
         parser = MultipartParser(boundary: boundary)
         parser.onHeader = { [unowned self] name, value in
-            if name.lowercased() == "content-disposition", value.contains("filename=") { part.named = true }
+            if name.lowercased() == "content-disposition", value.contains("filename=") {
+                part.named = true
+                part.filename = Self.filename(inDisposition: value)
+            }
         }
         parser.onBody = { [unowned self] bytes in
             decide()
@@ -60,11 +66,23 @@ final class MultipartFile {
         if chosen == nil {
             chosen = (index, part.named, false)
             part.writing = true
+            filename = part.filename
         } else if chosen?.named == false, part.named {
             chosen = (index, true, false)
             part.writing = true
+            filename = part.filename
             events.append(.restart)
         }
+    }
+
+    /// `filename="…"` (or unquoted) of a Content-Disposition; browsers escape a quote in it as `%22`.
+    static func filename(inDisposition value: String) -> String? {
+        guard let range = value.range(of: "filename=") else { return nil }
+        let rest = value[range.upperBound...]
+        if rest.hasPrefix("\"") {
+            return rest.dropFirst().split(separator: "\"", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init)
+        }
+        return rest.split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces) }
     }
 
     /// What `chunk` adds to the file.
