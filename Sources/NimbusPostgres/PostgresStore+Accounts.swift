@@ -123,7 +123,8 @@ extension PostgresStore: AccountStore {
             SELECT s.token_digest, s.account_id, s.device_id, s.expires_at, s.revoked,
                 t.id, t.token_digest, t.container, t.bundle_id, t.name, t.revoked,
                 a.bundle_id, a.team_id, a.kv_store_identifier,
-                (SELECT coalesce(array_agg(container ORDER BY container), '{}') FROM entitlements WHERE bundle_id = a.bundle_id)
+                (SELECT coalesce(array_agg(container ORDER BY container), '{}') FROM entitlements WHERE bundle_id = a.bundle_id),
+                t.allowed_origins
             FROM (SELECT 1) one
             LEFT JOIN sessions s ON s.token_digest = \(sessionDigest)
             LEFT JOIN api_tokens t ON t.token_digest = \(apiTokenDigest)
@@ -141,7 +142,8 @@ extension PostgresStore: AccountStore {
                 APITokenRecord(
                     id: id, tokenDigest: try row[6].decode(String.self), containerID: try row[7].decode(String.self),
                     bundleID: try row[8].decode(String.self), name: try row[9].decode(String.self),
-                    revoked: try row[10].decode(Bool.self))
+                    revoked: try row[10].decode(Bool.self),
+                    allowedOrigins: APITokenRecord.origins(stored: try row[15].decode(String.self)))
             } else { nil }
         let app: App? =
             if let bundleID = try row[11].decode(String?.self) {

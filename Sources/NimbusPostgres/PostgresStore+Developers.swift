@@ -133,8 +133,9 @@ extension PostgresStore: DeveloperStore {
             try await Self.inserting("API token") {
                 try await connection.run(
                     """
-                    INSERT INTO api_tokens (id, token_digest, container, bundle_id, name, revoked)
-                    VALUES (\(token.id), \(token.tokenDigest), \(token.containerID), \(token.bundleID), \(token.name), \(token.revoked))
+                    INSERT INTO api_tokens (id, token_digest, container, bundle_id, name, revoked, allowed_origins)
+                    VALUES (\(token.id), \(token.tokenDigest), \(token.containerID), \(token.bundleID), \(token.name), \(token.revoked),
+                        \(token.storedOrigins))
                     """)
             }
         }
@@ -142,12 +143,16 @@ extension PostgresStore: DeveloperStore {
 
     package func apiTokens() async throws -> [APITokenRecord] {
         try await rows(
-            "SELECT id, token_digest, container, bundle_id, name, revoked FROM api_tokens ORDER BY container COLLATE \"C\", name COLLATE \"C\""
+            """
+            SELECT id, token_digest, container, bundle_id, name, revoked, allowed_origins
+            FROM api_tokens ORDER BY container COLLATE "C", name COLLATE "C"
+            """
         ).map { row in
-            let (id, digest, container, bundleID, name, revoked) = try row.decode(
-                (String, String, String, String, String, Bool).self)
+            let (id, digest, container, bundleID, name, revoked, origins) = try row.decode(
+                (String, String, String, String, String, Bool, String).self)
             return APITokenRecord(
-                id: id, tokenDigest: digest, containerID: container, bundleID: bundleID, name: name, revoked: revoked)
+                id: id, tokenDigest: digest, containerID: container, bundleID: bundleID, name: name, revoked: revoked,
+                allowedOrigins: APITokenRecord.origins(stored: origins))
         }
     }
 

@@ -262,6 +262,9 @@ extension PostgresStore {
                 """,
                 "CREATE INDEX team_members_by_account ON team_members (account_id)",
             ]),
+        Migration(
+            name: "2026-11-28-token-origins",
+            statements: ["ALTER TABLE api_tokens ADD COLUMN allowed_origins text NOT NULL DEFAULT ''"]),
     ]
 
     /// An arbitrary constant: the advisory lock nodes hold while one of them migrates.

@@ -63,19 +63,49 @@ package struct APITokenRecord: Sendable, Hashable {
     package var bundleID: String
     package var name: String
     package var revoked: Bool
+    /// The web origins (`https://app.example.com`) whose pages may use the token, as CloudKit's "allowed
+    /// origins"; empty: any. A browser names its page's origin in every request, so a token copied out of
+    /// one site's script cannot be used from another's.
+    package var allowedOrigins: [String]
 
-    package init(id: String, tokenDigest: String, containerID: String, bundleID: String, name: String, revoked: Bool = false) {
+    package init(
+        id: String, tokenDigest: String, containerID: String, bundleID: String, name: String, revoked: Bool = false,
+        allowedOrigins: [String] = []
+    ) {
         self.id = id
         self.tokenDigest = tokenDigest
         self.containerID = containerID
         self.bundleID = bundleID
         self.name = name
         self.revoked = revoked
+        self.allowedOrigins = allowedOrigins
     }
 
     package var info: APITokenInfo {
-        APITokenInfo(tokenID: id, container: containerID, bundleID: bundleID, name: name, revoked: revoked)
+        APITokenInfo(
+            tokenID: id, container: containerID, bundleID: bundleID, name: name, revoked: revoked, allowedOrigins: allowedOrigins)
     }
+
+    /// Whether a request sent from `origin` (its `Origin` header; nil when not sent by a browser) may use it.
+    package func allows(origin: String?) -> Bool {
+        guard let origin, !allowedOrigins.isEmpty else { return true }
+        return allowedOrigins.contains(origin.lowercased())
+    }
+
+    /// An origin as browsers send it: `http` or `https`, a host, a port when not the scheme's own, nothing else.
+    package static func validate(origin: String) throws(NimbusError) {
+        let parts = origin.split(separator: "://", maxSplits: 1).map(String.init)
+        guard parts.count == 2, ["http", "https"].contains(parts[0]), !parts[1].isEmpty, origin == origin.lowercased(),
+            parts[1].allSatisfy({ $0.isLetter || $0.isNumber || "-.:[]".contains($0) }), origin.utf8.count <= 200
+        else {
+            throw .badRequest("allowed origin \"\(origin.prefix(80))\" is not like https://app.example.com (lower case, no path)")
+        }
+    }
+
+    /// The origins as stored: one a line.
+    package var storedOrigins: String { allowedOrigins.joined(separator: "\n") }
+
+    package static func origins(stored: String) -> [String] { stored.split(separator: "\n").map(String.init) }
 }
 
 /// A server-to-server key: a public key whose signed requests act as its creator in a container.

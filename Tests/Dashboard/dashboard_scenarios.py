@@ -669,6 +669,42 @@ def scenario_documents(browser):
     browser.screenshot("folder")
 
 
+def scenario_tokens(browser):
+    """An API token made in the dashboard: shown once, limited to its web origin, and revoked."""
+    ann = sign_up_and_in("ann@example.com", "Ann's phone")
+    browser.sign_in(FIXTURE["adminEmail"])
+    browser.open("/dashboard/tokens")
+    form = browser.find("#create-token")
+    browser.fill(form, "name", "web app")
+    browser.fill(form, "origins", "https://notes.example.com")
+    browser.submit(form)
+    browser.expect_notice("API token was created")
+    secret = browser.find("#token-secret").text
+    check(len(secret) == 64, f"the page shows the secret once: {secret!r}")
+    browser.screenshot("tokens")
+
+    def values(origin):
+        request = urllib.request.Request(URL + "/kv/1/" + FIXTURE["storeIdentifier"] + "/values")
+        request.add_header("Authorization", "Bearer " + ann["sessionToken"])
+        request.add_header("X-Nimbus-API-Token", secret)
+        request.add_header("Origin", origin)
+        try:
+            with urllib.request.urlopen(request, timeout=DEADLINE) as response:
+                return response.status
+        except urllib.error.HTTPError as error:
+            return error.code
+
+    check(values("https://notes.example.com") == 200, "the token works from its origin")
+    check(values("https://evil.example") == 401, "the token is refused from another origin")
+    browser.open("/dashboard/tokens")
+    check(secret not in browser.driver.page_source, "the secret is shown once only")
+    row = [r for r in browser.all("#tokens tr[data-token]") if "web app" in r.text][0]
+    check("https://notes.example.com" in row.text, f"the token lists its origin: {row.text!r}")
+    browser.submit(row.find_element(By.CSS_SELECTOR, "form"), confirm="Revoke the API token web app")
+    browser.expect_notice("API token was revoked")
+    check(values("https://notes.example.com") == 401, "a revoked token is refused")
+
+
 def sign_in_api_device(email, device):
     status, answer = call("POST", "/auth/1/signin", {"email": email, "password": PASSWORD, "deviceName": device},
                           api_token=False)
@@ -733,6 +769,7 @@ def scenario_layout(browser):
         "records": records_path("?env=development&db=public&type=Items"),
         "record": records_path("/layout?env=development&db=public&zone=_defaultZone"),
         "users": "/dashboard/users", "user": f"/dashboard/users/{me}", "keyvalue": "/dashboard/keyvalue",
+        "tokens": "/dashboard/tokens", "documents": "/dashboard/documents",
     }
     for size in [DESKTOP, PHONE]:
         browser.set_size(size)
@@ -804,6 +841,7 @@ SCENARIOS = {
     "access": scenario_access,
     "developers": scenario_developers,
     "documents": scenario_documents,
+    "tokens": scenario_tokens,
     "formToken": scenario_forms_need_the_session_token,
     "injection": scenario_injection,
     "layout": scenario_layout,

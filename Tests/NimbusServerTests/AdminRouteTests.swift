@@ -54,6 +54,38 @@ import Testing
         #expect(revoked.errorCode == .authenticationFailed)
     }
 
+    /// CloudKit's allowed origins: a token limited to some web origins refuses pages of any other, while
+    /// native apps (which send no Origin) use it as before.
+    @Test func aTokenLimitedToOriginsRefusesPagesOfOthers() async throws {
+        let server = try await TestServer.start()
+        let admin = try await server.signInAdministrator()
+        let app = try await server.seedApp()
+        let bad = try await server.request(
+            .POST, "/admin/1/tokens", session: admin,
+            json:
+                #"{"container":"\#(app.container)","bundleID":"\#(app.bundleID)","allowedOrigins":["https://app.example.com/path"]}"#
+        )
+        #expect(bad.errorCode == .badRequest)
+        let created = try await server.request(
+            .POST, "/admin/1/tokens", session: admin,
+            json: #"{"container":"\#(app.container)","bundleID":"\#(app.bundleID)","allowedOrigins":["https://app.example.com"]}"#
+        ).decode(CreatedAPIToken.self)
+        #expect(created.info.allowedOrigins == ["https://app.example.com"])
+        let ann = try await server.signIn(email: "ann@example.com", device: "phone")
+        let path = "/kv/1/\(app.storeIdentifier)/values"
+        func status(origin: String?) async throws -> RawResponse {
+            var headers = [("Authorization", "Bearer \(ann.sessionToken)"), ("X-Nimbus-API-Token", created.apiToken)]
+            if let origin { headers.append(("Origin", origin)) }
+            return try await server.request(.GET, path, headers: headers)
+        }
+        #expect(try await status(origin: "https://app.example.com").status == 200)
+        #expect(try await status(origin: nil).status == 200, "a native app sends no Origin")
+        let other = try await status(origin: "https://evil.example")
+        #expect(other.errorCode == .authenticationFailed)
+        #expect(other.error?.reason.contains("https://evil.example") == true)
+        #expect(try await status(origin: "https://evil.example").status == 401, "the cached credentials are checked again")
+    }
+
     @Test func usersAreNotAdministrators() async throws {
         let server = try await TestServer.start()
         let ann = try await server.signIn(email: "ann@example.com", device: "phone")

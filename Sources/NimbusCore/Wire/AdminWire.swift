@@ -91,10 +91,13 @@ package struct CreateAPITokenRequest: Codable, Sendable {
     package var container: String
     package var bundleID: String
     package var name: String?
-    package init(container: String, bundleID: String, name: String? = nil) {
+    /// Web origins whose pages may use the token (`https://app.example.com`); absent or empty: any.
+    package var allowedOrigins: [String]?
+    package init(container: String, bundleID: String, name: String? = nil, allowedOrigins: [String]? = nil) {
         self.container = container
         self.bundleID = bundleID
         self.name = name
+        self.allowedOrigins = allowedOrigins
     }
 }
 
@@ -105,12 +108,15 @@ package struct APITokenInfo: Codable, Sendable, Hashable {
     package var bundleID: String
     package var name: String
     package var revoked: Bool
-    package init(tokenID: String, container: String, bundleID: String, name: String, revoked: Bool) {
+    package var allowedOrigins: [String]
+    package init(tokenID: String, container: String, bundleID: String, name: String, revoked: Bool, allowedOrigins: [String] = [])
+    {
         self.tokenID = tokenID
         self.container = container
         self.bundleID = bundleID
         self.name = name
         self.revoked = revoked
+        self.allowedOrigins = allowedOrigins
     }
 }
 

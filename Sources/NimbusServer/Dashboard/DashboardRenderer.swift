@@ -32,6 +32,7 @@ struct DashboardRenderer: Sendable {
             ("folder", PackageResources.folder_mustache),
             ("document", PackageResources.document_mustache),
             ("trash", PackageResources.trash_mustache),
+            ("tokens", PackageResources.tokens_mustache),
         ]
         var library = MustacheLibrary()
         for (name, bytes) in templates {
@@ -102,6 +103,7 @@ struct DashboardChrome: Sendable {
     var inUsers = false
     var inKeyValue = false
     var inDocuments = false
+    var inTokens = false
     var error: String?
     var notice: String?
     var assetVersion = DashboardRenderer.assetVersion
@@ -115,6 +117,7 @@ struct DashboardChrome: Sendable {
         inUsers = section == "users"
         inKeyValue = section == "keyvalue"
         inDocuments = section == "documents"
+        inTokens = section == "tokens"
         self.error = error
         self.notice = notice
     }

@@ -43,6 +43,7 @@ struct DashboardRoutes {
         RecordPages(server: server).register(on: signedIn, viewer: viewer)
         UserPages(server: server).register(on: signedIn, viewer: viewer)
         DocumentPages(server: server).register(on: signedIn, viewer: viewer)
+        TokenPages(server: server).register(on: signedIn, viewer: viewer)
     }
 
     /// The signed-in person, read anew for every page: a revoked administrator loses access at once.

@@ -37,7 +37,7 @@ enum DashboardNotice: String, Sendable {
     case typeCreated, fieldAdded, indexesSaved, schemaImported, schemaDeployed, developmentReset
     case recordSaved, recordDeleted, sessionRevoked, deviceRevoked
     case documentUploaded, folderCreated, documentRenamed, documentMoved, documentDeleted, versionRestored, conflictResolved
-    case documentRestored, documentPurged
+    case documentRestored, documentPurged, tokenCreated, tokenRevoked, keyAdded, keyRevoked
 
     var text: String {
         switch self {
@@ -66,6 +66,10 @@ enum DashboardNotice: String, Sendable {
         case .conflictResolved: "The conflict was resolved."
         case .documentRestored: "The document was restored from Recently Deleted."
         case .documentPurged: "The document was deleted for good."
+        case .tokenCreated: "The API token was created."
+        case .tokenRevoked: "The API token was revoked: apps using it are refused from now on."
+        case .keyAdded: "The server-to-server key was added."
+        case .keyRevoked: "The server-to-server key was revoked."
         }
     }
 

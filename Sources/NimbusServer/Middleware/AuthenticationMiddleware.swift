@@ -34,6 +34,12 @@ struct AuthenticationMiddleware<Context: CredentialContext>: RouterMiddleware {
         } else if apiToken != nil || sessionToken != nil {
             context.credentials = await resolve(apiToken: apiToken, sessionToken: sessionToken, now: now)
         }
+        if case .success(let app) = context.credentials.apiToken, !app.token.allows(origin: request.headers[.origin]) {
+            context.credentials.apiToken = .failure(
+                .authenticationFailed(
+                    "the API token is not for pages of \(request.headers[.origin] ?? ""); add the origin to the token's allowed origins"
+                ))
+        }
         if case .success(let app) = context.credentials.apiToken {
             try server.throttle("token:\(app.token.id)", limit: server.configuration.apiTokenRateLimit, now: now)
         }

@@ -158,13 +158,18 @@ enum WireSchemas {
         ("EntitlementRequest", object([("container", string)], required: ["container"])),
         (
             "CreateAPITokenRequest",
-            object([("container", string), ("bundleID", string), ("name", string)], required: ["container", "bundleID"])
+            object(
+                [("container", string), ("bundleID", string), ("name", string), ("allowedOrigins", array(of: string))],
+                required: ["container", "bundleID"])
         ),
         (
             "APITokenInfo",
             object(
-                [("tokenID", string), ("container", string), ("bundleID", string), ("name", string), ("revoked", boolean)],
-                required: ["tokenID", "container", "bundleID", "name", "revoked"])
+                [
+                    ("tokenID", string), ("container", string), ("bundleID", string), ("name", string), ("revoked", boolean),
+                    ("allowedOrigins", array(of: string)),
+                ],
+                required: ["tokenID", "container", "bundleID", "name", "revoked", "allowedOrigins"])
         ),
         ("CreatedAPIToken", object([("info", ref("APITokenInfo")), ("apiToken", string)], required: ["info", "apiToken"])),
     ]

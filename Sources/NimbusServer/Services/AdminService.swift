@@ -67,10 +67,13 @@ struct AdminService: Sendable {
             throw NimbusError.badRequest(
                 "app \(app.bundleID) is not entitled to \(request.container); entitle it first with `nimbus admin entitle`")
         }
+        let origins = request.allowedOrigins ?? []
+        guard origins.count <= 50 else { throw NimbusError.badRequest("a token allows at most 50 origins") }
+        for origin in origins { try APITokenRecord.validate(origin: origin) }
         let secret = Secrets.apiToken()
         let record = APITokenRecord(
             id: UUIDString.random(), tokenDigest: Secrets.digest(secret), containerID: request.container, bundleID: app.bundleID,
-            name: request.name ?? app.bundleID)
+            name: request.name ?? app.bundleID, allowedOrigins: Array(Set(origins)).sorted())
         try await server.store.createAPIToken(record)
         return CreatedAPIToken(info: record.info, apiToken: secret)
     }

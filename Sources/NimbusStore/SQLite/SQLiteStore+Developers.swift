@@ -130,8 +130,13 @@ extension SQLiteStore: DeveloperStore {
             try Self.requireApp(token.bundleID, db)
             try Self.requireContainer(token.containerID, db)
             try db.cachedStatement(
-                sql: "INSERT INTO api_tokens (id, token_digest, container, bundle_id, name, revoked) VALUES (?, ?, ?, ?, ?, ?)"
-            ).execute(arguments: [token.id, token.tokenDigest, token.containerID, token.bundleID, token.name, token.revoked])
+                sql: """
+                    INSERT INTO api_tokens (id, token_digest, container, bundle_id, name, revoked, allowed_origins)
+                    VALUES (?, ?, ?, ?, ?, ?, ?)
+                    """
+            ).execute(arguments: [
+                token.id, token.tokenDigest, token.containerID, token.bundleID, token.name, token.revoked, token.storedOrigins,
+            ])
         }
     }
 
@@ -204,6 +209,6 @@ extension SQLiteStore: DeveloperStore {
     private static func apiToken(_ row: Row) -> APITokenRecord {
         APITokenRecord(
             id: row["id"], tokenDigest: row["token_digest"], containerID: row["container"], bundleID: row["bundle_id"],
-            name: row["name"], revoked: row["revoked"])
+            name: row["name"], revoked: row["revoked"], allowedOrigins: APITokenRecord.origins(stored: row["allowed_origins"]))
     }
 }

@@ -351,6 +351,10 @@ extension SQLiteStore {
                     CREATE INDEX team_members_by_account ON team_members (account_id);
                     """)
         }
+        migrator.registerMigration("2026-11-28-token-origins") { db in
+            // The web origins whose pages may use a token, one a line; empty: any.
+            try db.execute(sql: "ALTER TABLE api_tokens ADD COLUMN allowed_origins TEXT NOT NULL DEFAULT ''")
+        }
         return migrator
     }
 }

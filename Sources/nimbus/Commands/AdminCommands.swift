@@ -180,6 +180,10 @@ struct AdminTokens: AsyncParsableCommand {
     @Option(help: "Create a token for this app's bundle ID.") var app: String?
     @Option(help: "The container the new token is for.") var container: String?
     @Option(help: "A name for the new token.") var name: String?
+    @Option(
+        name: .customLong("origin"),
+        help: "A web origin whose pages may use the new token, like https://app.example.com (repeatable; none: any).")
+    var origins: [String] = []
     @Option(help: "Revoke the token with this ID.") var revoke: String?
 
     func run() async throws {
@@ -195,7 +199,9 @@ struct AdminTokens: AsyncParsableCommand {
         } else if let app {
             guard let container else { fail(ValidationError("--container is required with --app")) }
             let created: CreatedAPIToken = await admin.send(
-                .POST, "/admin/1/tokens", body: CreateAPITokenRequest(container: container, bundleID: app, name: name))
+                .POST, "/admin/1/tokens",
+                body: CreateAPITokenRequest(
+                    container: container, bundleID: app, name: name, allowedOrigins: origins.isEmpty ? nil : origins))
             admin.print(created) { "API token for \(app) in \(container) (shown once):\n\(created.apiToken)" }
         } else {
             let list: ListResponse<APITokenInfo> = await admin.send(.GET, "/admin/1/tokens")
