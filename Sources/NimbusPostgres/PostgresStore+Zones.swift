@@ -280,6 +280,19 @@ extension PostgresStore: ZoneStore {
         }
     }
 
+    package func storageUsage(limit: Int) async throws -> [StorageUsage] {
+        // A deleted zone keeps its row, with no account, until it is purged.
+        try await rows(
+            """
+            SELECT account_id, container, sum(live_bytes)::bigint, count(*) FROM zones WHERE account_id <> ''
+            GROUP BY account_id, container ORDER BY sum(live_bytes) DESC, account_id, container LIMIT \(limit)
+            """
+        ).map { row in
+            let (accountID, container, bytes, zones) = try row.decode((String, String?, Int64, Int64).self)
+            return StorageUsage(accountID: accountID, container: container, bytes: Int(bytes), zones: Int(zones))
+        }
+    }
+
     package func zoneKeys(of kind: ZoneAddress.Service.Kind) async throws -> [ZoneKey] {
         try await rows("SELECT account_id, service, name FROM zones WHERE kind = \(kind.rawValue) ORDER BY id").compactMap {
             row in

@@ -65,6 +65,7 @@ package struct NimbusServer: Sendable {
             router.add(middleware: DocumentConformanceMiddleware(conformance: conformance))
         }
         router.add(middleware: MetricsMiddleware())
+        router.add(middleware: ActivityMiddleware(recorder: state.activity))
         router.add(middleware: ErrorMiddleware(publicURL: configuration.publicURL, tls: configuration.tls != nil))
         router.add(middleware: AuthenticationMiddleware(server: state))
         SystemRoutes(metrics: ServerMetrics.registry).register(on: router)

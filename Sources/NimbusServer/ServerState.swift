@@ -19,6 +19,8 @@ final class ServerState: Sendable {
     /// Signs asset download URLs.
     let urlSigningKey: [UInt8]
     let credentialCache = CredentialCache(lifetime: .seconds(1))
+    /// What this node served lately, for the dashboard's activity page.
+    let activity = ActivityRecorder()
     let jobs: BackgroundJobs
     let logger: Logger
     private let limiter = RateLimiter()

@@ -138,6 +138,8 @@ package protocol ZoneStore: Sendable {
     func zones(accountID: String, service: ZoneAddress.Service) async throws -> [ZoneSummary]
     /// Every zone of a kind of service, in all accounts (for jobs that tend them all).
     func zoneKeys(of kind: ZoneAddress.Service.Kind) async throws -> [ZoneKey]
+    /// Bytes and zones per account and container (nil: the key-value store), largest first, at most `limit`.
+    func storageUsage(limit: Int) async throws -> [StorageUsage]
     /// Zones of an account's service created, changed or deleted after `sequence` (a per-service counter).
     func zoneChanges(accountID: String, service: ZoneAddress.Service, after sequence: Int64, limit: Int) async throws
         -> ZoneChangePage

@@ -309,6 +309,21 @@ package struct ChangePage: Sendable, Hashable {
 }
 
 /// A zone of an account's service and where it stands.
+/// What an account holds in one container (or, with no container, in its key-value stores).
+package struct StorageUsage: Sendable, Hashable {
+    package var accountID: String
+    package var container: String?
+    package var bytes: Int
+    package var zones: Int
+
+    package init(accountID: String, container: String?, bytes: Int, zones: Int) {
+        self.accountID = accountID
+        self.container = container
+        self.bytes = bytes
+        self.zones = zones
+    }
+}
+
 package struct ZoneSummary: Sendable, Hashable {
     package var name: String
     package var state: ZoneState

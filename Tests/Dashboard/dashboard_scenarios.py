@@ -705,6 +705,32 @@ def scenario_tokens(browser):
     check(values("https://notes.example.com") == 401, "a revoked token is refused")
 
 
+def scenario_activity(browser):
+    """Storage per account, this node's traffic as charts, and changes and errors arriving live."""
+    ann = sign_up_and_in("ann@example.com", "Ann's phone")
+    modify(ann["sessionToken"], "private", [{"operationType": "create", "record": {
+        "recordName": "big", "recordType": "Notes", "fields": {"text": {"value": "x" * 20000}}}}])
+    browser.sign_in(FIXTURE["adminEmail"])
+    browser.open("/dashboard/activity")
+    rows = [row.text for row in browser.all("#accounts tbody tr")]
+    check(any("ann@example.com" in row and "% of" in row for row in rows), f"Ann's storage is listed: {rows}")
+    usage = browser.find("#usage").text
+    check(CONTAINER in usage, f"per container: {usage!r}")
+    for chart in ["#requests-chart", "#latency-chart"]:
+        check(browser.all(f"{chart} svg polyline"), f"{chart} draws lines")
+    browser.wait(lambda d: browser.find("#live-state").text == "(live)", "the live stream to open")
+    before = len(browser.all("#live-events li"))
+    modify(ann["sessionToken"], "private", [{"operationType": "create", "record": {
+        "recordName": "live", "recordType": "Notes", "fields": {"text": {"value": "now"}}}}])
+    status, _ = call("POST", database("development", "private") + "/records/modify", {"operations": []}, ann["sessionToken"])
+    check(status == 400, f"an empty batch is refused: {status}")
+    browser.wait(lambda d: len(browser.all("#live-events li")) >= before + 2, "the change and the error to arrive live")
+    latest = [item.text for item in browser.all("#live-events li")[:2]]
+    check(any("400" in text and "records/modify" in text for text in latest), f"the error arrived: {latest}")
+    check(any("200" in text and "records/modify" in text for text in latest), f"the change arrived: {latest}")
+    browser.screenshot("activity")
+
+
 def sign_in_api_device(email, device):
     status, answer = call("POST", "/auth/1/signin", {"email": email, "password": PASSWORD, "deviceName": device},
                           api_token=False)
@@ -769,7 +795,7 @@ def scenario_layout(browser):
         "records": records_path("?env=development&db=public&type=Items"),
         "record": records_path("/layout?env=development&db=public&zone=_defaultZone"),
         "users": "/dashboard/users", "user": f"/dashboard/users/{me}", "keyvalue": "/dashboard/keyvalue",
-        "tokens": "/dashboard/tokens", "documents": "/dashboard/documents",
+        "tokens": "/dashboard/tokens", "documents": "/dashboard/documents", "activity": "/dashboard/activity",
     }
     for size in [DESKTOP, PHONE]:
         browser.set_size(size)
@@ -842,6 +868,7 @@ SCENARIOS = {
     "developers": scenario_developers,
     "documents": scenario_documents,
     "tokens": scenario_tokens,
+    "activity": scenario_activity,
     "formToken": scenario_forms_need_the_session_token,
     "injection": scenario_injection,
     "layout": scenario_layout,

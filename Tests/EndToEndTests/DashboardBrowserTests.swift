@@ -16,7 +16,7 @@ import Testing
     @Test(
         .serialized,
         arguments: [
-            "signIn", "tutorial", "recordEdits", "deploy", "revoke", "access", "developers", "documents", "tokens", "formToken",
+            "signIn", "tutorial", "recordEdits", "deploy", "revoke", "access", "developers", "documents", "tokens", "activity", "formToken",
             "injection", "layout",
             "darkTheme",
         ])

@@ -33,6 +33,7 @@ struct DashboardRenderer: Sendable {
             ("document", PackageResources.document_mustache),
             ("trash", PackageResources.trash_mustache),
             ("tokens", PackageResources.tokens_mustache),
+            ("activity", PackageResources.activity_mustache),
         ]
         var library = MustacheLibrary()
         for (name, bytes) in templates {
@@ -104,6 +105,7 @@ struct DashboardChrome: Sendable {
     var inKeyValue = false
     var inDocuments = false
     var inTokens = false
+    var inActivity = false
     var error: String?
     var notice: String?
     var assetVersion = DashboardRenderer.assetVersion
@@ -118,6 +120,7 @@ struct DashboardChrome: Sendable {
         inKeyValue = section == "keyvalue"
         inDocuments = section == "documents"
         inTokens = section == "tokens"
+        inActivity = section == "activity"
         self.error = error
         self.notice = notice
     }

@@ -44,6 +44,7 @@ struct DashboardRoutes {
         UserPages(server: server).register(on: signedIn, viewer: viewer)
         DocumentPages(server: server).register(on: signedIn, viewer: viewer)
         TokenPages(server: server).register(on: signedIn, viewer: viewer)
+        ActivityPages(server: server).register(on: signedIn, viewer: viewer)
     }
 
     /// The signed-in person, read anew for every page: a revoked administrator loses access at once.

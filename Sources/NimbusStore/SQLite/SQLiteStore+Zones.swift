@@ -129,6 +129,21 @@ extension SQLiteStore: ZoneStore {
         }
     }
 
+    package func storageUsage(limit: Int) async throws -> [StorageUsage] {
+        try await read { db in
+            // A deleted zone keeps its row, with no account, until it is purged.
+            try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT account_id, container, SUM(live_bytes) AS bytes, COUNT(*) AS zones FROM zones WHERE account_id <> ''
+                    GROUP BY account_id, container ORDER BY bytes DESC, account_id, container LIMIT ?
+                    """, arguments: [limit]
+            ).map { row in
+                StorageUsage(accountID: row["account_id"], container: row["container"], bytes: row["bytes"], zones: row["zones"])
+            }
+        }
+    }
+
     package func zoneKeys(of kind: ZoneAddress.Service.Kind) async throws -> [ZoneKey] {
         try await read { db in
             try Row.fetchAll(
