@@ -205,6 +205,8 @@ let package = Package(
             dependencies: [
                 "NimbusServer", "NimbusTesting", "NimbusCore", "NimbusKit", "NimbusStore",
                 .product(name: "WSClient", package: "swift-websocket"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]

@@ -16,7 +16,8 @@ import Testing
     @Test(
         .serialized,
         arguments: [
-            "signIn", "tutorial", "recordEdits", "deploy", "revoke", "access", "developers", "documents", "tokens", "activity", "formToken",
+            "signIn", "tutorial", "recordEdits", "deploy", "revoke", "access", "developers", "documents", "tokens", "activity",
+            "formToken",
             "injection", "layout",
             "darkTheme",
         ])

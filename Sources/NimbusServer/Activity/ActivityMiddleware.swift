@@ -11,7 +11,8 @@ struct ActivityMiddleware<Context: RequestContext>: RouterMiddleware {
         do {
             let response = try await next(request, context)
             recorder.record(
-                method: request.method.rawValue, route: context.endpointPath ?? "unknown route", status: Int(response.status.code),
+                method: request.method.rawValue, route: context.endpointPath ?? "unknown route",
+                status: Int(response.status.code),
                 duration: ContinuousClock.now - start)
             return response
         } catch {

@@ -57,12 +57,14 @@ struct ActivityPages {
             accounts: totals.sorted { ($1.value, $0.key) < ($0.value, $1.key) }.map { id, bytes in
                 ActivityPageModel.AccountRow(
                     owner: owner(id), bytes: DocumentPages.bytes(Int64(bytes)),
-                    share: id == RecordDatabase.publicOwner ? "" : "\(Int((Double(bytes) / Double(quota) * 100).rounded()))% of \(DocumentPages.bytes(Int64(quota)))",
+                    share: id == RecordDatabase.publicOwner
+                        ? "" : "\(Int((Double(bytes) / Double(quota) * 100).rounded()))% of \(DocumentPages.bytes(Int64(quota)))",
                     overQuota: id != RecordDatabase.publicOwner && bytes > quota)
             },
             usage: usage.map {
                 ActivityPageModel.UsageRow(
-                    owner: owner($0.accountID), container: $0.container ?? "key-value stores", bytes: DocumentPages.bytes(Int64($0.bytes)),
+                    owner: owner($0.accountID), container: $0.container ?? "key-value stores",
+                    bytes: DocumentPages.bytes(Int64($0.bytes)),
                     zones: $0.zones)
             },
             requestsChart: SVGChart(
@@ -82,7 +84,8 @@ struct ActivityPages {
             requestsLastHour: minutes.reduce(0) { $0 + $1.requests }, failuresLastHour: minutes.reduce(0) { $0 + $1.failures },
             events: server.activity.recentEvents().map {
                 ActivityPageModel.EventRow(
-                    time: formatter.string(from: $0.time), kind: $0.kind.rawValue, method: $0.method, route: $0.route, status: $0.status)
+                    time: formatter.string(from: $0.time), kind: $0.kind.rawValue, method: $0.method, route: $0.route,
+                    status: $0.status)
             })
     }
 }

@@ -62,7 +62,8 @@ struct SVGChart: Sendable {
     }
 
     private var description: String {
-        "\(title) over the last hour, in \(unit): " + series.map { "\($0.name) up to \(Self.format($0.values.compactMap { $0 }.max() ?? 0))" }
+        "\(title) over the last hour, in \(unit): "
+            + series.map { "\($0.name) up to \(Self.format($0.values.compactMap { $0 }.max() ?? 0))" }
             .joined(separator: ", ")
     }
 
