@@ -162,7 +162,10 @@ let package = Package(
         ),
         .executableTarget(
             name: "RecordBenchmarks",
-            dependencies: ["BenchmarkSupport", "NimbusKit", "NimbusCore"],
+            dependencies: [
+                "BenchmarkSupport", "NimbusKit", "NimbusCore",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"), .product(name: "NIOCore", package: "swift-nio"),
+            ],
             path: "Benchmarks/RecordBenchmarks"
         ),
         .executableTarget(

@@ -5,7 +5,7 @@ import NimbusKit
 
 /// Record database benchmarks against a real `nimbus serve` (release build) on loopback, through the SDK.
 ///
-///     scripts/benchmark records [saves] [batches] [cloudkit] [query] [changes] [background] [backup]
+///     scripts/benchmark records [saves] [batches] [cloudkit] [query] [changes] [dashboard] [background] [backup]
 ///
 /// `saves` measures single saves and batches, `batches` only batches, `cloudkit` one record per request
 /// from plain CloudKit JSON clients (as a browser sends it) and from the SDK, with the server's CPU per
@@ -64,6 +64,9 @@ enum RecordBenchmarks {
             table.add(
                 "Declaring a system field's index on 100,000 stored records (import)",
                 String(format: "%.2f s", backfill.milliseconds / 1000), target: "(reference)", met: true)
+        }
+        if wanted("dashboard") {
+            try await dashboardRows(server, database, session: session, into: &table)
         }
         if wanted("query") {
             // Each size has a server of its own and the queries alternate between them. This host's speed
