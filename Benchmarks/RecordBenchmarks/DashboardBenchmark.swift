@@ -8,7 +8,9 @@ import NimbusKit
 /// The dashboard's pages with 1,000,000 records in a type: time to first byte of each main page beside
 /// `/health`'s in the same rounds, and the records page's 10,000th page beside its first.
 extension RecordBenchmarks {
-    static func dashboardRows(_ server: ServerProcess, _ database: CloudDatabase, session: NimbusSession, into table: inout ResultTable)
+    static func dashboardRows(
+        _ server: ServerProcess, _ database: CloudDatabase, session: NimbusSession, into table: inout ResultTable
+    )
         async throws
     {
         let zone = try await database.save(RecordZone(zoneName: "Dashboard")).zoneID
@@ -19,7 +21,8 @@ extension RecordBenchmarks {
             "/dashboard/containers/\(server.container)/records?env=development&db=private&user=\(session.userRecordName)"
             + "&zone=Dashboard&type=Items"
         let page = 50  // what the records page shows at a time (`RecordPages.pageSize`)
-        let tenThousandth = records + "&marker=" + Base64.encode("q1.\((10_000 - 1) * page)".utf8, .standard)
+        let tenThousandth =
+            records + "&marker=" + Base64.encode("q1.\((10_000 - 1) * page)".utf8, .standard)
             .addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
         let pages: [(String, String)] = [
             ("/health", "/health"),
@@ -27,8 +30,11 @@ extension RecordBenchmarks {
             ("schema", "/dashboard/containers/\(server.container)/schema"),
             ("records, first page", records),
             ("records, 10,000th page", tenThousandth),
-            ("one record", "/dashboard/containers/\(server.container)/records/item-500000?env=development&db=private"
-                + "&user=\(session.userRecordName)&zone=Dashboard"),
+            (
+                "one record",
+                "/dashboard/containers/\(server.container)/records/item-500000?env=development&db=private"
+                    + "&user=\(session.userRecordName)&zone=Dashboard"
+            ),
             ("users", "/dashboard/users"),
             ("a user's devices", "/dashboard/users/\(session.userRecordName)"),
             ("documents", "/dashboard/documents"),
