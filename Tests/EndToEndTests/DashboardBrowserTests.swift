@@ -17,9 +17,7 @@ import Testing
         .serialized,
         arguments: [
             "signIn", "tutorial", "recordEdits", "deploy", "revoke", "access", "developers", "documents", "tokens", "activity",
-            "formToken",
-            "injection", "layout",
-            "darkTheme",
+            "exportImport", "formToken", "injection", "layout", "darkTheme",
         ])
     func scenario(_ name: String) async throws {
         let server = try await TestServer.start()

@@ -35,7 +35,7 @@ extension DashboardForm {
 enum DashboardNotice: String, Sendable {
     case teamCreated, appCreated, containerCreated, entitled, developerAdded, developerRemoved
     case typeCreated, fieldAdded, indexesSaved, schemaImported, schemaDeployed, developmentReset
-    case recordSaved, recordDeleted, sessionRevoked, deviceRevoked
+    case recordSaved, recordDeleted, recordsImported, sessionRevoked, deviceRevoked
     case documentUploaded, folderCreated, documentRenamed, documentMoved, documentDeleted, versionRestored, conflictResolved
     case documentRestored, documentPurged, tokenCreated, tokenRevoked, keyAdded, keyRevoked
 
@@ -55,6 +55,7 @@ enum DashboardNotice: String, Sendable {
         case .developmentReset: "Development was reset to production's schema, and its records were deleted."
         case .recordSaved: "The record was saved."
         case .recordDeleted: "The record was deleted."
+        case .recordsImported: "The records were imported."
         case .sessionRevoked: "The session was signed out."
         case .deviceRevoked: "The device was signed out everywhere."
         case .documentUploaded: "The file was uploaded."

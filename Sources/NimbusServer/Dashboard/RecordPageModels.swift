@@ -27,6 +27,9 @@ struct RecordsPageModel: DashboardPageModel {
     var nextLink: String?
     var newLink: String
     var schemaLink: String
+    var exportJSON: String
+    var exportCSV: String
+    var importAction: String
 
     struct Row: Sendable {
         var name: String
@@ -70,6 +73,14 @@ struct RecordsPageModel: DashboardPageModel {
         }
         newLink = scope.recordsPath + "/new" + DashboardLinks.query(scope.queryItems + [("type", chosenType)])
         schemaLink = "/dashboard/containers/" + DashboardLinks.encoded(scope.container) + "/schema"
+        let kept = query.fields.filter { $0.name != "marker" && $0.name != "notice" }.map { ($0.name, Optional($0.value)) }
+        let current = DashboardLinks.query(
+            scope.queryItems + kept.filter { !["env", "db", "user", "zone", "type"].contains($0.0) } + [("type", chosenType)])
+        exportJSON = scope.recordsPath + "/export/json" + current
+        exportCSV = scope.recordsPath + "/export/csv" + current
+        importAction =
+            scope.recordsPath + "/import"
+            + DashboardLinks.query(scope.queryItems + [("type", chosenType), ("csrf", viewer.csrfToken)])
     }
 
     mutating func show(_ answer: RecordsQueryResponse, scope: RecordScope, query: DashboardForm) {

@@ -13,6 +13,7 @@ struct RecordPages {
 
     func register(on router: RouterGroup<DashboardRequestContext>, viewer: @escaping DashboardViewerLoader) {
         let group = router.group("containers/:container/records")
+        RecordTransfers(pages: self).register(on: group, viewer: viewer)
         group.get("") { request, context in
             let (viewer, scope) = try await open(
                 request, context, viewer, fields: DashboardForm(encoded: request.uri.query ?? ""))
@@ -91,7 +92,7 @@ struct RecordPages {
         }
     }
 
-    private func open(
+    func open(
         _ request: Request, _ context: DashboardRequestContext, _ viewer: DashboardViewerLoader, fields: DashboardForm
     ) async throws -> (DashboardViewer, RecordScope) {
         let viewer = try await viewer(context)
@@ -99,7 +100,7 @@ struct RecordPages {
         return (viewer, try RecordScope(container: container.identifier, fields, viewer: viewer))
     }
 
-    private func baseURL(_ request: Request) -> String {
+    func baseURL(_ request: Request) -> String {
         PublicURL.base(for: request, configured: server.configuration.publicURL, tls: server.configuration.tls != nil)
     }
 
@@ -150,7 +151,7 @@ struct RecordPages {
                 database, RecordsModifyRequest(operations: [RecordOperation(operation, record)], zoneID: scope.zoneID)))
     }
 
-    private func queryPage(_ viewer: DashboardViewer, _ scope: RecordScope, _ query: DashboardForm, _ request: Request)
+    func queryPage(_ viewer: DashboardViewer, _ scope: RecordScope, _ query: DashboardForm, _ request: Request)
         async throws
         -> RecordsPageModel
     {
@@ -163,6 +164,18 @@ struct RecordPages {
             ? server.store.accounts().map { Option(value: $0.id, label: $0.email, selected: $0.id == scope.user) }
             : [Option(value: viewer.account.id, label: viewer.account.email, selected: true)]
         guard let recordType = schema.recordTypes.first(where: { $0.name == model.type }) else { return model }
+        let request = try Self.queryRequest(recordType, scope, query, limit: Self.pageSize)
+        let body = try await records.query(database, request)
+        let answer = try JSONDecoder().decode(RecordsQueryResponse.self, from: Data(body.bytes))
+        model.show(answer, scope: scope, query: query)
+        return model
+    }
+
+    /// The query a records page (or its export) asks `RecordService`: the type, the form's one filter
+    /// and sort, one page from the form's continuation marker.
+    static func queryRequest(_ recordType: Schema.RecordType, _ scope: RecordScope, _ query: DashboardForm, limit: Int) throws
+        -> RecordsQueryRequest
+    {
         var filters = [QueryFilter]()
         if let field = query.trimmed("field"), let comparatorName = query.trimmed("cmp"), let text = query.value("value") {
             guard let comparator = QueryFilter.Comparator(rawValue: comparatorName) else {
@@ -185,12 +198,9 @@ struct RecordPages {
         }
         var request = RecordsQueryRequest(
             query: RecordQuery(recordType: recordType.name, filterBy: filters, sortBy: sorts), zoneID: scope.zoneID,
-            resultsLimit: Self.pageSize, continuationMarker: query.trimmed("marker"))
+            resultsLimit: limit, continuationMarker: query.trimmed("marker"))
         request.numbersAsStrings = false
-        let body = try await records.query(database, request)
-        let answer = try JSONDecoder().decode(RecordsQueryResponse.self, from: Data(body.bytes))
-        model.show(answer, scope: scope, query: query)
-        return model
+        return request
     }
 
     private func recordPage(
