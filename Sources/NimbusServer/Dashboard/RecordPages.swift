@@ -137,7 +137,9 @@ struct RecordPages {
         var cleared = Set<String>()
         for field in recordType.fields where Schema.systemFieldTypes[field.name] == nil && field.type != "ASSET" {
             guard let text = form.value("field." + field.name) else { continue }
-            if text.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty && field.type != "STRING" || text.isEmpty {
+            // An empty box clears the field; so does a blank one, except for text, where spaces are a value.
+            let blank = text.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty
+            if text.isEmpty || (blank && field.type != "STRING") {
                 cleared.insert(field.name)
             } else {
                 fields[field.name] = try RecordFieldText.parse(text, type: field.type, isList: field.isList, field: field.name)
