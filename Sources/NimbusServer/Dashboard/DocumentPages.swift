@@ -352,26 +352,12 @@ struct DocumentPages {
     /// Reads the uploaded file, stores its chunks (held by the user, as a device's upload is) and saves
     /// it as a new document, or a new version of the file of the same name in the folder.
     private func upload(_ place: DocumentPlace, request: Request, folder: String?, deviceID: String) async throws {
-        guard let multipart = MultipartFile(contentType: request.headers[.contentType]) else {
-            throw NimbusError.badRequest("send the file as multipart/form-data")
-        }
-        var bytes = Data()
-        for try await buffer in request.body {
-            for event in try multipart.feed(buffer) {
-                switch event {
-                case .restart: bytes.removeAll()
-                case .bytes(let part): bytes.append(contentsOf: part.readableBytesView)
-                }
-            }
-            guard bytes.count <= Self.maxUploadBytes else {
-                throw NimbusError(
-                    .requestTooLarge,
-                    "the dashboard uploads files of at most \(Self.bytes(Int64(Self.maxUploadBytes))); use a device")
-            }
-        }
-        try multipart.finish()
-        let file = bytes
-        guard let name = multipart.filename.map({ $0.trimmingCharacters(in: .whitespaces) }), !name.isEmpty else {
+        let (file, filename) = try await MultipartFile.collect(
+            request.body, contentType: request.headers[.contentType], limit: Self.maxUploadBytes,
+            tooLarge: NimbusError(
+                .requestTooLarge, "the dashboard uploads files of at most \(Self.bytes(Int64(Self.maxUploadBytes))); use a device"
+            ))
+        guard let name = filename.map({ $0.trimmingCharacters(in: .whitespaces) }), !name.isEmpty else {
             throw NimbusError.badRequest("choose a file to upload")
         }
         let (chunks, content) = try await BlockingWork.run { Self.chunked(file) }

@@ -80,22 +80,9 @@ struct RecordTransfers {
     }
 
     private func importRecords(_ request: Request, _ viewer: DashboardViewer, _ scope: RecordScope, type: String) async throws {
-        guard let multipart = MultipartFile(contentType: request.headers[.contentType]) else {
-            throw NimbusError.badRequest("send the file as multipart/form-data")
-        }
-        var bytes = Data()
-        for try await buffer in request.body {
-            for event in try multipart.feed(buffer) {
-                switch event {
-                case .restart: bytes.removeAll()
-                case .bytes(let part): bytes.append(contentsOf: part.readableBytesView)
-                }
-            }
-            guard bytes.count <= Self.maxImportBytes else {
-                throw NimbusError(.requestTooLarge, "an import file holds at most 64 MB; split it")
-            }
-        }
-        try multipart.finish()
+        let (bytes, _) = try await MultipartFile.collect(
+            request.body, contentType: request.headers[.contentType], limit: Self.maxImportBytes,
+            tooLarge: NimbusError(.requestTooLarge, "an import file holds at most 64 MB; split it"))
         let database = try await scope.database(viewer, server: server, baseURL: pages.baseURL(request))
         let schema = try await server.schemas.schema(database)
         guard let recordType = schema.recordTypes.first(where: { $0.name == type }) else {

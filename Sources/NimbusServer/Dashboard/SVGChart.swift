@@ -29,14 +29,14 @@ struct SVGChart: Sendable {
         let ceiling = highest > 0 ? Self.roundUp(highest) : 1
         let steps = max(1, (series.map(\.values.count).max() ?? 1) - 1)
         var parts = [
-            #"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 \#(Int(width)) \#(Int(height))" class="chart" role="img" aria-label="\#(Self.escape(description))">"#,
-            "<title>\(Self.escape(description))</title>",
+            #"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 \#(Int(width)) \#(Int(height))" class="chart" role="img" aria-label="\#(WebSignInPage.escape(description))">"#,
+            "<title>\(WebSignInPage.escape(description))</title>",
             #"<line class="axis" x1="\#(left)" y1="\#(top + plotHeight)" x2="\#(width - right)" y2="\#(top + plotHeight)"/>"#,
             #"<line class="grid" x1="\#(left)" y1="\#(top)" x2="\#(width - right)" y2="\#(top)"/>"#,
-            #"<text class="label" x="\#(left - 4)" y="\#(top + 4)" text-anchor="end">\#(Self.escape(Self.format(ceiling)))</text>"#,
+            #"<text class="label" x="\#(left - 4)" y="\#(top + 4)" text-anchor="end">\#(WebSignInPage.escape(Self.format(ceiling)))</text>"#,
             #"<text class="label" x="\#(left - 4)" y="\#(top + plotHeight)" text-anchor="end">0</text>"#,
-            #"<text class="label" x="\#(left)" y="\#(height - 6)">\#(Self.escape(firstLabel))</text>"#,
-            #"<text class="label" x="\#(width - right)" y="\#(height - 6)" text-anchor="end">\#(Self.escape(lastLabel))</text>"#,
+            #"<text class="label" x="\#(left)" y="\#(height - 6)">\#(WebSignInPage.escape(firstLabel))</text>"#,
+            #"<text class="label" x="\#(width - right)" y="\#(height - 6)" text-anchor="end">\#(WebSignInPage.escape(lastLabel))</text>"#,
         ]
         for line in series {
             // A gap where there is no value: the line is drawn in runs.
@@ -75,10 +75,5 @@ struct SVGChart: Sendable {
 
     static func format(_ value: Double) -> String {
         value.isInfinite ? "∞" : value == value.rounded() ? String(Int(value)) : String(format: "%.1f", value)
-    }
-
-    static func escape(_ text: String) -> String {
-        text.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")
-            .replacingOccurrences(of: ">", with: "&gt;").replacingOccurrences(of: "\"", with: "&quot;")
     }
 }

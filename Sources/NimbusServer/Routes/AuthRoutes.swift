@@ -23,7 +23,7 @@ struct AuthRoutes {
         auth.post("web/signin") { request, _ in
             let body = try await request.body.collect(
                 upTo: 16 << 10, orThrow: NimbusError(.requestTooLarge, "the sign-in form is larger than 16 KB"))
-            return try await page.submit(WebSignInPage.formFields(String(buffer: body)), deviceName: "Web browser")
+            return try await page.submit(DashboardForm(encoded: String(buffer: body)), deviceName: "Web browser")
         }
         let user = auth.group(context: UserRequestContext.self)
         user.post("signout") { _, context in

@@ -1,4 +1,5 @@
 import Foundation
+import Hummingbird
 import MultipartKit
 import NimbusCore
 import NIOCore
@@ -94,6 +95,27 @@ final class MultipartFile {
         }
         defer { events.removeAll(keepingCapacity: true) }
         return events
+    }
+
+    /// The whole file of a `multipart/form-data` body and its name, read into memory; at most `limit` bytes.
+    static func collect(_ body: RequestBody, contentType: String?, limit: Int, tooLarge: @autoclosure () -> NimbusError)
+        async throws -> (bytes: Data, filename: String?)
+    {
+        guard let multipart = MultipartFile(contentType: contentType) else {
+            throw NimbusError.badRequest("send the file as multipart/form-data")
+        }
+        var bytes = Data()
+        for try await buffer in body {
+            for event in try multipart.feed(buffer) {
+                switch event {
+                case .restart: bytes.removeAll()
+                case .bytes(let part): bytes.append(contentsOf: part.readableBytesView)
+                }
+            }
+            guard bytes.count <= limit else { throw tooLarge() }
+        }
+        try multipart.finish()
+        return (bytes, multipart.filename)
     }
 
     /// Checks that the file's part ended with its boundary, rather than with the body.

@@ -24,10 +24,11 @@ struct WebSignInPage: Sendable {
         return Self.html(status: .ok, Self.page(form, error: nil))
     }
 
-    func submit(_ fields: [String: String], deviceName: String) async throws -> Response {
-        var form = Form(apiToken: fields["ckAPIToken"] ?? "", callback: fields["callback"], origin: fields["origin"])
-        form.email = fields["email"] ?? ""
-        form.password = fields["password"] ?? ""
+    func submit(_ fields: DashboardForm, deviceName: String) async throws -> Response {
+        var form = Form(
+            apiToken: fields.value("ckAPIToken") ?? "", callback: fields.value("callback"), origin: fields.value("origin"))
+        form.email = fields.value("email") ?? ""
+        form.password = fields.value("password") ?? ""
         try await validate(form)
         let signedIn: SignInResponse
         do {
@@ -135,17 +136,5 @@ struct WebSignInPage: Sendable {
         encoder.outputFormatting = .withoutEscapingSlashes
         let encoded = String(decoding: (try? encoder.encode(text)) ?? Data("\"\"".utf8), as: UTF8.self)
         return encoded.replacingOccurrences(of: "<", with: "\\u003c")
-    }
-
-    /// Fields of an `application/x-www-form-urlencoded` body.
-    static func formFields(_ body: String) -> [String: String] {
-        var fields = [String: String]()
-        for pair in body.split(separator: "&") {
-            let parts = pair.split(separator: "=", maxSplits: 1).map {
-                String($0).replacingOccurrences(of: "+", with: " ").removingPercentEncoding ?? ""
-            }
-            if let name = parts.first { fields[name] = parts.count > 1 ? parts[1] : "" }
-        }
-        return fields
     }
 }
