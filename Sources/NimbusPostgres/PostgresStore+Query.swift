@@ -6,84 +6,146 @@ import PostgresNIO
 extension PostgresStore {
     package func query(_ query: IndexQuery) async throws -> [QueryMatch] {
         guard query.limit > 0, !query.zones.isEmpty else { return [] }
-        let zoneIDs = try await rows(
+        let zones = try await rows(
             """
-            SELECT z.id FROM zones z
+            SELECT DISTINCT z.id, z.name FROM zones z
             JOIN unnest(\(query.zones.map(\.accountID))::text[], \(query.zones.map(\.address.service.encoded))::text[],
                 \(query.zones.map(\.address.name))::text[]) AS q(a, s, n)
             ON z.account_id = q.a AND z.service = q.s AND z.name = q.n
             """
-        ).values(Int64.self)
-        guard !zoneIDs.isEmpty else { return [] }
-        return try await rows(IndexQuerySQL(query, zoneIDs: zoneIDs).query).map { row in
+        ).map { try $0.decode((Int64, String).self) }.map { (id: $0.0, name: $0.1) }
+        guard !zones.isEmpty else { return [] }
+        guard query.sort.isEmpty else {
+            return try await matches(IndexQuerySQL(query, zoneIDs: zones.map(\.id), after: query.after, limit: query.limit))
+        }
+        // Unsorted, the order is by zone, then key: zone by zone, each in key order, which the index gives
+        // without sorting when no condition narrows the search.
+        var matches = [QueryMatch]()
+        for zone in try ZoneOrder(zones, after: query.after).zones {
+            matches += try await self.matches(
+                IndexQuerySQL(query, zoneIDs: [zone.id], after: zone.after, limit: query.limit - matches.count))
+            if matches.count == query.limit { break }
+        }
+        return matches
+    }
+
+    private func matches(_ sql: IndexQuerySQL) async throws -> [QueryMatch] {
+        try await rows(sql.query).map { row in
+            let columns = row.makeRandomAccess()
             let (service, name, key, payload, sequence, audience) = try row.decode(
                 (String, String, String, Data?, Int64, String?).self)
             guard let service = ZoneAddress.Service(encoded: service) else { throw StoreError.missing("service \(service)") }
+            var position = try (0..<sql.orderKeys.count).map { number in
+                try columns["o\(number)"].decode(String?.self).map(QueryPosition.Value.text) ?? .null
+            }
+            if !sql.ordersByZone { position.insert(.text(name), at: position.count - 1) }
             return QueryMatch(
                 zone: ZoneAddress(service: service, name: name),
-                entry: Entry(key: key, payload: payload, sequence: sequence, audience: audience))
+                entry: Entry(key: key, payload: payload, sequence: sequence, audience: audience), position: QueryPosition(position))
         }
     }
 }
 
 /// The SELECT an `IndexQuery` becomes, as on SQLite: one condition's rows drive the search (the most
-/// selective kind of match), the others are checked per candidate, and each sort key is the first row of
-/// its field. Values compare as SQLite compares them: numbers by value and before any text, text by its
-/// bytes.
+/// selective kind of match), the others are checked per candidate, each sort key is the first row of its
+/// field, and with neither a driving condition nor a sort key the key field's rows drive it in key order
+/// from the index. Values compare as SQLite compares them: numbers by value and before any text, text by
+/// its bytes. The order keys are selected as text (`o0`, `o1`, …: the matches' positions) and a position's
+/// values bound back as their keys' types.
 private struct IndexQuerySQL {
     private var text = ""
     private var binds = PostgresBindings()
+    private(set) var orderKeys = [OrderKeySQL]()
+    /// Each order key's type, which a position's text is read back as.
+    private var orderTypes = [String]()
+    /// Whether the order keys hold the zone's name: sorted queries order several zones' entries together;
+    /// unsorted ones read one zone at a time.
+    let ordersByZone: Bool
 
     var query: PostgresQuery { PostgresQuery(unsafeSQL: text, binds: binds) }
 
-    init(_ query: IndexQuery, zoneIDs: [Int64]) {
+    init(_ query: IndexQuery, zoneIDs: [Int64], after: QueryPosition?, limit: Int) throws(StoreError) {
+        ordersByZone = !query.sort.isEmpty
+        let zones = zoneIDs.count == 1 ? "= \(bind(zoneIDs[0]))" : "= ANY(\(bind(zoneIDs))::bigint[])"
         let driver = query.drivingCondition
-        let drivingCondition = driver?.element ?? IndexCondition(field: IndexEntry.keyField, .prefix(""))
-
-        text = "SELECT z.service, z.name, e.key, e.payload, e.sequence, e.audience FROM (SELECT DISTINCT zone_id, sequence "
-        text += "FROM entry_index d WHERE d.zone_id = ANY(\(bind(zoneIDs))::bigint[]) AND "
-        text += fields(drivingCondition.fields, of: query.kind, alias: "d") + " AND "
-        text += match(drivingCondition.match, alias: "d") + ") m "
-        text += "JOIN entries e ON e.zone_id = m.zone_id AND e.sequence = m.sequence JOIN zones z ON z.id = e.zone_id "
-        for (number, sort) in query.sort.enumerated() {
-            text += "LEFT JOIN entry_index s\(number) ON s\(number).zone_id = e.zone_id AND s\(number).sequence = e.sequence "
-            text +=
-                "AND s\(number).field = \(bind(IndexFieldID.of(kind: query.kind, field: sort.field))) AND s\(number).position = 0 "
+        var from: String
+        if driver == nil, query.sort.isEmpty {
+            from = "entry_index d JOIN entries e ON e.zone_id = d.zone_id AND e.sequence = d.sequence "
+            from += "JOIN zones z ON z.id = e.zone_id WHERE d.zone_id \(zones) AND "
+            from += fields([IndexEntry.keyField], of: query.kind, alias: "d") + " AND d.text IS NOT NULL"
+            order("d.text", "text")
+        } else {
+            let drivingCondition = driver?.element ?? IndexCondition(field: IndexEntry.keyField, .prefix(""))
+            from = "(SELECT DISTINCT zone_id, sequence FROM entry_index d WHERE d.zone_id \(zones) AND "
+            from += fields(drivingCondition.fields, of: query.kind, alias: "d") + " AND "
+            from += match(drivingCondition.match, alias: "d") + ") m "
+            from += "JOIN entries e ON e.zone_id = m.zone_id AND e.sequence = m.sequence JOIN zones z ON z.id = e.zone_id "
+            for (number, sort) in query.sort.enumerated() {
+                let s = "s\(number)"
+                from += "LEFT JOIN entry_index \(s) ON \(s).zone_id = e.zone_id AND \(s).sequence = e.sequence "
+                from += "AND \(s).field = \(bind(IndexFieldID.of(kind: query.kind, field: sort.field))) AND \(s).position = 0 "
+                // Entries without the field last, whichever the direction (SQLite's `value IS NULL` first key).
+                order("(\(s).number IS NULL AND \(s).text IS NULL)", "boolean")
+                switch sort.order {
+                case .value:
+                    order("\(s).text IS NOT NULL", "boolean", ascending: sort.ascending)
+                    order("\(s).number", "numeric", ascending: sort.ascending)
+                    order("\(s).text", "text", ascending: sort.ascending)
+                case .distance(let latitude, let longitude):
+                    order(
+                        "nimbus_distance(\(s).number::float8, \(s).longitude, \(bind(latitude)), \(bind(longitude)))", "float8",
+                        ascending: sort.ascending)
+                }
+            }
+            if ordersByZone { order("z.name", "text") }
+            order("e.key", "text")
+            from += "WHERE TRUE"
         }
-        text += "WHERE e.payload IS NOT NULL"
+        from += " AND e.payload IS NOT NULL"
         for (number, condition) in query.conditions.enumerated() where number != driver?.offset {
             let rows =
                 "FROM entry_index c WHERE c.zone_id = e.zone_id AND c.sequence = e.sequence AND "
                 + fields(condition.fields, of: query.kind, alias: "c")
             if case .allOf(let values) = condition.match {
-                text += " AND (SELECT count(DISTINCT (c.number, c.text)) \(rows) AND \(match(.oneOf(values), alias: "c")))"
-                text += (condition.negated ? " < " : " = ") + bind(Int64(Set(values).count))
+                from += " AND (SELECT count(DISTINCT (c.number, c.text)) \(rows) AND \(match(.oneOf(values), alias: "c")))"
+                from += (condition.negated ? " < " : " = ") + bind(Int64(Set(values).count))
             } else {
-                text += condition.negated ? " AND NOT EXISTS " : " AND EXISTS "
-                text += "(SELECT 1 \(rows) AND \(match(condition.match, alias: "c")))"
+                from += condition.negated ? " AND NOT EXISTS " : " AND EXISTS "
+                from += "(SELECT 1 \(rows) AND \(match(condition.match, alias: "c")))"
             }
         }
-        var order = [String]()
-        for (number, sort) in query.sort.enumerated() {
-            let s = "s\(number)"
-            // Entries without the field last, whichever the direction (SQLite's `value IS NULL` first key).
-            order.append("(\(s).number IS NULL AND \(s).text IS NULL)")
-            let direction = sort.ascending ? "ASC" : "DESC"
-            switch sort.order {
-            case .value:
-                order.append("\(s).text IS NOT NULL \(direction)")
-                order.append("\(s).number \(direction)")
-                order.append("\(s).text \(direction)")
-            case .distance(let latitude, let longitude):
-                // SQLite orders a missing distance (not a point) before every distance.
-                order.append(
-                    "nimbus_distance(\(s).number::float8, \(s).longitude, \(bind(latitude)), \(bind(longitude))) \(direction) "
-                        + (sort.ascending ? "NULLS FIRST" : "NULLS LAST"))
-            }
+        if let after {
+            guard after.values.count == orderKeys.count else { throw .foreignPosition }
+            var bound = [String?]()
+            for (value, type) in zip(after.values, orderTypes) { bound.append(try bind(value, as: type)) }
+            from += " AND " + orderKeys.after(bound)
         }
-        order += ["z.name", "e.key"]
-        text += " ORDER BY " + order.joined(separator: ", ")
-        text += " LIMIT \(bind(Int64(query.limit))) OFFSET \(bind(Int64(query.offset)))"
+        let positions = orderKeys.enumerated().map { "(\($0.element.expression))::text AS o\($0.offset)" }.joined(separator: ", ")
+        text = "SELECT z.service, z.name, e.key, e.payload, e.sequence, e.audience, \(positions) FROM \(from)"
+        text += " ORDER BY \(orderKeys.orderBy(spellingNulls: true)) LIMIT \(bind(Int64(limit)))"
+    }
+
+    private mutating func order(_ expression: String, _ type: String, ascending: Bool = true) {
+        orderKeys.append(OrderKeySQL(expression, ascending: ascending))
+        orderTypes.append(type)
+    }
+
+    /// A position's value bound as its key's type; nil for NULL, which the order compares by IS NULL. Text
+    /// that is not a value of the type is no position of this query's.
+    private mutating func bind(_ value: QueryPosition.Value, as type: String) throws(StoreError) -> String? {
+        guard case .text(let text) = value else {
+            guard value == .null else { throw .foreignPosition }
+            return nil
+        }
+        let valid: Bool
+        switch type {
+        case "boolean": valid = text == "true" || text == "false"
+        case "numeric": valid = text.wholeMatch(of: /-?[0-9]+(\.[0-9]+)?/) != nil
+        case "float8": valid = Double(text) != nil
+        default: valid = !text.utf8.contains(0)
+        }
+        guard valid else { throw .foreignPosition }
+        return "\(bind(text))::\(type)"
     }
 
     private mutating func bind<Value: PostgresDynamicTypeEncodable>(_ value: Value) -> String {

@@ -80,22 +80,25 @@ package struct IndexSort: Sendable, Hashable {
 }
 
 /// A query over the live entries of one kind in some zones of an account: every condition must hold.
+/// Matches come in the order of the sort keys, then by zone name and key; a query with `after` continues
+/// after that position (the last match of the page before), so every page costs what the first does.
 package struct IndexQuery: Sendable, Hashable {
     package var zones: [ZoneKey]
     package var kind: String
     package var conditions: [IndexCondition]
     package var sort: [IndexSort]
-    package var offset: Int
+    package var after: QueryPosition?
     package var limit: Int
 
     package init(
-        zones: [ZoneKey], kind: String, conditions: [IndexCondition] = [], sort: [IndexSort] = [], offset: Int = 0, limit: Int
+        zones: [ZoneKey], kind: String, conditions: [IndexCondition] = [], sort: [IndexSort] = [],
+        after: QueryPosition? = nil, limit: Int
     ) {
         self.zones = zones
         self.kind = kind
         self.conditions = conditions
         self.sort = sort
-        self.offset = offset
+        self.after = after
         self.limit = limit
     }
 }
@@ -127,14 +130,16 @@ extension IndexCondition.Match {
     }
 }
 
-/// An entry a query found, with the zone it lives in.
+/// An entry a query found, with the zone it lives in and its place in the query's order.
 package struct QueryMatch: Sendable, Hashable {
     package var zone: ZoneAddress
     package var entry: Entry
+    package var position: QueryPosition
 
-    package init(zone: ZoneAddress, entry: Entry) {
+    package init(zone: ZoneAddress, entry: Entry, position: QueryPosition) {
         self.zone = zone
         self.entry = entry
+        self.position = position
     }
 }
 

@@ -17,6 +17,9 @@ package enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
     case unavailable
     /// Text holding a NUL character, which PostgreSQL's text cannot hold (SQLite's can): nothing was written.
     case unstorableText
+    /// A query was given a position (a continuation marker) that is not one of its own backend's positions
+    /// for a query of its shape: nothing was read.
+    case foreignPosition
 
     package var description: String {
         switch self {
@@ -28,6 +31,7 @@ package enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
         case .storageFull: "the disk holding the database is full"
         case .unavailable: "the database cannot be reached"
         case .unstorableText: "a text value holds a NUL character, which the database cannot store"
+        case .foreignPosition: "the position does not belong to this query"
         }
     }
 }

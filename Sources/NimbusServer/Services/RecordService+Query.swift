@@ -1,3 +1,4 @@
+import Foundation
 import NimbusCore
 import NimbusStore
 
@@ -41,11 +42,16 @@ extension RecordService {
         }
         let plan = try planner.plan(filters: request.query.filterBy ?? [], sorts: request.query.sortBy ?? [])
         conditions += plan.conditions
-        let offset = try request.continuationMarker.map(Self.offset(marker:)) ?? 0
+        let after = try request.continuationMarker.map(Self.position(marker:))
 
-        let matches = try await server.store.query(
-            IndexQuery(
-                zones: zones, kind: recordType.name, conditions: conditions, sort: plan.sort, offset: offset, limit: limit + 1))
+        let matches: [QueryMatch]
+        do {
+            matches = try await server.store.query(
+                IndexQuery(
+                    zones: zones, kind: recordType.name, conditions: conditions, sort: plan.sort, after: after, limit: limit + 1))
+        } catch StoreError.foreignPosition {
+            throw Self.foreignMarker
+        }
         let links = links(database)
         let records = try matches.prefix(limit).map { match in
             try OutgoingRecord.make(
@@ -57,24 +63,28 @@ extension RecordService {
         try json.records(records)
         if matches.count > limit {
             json.raw(",\"continuationMarker\":")
-            json.string(Self.marker(offset: offset + limit))
+            json.string(try Self.marker(matches[limit - 1].position))
         }
         json.raw("}")
         return json.body
     }
 
-    /// Continuation markers are positions in the query's order, as CloudKit's cursors are: resending the
-    /// query with one continues after the records already returned.
-    static func marker(offset: Int) -> String { Base64.encode("q1.\(offset)".utf8, .standard) }
-
-    static func offset(marker: String) throws(NimbusError) -> Int {
-        guard marker.utf8.count <= 64, let bytes = Base64.decode(marker) else {
-            throw .badRequest("continuationMarker is not one this server issued")
-        }
-        let parts = String(decoding: bytes, as: UTF8.self).split(separator: ".")
-        guard parts.count == 2, parts[0] == "q1", let offset = Int(parts[1]), offset >= 0 else {
-            throw .badRequest("continuationMarker is not one this server issued")
-        }
-        return offset
+    /// Continuation markers are positions in the query's order, as CloudKit's cursors are: the last
+    /// record's values of the order's keys, so resending the query with one continues right after it,
+    /// reading only what follows (never skipping or repeating records saved or deleted meanwhile).
+    static func marker(_ position: QueryPosition) throws -> String {
+        Base64.encode(Array("q2.".utf8) + (try JSONEncoder().encode(position)), .standard)
     }
+
+    static func position(marker: String) throws(NimbusError) -> QueryPosition {
+        guard marker.utf8.count <= maxMarkerBytes, let bytes = Base64.decode(marker), bytes.starts(with: "q2.".utf8),
+            let position = try? JSONDecoder().decode(QueryPosition.self, from: Data(bytes.dropFirst(3)))
+        else { throw foreignMarker }
+        return position
+    }
+
+    /// Markers hold the last record's sort values, which may be long text; a bound keeps a forged one cheap.
+    static let maxMarkerBytes = 256 * 1024
+
+    static let foreignMarker = NimbusError.badRequest("continuationMarker is not one this server issued for this query")
 }

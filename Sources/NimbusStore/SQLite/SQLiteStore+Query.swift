@@ -5,17 +5,45 @@ import GRDB
 extension SQLiteStore {
     package func query(_ query: IndexQuery) async throws -> [QueryMatch] {
         try await read { db in
-            var zoneIDs = [Int64]()
+            var zones = [(id: Int64, name: String)]()
             for zone in query.zones {
-                if let id = try Self.zoneID(of: zone, db) { zoneIDs.append(id) }
+                if let id = try Self.zoneID(of: zone, db), !zones.contains(where: { $0.id == id }) {
+                    zones.append((id, zone.address.name))
+                }
             }
-            guard !zoneIDs.isEmpty, query.limit > 0 else { return [] }
-            let sql = IndexQuerySQL(query, zoneIDs: zoneIDs)
-            return try Row.fetchAll(db, sql: sql.text, arguments: StatementArguments(sql.arguments)).map { row in
-                QueryMatch(
-                    zone: ZoneAddress(service: try Self.service(row["service"]), name: row["name"]),
-                    entry: Entry(key: row["key"], payload: row["payload"], sequence: row["sequence"], audience: row["audience"]))
+            guard !zones.isEmpty, query.limit > 0 else { return [] }
+            guard query.sort.isEmpty else {
+                return try Self.matches(IndexQuerySQL(query, zoneIDs: zones.map(\.id), after: query.after, limit: query.limit), db)
             }
+            // Unsorted, the order is by zone, then key: zone by zone, each in key order, which the index
+            // gives without sorting when no condition narrows the search.
+            var matches = [QueryMatch]()
+            for zone in try ZoneOrder(zones, after: query.after).zones {
+                let sql = try IndexQuerySQL(query, zoneIDs: [zone.id], after: zone.after, limit: query.limit - matches.count)
+                matches += try Self.matches(sql, db)
+                if matches.count == query.limit { break }
+            }
+            return matches
+        }
+    }
+
+    private static func matches(_ sql: IndexQuerySQL, _ db: Database) throws -> [QueryMatch] {
+        try Row.fetchAll(db, sql: sql.text, arguments: StatementArguments(sql.arguments)).map { row in
+            let zone = ZoneAddress(service: try Self.service(row["service"]), name: row["name"])
+            var position = [QueryPosition.Value]()
+            for number in sql.orderKeys.indices {
+                switch (row["o\(number)"] as DatabaseValue).storage {
+                case .null: position.append(.null)
+                case .int64(let integer): position.append(.integer(integer))
+                case .double(let real): position.append(.real(real))
+                case .string(let text): position.append(.text(text))
+                case .blob: throw StoreError.foreignPosition
+                }
+            }
+            if !sql.ordersByZone { position.insert(.text(zone.name), at: position.count - 1) }
+            return QueryMatch(
+                zone: zone, entry: Entry(key: row["key"], payload: row["payload"], sequence: row["sequence"], audience: row["audience"]),
+                position: QueryPosition(position))
         }
     }
 
@@ -44,72 +72,102 @@ extension SQLiteStore {
     }
 }
 
-/// The SELECT an `IndexQuery` becomes: one condition's rows drive the search (the most selective kind
-/// of match), the others are checked per candidate through the index's primary key, and each sort key
-/// is the first row of its field.
+/// The SELECT an `IndexQuery` becomes. One condition's rows drive the search (the most selective kind of
+/// match), the others are checked per candidate through the index's primary key, and each sort key is the
+/// first row of its field. With neither a driving condition nor a sort key, the key field's rows drive it
+/// in key order straight from the index, so a page reads its own rows only. The order keys are selected as
+/// `o0`, `o1`, … (the matches' positions); parameters are numbered (`?1`), so a key named twice binds once.
 private struct IndexQuerySQL {
     var text = ""
     var arguments = [DatabaseValueConvertible?]()
+    var orderKeys = [OrderKeySQL]()
+    /// Whether the order keys hold the zone's name: sorted queries order several zones' entries together;
+    /// unsorted ones read one zone at a time.
+    let ordersByZone: Bool
 
-    init(_ query: IndexQuery, zoneIDs: [Int64]) {
-        let zones = Array(repeating: "?", count: zoneIDs.count).joined(separator: ", ")
+    init(_ query: IndexQuery, zoneIDs: [Int64], after: QueryPosition?, limit: Int) throws(StoreError) {
+        ordersByZone = !query.sort.isEmpty
+        let zones = zoneIDs.map { bind($0) }.joined(separator: ", ")
         let driver = query.drivingCondition
-        let drivingCondition = driver?.element ?? IndexCondition(field: IndexEntry.keyField, .prefix(""))
-
-        text =
-            "SELECT z.service, z.name, e.key, e.payload, e.sequence, e.audience FROM (SELECT DISTINCT zone_id, sequence FROM entry_index d "
-        arguments += zoneIDs
-        text += "WHERE d.zone_id IN (\(zones)) AND \(fields(drivingCondition.fields, of: query.kind, alias: "d")) AND "
-        text += match(drivingCondition.match, alias: "d") + ") m "
-        text += "JOIN entries e ON e.zone_id = m.zone_id AND e.sequence = m.sequence JOIN zones z ON z.id = e.zone_id "
-        for (number, sort) in query.sort.enumerated() {
-            text += "LEFT JOIN entry_index s\(number) ON s\(number).zone_id = e.zone_id AND s\(number).sequence = e.sequence "
-            text += "AND s\(number).field = ? AND s\(number).position = 0 "
-            arguments.append(IndexFieldID.of(kind: query.kind, field: sort.field))
+        var from: String
+        if driver == nil, query.sort.isEmpty {
+            from = "entry_index d JOIN entries e ON e.zone_id = d.zone_id AND e.sequence = d.sequence "
+            from += "JOIN zones z ON z.id = e.zone_id WHERE d.zone_id IN (\(zones)) AND "
+            from += fields([IndexEntry.keyField], of: query.kind, alias: "d")
+            orderKeys = [OrderKeySQL("d.value")]
+        } else {
+            let drivingCondition = driver?.element ?? IndexCondition(field: IndexEntry.keyField, .prefix(""))
+            from = "(SELECT DISTINCT zone_id, sequence FROM entry_index d WHERE d.zone_id IN (\(zones)) AND "
+            from += fields(drivingCondition.fields, of: query.kind, alias: "d") + " AND "
+            from += match(drivingCondition.match, alias: "d") + ") m "
+            from += "JOIN entries e ON e.zone_id = m.zone_id AND e.sequence = m.sequence JOIN zones z ON z.id = e.zone_id "
+            for (number, sort) in query.sort.enumerated() {
+                let s = "s\(number)"
+                from += "LEFT JOIN entry_index \(s) ON \(s).zone_id = e.zone_id AND \(s).sequence = e.sequence "
+                from += "AND \(s).field = \(bind(IndexFieldID.of(kind: query.kind, field: sort.field))) AND \(s).position = 0 "
+                // Entries without the field last, whichever the direction.
+                orderKeys.append(OrderKeySQL("\(s).value IS NULL"))
+                switch sort.order {
+                case .value:
+                    orderKeys.append(OrderKeySQL("\(s).value", ascending: sort.ascending))
+                case .distance(let latitude, let longitude):
+                    orderKeys.append(
+                        OrderKeySQL(
+                            "nimbus_distance(\(s).value, \(s).longitude, \(bind(latitude)), \(bind(longitude)))",
+                            ascending: sort.ascending))
+                }
+            }
+            orderKeys += (ordersByZone ? [OrderKeySQL("z.name")] : []) + [OrderKeySQL("e.key")]
+            from += "WHERE 1"
         }
-        text += "WHERE e.payload IS NOT NULL"
+        from += " AND e.payload IS NOT NULL"
         for (number, condition) in query.conditions.enumerated() where number != driver?.offset {
             let rows =
                 "FROM entry_index c WHERE c.zone_id = e.zone_id AND c.sequence = e.sequence AND \(fields(condition.fields, of: query.kind, alias: "c"))"
             if case .allOf(let values) = condition.match {
-                text += " AND (SELECT count(DISTINCT c.value) \(rows) AND \(match(.oneOf(values), alias: "c")))"
-                text += condition.negated ? " < ?" : " = ?"
-                arguments.append(Set(values).count)
+                from += " AND (SELECT count(DISTINCT c.value) \(rows) AND \(match(.oneOf(values), alias: "c")))"
+                from += (condition.negated ? " < " : " = ") + bind(Set(values).count)
             } else {
-                text += condition.negated ? " AND NOT EXISTS " : " AND EXISTS "
-                text += "(SELECT 1 \(rows) AND \(match(condition.match, alias: "c")))"
+                from += condition.negated ? " AND NOT EXISTS " : " AND EXISTS "
+                from += "(SELECT 1 \(rows) AND \(match(condition.match, alias: "c")))"
             }
         }
-        var order = [String]()
-        for (number, sort) in query.sort.enumerated() {
-            let direction = sort.ascending ? "ASC" : "DESC"
-            order.append("s\(number).value IS NULL")
-            switch sort.order {
-            case .value:
-                order.append("s\(number).value \(direction)")
-            case .distance(let latitude, let longitude):
-                order.append("nimbus_distance(s\(number).value, s\(number).longitude, ?, ?) \(direction)")
-                arguments += [latitude, longitude]
-            }
+        if let after {
+            guard after.values.count == orderKeys.count else { throw .foreignPosition }
+            var bound = [String?]()
+            for value in after.values { bound.append(bind(value)) }
+            from += " AND " + orderKeys.after(bound)
         }
-        order += ["z.name", "e.key"]
-        text += " ORDER BY " + order.joined(separator: ", ") + " LIMIT ? OFFSET ?"
-        arguments += [query.limit, query.offset]
+        let positions = orderKeys.enumerated().map { "\($0.element.expression) AS o\($0.offset)" }.joined(separator: ", ")
+        text = "SELECT z.service, z.name, e.key, e.payload, e.sequence, e.audience, \(positions) FROM \(from)"
+        text += " ORDER BY \(orderKeys.orderBy(spellingNulls: false)) LIMIT \(bind(limit))"
+    }
+
+    /// A parameter holding the value, by number.
+    private mutating func bind(_ value: DatabaseValueConvertible?) -> String {
+        arguments.append(value)
+        return "?\(arguments.count)"
+    }
+
+    /// A position's value as a parameter; nil for NULL, which the order compares by IS NULL.
+    private mutating func bind(_ value: QueryPosition.Value) -> String? {
+        switch value {
+        case .null: nil
+        case .integer(let integer): bind(integer)
+        case .real(let real): bind(real)
+        case .text(let text): bind(text)
+        }
     }
 
     /// Rows of any of the fields; with none, no row.
     private mutating func fields(_ fields: [String], of kind: String, alias a: String) -> String {
         guard !fields.isEmpty else { return "0" }
-        arguments += fields.map { IndexFieldID.of(kind: kind, field: $0) }
-        return fields.count == 1
-            ? "\(a).field = ?" : "\(a).field IN (" + Array(repeating: "?", count: fields.count).joined(separator: ", ") + ")"
+        let bound = fields.map { bind(IndexFieldID.of(kind: kind, field: $0)) }
+        return bound.count == 1 ? "\(a).field = \(bound[0])" : "\(a).field IN (" + bound.joined(separator: ", ") + ")"
     }
 
     private mutating func match(_ match: IndexCondition.Match, alias a: String) -> String {
-        func bind(_ value: IndexValue) -> String {
-            arguments.append(SQLiteStore.columns(value).value)
-            return "?"
-        }
+        func bind(_ value: IndexValue) -> String { self.bind(SQLiteStore.columns(value).value) }
         switch match {
         case .equal(let value): return "\(a).value = \(bind(value))"
         case .lessThan(let value): return "\(a).value < \(bind(value))"
@@ -127,13 +185,12 @@ private struct IndexQuerySQL {
             // never ends a character with 0xFF, so raising the byte cannot overflow.
             var upper = Array(prefix.utf8)
             upper[upper.count - 1] += 1
-            arguments += [prefix, Data(upper)]
-            return "\(a).value >= ? AND \(a).value < CAST(? AS TEXT)"
+            return "\(a).value >= \(self.bind(prefix)) AND \(a).value < CAST(\(self.bind(Data(upper))) AS TEXT)"
         case .within(let meters, let latitude, let longitude):
             // A latitude band narrows the search through the index; the exact distance decides.
             let band = meters / 110_000 + 0.01
-            arguments += [latitude - band, latitude + band, latitude, longitude, meters]
-            return "\(a).value BETWEEN ? AND ? AND nimbus_distance(\(a).value, \(a).longitude, ?, ?) <= ?"
+            return "\(a).value BETWEEN \(self.bind(latitude - band)) AND \(self.bind(latitude + band)) AND "
+                + "nimbus_distance(\(a).value, \(a).longitude, \(self.bind(latitude)), \(self.bind(longitude))) <= \(self.bind(meters))"
         }
     }
 }

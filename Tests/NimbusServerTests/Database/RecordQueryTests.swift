@@ -109,11 +109,29 @@ import Testing
             #expect(page.records.allSatisfy { $0.record?.fields?.isEmpty == true })
             seen += page.records.names
             marker = page.continuationMarker
+            if seen.count == 10 {
+                // Between pages, one record already read and one not yet read go, and one arrives among those
+                // still to come (tied with r12, before it by name): the next page starts right after the
+                // last one read all the same.
+                let results = try await fixture.modify(
+                    #"{"operations":[{"operationType":"forceDelete","record":{"recordName":"r3"}},"#
+                        + #"{"operationType":"forceDelete","record":{"recordName":"r15"}},"#
+                        + #"{"operationType":"create","record":{"recordName":"late","recordType":"Items","fields":{"number":{"value":12}}}}]}"#
+                )
+                #expect(results.allSatisfy { if case .record = $0 { true } else { false } })
+            }
         } while marker != nil
-        #expect(seen == (0..<25).map { "r\($0)" })
+        #expect(seen == (0..<12).map { "r\($0)" } + ["late"] + (12..<25).filter { $0 != 15 }.map { "r\($0)" })
         #expect(
             try await fixture.post("records/query", #"{"query":{"recordType":"Items"},"continuationMarker":"garbage"}"#).errorCode
                 == .badRequest)
+        // A sorted query's marker sent with an unsorted query is refused in words, not misread.
+        let sortedMarker = try #require(
+            try await fixture.query(#"{"query":{"recordType":"Items","sortBy":[{"fieldName":"number"}]},"resultsLimit":2}"#)
+                .continuationMarker)
+        let foreign = try await fixture.post(
+            "records/query", #"{"query":{"recordType":"Items"},"continuationMarker":"\#(sortedMarker)"}"#)
+        #expect(foreign.errorCode == .badRequest && foreign.error?.reason.contains("continuationMarker") == true)
         #expect(
             try await fixture.post("records/query", #"{"query":{"recordType":"Items"},"resultsLimit":201}"#).errorCode
                 == .badRequest)
