@@ -41,7 +41,8 @@ extension PostgresStore {
             if !sql.ordersByZone { position.insert(.text(name), at: position.count - 1) }
             return QueryMatch(
                 zone: ZoneAddress(service: service, name: name),
-                entry: Entry(key: key, payload: payload, sequence: sequence, audience: audience), position: QueryPosition(position))
+                entry: Entry(key: key, payload: payload, sequence: sequence, audience: audience),
+                position: QueryPosition(position))
         }
     }
 }

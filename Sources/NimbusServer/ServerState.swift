@@ -44,9 +44,13 @@ final class ServerState: Sendable {
         self.subscriptions = SubscriptionRegistry(store: store, changed: changed)
         self.roles = RoleRegistry(store: store, changed: changed)
         if let relay {
-            push.relay { accountID, message in relay.relay(to: accountID, message) }
+            push.relay(
+                through: PushHub.Relay(
+                    send: { accountID, message in relay.relay(to: accountID, message) },
+                    signedOut: { accountID, deviceID in relay.signedOut(accountID, deviceID: deviceID) }))
             relay.receive(
                 push: { accountID, message in push.publish(to: accountID, message, relaying: false) },
+                signedOut: { accountID, deviceID in push.disconnect(deviceID: deviceID, of: accountID, relaying: false) },
                 cachesChanged: { [schemas, subscriptions, roles] in
                     schemas.forgetAll()
                     subscriptions.forgetAll()

@@ -31,7 +31,8 @@ package struct QueryPosition: Sendable, Hashable, Codable {
             let body = String(tagged.dropFirst())
             switch tagged.first {
             case "i": guard let integer = Int64(body) else { throw StoreError.foreignPosition }; values.append(.integer(integer))
-            case "r": guard let real = Double(body), real.isFinite else { throw StoreError.foreignPosition }; values.append(.real(real))
+            case "r":
+                guard let real = Double(body), real.isFinite else { throw StoreError.foreignPosition }; values.append(.real(real))
             case "t": values.append(.text(body))
             default: throw StoreError.foreignPosition
             }

@@ -71,6 +71,35 @@ import Testing
         #expect(try await server.store.teams().map(\.name) == ["Real"])
     }
 
+    /// Signing a device out from the users page closes its open push socket at once, saying why; the
+    /// account's other device keeps its socket and hears the next change.
+    @Test func signingADeviceOutClosesItsPushSocket() async throws {
+        let server = try await TestServer.start()
+        let signedIn = try await signIn(server)
+        let app = try await server.seedApp()
+        let phone = try await server.signIn(email: "ann@example.com", device: "phone")
+        let laptop = try await server.signIn(email: "ann@example.com", device: "laptop")
+        let (phoneSocket, laptopSocket) = (
+            PushTests.Device(server: server, session: phone), PushTests.Device(server: server, session: laptop)
+        )
+        #expect(await eventually { phoneSocket.isConnected && laptopSocket.isConnected })
+        let revoke = try await server.request(
+            .POST, "/dashboard/users/\(phone.userRecordName)/devices/\(phone.deviceID)/revoke",
+            headers: [("Cookie", signedIn.cookie), ("Content-Type", "application/x-www-form-urlencoded")],
+            body: Data("csrf=\(signedIn.csrf)".utf8))
+        #expect(revoke.status == 303)
+        let closed = Mutex<(ended: Bool, saidWhy: Bool)>((false, false))
+        Task {
+            let frame = try? await phoneSocket.task.value
+            closed.withLock { $0 = (true, frame?.closeCode == .policyViolation && frame?.reason == "signed out") }
+        }
+        #expect(await eventually { closed.withLock { $0.ended } }, "the phone's socket is closed")
+        #expect(closed.withLock { $0.saidWhy }, "with the reason")
+        try await PushTests.set("after", on: server, app: app, as: laptop)
+        #expect(await eventually { laptopSocket.received.count == 1 }, "the laptop still hears its account's changes")
+        #expect(server.server.pushConnectionCount == 1)
+    }
+
     @Test func theLiveStreamShowsChangesAndEndsWithTheServer() async throws {
         let server = try await TestServer.start()
         let signedIn = try await signIn(server)

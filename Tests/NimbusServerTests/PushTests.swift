@@ -74,13 +74,46 @@ import WSClient
     @Test func relayingAMessageCostsTheSameAfterManyMessages() {
         let hub = PushHub()
         let depths = Mutex<[Int]>([])
-        hub.relay { _, _ in depths.withLock { $0.append(Thread.callStackReturnAddresses.count) } }
+        hub.relay(
+            through: PushHub.Relay(
+                send: { _, _ in depths.withLock { $0.append(Thread.callStackReturnAddresses.count) } }, signedOut: { _, _ in }))
         for sequence in 1...100 {
             hub.publish(to: "account", PushMessage(type: .zoneMoved, zone: nil, sequence: Int64(sequence)))
         }
         let recorded = depths.withLock { $0 }
         #expect(recorded.count == 100)
         #expect(Set(recorded).count == 1, "the relay's stack depth went from \(recorded.first ?? 0) to \(recorded.last ?? 0)")
+    }
+
+    /// A device signed out on one node loses its push connections there and, through the relay, on every
+    /// other node; the account's other devices keep theirs.
+    @Test func aDeviceSignedOutLosesItsConnectionsOnEveryNode() async throws {
+        let (here, there) = (PushHub(), PushHub())
+        let relayed = Mutex<[String]>([])
+        here.relay(
+            through: PushHub.Relay(
+                send: { _, _ in },
+                signedOut: { accountID, deviceID in
+                    relayed.withLock { $0.append(deviceID) }
+                    there.disconnect(deviceID: deviceID, of: accountID, relaying: false)
+                }))
+        let phoneHere = here.connect(accountID: "ann", deviceID: "phone")
+        let phoneThere = there.connect(accountID: "ann", deviceID: "phone")
+        let laptopThere = there.connect(accountID: "ann", deviceID: "laptop")
+        let bobsPhone = there.connect(accountID: "bob", deviceID: "phone")
+        here.disconnect(deviceID: "phone", of: "ann")
+        #expect(relayed.withLock { $0 } == ["phone"])
+        #expect(here.connectionCount == 0 && there.connectionCount == 2)
+        for ended in [phoneHere.messages, phoneThere.messages] {
+            var iterator = ended.makeAsyncIterator()
+            #expect(await iterator.next() == nil, "the signed-out device's stream ended")
+        }
+        there.publish(to: "ann", PushMessage(type: .zoneMoved, zone: nil, sequence: 1), relaying: false)
+        var laptop = laptopThere.messages.makeAsyncIterator()
+        #expect(await laptop.next()?.sequence == 1, "the account's other device still hears")
+        there.publish(to: "bob", PushMessage(type: .zoneMoved, zone: nil, sequence: 2), relaying: false)
+        var bob = bobsPhone.messages.makeAsyncIterator()
+        #expect(await bob.next()?.sequence == 2, "another account's device of the same id is untouched")
     }
 
     @Test func everyDeviceOfTheAccountHearsThatAZoneMoved() async throws {

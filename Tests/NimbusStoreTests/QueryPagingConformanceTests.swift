@@ -59,7 +59,8 @@ import Testing
     func seed(_ store: any Store) async throws -> (account: String, items: [Item]) {
         let account = Secrets.userRecordName()
         try await store.createAccount(
-            AccountRecord(id: account, email: "\(account)@example.com", passwordHash: "x", isAdministrator: false, createdAt: Date()))
+            AccountRecord(
+                id: account, email: "\(account)@example.com", passwordHash: "x", isAdministrator: false, createdAt: Date()))
         var items = [Item]()
         for name in Self.zoneNames {
             for i in 0..<30 {
@@ -135,8 +136,14 @@ import Testing
         let odds = items.filter { $0.group == "odd" }
         let cases: [(String, IndexQuery, [String])] = [
             ("unsorted", IndexQuery(zones: zones, kind: "Items", limit: 1000), Self.expected(items, by: nil)),
-            ("unsorted, one equality", IndexQuery(zones: zones, kind: "Items", conditions: [even], limit: 1000), Self.expected(evens, by: nil)),
-            ("unsorted, negated only", IndexQuery(zones: zones, kind: "Items", conditions: [odd], limit: 1000), Self.expected(odds, by: nil)),
+            (
+                "unsorted, one equality", IndexQuery(zones: zones, kind: "Items", conditions: [even], limit: 1000),
+                Self.expected(evens, by: nil)
+            ),
+            (
+                "unsorted, negated only", IndexQuery(zones: zones, kind: "Items", conditions: [odd], limit: 1000),
+                Self.expected(odds, by: nil)
+            ),
             (
                 "by number", IndexQuery(zones: zones, kind: "Items", sort: [IndexSort(field: "number")], limit: 1000),
                 Self.expected(items, by: \.number)
@@ -148,14 +155,19 @@ import Testing
             ),
             (
                 "evens by number, descending",
-                IndexQuery(zones: zones, kind: "Items", conditions: [even], sort: [IndexSort(field: "number", ascending: false)], limit: 1000),
+                IndexQuery(
+                    zones: zones, kind: "Items", conditions: [even], sort: [IndexSort(field: "number", ascending: false)],
+                    limit: 1000),
                 Self.expected(evens, by: \.number, ascending: false)
             ),
             (
                 "by distance",
                 IndexQuery(
                     zones: zones, kind: "Items",
-                    sort: [IndexSort(field: "location", order: .distance(latitude: Self.origin.latitude, longitude: Self.origin.longitude))],
+                    sort: [
+                        IndexSort(
+                            field: "location", order: .distance(latitude: Self.origin.latitude, longitude: Self.origin.longitude))
+                    ],
                     limit: 1000),
                 Self.expected(items, by: Self.distance)
             ),
@@ -180,7 +192,8 @@ import Testing
         }
         // Sorted by two keys, the second breaking the first's ties.
         let twoKeys = IndexQuery(
-            zones: zones, kind: "Items", sort: [IndexSort(field: "group", ascending: false), IndexSort(field: "number")], limit: 1000)
+            zones: zones, kind: "Items", sort: [IndexSort(field: "group", ascending: false), IndexSort(field: "number")],
+            limit: 1000)
         let expected = Self.expected(odds, by: \.number) + Self.expected(evens, by: \.number)
         #expect(try await store.query(twoKeys).map { "\($0.zone.name)/\($0.entry.key)" } == expected)
         #expect(try await paged(store, twoKeys, size: 4) == expected)
@@ -198,13 +211,16 @@ import Testing
             let first = try await store.query(query)
             let seen = Set(first.map { "\($0.zone.name)/\($0.entry.key)" })
             // One already read and one not yet read go; a new one arrives.
-            let gone = [first[2], try await store.query(IndexQuery(zones: zones, kind: "Items", sort: query.sort, limit: 20))[15]]
+            let gone = [
+                first[2], try await store.query(IndexQuery(zones: zones, kind: "Items", sort: query.sort, limit: 20))[15],
+            ]
             for match in gone {
                 _ = try await store.transact(zone(account, match.zone.name), creating: false) { transaction in
                     try transaction.put(match.entry.key, payload: nil, size: 0)
                 }
             }
-            try await save(store, account, Item(zone: "A", key: "new-\(query.sort.count)", number: .integer(4), group: "odd", point: nil))
+            try await save(
+                store, account, Item(zone: "A", key: "new-\(query.sort.count)", number: .integer(4), group: "odd", point: nil))
             var rest = query
             rest.after = first.last?.position
             rest.limit = 1000

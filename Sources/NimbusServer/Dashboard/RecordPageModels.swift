@@ -1,7 +1,7 @@
 import Foundation
 import NimbusCore
 
-/// The records page: the database and zone, the type, a filter, a sort, the columns, and one page of
+/// The records page: the database and zone, the type, filters, a sort, the columns, and one page of
 /// results with a link to the next (a continuation marker; no page counts the type).
 struct RecordsPageModel: DashboardPageModel {
     var chrome: DashboardChrome
@@ -14,9 +14,8 @@ struct RecordsPageModel: DashboardPageModel {
     var zone: String
     var type: String
     var types: [Option]
-    var fields: [Option]
-    var comparators: [Option]
-    var value: String
+    /// The form's filters, then an empty one to add another.
+    var filters: [FilterRow]
     var sortFields: [Option]
     var descending: Bool
     var columns: [Option]
@@ -30,6 +29,26 @@ struct RecordsPageModel: DashboardPageModel {
     var exportJSON: String
     var exportCSV: String
     var importAction: String
+
+    struct FilterRow: Sendable {
+        var fields: [Option]
+        var comparators: [Option]
+        var value: String
+        /// The empty row's value box keeps the id the page's script and tests know it by.
+        var isLast: Bool
+    }
+
+    /// The filters a form asks for: its `field`, `cmp` and `value` fields taken in turn, those naming no
+    /// field left out.
+    static func filters(_ query: DashboardForm) -> [(field: String, comparator: String, value: String)] {
+        let (fields, comparators, values) = (query.values("field"), query.values("cmp"), query.values("value"))
+        return fields.indices.compactMap { index in
+            let field = fields[index].trimmingCharacters(in: .whitespaces)
+            guard !field.isEmpty else { return nil }
+            let comparator = index < comparators.count ? comparators[index] : QueryFilter.Comparator.equals.rawValue
+            return (field, comparator, index < values.count ? values[index] : "")
+        }
+    }
 
     struct Row: Sendable {
         var name: String
@@ -57,13 +76,16 @@ struct RecordsPageModel: DashboardPageModel {
             Schema.systemFieldTypes[$0.name] == nil
         }
         hasType = schema.recordTypes.contains { $0.name == chosenType }
-        let field = query.trimmed("field")
-        fields = declared.map { Option(value: $0.name, label: "\($0.name) (\($0.wireType))", selected: $0.name == field) }
-        let comparator = query.trimmed("cmp") ?? QueryFilter.Comparator.equals.rawValue
-        comparators = QueryFilter.Comparator.allCases.filter { $0 != .near }.map {
-            Option(value: $0.rawValue, label: $0.rawValue, selected: $0.rawValue == comparator)
+        let asked = Self.filters(query) + [(field: "", comparator: QueryFilter.Comparator.equals.rawValue, value: "")]
+        filters = asked.enumerated().map { number, filter in
+            FilterRow(
+                fields: declared.map {
+                    Option(value: $0.name, label: "\($0.name) (\($0.wireType))", selected: $0.name == filter.field)
+                },
+                comparators: QueryFilter.Comparator.allCases.filter { $0 != .near }.map {
+                    Option(value: $0.rawValue, label: $0.rawValue, selected: $0.rawValue == filter.comparator)
+                }, value: filter.value, isLast: number == asked.count - 1)
         }
-        value = query.value("value") ?? ""
         let sort = query.trimmed("sort")
         sortFields = declared.map { Option(value: $0.name, label: $0.name, selected: $0.name == sort) }
         descending = query.value("order") == "descending"

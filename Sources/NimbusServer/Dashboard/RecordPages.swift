@@ -173,26 +173,27 @@ struct RecordPages {
         return model
     }
 
-    /// The query a records page (or its export) asks `RecordService`: the type, the form's one filter
-    /// and sort, one page from the form's continuation marker.
+    /// The query a records page (or its export) asks `RecordService`: the type, the form's filters (each
+    /// a `field`, `cmp` and `value`, all of which must hold) and sort, one page from the form's continuation
+    /// marker.
     static func queryRequest(_ recordType: Schema.RecordType, _ scope: RecordScope, _ query: DashboardForm, limit: Int) throws
         -> RecordsQueryRequest
     {
         var filters = [QueryFilter]()
-        if let field = query.trimmed("field"), let comparatorName = query.trimmed("cmp"), let text = query.value("value") {
-            guard let comparator = QueryFilter.Comparator(rawValue: comparatorName) else {
-                throw NimbusError.badRequest("unknown comparator \(comparatorName)")
+        for filter in RecordsPageModel.filters(query) {
+            guard let comparator = QueryFilter.Comparator(rawValue: filter.comparator) else {
+                throw NimbusError.badRequest("unknown comparator \(filter.comparator)")
             }
-            guard let declared = recordType.fields.first(where: { $0.name == field }) else {
-                throw NimbusError.badRequest("record type \(recordType.name) has no field \(field)")
+            guard let declared = recordType.fields.first(where: { $0.name == filter.field }) else {
+                throw NimbusError.badRequest("record type \(recordType.name) has no field \(filter.field)")
             }
             let listComparators: Set<QueryFilter.Comparator> = [
                 .in, .notIn, .listContainsAny, .notListContainsAny, .listContainsAll, .notListContainsAll,
             ]
             let value = try RecordFieldText.parse(
-                listComparators.contains(comparator) ? text.replacingOccurrences(of: ",", with: "\n") : text, type: declared.type,
-                isList: listComparators.contains(comparator), field: field)
-            filters.append(QueryFilter(fieldName: field, comparator: comparator, fieldValue: value))
+                listComparators.contains(comparator) ? filter.value.replacingOccurrences(of: ",", with: "\n") : filter.value,
+                type: declared.type, isList: listComparators.contains(comparator), field: filter.field)
+            filters.append(QueryFilter(fieldName: filter.field, comparator: comparator, fieldValue: value))
         }
         var sorts = [QuerySort]()
         if let sort = query.trimmed("sort") {

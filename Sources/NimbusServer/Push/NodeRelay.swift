@@ -23,14 +23,17 @@ final class NodeRelay: Sendable, Service {
 
     struct Receivers {
         var push: (@Sendable (String, PushMessage) -> Void)?
+        var signedOut: (@Sendable (_ accountID: String, _ deviceID: String) -> Void)?
         var cachesChanged: (@Sendable () -> Void)?
     }
 
     private struct Signal: Codable {
         var node: String
-        /// A push message for an account's devices; nil: the registries' caches changed.
+        /// A push message for an account's devices, or the account's device signed out; neither: the
+        /// registries' caches changed.
         var accountID: String?
         var message: PushMessage?
+        var signedOutDevice: String?
     }
 
     init(signals: any NodeSignals, logger: Logger) {
@@ -39,8 +42,12 @@ final class NodeRelay: Sendable, Service {
     }
 
     /// Where the signals of other nodes go.
-    func receive(push: @escaping @Sendable (String, PushMessage) -> Void, cachesChanged: @escaping @Sendable () -> Void) {
-        receivers.withLock { $0 = Receivers(push: push, cachesChanged: cachesChanged) }
+    func receive(
+        push: @escaping @Sendable (String, PushMessage) -> Void,
+        signedOut: @escaping @Sendable (_ accountID: String, _ deviceID: String) -> Void,
+        cachesChanged: @escaping @Sendable () -> Void
+    ) {
+        receivers.withLock { $0 = Receivers(push: push, signedOut: signedOut, cachesChanged: cachesChanged) }
     }
 
     /// Sends a message this node published to the other nodes.
@@ -50,6 +57,11 @@ final class NodeRelay: Sendable, Service {
             signal.message = PushMessage(type: .zoneMoved, zone: message.zone, sequence: message.sequence)
         }
         send(signal)
+    }
+
+    /// Tells the other nodes to close the push connections of a device signed out everywhere.
+    func signedOut(_ accountID: String, deviceID: String) {
+        send(Signal(node: node, accountID: accountID, signedOutDevice: deviceID))
     }
 
     /// Tells the other nodes to forget their cached schemas, subscriptions and roles.
@@ -108,6 +120,8 @@ final class NodeRelay: Sendable, Service {
                 let receivers = self.receivers.withLock { $0 }
                 if let accountID = signal.accountID, let message = signal.message {
                     receivers.push?(accountID, message)
+                } else if let accountID = signal.accountID, let deviceID = signal.signedOutDevice {
+                    receivers.signedOut?(accountID, deviceID)
                 } else {
                     receivers.cachesChanged?()
                 }

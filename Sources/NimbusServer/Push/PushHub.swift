@@ -7,48 +7,71 @@ import Synchronization
 /// Each connection gets a bounded buffer that keeps the newest messages: a device that falls that
 /// far behind loses only hints, never data, because it catches up from its change tokens.
 final class PushHub: Sendable {
-    private let connections = Mutex<[String: [UUID: AsyncStream<PushMessage>.Continuation]]>([:])
+    private let connections = Mutex<[String: [UUID: Connection]]>([:])
     static let bufferSize = 256
     /// Web clients' mailboxes, which get the notifications too.
     let courier = WebCourier()
     /// Where messages go for the devices connected to other nodes, when nodes share a database.
     private let relay = Mutex<Relay?>(nil)
 
-    /// The relay's function, wrapped in a struct of its own. A bare function type as a `Mutex`'s value is
+    private struct Connection {
+        let deviceID: String
+        let continuation: AsyncStream<PushMessage>.Continuation
+    }
+
+    /// The relay's functions, in a struct of their own. A bare function type as a `Mutex`'s value is
     /// converted in and out of its generic form each time `withLock` hands it over (an inout reabstraction
     /// with writeback), and each conversion wraps the stored closure in one more thunk: read for every
     /// message, it grew two frames deeper per message, each publish slower than the last until the stack
     /// overflowed. A struct's stored function is never converted.
-    private struct Relay: Sendable {
+    struct Relay: Sendable {
+        /// Sends an account's message to the other nodes.
         let send: @Sendable (String, PushMessage) -> Void
+        /// Tells the other nodes that an account's device was signed out everywhere.
+        let signedOut: @Sendable (_ accountID: String, _ deviceID: String) -> Void
     }
 
-    /// Sends every message published from now on to the other nodes too.
-    func relay(through send: @escaping @Sendable (String, PushMessage) -> Void) { relay.withLock { $0 = Relay(send: send) } }
+    /// Sends every message published, and every device signed out, from now on to the other nodes too.
+    func relay(through relay: Relay) { self.relay.withLock { $0 = relay } }
 
-    /// Registers a device connection; the stream ends when `disconnect` is called with the returned id.
-    func connect(accountID: String) -> (id: UUID, messages: AsyncStream<PushMessage>) {
+    /// Registers a device connection; the stream ends when `disconnect` is called with the returned id, or
+    /// when the device is signed out.
+    func connect(accountID: String, deviceID: String) -> (id: UUID, messages: AsyncStream<PushMessage>) {
         let id = UUID()
         let (stream, continuation) = AsyncStream.makeStream(
             of: PushMessage.self, bufferingPolicy: .bufferingNewest(Self.bufferSize))
-        connections.withLock { $0[accountID, default: [:]][id] = continuation }
+        connections.withLock { $0[accountID, default: [:]][id] = Connection(deviceID: deviceID, continuation: continuation) }
         return (id, stream)
     }
 
     func disconnect(accountID: String, id: UUID) {
-        let continuation = connections.withLock { connections in
-            let continuation = connections[accountID]?.removeValue(forKey: id)
+        let connection = connections.withLock { connections in
+            let connection = connections[accountID]?.removeValue(forKey: id)
             if connections[accountID]?.isEmpty == true { connections[accountID] = nil }
-            return continuation
+            return connection
         }
-        continuation?.finish()
+        connection?.continuation.finish()
+    }
+
+    /// Ends the push connections of a device whose sessions were revoked, on this node and, unless another
+    /// node said so, on the others: a signed-out device must stop hearing about its account's changes at
+    /// once, not when its socket next reconnects.
+    func disconnect(deviceID: String, of accountID: String, relaying: Bool = true) {
+        let ended = connections.withLock { connections in
+            let ended = (connections[accountID] ?? [:]).filter { $0.value.deviceID == deviceID }
+            for id in ended.keys { connections[accountID]?.removeValue(forKey: id) }
+            if connections[accountID]?.isEmpty == true { connections[accountID] = nil }
+            return ended.values
+        }
+        for connection in ended { connection.continuation.finish() }
+        if relaying, let relay = relay.withLock({ $0 }) { relay.signedOut(accountID, deviceID) }
     }
 
     /// Gives the message to the account's devices on this node and, unless it came from another node,
     /// to the other nodes.
     func publish(to accountID: String, _ message: PushMessage, relaying: Bool = true) {
         let targets = connections.withLock { Array(($0[accountID] ?? [:]).values) }
-        for continuation in targets { continuation.yield(message) }
+        for connection in targets { connection.continuation.yield(message) }
         if let notification = message.notification { courier.deliver(to: accountID, notification) }
         if relaying, let relay = relay.withLock({ $0 }) { relay.send(accountID, message) }
     }
@@ -61,6 +84,6 @@ final class PushHub: Sendable {
             defer { connections = [:] }
             return connections.values.flatMap(\.values)
         }
-        for continuation in all { continuation.finish() }
+        for connection in all { connection.continuation.finish() }
     }
 }

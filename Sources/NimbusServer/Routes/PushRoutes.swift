@@ -29,7 +29,7 @@ struct PushRoutes {
     private func handle(session: AuthenticatedSession, inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter)
         async throws
     {
-        let (id, messages) = server.push.connect(accountID: session.accountID)
+        let (id, messages) = server.push.connect(accountID: session.accountID, deviceID: session.deviceID)
         defer { server.push.disconnect(accountID: session.accountID, id: id) }
         // Registered with the hub: tell the device, which catches up from here without a gap.
         let connected = try JSONEncoder().encode(PushMessage(type: .connected, zone: nil, sequence: 0))
@@ -61,9 +61,15 @@ struct PushRoutes {
                 // An encoder per message rather than one per socket: idle sockets then hold none.
                 try await outbound.write(.text(String(decoding: try JSONEncoder().encode(message), as: UTF8.self)))
             }
-            // The stream ended: the device went, or the server is shutting down (then this says so).
+            // The stream ended: the device went, was signed out, or the server is shutting down (then this
+            // says which).
             group.cancelAll()
-            try? await outbound.close(.goingAway, reason: "server shutting down")
+            let stored = try? await server.store.credentials(sessionDigest: session.tokenDigest, apiTokenDigest: nil)
+            if let stored, stored.session?.revoked ?? true {
+                try? await outbound.close(.policyViolation, reason: "signed out")
+            } else {
+                try? await outbound.close(.goingAway, reason: "server shutting down")
+            }
         }
     }
 }

@@ -65,6 +65,7 @@ struct AuthService: Sendable {
         guard let device = try await server.store.device(id: deviceID), device.accountID == accountID else { return false }
         try await server.store.revokeSessions(deviceID: deviceID)
         server.credentialCache.invalidateAll()
+        server.push.disconnect(deviceID: deviceID, of: accountID)
         return true
     }
 

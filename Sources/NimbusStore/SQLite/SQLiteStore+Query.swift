@@ -13,7 +13,8 @@ extension SQLiteStore {
             }
             guard !zones.isEmpty, query.limit > 0 else { return [] }
             guard query.sort.isEmpty else {
-                return try Self.matches(IndexQuerySQL(query, zoneIDs: zones.map(\.id), after: query.after, limit: query.limit), db)
+                return try Self.matches(
+                    IndexQuerySQL(query, zoneIDs: zones.map(\.id), after: query.after, limit: query.limit), db)
             }
             // Unsorted, the order is by zone, then key: zone by zone, each in key order, which the index
             // gives without sorting when no condition narrows the search.
@@ -42,7 +43,8 @@ extension SQLiteStore {
             }
             if !sql.ordersByZone { position.insert(.text(zone.name), at: position.count - 1) }
             return QueryMatch(
-                zone: zone, entry: Entry(key: row["key"], payload: row["payload"], sequence: row["sequence"], audience: row["audience"]),
+                zone: zone,
+                entry: Entry(key: row["key"], payload: row["payload"], sequence: row["sequence"], audience: row["audience"]),
                 position: QueryPosition(position))
         }
     }
