@@ -370,6 +370,7 @@ def scenario_record_edits(browser):
     add_field(browser, "Notes", "pages", "INT64", ["queryable", "sortable"])
     add_field(browser, "Notes", "due", "TIMESTAMP")
     add_field(browser, "Notes", "place", "LOCATION")
+    add_field(browser, "Notes", "scan", "ASSET")
     browser.open(records_path("?env=development&db=public&type=Notes"))
     browser.find("#new-record").click()
     browser.wait(EC.presence_of_element_located((By.ID, "record")), "the new record form")
@@ -414,6 +415,21 @@ def scenario_record_edits(browser):
     browser.submit(form)
     check(browser.error() is not None, "saving over a newer change shows an error")
     check(lookup(admin, "public", "first-note")["fields"]["title"]["value"] == "Hello again", "the stale edit changed nothing")
+    # A file for the ASSET field, uploaded from the record's page: saved in the record, downloaded back.
+    browser.open(records_path("/first-note?env=development&db=public&zone=_defaultZone"))
+    upload = os.path.join(tempfile.mkdtemp(prefix="nimbus-asset-"), "scan.txt")
+    with open(upload, "w") as file:
+        file.write("the scanned page")
+    form = browser.find("#upload-scan")
+    form.find_element(By.NAME, "file").send_keys(upload)
+    browser.submit(form)
+    browser.expect_notice("file was uploaded")
+    with_file = lookup(admin, "public", "first-note")
+    asset = with_file["fields"].get("scan", {}).get("value", {})
+    check(asset.get("size") == 16 and with_file["fields"]["title"]["value"] == "Hello again",
+          f"the API reads the record with its file and its other fields: {with_file}")
+    link = browser.find("a[download][href*='/assets/1/download/']").get_attribute("href")
+    check(browser_download(browser, link) == "the scanned page", "the page's download link gives the uploaded bytes")
     # Delete, after confirming; the API no longer finds it.
     browser.open(records_path("/first-note?env=development&db=public&zone=_defaultZone"))
     browser.submit(browser.find("#delete"), confirm="Delete Notes record first-note")

@@ -35,7 +35,7 @@ extension DashboardForm {
 enum DashboardNotice: String, Sendable {
     case teamCreated, appCreated, containerCreated, entitled, developerAdded, developerRemoved
     case typeCreated, fieldAdded, indexesSaved, schemaImported, schemaDeployed, developmentReset
-    case recordSaved, recordDeleted, recordsImported, sessionRevoked, deviceRevoked
+    case recordSaved, recordDeleted, recordsImported, fileUploaded, sessionRevoked, deviceRevoked
     case documentUploaded, folderCreated, documentRenamed, documentMoved, documentDeleted, versionRestored, conflictResolved
     case documentRestored, documentPurged, tokenCreated, tokenRevoked, keyAdded, keyRevoked
 
@@ -56,6 +56,7 @@ enum DashboardNotice: String, Sendable {
         case .recordSaved: "The record was saved."
         case .recordDeleted: "The record was deleted."
         case .recordsImported: "The records were imported."
+        case .fileUploaded: "The file was uploaded and saved in the record."
         case .sessionRevoked: "The session was signed out."
         case .deviceRevoked: "The device was signed out everywhere."
         case .documentUploaded: "The file was uploaded."

@@ -146,6 +146,8 @@ struct RecordPageModel: DashboardPageModel {
         var multiline: Bool
         var isAsset: Bool
         var downloadURL: String?
+        /// Where a new file for a single ASSET field of a saved record is sent (query: scope, change tag, form token).
+        var uploadAction: String?
         var referenceLink: String?
         var hint: String
     }
@@ -176,6 +178,14 @@ struct RecordPageModel: DashboardPageModel {
                 value: value.map(RecordFieldText.text) ?? "", multiline: field.isList || field.type == "STRING",
                 isAsset: field.type == "ASSET", hint: Self.hint(field))
             if case .asset(let asset) = value { row.downloadURL = asset.downloadURL }
+            if field.type == "ASSET", !field.isList, !isNew {
+                row.uploadAction =
+                    recordPath + "/files/" + DashboardLinks.encoded(field.name)
+                    + DashboardLinks.query(
+                        scope.queryItems + [
+                            ("type", type.name), ("changeTag", record.recordChangeTag), ("csrf", viewer.csrfToken),
+                        ])
+            }
             if case .reference(let reference) = value, reference.zoneID == nil || reference.zoneID?.zoneName == scope.zone {
                 row.referenceLink = scope.recordPath(reference.recordName)
             }

@@ -69,6 +69,24 @@ struct RecordPages {
                 return DashboardRenderer.shared.page("record", model, status: status)
             }
         }
+        group.post(":record/files/:field") { request, context in
+            // A file upload: the form's fields ride in the query, the body is the file (streamed to the blob store).
+            let query = DashboardForm(encoded: request.uri.query ?? "")
+            let (viewer, scope) = try await open(request, context, viewer, fields: query)
+            let name = try context.parameters.require("record")
+            return try await DashboardSubmission.run(
+                request, done: scope.recordPath(name) + "&notice=" + DashboardNotice.fileUploaded.rawValue
+            ) {
+                try await uploadFile(
+                    viewer, scope, request, record: name, field: try context.parameters.require("field"),
+                    type: query.trimmed("type") ?? "", changeTag: query.trimmed("changeTag"))
+            } failed: { error, status in
+                let record = try await lookup(viewer, scope, request, name: name)
+                var model = try await recordPage(viewer, scope, request, record: record, isNew: false)
+                model.chrome.error = error
+                return DashboardRenderer.shared.page("record", model, status: status)
+            }
+        }
         group.post(":record/delete") { request, context in
             let form = try await DashboardForm.read(request)
             let (viewer, scope) = try await open(request, context, viewer, fields: form)
@@ -151,6 +169,35 @@ struct RecordPages {
         return try Self.single(
             try await records.modify(
                 database, RecordsModifyRequest(operations: [RecordOperation(operation, record)], zoneID: scope.zoneID)))
+    }
+
+    /// Stores the request's file as a new value of a record's ASSET field, as a client would: an upload URL
+    /// from `assets/upload` (which checks the viewer may save such records), the file to it, then the
+    /// record updated with the receipt under its change tag (a stale one is refused).
+    private func uploadFile(
+        _ viewer: DashboardViewer, _ scope: RecordScope, _ request: Request, record: String, field: String, type: String,
+        changeTag: String?
+    ) async throws {
+        let database = try await scope.database(viewer, server: server, baseURL: baseURL(request))
+        let schema = try await server.schemas.schema(database)
+        guard let declared = schema.recordTypes.first(where: { $0.name == type })?.fields.first(where: { $0.name == field }),
+            declared.type == "ASSET", !declared.isList
+        else {
+            throw NimbusError.badRequest("\(type) has no file (ASSET) field \(field) to upload into")
+        }
+        let upload = try await records.requestUploads(
+            database,
+            AssetUploadRequest(tokens: [.init(recordName: record, recordType: type, fieldName: field)], zoneID: scope.zoneID))
+        guard let id = upload.tokens.first?.url.split(separator: "/").last else {
+            throw NimbusError(.internalError, "assets/upload answered without an upload URL")
+        }
+        let file = try await AssetTransfers(server: server).upload(
+            id: String(id), body: request.body, contentType: request.headers[.contentType])
+        let saved = RecordWire(
+            recordName: record, recordType: type, recordChangeTag: changeTag, fields: [field: .asset(file.singleFile)])
+        _ = try Self.single(
+            try await records.modify(
+                database, RecordsModifyRequest(operations: [RecordOperation(.update, saved)], zoneID: scope.zoneID)))
     }
 
     func queryPage(_ viewer: DashboardViewer, _ scope: RecordScope, _ query: DashboardForm, _ request: Request)
