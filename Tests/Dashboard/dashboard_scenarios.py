@@ -528,6 +528,52 @@ def scenario_access(browser):
     check("Hijack" not in development.get("text", ""), "Carol's form changed the schema")
 
 
+def scenario_roles(browser):
+    """A role created, granted and given in the dashboard lets its member edit others' records; taken back, it does not."""
+    author = sign_up_and_in("author@example.com", "Author's phone")
+    moderator = sign_up_and_in("moderator@example.com", "Moderator's phone")
+    browser.sign_in(FIXTURE["adminEmail"])
+    browser.open(schema_path())
+    create_type(browser, "Posts")
+    add_field(browser, "Posts", "text", "STRING")
+    check("(the defaults)" in record_type(browser, "Development", "Posts").text, "a type without grants shows the defaults")
+    form = browser.find("#create-role")
+    browser.fill(form, "name", "moderators")
+    browser.submit(form)
+    browser.expect_notice("role was created")
+    grants = record_type(browser, "Development", "Posts").find_element(By.CSS_SELECTOR, "form.grants")
+    Select(grants.find_element(By.NAME, "role")).select_by_visible_text("moderators")
+    grants.find_element(By.NAME, "write").click()
+    browser.submit(grants)
+    browser.expect_notice("grant was saved")
+    shown = record_type(browser, "Development", "Posts").text
+    check("WRITE to moderators" in shown and "READ to _world" in shown and "WRITE to _creator" in shown,
+          f"the new grant joins the defaults: {shown}")
+    modify(author["sessionToken"], "public", [{"operationType": "create", "record": {
+        "recordName": "post-1", "recordType": "Posts", "fields": {"text": {"value": "first"}}}}])
+
+    def moderate(text):
+        tag = lookup(moderator["sessionToken"], "public", "post-1")["recordChangeTag"]
+        return modify(moderator["sessionToken"], "public", [{"operationType": "update", "record": {
+            "recordName": "post-1", "recordType": "Posts", "recordChangeTag": tag, "fields": {"text": {"value": text}}}}])[0]
+
+    check(moderate("edited").get("serverErrorCode") is not None, "before the role, the moderator may not edit the post")
+    role = browser.find("#env-Development .role[data-role='moderators']")
+    browser.fill(role.find_element(By.CSS_SELECTOR, "form.add-member"), "email", "moderator@example.com")
+    browser.submit(role.find_element(By.CSS_SELECTOR, "form.add-member"))
+    browser.expect_notice("given the role")
+    check("moderator@example.com" in browser.find("#env-Development .role[data-role='moderators']").text,
+          "the role lists its new member")
+    edited = moderate("edited by a moderator")
+    check(edited.get("fields", {}).get("text", {}).get("value") == "edited by a moderator",
+          f"with the role, the moderator edits the author's post: {edited}")
+    remove = browser.find("#env-Development .role[data-role='moderators'] form[action$='/members/remove']")
+    browser.submit(remove, confirm="Take role moderators from moderator@example.com")
+    browser.expect_notice("no longer has the role")
+    check(moderate("again").get("serverErrorCode") is not None, "with the role taken back, the edit is refused")
+    browser.screenshot("schema-roles")
+
+
 def scenario_developers(browser):
     """Developers see their own team's containers; another team's gets "not found", by link and by URL."""
     sign_up_and_in("dave@example.com", "Dave's Mac")
@@ -934,6 +980,7 @@ SCENARIOS = {
     "deploy": scenario_deploy,
     "revoke": scenario_revoke,
     "access": scenario_access,
+    "roles": scenario_roles,
     "developers": scenario_developers,
     "documents": scenario_documents,
     "tokens": scenario_tokens,

@@ -16,7 +16,8 @@ import Testing
     @Test(
         .serialized,
         arguments: [
-            "signIn", "tutorial", "recordEdits", "deploy", "revoke", "access", "developers", "documents", "tokens", "activity",
+            "signIn", "tutorial", "recordEdits", "deploy", "revoke", "access", "roles", "developers", "documents", "tokens",
+            "activity",
             "exportImport", "formToken", "injection", "layout", "darkTheme",
         ])
     func scenario(_ name: String) async throws {

@@ -35,6 +35,7 @@ extension DashboardForm {
 enum DashboardNotice: String, Sendable {
     case teamCreated, appCreated, containerCreated, entitled, developerAdded, developerRemoved
     case typeCreated, fieldAdded, indexesSaved, schemaImported, schemaDeployed, developmentReset
+    case roleCreated, grantSaved, roleMemberAdded, roleMemberRemoved
     case recordSaved, recordDeleted, recordsImported, fileUploaded, sessionRevoked, deviceRevoked
     case documentUploaded, folderCreated, documentRenamed, documentMoved, documentDeleted, versionRestored, conflictResolved
     case documentRestored, documentPurged, tokenCreated, tokenRevoked, keyAdded, keyRevoked
@@ -50,6 +51,10 @@ enum DashboardNotice: String, Sendable {
         case .typeCreated: "The record type was created in development."
         case .fieldAdded: "The field was added in development. Records already saved need no migration."
         case .indexesSaved: "The indexes were saved in development."
+        case .roleCreated: "The role was created in development."
+        case .grantSaved: "The grant was saved in development."
+        case .roleMemberAdded: "The account was given the role."
+        case .roleMemberRemoved: "The account no longer has the role."
         case .schemaImported: "The schema was imported into development."
         case .schemaDeployed: "Development was deployed to production."
         case .developmentReset: "Development was reset to production's schema, and its records were deleted."

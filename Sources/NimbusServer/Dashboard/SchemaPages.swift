@@ -85,6 +85,55 @@ struct SchemaPages {
                 }
             }
         }
+        container.post("schema/roles") { request, context in
+            try await submit(request, context, viewer, done: .roleCreated) { container, form in
+                let name = form.trimmed("name") ?? ""
+                try Identifiers.validateSchemaName(name, what: "role")
+                try await schemas.editDevelopment(container: container) { schema in
+                    guard !schema.roles.contains(name), !EnvironmentModel.builtInRoles.contains(name) else {
+                        throw NimbusError(.exists, "role \(name) already exists")
+                    }
+                    schema.roles.append(name)
+                }
+            }
+        }
+        container.post("schema/grants") { request, context in
+            try await submit(request, context, viewer, done: .grantSaved) { container, form in
+                let (typeName, role) = (form.trimmed("type") ?? "", form.trimmed("role") ?? "")
+                let permissions = Schema.Grant.Permission.allCases.filter { form.isChecked($0.rawValue.lowercased()) }
+                try await schemas.editDevelopment(container: container) { schema in
+                    let index = try Self.typeIndex(typeName, in: schema)
+                    guard schema.roles.contains(role) || EnvironmentModel.builtInRoles.contains(role) else {
+                        throw NimbusError.notFound("role \(role) is not in the development schema; create it first")
+                    }
+                    // A type without grants has the defaults: changing one role's keeps the others'.
+                    var grants = schema.recordTypes[index].grants
+                    if grants.isEmpty { grants = RecordAccess.defaultGrants }
+                    grants.removeAll { $0.role == role }
+                    if !permissions.isEmpty { grants.append(Schema.Grant(permissions, to: role)) }
+                    guard !grants.isEmpty else {
+                        throw NimbusError.badRequest(
+                            "\(typeName) needs at least one grant: a type without any takes the defaults (READ to _world, "
+                                + "CREATE to _icloud, WRITE to _creator)")
+                    }
+                    schema.recordTypes[index].grants = grants
+                }
+            }
+        }
+        container.post("schema/roles/members") { request, context in
+            try await submit(request, context, viewer, done: .roleMemberAdded) { container, form in
+                _ = try await RoleService(server: server).add(
+                    container: container, environment: form.trimmed("environment") ?? "", role: form.trimmed("role") ?? "",
+                    RoleMemberRequest(email: form.trimmed("email") ?? ""))
+            }
+        }
+        container.post("schema/roles/members/remove") { request, context in
+            try await submit(request, context, viewer, done: .roleMemberRemoved) { container, form in
+                _ = try await RoleService(server: server).remove(
+                    container: container, environment: form.trimmed("environment") ?? "", role: form.trimmed("role") ?? "",
+                    userRecordName: form.trimmed("user") ?? "")
+            }
+        }
         container.post("schema/import") { request, context in
             try await submit(request, context, viewer, done: .schemaImported) { container, form in
                 _ = try await schemas.importSchema(
@@ -146,11 +195,16 @@ struct SchemaPages {
         let container = try await schemas.container(container)
         let development = try await server.schemas.schema(container: container, environment: .development)
         let production = try await server.schemas.schema(container: container, environment: .production)
+        let roles = RoleService(server: server)
         return SchemaPageModel(
             chrome: DashboardChrome(title: "Schema of \(container)", viewer: viewer, notice: notice),
             container: container, path: try Self.path(container),
-            development: EnvironmentModel(development, name: "Development", editable: true),
-            production: EnvironmentModel(production, name: "Production", editable: false),
+            development: EnvironmentModel(
+                development, .development, editable: true,
+                members: try await roles.list(container: container, environment: "development").items),
+            production: EnvironmentModel(
+                production, .production, editable: false,
+                members: try await roles.list(container: container, environment: "production").items),
             importText: development.text)
     }
 }
@@ -166,18 +220,31 @@ struct SchemaPageModel: DashboardPageModel {
     var importText: String
 }
 
-/// One environment's schema as the page shows it.
+/// One environment's schema as the page shows it, with its roles' members (which change in either
+/// environment, as CloudKit's do, while the schema changes in development only).
 struct EnvironmentModel: Sendable {
     var name: String
+    var environment: String
     var editable: Bool
-    var roles: [String]
+    var roles: [RoleModel]
+    /// The roles a grant can name: the built-in ones, then the schema's.
+    var grantRoles: [String]
     var types: [TypeModel]
     var isEmpty: Bool
+
+    static let builtInRoles = ["_world", "_icloud", "_creator"]
+
+    struct RoleModel: Sendable {
+        var role: String
+        var members: [RoleInfo.Member]
+    }
 
     struct TypeModel: Sendable {
         var name: String
         var fields: [FieldModel]
         var grants: [String]
+        /// The type names no grant, so the defaults apply.
+        var defaultGrants: Bool
         var editable: Bool
     }
 
@@ -191,10 +258,12 @@ struct EnvironmentModel: Sendable {
         var indexes: String
     }
 
-    init(_ schema: Schema, name: String, editable: Bool) {
-        self.name = name
+    init(_ schema: Schema, _ environment: RecordDatabase.Environment, editable: Bool, members: [RoleInfo]) {
+        name = environment.rawValue.capitalized
+        self.environment = environment.rawValue
         self.editable = editable
-        roles = schema.roles
+        roles = members.map { RoleModel(role: $0.role, members: $0.members) }
+        grantRoles = Self.builtInRoles + schema.roles
         types = schema.recordTypes.map { type in
             TypeModel(
                 name: type.name,
@@ -207,7 +276,9 @@ struct EnvironmentModel: Sendable {
                             field.searchable ? "searchable" : nil,
                         ].compactMap { $0 }.joined(separator: ", "))
                 },
-                grants: type.grants.map { "\($0.permissions.map(\.rawValue).joined(separator: ", ")) to \($0.role)" },
+                grants: (type.grants.isEmpty ? RecordAccess.defaultGrants : type.grants).map {
+                    "\($0.permissions.map(\.rawValue).joined(separator: ", ")) to \($0.role)"
+                }, defaultGrants: type.grants.isEmpty,
                 editable: editable)
         }
         isEmpty = schema.recordTypes.isEmpty
