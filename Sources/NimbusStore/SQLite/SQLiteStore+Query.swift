@@ -38,6 +38,7 @@ extension SQLiteStore {
                 case .int64(let integer): position.append(.integer(integer))
                 case .double(let real): position.append(.real(real))
                 case .string(let text): position.append(.text(text))
+                // Never stored: `columns` writes index values as integers, reals and text, and keys are text.
                 case .blob: throw StoreError.foreignPosition
                 }
             }
