@@ -67,6 +67,7 @@ private struct IndexQuerySQL {
 
     init(_ query: IndexQuery, zoneIDs: [Int64], after: QueryPosition?, limit: Int) throws(StoreError) {
         ordersByZone = !query.sort.isEmpty
+        // One zone as `=`, for the same reason as one field.
         let zones = zoneIDs.count == 1 ? "= \(bind(zoneIDs[0]))" : "= ANY(\(bind(zoneIDs))::bigint[])"
         let driver = query.drivingCondition
         var from: String
@@ -74,7 +75,7 @@ private struct IndexQuerySQL {
             from = "entry_index d JOIN entries e ON e.zone_id = d.zone_id AND e.sequence = d.sequence "
             from += "JOIN zones z ON z.id = e.zone_id WHERE d.zone_id \(zones) AND "
             from += fields([IndexEntry.keyField], of: query.kind, alias: "d") + " AND d.text IS NOT NULL"
-            order("d.text", "text")
+            order("d.text", "text", nullable: false)
         } else {
             let drivingCondition = driver?.element ?? IndexCondition(field: IndexEntry.keyField, .prefix(""))
             from = "(SELECT DISTINCT zone_id, sequence FROM entry_index d WHERE d.zone_id \(zones) AND "
@@ -86,10 +87,10 @@ private struct IndexQuerySQL {
                 from += "LEFT JOIN entry_index \(s) ON \(s).zone_id = e.zone_id AND \(s).sequence = e.sequence "
                 from += "AND \(s).field = \(bind(IndexFieldID.of(kind: query.kind, field: sort.field))) AND \(s).position = 0 "
                 // Entries without the field last, whichever the direction (SQLite's `value IS NULL` first key).
-                order("(\(s).number IS NULL AND \(s).text IS NULL)", "boolean")
+                order("(\(s).number IS NULL AND \(s).text IS NULL)", "boolean", nullable: false)
                 switch sort.order {
                 case .value:
-                    order("\(s).text IS NOT NULL", "boolean", ascending: sort.ascending)
+                    order("\(s).text IS NOT NULL", "boolean", ascending: sort.ascending, nullable: false)
                     order("\(s).number", "numeric", ascending: sort.ascending)
                     order("\(s).text", "text", ascending: sort.ascending)
                 case .distance(let latitude, let longitude):
@@ -98,8 +99,8 @@ private struct IndexQuerySQL {
                         ascending: sort.ascending)
                 }
             }
-            if ordersByZone { order("z.name", "text") }
-            order("e.key", "text")
+            if ordersByZone { order("z.name", "text", nullable: false) }
+            order("e.key", "text", nullable: false)
             from += "WHERE TRUE"
         }
         from += " AND e.payload IS NOT NULL"
@@ -126,8 +127,8 @@ private struct IndexQuerySQL {
         text += " ORDER BY \(orderKeys.orderBy(spellingNulls: true)) LIMIT \(bind(Int64(limit)))"
     }
 
-    private mutating func order(_ expression: String, _ type: String, ascending: Bool = true) {
-        orderKeys.append(OrderKeySQL(expression, ascending: ascending))
+    private mutating func order(_ expression: String, _ type: String, ascending: Bool = true, nullable: Bool = true) {
+        orderKeys.append(OrderKeySQL(expression, ascending: ascending, nullable: nullable))
         orderTypes.append(type)
     }
 
@@ -157,6 +158,8 @@ private struct IndexQuerySQL {
     /// Rows of any of the fields; with none, no row.
     private mutating func fields(_ fields: [String], of kind: String, alias a: String) -> String {
         guard !fields.isEmpty else { return "false" }
+        // One field as `=`: with `= ANY` PostgreSQL 15 does not read the index in order.
+        guard fields.count > 1 else { return "\(a).field = \(bind(IndexFieldID.of(kind: kind, field: fields[0])))" }
         return "\(a).field = ANY(\(bind(fields.map { IndexFieldID.of(kind: kind, field: $0) }))::bigint[])"
     }
 

@@ -43,9 +43,24 @@ extension PostgresStore: RecordDatabaseStore {
     }
 
     package func pendingBackfills() async throws -> [PendingBackfill] {
-        try await rows("SELECT id, container, environment, kind FROM index_backfills ORDER BY id").map { row in
-            let (id, container, environment, kind) = try row.decode((Int64, String, String, String).self)
-            return PendingBackfill(id: id, container: container, environment: environment, kind: kind)
+        let kind = ZoneAddress.Service.Kind.records.rawValue
+        return try await rows(
+            """
+            SELECT b.id, b.container, b.environment, b.kind,
+                coalesce(sum(CASE WHEN z.id < b.zone_id THEN z.live_entries::float8
+                    WHEN z.id = b.zone_id AND z.sequence > 0 THEN z.live_entries * least(1.0, b.sequence::float8 / z.sequence)
+                    ELSE 0 END), 0)::float8,
+                coalesce(sum(z.live_entries), 0)::float8
+            FROM index_backfills b
+            LEFT JOIN zones z ON z.kind = \(kind) AND z.container = b.container AND z.environment = b.environment
+            GROUP BY b.id, b.container, b.environment, b.kind ORDER BY b.id
+            """
+        ).map { row in
+            let (id, container, environment, kind, passed, total) = try row.decode(
+                (Int64, String, String, String, Double, Double).self)
+            return PendingBackfill(
+                id: id, container: container, environment: environment, kind: kind,
+                progress: total > 0 ? min(1, passed / total) : 0)
         }
     }
 

@@ -54,14 +54,18 @@ package struct QueryPosition: Sendable, Hashable, Codable {
 }
 
 /// One key of a query's ORDER BY in SQL. NULL sorts before every value ascending and after every value
-/// descending, as SQLite orders it (the PostgreSQL backend says so explicitly).
+/// descending, as SQLite orders it (the PostgreSQL backend says so explicitly for keys that can be NULL).
 package struct OrderKeySQL: Sendable {
     package var expression: String
     package var ascending: Bool
+    /// Whether the key can be NULL. PostgreSQL reads an index in order only for its own NULL placement
+    /// (`ASC NULLS LAST`), so a key that is never NULL must not spell another.
+    package var nullable: Bool
 
-    package init(_ expression: String, ascending: Bool = true) {
+    package init(_ expression: String, ascending: Bool = true, nullable: Bool = true) {
         self.expression = expression
         self.ascending = ascending
+        self.nullable = nullable
     }
 }
 
@@ -93,7 +97,7 @@ extension [OrderKeySQL] {
     package func orderBy(spellingNulls: Bool) -> String {
         map { key in
             let direction = key.ascending ? "ASC" : "DESC"
-            guard spellingNulls else { return "\(key.expression) \(direction)" }
+            guard spellingNulls, key.nullable else { return "\(key.expression) \(direction)" }
             return "\(key.expression) \(direction) " + (key.ascending ? "NULLS FIRST" : "NULLS LAST")
         }
         .joined(separator: ", ")

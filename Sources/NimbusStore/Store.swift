@@ -256,18 +256,22 @@ package protocol RecordDatabaseStore: ZoneStore {
     func runBackfill(_ id: Int64, rows: @escaping @Sendable (_ payload: Data) throws -> [IndexEntry]) async throws
 }
 
-/// A backfill recorded and not finished.
+/// A backfill recorded and not finished (under way, or cut off by a stop).
 package struct PendingBackfill: Sendable, Hashable {
     package var id: Int64
     package var container: String
     package var environment: String
     package var kind: String
+    /// How far it has come, 0 to 1, estimated from its cursor without counting entries: the live entries of
+    /// the zones it has passed, and of the zone it is in the share of that zone's changes it has passed.
+    package var progress: Double
 
-    package init(id: Int64, container: String, environment: String, kind: String) {
+    package init(id: Int64, container: String, environment: String, kind: String, progress: Double = 0) {
         self.id = id
         self.container = container
         self.environment = environment
         self.kind = kind
+        self.progress = progress
     }
 }
 

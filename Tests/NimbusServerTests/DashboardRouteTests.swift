@@ -7,6 +7,7 @@ import Synchronization
 import Testing
 
 @testable import NimbusServer
+@testable import NimbusStore
 
 /// The dashboard's guarantees below the browser: how its session cookie is set, that every page carries a
 /// policy without inline code, that forms need the session's token and this server's origin, and that
@@ -98,6 +99,39 @@ import Testing
         try await PushTests.set("after", on: server, app: app, as: laptop)
         #expect(await eventually { laptopSocket.received.count == 1 }, "the laptop still hears its account's changes")
         #expect(server.server.pushConnectionCount == 1)
+    }
+
+    /// A backfill under way (here, one a stop cut off halfway) shows on the schema page and in what the
+    /// page's script polls, with how far it has come.
+    @Test func aBackfillShowsItsProgress() async throws {
+        let server = try await TestServer.start()
+        let signedIn = try await signIn(server)
+        let app = try await server.seedApp()
+        let sqlite = try #require(server.store as? SQLiteStore)
+        let zone = ZoneKey(
+            accountID: RecordDatabase.publicOwner,
+            address: ZoneAddress(
+                service: .records(container: app.container, environment: "development", database: "public"), name: "_defaultZone")
+        )
+        _ = try await server.store.transact(zone, creating: true) { transaction in
+            for number in 0..<100 { try transaction.put("r\(number)", payload: Data("x".utf8), size: 1) }
+        }
+        let zoneID = try #require(try await server.store.zoneState(zone)).id
+        try await sqlite.pool.write { db in
+            try db.execute(
+                sql:
+                    "INSERT INTO index_backfills (container, environment, kind, zone_id, sequence) VALUES (?, 'development', 'Items', ?, 25)",
+                arguments: [app.container, zoneID])
+        }
+        let path = "/dashboard/containers/\(app.container)/schema"
+        let polled = try await server.request(.GET, path + "/backfills", headers: [("Cookie", signedIn.cookie)])
+        #expect(polled.status == 200 && polled.headers["content-type"].first == "application/json")
+        let answer = try JSONDecoder().decode([String: [BackfillModel]].self, from: polled.body)
+        #expect(answer["backfills"]?.map(\.kind) == ["Items"] && answer["backfills"]?.first?.percent == 25)
+        let page = String(
+            decoding: try await server.request(.GET, path, headers: [("Cookie", signedIn.cookie)]).body, as: UTF8.self)
+        #expect(page.contains("Indexing the Items records already saved (development): about 25%"))
+        #expect(try await server.request(.GET, path + "/backfills").status == 303, "signed in only")
     }
 
     @Test func theLiveStreamShowsChangesAndEndsWithTheServer() async throws {

@@ -1,5 +1,6 @@
 import Foundation
 import NimbusCore
+@testable import NimbusPostgres
 @testable import NimbusStore
 import NimbusTestingCore
 import Testing
@@ -326,21 +327,33 @@ import Testing
         }
         #expect(try await sized() == 5000)
         #expect(try await store.pendingBackfills().isEmpty)
-        guard let sqlite = store as? SQLiteStore else { return }
         // As a stop would leave one: recorded, half done.
         let zoneID = try #require(try await store.zoneState(zone)).id
-        try await sqlite.pool.write { db in
-            try db.execute(
-                sql: "DELETE FROM entry_index WHERE field = ? AND value >= 2500",
-                arguments: [IndexFieldID.of(kind: "Items", field: "size")])
-            let halfway = try Int64.fetchOne(db, sql: "SELECT sequence FROM entries WHERE key = 'item2499'")!
-            try db.execute(
-                sql:
-                    "INSERT INTO index_backfills (container, environment, kind, zone_id, sequence) VALUES ('iCloud.com.example.Cloudy', 'development', 'Items', ?, ?)",
-                arguments: [zoneID, halfway])
+        let sizeField = IndexFieldID.of(kind: "Items", field: "size")
+        if let sqlite = store as? SQLiteStore {
+            try await sqlite.pool.write { db in
+                try db.execute(sql: "DELETE FROM entry_index WHERE field = ? AND value >= 2500", arguments: [sizeField])
+                let halfway = try Int64.fetchOne(db, sql: "SELECT sequence FROM entries WHERE key = 'item2499'")!
+                try db.execute(
+                    sql:
+                        "INSERT INTO index_backfills (container, environment, kind, zone_id, sequence) VALUES ('iCloud.com.example.Cloudy', 'development', 'Items', ?, ?)",
+                    arguments: [zoneID, halfway])
+            }
+        } else {
+            let postgres = try #require(store as? PostgresStore)
+            _ = try await postgres.rows("DELETE FROM entry_index WHERE field = \(sizeField) AND number >= 2500")
+            _ = try await postgres.rows(
+                """
+                INSERT INTO index_backfills (container, environment, kind, zone_id, sequence)
+                SELECT 'iCloud.com.example.Cloudy', 'development', 'Items', zone_id, sequence FROM entries
+                WHERE zone_id = \(zoneID) AND key = 'item2499'
+                """)
         }
+        #expect(try await sized() == 2500)
         let pending = try await store.pendingBackfills()
         #expect(pending.map(\.kind) == ["Items"])
+        // Half the zone's changes passed: half its entries, by the estimate the dashboard shows.
+        #expect(pending.allSatisfy { (0.45...0.55).contains($0.progress) }, "progress \(pending.map(\.progress))")
         try await store.runBackfill(try #require(pending.first).id, rows: rows)
         #expect(try await sized() == 5000)
         #expect(try await store.pendingBackfills().isEmpty)

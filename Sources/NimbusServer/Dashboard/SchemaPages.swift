@@ -1,3 +1,4 @@
+import Foundation
 import Hummingbird
 import NimbusCore
 import NimbusStore
@@ -35,6 +36,17 @@ struct SchemaPages {
             headers[.contentDisposition] = "attachment; filename=\"\(environment.rawValue).ckdb\""
             headers[.cacheControl] = "no-store"
             return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: text)))
+        }
+        container.get("schema/backfills") { _, context in
+            // What the page's script polls while a schema change indexes the records already saved.
+            let viewer = try await viewer(context)
+            let container = try await viewer.developedContainer(try context.parameters.require("container"), in: server.store)
+            let backfills = try await Self.backfills(of: container.identifier, in: server.store)
+            var headers = DashboardRenderer.securityHeaders
+            headers[.contentType] = "application/json"
+            headers[.cacheControl] = "no-store"
+            let body = try JSONEncoder().encode(["backfills": backfills])
+            return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: body)))
         }
         container.post("schema/types") { request, context in
             try await submit(request, context, viewer, done: .typeCreated) { container, form in
@@ -164,6 +176,13 @@ struct SchemaPages {
 
     static func path(_ container: String) throws -> String { "/dashboard/containers/" + DashboardLinks.encoded(container) }
 
+    /// The container's backfills under way (or cut off by a stop and waiting to resume), with how far each has come.
+    static func backfills(of container: String, in store: any Store) async throws -> [BackfillModel] {
+        try await store.pendingBackfills().filter { $0.container == container }.map {
+            BackfillModel(kind: $0.kind, environment: $0.environment, percent: Int(($0.progress * 100).rounded(.down)))
+        }
+    }
+
     private static func typeIndex(_ name: String, in schema: Schema) throws -> Int {
         guard let index = schema.recordTypes.firstIndex(where: { $0.name == name }) else {
             throw NimbusError.notFound("record type \(name) is not in the development schema")
@@ -205,7 +224,7 @@ struct SchemaPages {
             production: EnvironmentModel(
                 production, .production, editable: false,
                 members: try await roles.list(container: container, environment: "production").items),
-            importText: development.text)
+            importText: development.text, backfills: try await Self.backfills(of: container, in: server.store))
     }
 }
 
@@ -218,6 +237,14 @@ struct SchemaPageModel: DashboardPageModel {
     // The common types first, as a developer reaches for them.
     var fieldTypes = ["STRING", "INT64", "DOUBLE", "TIMESTAMP", "REFERENCE", "ASSET", "LOCATION", "BYTES"]
     var importText: String
+    var backfills: [BackfillModel]
+}
+
+/// A schema change indexing the records already saved, as the page and its script show it.
+struct BackfillModel: Sendable, Codable {
+    var kind: String
+    var environment: String
+    var percent: Int
 }
 
 /// One environment's schema as the page shows it, with its roles' members (which change in either

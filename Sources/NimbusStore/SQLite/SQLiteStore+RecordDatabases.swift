@@ -36,8 +36,23 @@ extension SQLiteStore: RecordDatabaseStore {
 
     package func pendingBackfills() async throws -> [PendingBackfill] {
         try await read { db in
-            try Row.fetchAll(db, sql: "SELECT id, container, environment, kind FROM index_backfills ORDER BY id").map {
-                PendingBackfill(id: $0["id"], container: $0["container"], environment: $0["environment"], kind: $0["kind"])
+            let zones = "FROM zones z WHERE z.kind = ? AND z.container = b.container AND z.environment = b.environment"
+            let passed =
+                "CASE WHEN z.id < b.zone_id THEN z.live_entries WHEN z.id = b.zone_id AND z.sequence > 0 "
+                + "THEN z.live_entries * min(1.0, b.sequence * 1.0 / z.sequence) ELSE 0 END"
+            let kind = ZoneAddress.Service.Kind.records.rawValue
+            return try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT b.id, b.container, b.environment, b.kind,
+                        (SELECT total(\(passed)) \(zones)) AS passed, (SELECT total(z.live_entries) \(zones)) AS total
+                    FROM index_backfills b ORDER BY b.id
+                    """, arguments: [kind, kind]
+            ).map {
+                let (passed, total): (Double, Double) = ($0["passed"], $0["total"])
+                return PendingBackfill(
+                    id: $0["id"], container: $0["container"], environment: $0["environment"], kind: $0["kind"],
+                    progress: total > 0 ? min(1, passed / total) : 0)
             }
         }
     }
