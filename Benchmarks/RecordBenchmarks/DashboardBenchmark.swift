@@ -22,6 +22,9 @@ extension RecordBenchmarks {
             + "&zone=Dashboard&type=Items"
         progress("following the records page's next links to its 10,000th page")
         let tenThousandth = try await nextLink(from: records, times: 10_000 - 1, server: server, cookie: cookie)
+        let sorted = records + "&sort=number&order=descending"
+        progress("following the sorted records page's next links to its 1,000th page")
+        let sortedDeep = try await nextLink(from: sorted, times: 1_000 - 1, server: server, cookie: cookie)
         let pages: [(String, String)] = [
             ("/health", "/health"),
             ("overview", "/dashboard"),
@@ -38,6 +41,8 @@ extension RecordBenchmarks {
             ("documents", "/dashboard/documents"),
             ("tokens", "/dashboard/tokens"),
             ("activity", "/dashboard/activity"),
+            ("records sorted by number (descending), first page", sorted),
+            ("records sorted by number (descending), 1,000th page", sortedDeep),
         ]
         progress("measuring time to first byte of each page, taking turns")
         var samples = [[Double]](repeating: [], count: pages.count)

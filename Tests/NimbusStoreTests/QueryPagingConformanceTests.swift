@@ -183,7 +183,26 @@ import Testing
                 Self.expected(items, by: Self.distance, ascending: false)
             ),
         ]
-        for (name, query, expected) in cases {
+        // One zone sorted by one field with no driving condition reads the field's index in order (SQLite).
+        let inA = items.filter { $0.zone == "A" }
+        let oneZone = [zone(account, "A")]
+        let oneZoneCases: [(String, IndexQuery, [String])] = [
+            (
+                "one zone by number", IndexQuery(zones: oneZone, kind: "Items", sort: [IndexSort(field: "number")], limit: 1000),
+                Self.expected(inA, by: \.number)
+            ),
+            (
+                "one zone by number, descending",
+                IndexQuery(zones: oneZone, kind: "Items", sort: [IndexSort(field: "number", ascending: false)], limit: 1000),
+                Self.expected(inA, by: \.number, ascending: false)
+            ),
+            (
+                "one zone's odds by number",
+                IndexQuery(zones: oneZone, kind: "Items", conditions: [odd], sort: [IndexSort(field: "number")], limit: 1000),
+                Self.expected(inA.filter { $0.group == "odd" }, by: \.number)
+            ),
+        ]
+        for (name, query, expected) in cases + oneZoneCases {
             let whole = try await store.query(query).map { "\($0.zone.name)/\($0.entry.key)" }
             #expect(whole == expected, "\(name)")
             for size in [1, 4, 7] {
@@ -207,20 +226,22 @@ import Testing
         for query in [
             IndexQuery(zones: zones, kind: "Items", limit: 10),
             IndexQuery(zones: zones, kind: "Items", sort: [IndexSort(field: "number")], limit: 10),
+            IndexQuery(
+                zones: [zone(account, "A")], kind: "Items", sort: [IndexSort(field: "number", ascending: false)], limit: 10),
         ] {
             let first = try await store.query(query)
             let seen = Set(first.map { "\($0.zone.name)/\($0.entry.key)" })
             // One already read and one not yet read go; a new one arrives.
             let gone = [
-                first[2], try await store.query(IndexQuery(zones: zones, kind: "Items", sort: query.sort, limit: 20))[15],
+                first[2], try await store.query(IndexQuery(zones: query.zones, kind: "Items", sort: query.sort, limit: 20))[15],
             ]
             for match in gone {
                 _ = try await store.transact(zone(account, match.zone.name), creating: false) { transaction in
                     try transaction.put(match.entry.key, payload: nil, size: 0)
                 }
             }
-            try await save(
-                store, account, Item(zone: "A", key: "new-\(query.sort.count)", number: .integer(4), group: "odd", point: nil))
+            let arrival = "new-\(query.zones.count)-\(query.sort.count)"
+            try await save(store, account, Item(zone: "A", key: arrival, number: .integer(4), group: "odd", point: nil))
             var rest = query
             rest.after = first.last?.position
             rest.limit = 1000
@@ -231,7 +252,7 @@ import Testing
             let expected = Array(now[(now.firstIndex(of: lastSeen)! + 1)...])
             #expect(try await store.query(rest).map { "\($0.zone.name)/\($0.entry.key)" } == expected)
             #expect(expected.allSatisfy { !seen.contains($0) })
-            #expect(expected.contains("A/new-\(query.sort.count)"))
+            #expect(expected.contains("A/" + arrival))
         }
     }
 

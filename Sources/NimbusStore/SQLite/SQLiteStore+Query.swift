@@ -12,6 +12,9 @@ extension SQLiteStore {
                 }
             }
             guard !zones.isEmpty, query.limit > 0 else { return [] }
+            if zones.count == 1, query.sort.count == 1, query.sort[0].order == .value, query.drivingCondition == nil {
+                return try Self.sortedByIndex(query, zone: zones[0], db)
+            }
             guard query.sort.isEmpty else {
                 return try Self.matches(
                     IndexQuerySQL(query, zoneIDs: zones.map(\.id), after: query.after, limit: query.limit), db)
@@ -26,6 +29,31 @@ extension SQLiteStore {
             }
             return matches
         }
+    }
+
+    /// One zone sorted by one field's values with no condition to drive the search: the field's index gives
+    /// the order, so a page reads its own rows. First the entries holding the field, in its order; then
+    /// those without it, in key order. Their positions are those the general query gives.
+    private static func sortedByIndex(_ query: IndexQuery, zone: (id: Int64, name: String), _ db: Database) throws
+        -> [QueryMatch]
+    {
+        var matches = [QueryMatch]()
+        var missingAfter: QueryPosition?
+        if let after = query.after {
+            guard after.values.count == 4 else { throw StoreError.foreignPosition }
+            if after.values[0] == .integer(1) { missingAfter = QueryPosition([after.values[3]]) }
+        }
+        if missingAfter == nil {
+            let sql = try IndexQuerySQL(
+                query, zoneIDs: [zone.id], after: query.after, limit: query.limit, shape: .holdingSortField)
+            matches = try Self.matches(sql, db)
+        }
+        if matches.count < query.limit {
+            let sql = try IndexQuerySQL(
+                query, zoneIDs: [zone.id], after: missingAfter, limit: query.limit - matches.count, shape: .missingSortField)
+            matches += try Self.matches(sql, db)
+        }
+        return matches
     }
 
     private static func matches(_ sql: IndexQuerySQL, _ db: Database) throws -> [QueryMatch] {
@@ -43,6 +71,7 @@ extension SQLiteStore {
                 }
             }
             if !sql.ordersByZone { position.insert(.text(zone.name), at: position.count - 1) }
+            position.insert(contentsOf: sql.positionPrefix, at: 0)
             return QueryMatch(
                 zone: zone,
                 entry: Entry(key: row["key"], payload: row["payload"], sequence: row["sequence"], audience: row["audience"]),
@@ -87,13 +116,49 @@ private struct IndexQuerySQL {
     /// Whether the order keys hold the zone's name: sorted queries order several zones' entries together;
     /// unsorted ones read one zone at a time.
     let ordersByZone: Bool
+    /// Leading values of every match's position that are the same for all of this statement's matches.
+    var positionPrefix = [QueryPosition.Value]()
 
-    init(_ query: IndexQuery, zoneIDs: [Int64], after: QueryPosition?, limit: Int) throws(StoreError) {
-        ordersByZone = !query.sort.isEmpty
+    /// Which statement: the general one, or one of the two halves of a zone sorted by one field's index
+    /// (`SQLiteStore.sortedByIndex`).
+    enum Shape {
+        case general
+        /// The entries holding the sort field, read from its index in order; positions as the general
+        /// statement's (`value IS NULL`, value, zone, key), the first key left out of the ORDER BY (it is
+        /// never true here), which lets the index give the order.
+        case holdingSortField
+        /// The entries without it, in key order; their positions begin `1, NULL` as the general ones do.
+        case missingSortField
+    }
+
+    init(_ query: IndexQuery, zoneIDs: [Int64], after: QueryPosition?, limit: Int, shape: Shape = .general) throws(StoreError) {
+        ordersByZone = !query.sort.isEmpty && shape != .missingSortField
         let zones = zoneIDs.map { bind($0) }.joined(separator: ", ")
         let driver = query.drivingCondition
         var from: String
-        if driver == nil, query.sort.isEmpty {
+        var orderBy: [OrderKeySQL]?
+        if shape == .holdingSortField, let sort = query.sort.first {
+            from = "entry_index s0 JOIN entries e ON e.zone_id = s0.zone_id AND e.sequence = s0.sequence "
+            from += "JOIN zones z ON z.id = e.zone_id WHERE s0.zone_id IN (\(zones)) AND "
+            from += fields([sort.field], of: query.kind, alias: "s0") + " AND s0.position = 0"
+            orderKeys = [
+                OrderKeySQL("s0.value IS NULL"), OrderKeySQL("s0.value", ascending: sort.ascending), OrderKeySQL("z.name"),
+                OrderKeySQL("e.key"),
+            ]
+            orderBy = Array(orderKeys.dropFirst())
+            // Where the index's range starts: the position's own value (the keyset condition does the rest).
+            if let after, after.values.count == 4, after.values[0] == .integer(0), let value = bind(after.values[1]) {
+                from += " AND s0.value \(sort.ascending ? ">=" : "<=") \(value)"
+            }
+        } else if shape == .missingSortField, let sort = query.sort.first {
+            from = "entry_index d JOIN entries e ON e.zone_id = d.zone_id AND e.sequence = d.sequence "
+            from += "JOIN zones z ON z.id = e.zone_id WHERE d.zone_id IN (\(zones)) AND "
+            from += fields([IndexEntry.keyField], of: query.kind, alias: "d")
+            from += " AND NOT EXISTS (SELECT 1 FROM entry_index s0 WHERE s0.zone_id = d.zone_id AND s0.sequence = d.sequence AND "
+            from += fields([sort.field], of: query.kind, alias: "s0") + " AND s0.position = 0)"
+            orderKeys = [OrderKeySQL("d.value")]
+            positionPrefix = [.integer(1), .null]
+        } else if driver == nil, query.sort.isEmpty {
             from = "entry_index d JOIN entries e ON e.zone_id = d.zone_id AND e.sequence = d.sequence "
             from += "JOIN zones z ON z.id = e.zone_id WHERE d.zone_id IN (\(zones)) AND "
             from += fields([IndexEntry.keyField], of: query.kind, alias: "d")
@@ -143,7 +208,7 @@ private struct IndexQuerySQL {
         }
         let positions = orderKeys.enumerated().map { "\($0.element.expression) AS o\($0.offset)" }.joined(separator: ", ")
         text = "SELECT z.service, z.name, e.key, e.payload, e.sequence, e.audience, \(positions) FROM \(from)"
-        text += " ORDER BY \(orderKeys.orderBy(spellingNulls: false)) LIMIT \(bind(limit))"
+        text += " ORDER BY \((orderBy ?? orderKeys).orderBy(spellingNulls: false)) LIMIT \(bind(limit))"
     }
 
     /// A parameter holding the value, by number.
