@@ -15,6 +15,9 @@ extension PostgresStore {
             """
         ).map { try $0.decode((Int64, String).self) }.map { (id: $0.0, name: $0.1) }
         guard !zones.isEmpty else { return [] }
+        if zones.count == 1, query.sort.count == 1, query.sort[0].order == .value, query.drivingCondition == nil {
+            return try await sortedByIndex(query, zoneID: zones[0].id)
+        }
         guard query.sort.isEmpty else {
             return try await matches(IndexQuerySQL(query, zoneIDs: zones.map(\.id), after: query.after, limit: query.limit))
         }
@@ -29,6 +32,34 @@ extension PostgresStore {
         return matches
     }
 
+    /// One zone sorted by one field's values with no condition to drive the search: the field's indexes
+    /// give the order, so a page reads its own rows. Numbers come before text ascending and after it
+    /// descending, each from its own index; then the entries without the field, in key order. Their
+    /// positions are those the general statement gives.
+    private func sortedByIndex(_ query: IndexQuery, zoneID: Int64) async throws -> [QueryMatch] {
+        var phases: [IndexQuerySQL.Shape] =
+            query.sort[0].ascending ? [.sortFieldNumbers, .sortFieldTexts] : [.sortFieldTexts, .sortFieldNumbers]
+        phases.append(.missingSortField)
+        var after = query.after
+        if let position = after {
+            // The phase the position is in: (missing, text?, number, text, zone, key) as the general statement's.
+            guard position.values.count == 6 else { throw StoreError.foreignPosition }
+            let current: IndexQuerySQL.Shape =
+                position.values[0] == .text("true")
+                ? .missingSortField : position.values[1] == .text("true") ? .sortFieldTexts : .sortFieldNumbers
+            phases.removeFirst(phases.firstIndex(of: current) ?? 0)
+            if current == .missingSortField { after = QueryPosition([position.values[5]]) }
+        }
+        var matches = [QueryMatch]()
+        for phase in phases {
+            let sql = try IndexQuerySQL(query, zoneIDs: [zoneID], after: after, limit: query.limit - matches.count, shape: phase)
+            matches += try await self.matches(sql)
+            if matches.count == query.limit { break }
+            after = nil
+        }
+        return matches
+    }
+
     private func matches(_ sql: IndexQuerySQL) async throws -> [QueryMatch] {
         try await rows(sql.query).map { row in
             let columns = row.makeRandomAccess()
@@ -39,6 +70,7 @@ extension PostgresStore {
                 try columns["o\(number)"].decode(String?.self).map(QueryPosition.Value.text) ?? .null
             }
             if !sql.ordersByZone { position.insert(.text(name), at: position.count - 1) }
+            position.insert(contentsOf: sql.positionPrefix, at: 0)
             return QueryMatch(
                 zone: ZoneAddress(service: service, name: name),
                 entry: Entry(key: key, payload: payload, sequence: sequence, audience: audience),
@@ -62,16 +94,55 @@ private struct IndexQuerySQL {
     /// Whether the order keys hold the zone's name: sorted queries order several zones' entries together;
     /// unsorted ones read one zone at a time.
     let ordersByZone: Bool
+    /// Leading values of every match's position that are the same for all of this statement's matches.
+    private(set) var positionPrefix = [QueryPosition.Value]()
 
     var query: PostgresQuery { PostgresQuery(unsafeSQL: text, binds: binds) }
 
-    init(_ query: IndexQuery, zoneIDs: [Int64], after: QueryPosition?, limit: Int) throws(StoreError) {
-        ordersByZone = !query.sort.isEmpty
+    /// Which statement: the general one, or a part of a zone sorted by one field's indexes
+    /// (`PostgresStore.sortedByIndex`). The parts holding the field select the general statement's order
+    /// keys (the positions) but order by the index's column alone, with its own NULL placement.
+    enum Shape: Equatable {
+        case general
+        case sortFieldNumbers
+        case sortFieldTexts
+        /// The entries without the field, in key order; their positions begin as the general ones do.
+        case missingSortField
+    }
+
+    init(_ query: IndexQuery, zoneIDs: [Int64], after: QueryPosition?, limit: Int, shape: Shape = .general) throws(StoreError) {
+        ordersByZone = !query.sort.isEmpty && shape != .missingSortField
         // One zone as `=`, for the same reason as one field.
         let zones = zoneIDs.count == 1 ? "= \(bind(zoneIDs[0]))" : "= ANY(\(bind(zoneIDs))::bigint[])"
         let driver = query.drivingCondition
         var from: String
-        if driver == nil, query.sort.isEmpty {
+        var orderBy: [OrderKeySQL]?
+        if shape == .sortFieldNumbers || shape == .sortFieldTexts, let sort = query.sort.first {
+            let (column, type) = shape == .sortFieldNumbers ? ("s0.number", "numeric") : ("s0.text", "text")
+            from = "entry_index s0 JOIN entries e ON e.zone_id = s0.zone_id AND e.sequence = s0.sequence "
+            from += "JOIN zones z ON z.id = e.zone_id WHERE s0.zone_id \(zones) AND "
+            from += fields([sort.field], of: query.kind, alias: "s0") + " AND s0.position = 0 AND \(column) IS NOT NULL"
+            order("(s0.number IS NULL AND s0.text IS NULL)", "boolean", nullable: false)
+            order("s0.text IS NOT NULL", "boolean", ascending: sort.ascending, nullable: false)
+            order("s0.number", "numeric", ascending: sort.ascending)
+            order("s0.text", "text", ascending: sort.ascending)
+            order("z.name", "text", nullable: false)
+            order("e.key", "text", nullable: false)
+            orderBy = [OrderKeySQL(column, ascending: sort.ascending, nullable: false)] + orderKeys.suffix(2)
+            // Where the index's range starts: the position's own value (the keyset condition does the rest).
+            let valueIndex = shape == .sortFieldNumbers ? 2 : 3
+            if let after, after.values.count == 6, let value = try bind(after.values[valueIndex], as: type) {
+                from += " AND \(column) \(sort.ascending ? ">=" : "<=") \(value)"
+            }
+        } else if shape == .missingSortField, let sort = query.sort.first {
+            from = "entry_index d JOIN entries e ON e.zone_id = d.zone_id AND e.sequence = d.sequence "
+            from += "JOIN zones z ON z.id = e.zone_id WHERE d.zone_id \(zones) AND "
+            from += fields([IndexEntry.keyField], of: query.kind, alias: "d") + " AND d.text IS NOT NULL"
+            from += " AND NOT EXISTS (SELECT 1 FROM entry_index s0 WHERE s0.zone_id = d.zone_id AND s0.sequence = d.sequence AND "
+            from += fields([sort.field], of: query.kind, alias: "s0") + " AND s0.position = 0)"
+            order("d.text", "text", nullable: false)
+            positionPrefix = [.text("true"), .text("false"), .null, .null]
+        } else if driver == nil, query.sort.isEmpty {
             from = "entry_index d JOIN entries e ON e.zone_id = d.zone_id AND e.sequence = d.sequence "
             from += "JOIN zones z ON z.id = e.zone_id WHERE d.zone_id \(zones) AND "
             from += fields([IndexEntry.keyField], of: query.kind, alias: "d") + " AND d.text IS NOT NULL"
@@ -124,7 +195,7 @@ private struct IndexQuerySQL {
         }
         let positions = orderKeys.enumerated().map { "(\($0.element.expression))::text AS o\($0.offset)" }.joined(separator: ", ")
         text = "SELECT z.service, z.name, e.key, e.payload, e.sequence, e.audience, \(positions) FROM \(from)"
-        text += " ORDER BY \(orderKeys.orderBy(spellingNulls: true)) LIMIT \(bind(Int64(limit)))"
+        text += " ORDER BY \((orderBy ?? orderKeys).orderBy(spellingNulls: true)) LIMIT \(bind(Int64(limit)))"
     }
 
     private mutating func order(_ expression: String, _ type: String, ascending: Bool = true, nullable: Bool = true) {
