@@ -47,7 +47,8 @@ package enum EmbeddedToPostgres {
     /// (`nimbus_migrations`, SQLite's `grdb_migrations` and `sqlite_sequence`) is not copied.
     static let tables = [
         "teams", "accounts", "containers", "apps", "entitlements", "api_tokens", "server_keys", "devices", "sessions",
-        "schemas", "role_members", "restores", "zones", "service_sequences", "zone_tombstones", "entries", "index_fields",
+        "schemas", "role_members", "restores", "zones", "service_sequences", "zone_tombstones", "entries", "record_history",
+        "index_fields",
         "entry_index", "zone_grants", "device_watermarks", "index_backfills", "zone_purges", "asset_uploads",
         "periodic_runs", "team_members",
     ]

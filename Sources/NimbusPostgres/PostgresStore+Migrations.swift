@@ -265,6 +265,19 @@ extension PostgresStore {
         Migration(
             name: "2026-11-28-token-origins",
             statements: ["ALTER TABLE api_tokens ADD COLUMN allowed_origins text NOT NULL DEFAULT ''"]),
+        Migration(
+            name: "2026-11-29-record-history",
+            statements: [
+                """
+                CREATE TABLE record_history (
+                    zone_id bigint NOT NULL REFERENCES zones(id),
+                    key text COLLATE "C" NOT NULL,
+                    sequence bigint NOT NULL,
+                    note bytea NOT NULL,
+                    PRIMARY KEY (zone_id, key, sequence)
+                )
+                """
+            ]),
     ]
 
     /// An arbitrary constant: the advisory lock nodes hold while one of them migrates.

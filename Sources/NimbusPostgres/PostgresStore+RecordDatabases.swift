@@ -42,6 +42,19 @@ extension PostgresStore: RecordDatabaseStore {
         return text
     }
 
+    package func recordHistory(_ zone: ZoneKey, key: String) async throws -> [RecordVersionNote] {
+        try await rows(
+            """
+            SELECT h.sequence, h.note FROM record_history h JOIN zones z ON z.id = h.zone_id
+            WHERE z.account_id = \(zone.accountID) AND z.service = \(zone.address.service.encoded) AND z.name = \(zone.address.name)
+            AND h.key = \(key) ORDER BY h.sequence DESC
+            """
+        ).map { row in
+            let (sequence, note) = try row.decode((Int64, Data).self)
+            return RecordVersionNote(sequence: sequence, note: note)
+        }
+    }
+
     package func pendingBackfills() async throws -> [PendingBackfill] {
         let kind = ZoneAddress.Service.Kind.records.rawValue
         return try await rows(

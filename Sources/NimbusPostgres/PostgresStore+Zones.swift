@@ -172,6 +172,15 @@ extension PostgresStore: ZoneStore {
         if !indexed.isEmpty {
             try await IndexRows(zoneID: zoneID, indexed).insert(connection, ignoringExisting: false)
         }
+        if !run.forgottenHistories.isEmpty {
+            try await connection.run(
+                "DELETE FROM record_history WHERE zone_id = \(zoneID) AND key = ANY(\(run.forgottenHistories.sorted()))")
+        }
+        if !run.notes.isEmpty {
+            try await connection.run(ZoneStatements.NoteVersions(zoneID: zoneID, notes: run.notes))
+            try await connection.run(
+                ZoneStatements.TrimHistories(zoneID: zoneID, keys: Array(Set(run.notes.map(\.key))).sorted()))
+        }
         for (scope, grants) in run.grantWrites.sorted(by: { $0.key < $1.key }) {
             try await connection.run(
                 "DELETE FROM zone_grants WHERE zone_id = \(zoneID) AND scope = \(scope)")
@@ -244,7 +253,7 @@ extension PostgresStore: ZoneStore {
         return purged
     }
 
-    /// Deletes a batch of index rows, or else of entries, of the first zone awaiting its purge, and the
+    /// Deletes a batch of index rows, or else of record histories, or else of entries, of the first zone awaiting its purge, and the
     /// zone once nothing of it is left; how many rows it deleted, or nil when no zone awaits. Other nodes
     /// purging at the same time take other zones (`SKIP LOCKED`).
     private static func purgeStep(_ connection: PostgresConnection) async throws -> Int? {
@@ -260,6 +269,14 @@ extension PostgresStore: ZoneStore {
             """
         ).count
         if indexRows > 0 { return indexRows }
+        let histories = try await connection.run(
+            """
+            DELETE FROM record_history WHERE zone_id = \(zone) AND key IN
+                (SELECT DISTINCT key FROM record_history WHERE zone_id = \(zone) ORDER BY key LIMIT 64)
+            RETURNING 1
+            """
+        ).count
+        if histories > 0 { return histories }
         let entries = try await connection.run(
             """
             DELETE FROM entries WHERE zone_id = \(zone) AND key IN (SELECT key FROM entries WHERE zone_id = \(zone) LIMIT 1024)

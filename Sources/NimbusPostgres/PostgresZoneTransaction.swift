@@ -73,6 +73,10 @@ final class PostgresZoneTransaction: RecordZoneTransaction {
     /// Index rows of the versions this run wrote (or of stored live versions it indexed), by sequence.
     private(set) var indexed: [Int64: [IndexedVersion]] = [:]
     private(set) var grantWrites: [String: [ZoneGrant]] = [:]
+    /// Versions this run noted in records' histories, in order.
+    private(set) var notes: [(key: String, version: RecordVersionNote)] = []
+    /// Records whose stored histories this run forgot (notes made after the forgetting are in `notes`).
+    private(set) var forgottenHistories = Set<String>()
     private(set) var schemaWrites: [SchemaKey: String] = [:]
 
     init(before: ZoneState, fetched: Fetched) {
@@ -157,6 +161,19 @@ final class PostgresZoneTransaction: RecordZoneTransaction {
             }
         }
         return keys.sorted()
+    }
+
+    func noteVersion(_ key: String, note: Data) throws {
+        guard let current = version(key) else {
+            if missed.entries.contains(key) { return }
+            throw StoreError.missing("entry \(key)")
+        }
+        notes.append((key, RecordVersionNote(sequence: current.entry.sequence, note: note)))
+    }
+
+    func forgetHistory(_ key: String) throws {
+        notes.removeAll { $0.key == key }
+        forgottenHistories.insert(key)
     }
 
     func schemaText(container: String, environment: String) throws -> String? {

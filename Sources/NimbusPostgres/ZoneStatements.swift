@@ -47,6 +47,48 @@ enum ZoneStatements {
         func decodeRow(_ row: PostgresRow) -> PostgresRow { row }
     }
 
+    /// Adds versions to records' histories.
+    struct NoteVersions: PostgresPreparedStatement {
+        static let sql = """
+            INSERT INTO record_history (zone_id, key, sequence, note)
+            SELECT $1, k, q, n FROM unnest($2::text[], $3::bigint[], $4::bytea[]) AS u(k, q, n)
+            """
+        var zoneID: Int64
+        var notes: [(key: String, version: RecordVersionNote)]
+
+        func makeBindings() -> PostgresBindings {
+            var bindings = PostgresBindings()
+            bindings.append(zoneID)
+            bindings.append(notes.map(\.key))
+            bindings.append(notes.map(\.version.sequence))
+            bindings.append(notes.map { ByteBuffer(bytes: $0.version.note) })
+            return bindings
+        }
+
+        func decodeRow(_ row: PostgresRow) -> PostgresRow { row }
+    }
+
+    /// Trims records' histories to the newest `RecordVersionNote.kept` versions each.
+    struct TrimHistories: PostgresPreparedStatement {
+        static let sql = """
+            DELETE FROM record_history h USING unnest($2::text[]) AS u(k)
+            WHERE h.zone_id = $1 AND h.key = u.k AND h.sequence <= (
+                SELECT sequence FROM record_history WHERE zone_id = $1 AND key = u.k ORDER BY sequence DESC LIMIT 1 OFFSET $3)
+            """
+        var zoneID: Int64
+        var keys: [String]
+
+        func makeBindings() -> PostgresBindings {
+            var bindings = PostgresBindings()
+            bindings.append(zoneID)
+            bindings.append(keys)
+            bindings.append(Int64(RecordVersionNote.kept))
+            return bindings
+        }
+
+        func decodeRow(_ row: PostgresRow) -> PostgresRow { row }
+    }
+
     /// Writes entries' new versions (a nil payload or audience travels as a flag beside a placeholder:
     /// arrays bound as one value hold no NULL).
     struct PutEntries: PostgresPreparedStatement {

@@ -222,6 +222,28 @@ package protocol RecordZoneTransaction: ZoneTransaction {
     func schemaText(container: String, environment: String) throws -> String?
     /// Replaces a container environment's schema, which then changes if and only if the zone's writes commit.
     func setSchemaText(_ text: String, container: String, environment: String) throws
+    /// Adds a version to a record's history: `note` (the server's words for it, opaque to the store) under
+    /// the sequence the key's last `put` wrote. A key keeps its newest `RecordVersionNote.kept` notes.
+    func noteVersion(_ key: String, note: Data) throws
+    /// Forgets a record's history, as its record is deleted.
+    func forgetHistory(_ key: String) throws
+}
+
+/// One version in a record's history: the sequence it was written at (its change tag) and what the server
+/// noted of it (who, from which device, what changed). Notes hold no field values: a value a user
+/// removed from a record must not live on in its history.
+package struct RecordVersionNote: Sendable, Hashable {
+    package var sequence: Int64
+    package var note: Data
+
+    /// How many versions a record's history keeps: enough to see who changed what lately, bounded so that
+    /// a record saved every second costs the same rows as one saved once a day.
+    package static let kept = 50
+
+    package init(sequence: Int64, note: Data) {
+        self.sequence = sequence
+        self.note = note
+    }
 }
 
 extension ZoneTransaction {
@@ -249,6 +271,9 @@ package protocol RecordDatabaseStore: ZoneStore {
         container: String, environment: String,
         _ update: @escaping @Sendable (String?) throws -> (text: String, backfills: [IndexBackfill])
     ) async throws -> String
+    /// The history of a record (a key of a record zone), newest first; empty for a record deleted since or
+    /// saved only before histories were kept.
+    func recordHistory(_ zone: ZoneKey, key: String) async throws -> [RecordVersionNote]
     /// Backfills recorded and not finished (cut off by a stop).
     func pendingBackfills() async throws -> [PendingBackfill]
     /// Runs a recorded backfill from where it stopped to its end, `rows` making each entry's rows;

@@ -430,6 +430,13 @@ def scenario_record_edits(browser):
           f"the API reads the record with its file and its other fields: {with_file}")
     link = browser.find("a[download][href*='/assets/1/download/']").get_attribute("href")
     check(browser_download(browser, link) == "the scanned page", "the page's download link gives the uploaded bytes")
+    # The record's history: each save newest first, by whom, from which device, which fields.
+    history = [row.text for row in browser.all("#history tbody tr")]
+    check(len(history) == 4, f"four versions: created, edited here, edited through the API, a file: {history}")
+    check("Changed scan" in history[0] and "(this version)" in history[0], f"the newest is the upload: {history[0]}")
+    check("Changed pages" in history[1], f"then the API's edit: {history[1]}")
+    check("Changed title" in history[2] and "Web dashboard" in history[2], f"then the page's edit: {history[2]}")
+    check("Created with" in history[3] and "title" in history[3], f"the oldest is the creation: {history[3]}")
     # Delete, after confirming; the API no longer finds it.
     browser.open(records_path("/first-note?env=development&db=public&zone=_defaultZone"))
     browser.submit(browser.find("#delete"), confirm="Delete Notes record first-note")

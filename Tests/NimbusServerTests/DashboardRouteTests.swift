@@ -101,6 +101,54 @@ import Testing
         #expect(server.server.pushConnectionCount == 1)
     }
 
+    /// A record's page lists its versions newest first: who saved each, from which device, which fields
+    /// changed, and never a value. Deleting the record forgets its history.
+    @Test func aRecordPageShowsItsHistory() async throws {
+        let fixture = try await DatabaseFixture.make()
+        defer { Task { await fixture.stop() } }
+        let server = fixture.server
+        let signedIn = try await signIn(server)
+        let laptop = try await server.signIn(email: "ann@example.com", device: "laptop")
+        let created = try await fixture.modify(
+            #"{"operations":[{"operationType":"create","record":{"recordName":"n1","recordType":"Notes","fields":{"title":{"value":"Groceries"},"body":{"value":"milk and secret-word"}}}}]}"#
+        )
+        let firstTag = try #require(created.first?.record?.recordChangeTag)
+        let updated = try await fixture.modify(
+            #"{"operations":[{"operationType":"update","record":{"recordName":"n1","recordType":"Notes","recordChangeTag":"\#(firstTag)","fields":{"title":{"value":"Shopping"},"body":null}}}]}"#,
+            session: laptop)
+        let secondTag = try #require(updated.first?.record?.recordChangeTag)
+        let path =
+            "/dashboard/containers/\(fixture.app.container)/records/n1?env=development&db=private&user=\(fixture.ann.userRecordName)&zone=_defaultZone"
+        func history() async throws -> String {
+            let page = try await server.request(.GET, path, headers: [("Cookie", signedIn.cookie)])
+            #expect(page.status == 200)
+            let html = String(decoding: page.body, as: UTF8.self)
+            return String(
+                try #require(html.firstRange(of: #"<section class="card" id="history">"#).map { html[$0.lowerBound...] }))
+        }
+        let shown = try await history()
+        let rows = shown.components(separatedBy: "<tr").dropFirst(2)  // the head's row, then one per version
+        #expect(rows.count == 2)
+        let (newest, oldest) = (rows.first ?? "", rows.last ?? "")
+        #expect(newest.contains("<code>\(secondTag)</code>") && newest.contains("(this version)") && newest.contains("laptop"))
+        #expect(newest.contains("Changed body, title") && newest.contains("ann@example.com"))
+        #expect(
+            oldest.contains("<code>\(firstTag)</code>") && oldest.contains("phone") && oldest.contains("Created with body, title")
+        )
+        #expect(!oldest.contains("(this version)"))
+        let page = try await server.request(.GET, path, headers: [("Cookie", signedIn.cookie)])
+        #expect(!String(decoding: page.body, as: UTF8.self).contains("secret-word"), "a value taken out of the record is gone")
+
+        _ = try await fixture.modify(#"{"operations":[{"operationType":"forceDelete","record":{"recordName":"n1"}}]}"#)
+        _ = try await fixture.modify(
+            #"{"operations":[{"operationType":"create","record":{"recordName":"n1","recordType":"Notes","fields":{"title":{"value":"Anew"}}}}]}"#
+        )
+        let again = try await history()
+        #expect(again.components(separatedBy: "<tr").count == 1 + 2, "one version: the new record's")
+        #expect(again.contains("Created with title"))
+        #expect(!again.contains("<code>\(firstTag)</code>") && !again.contains("<code>\(secondTag)</code>"))
+    }
+
     /// A backfill under way (here, one a stop cut off halfway) shows on the schema page and in what the
     /// page's script polls, with how far it has come.
     @Test func aBackfillShowsItsProgress() async throws {

@@ -8,8 +8,8 @@ import Testing
 
 /// The copy `nimbus migrate` makes of a SQLite database into PostgreSQL: exact, verified, and all or nothing.
 @Suite(.cleansUp) struct EmbeddedToPostgresTests {
-    /// A SQLite database holding an account, a key-value zone and a record zone whose index holds numbers
-    /// and text each backend keeps in its own way.
+    /// A SQLite database holding an account, a key-value zone and a record zone (its records with a
+    /// version each in their histories) whose index holds numbers and text each backend keeps in its own way.
     static func source() async throws -> String {
         let directory = TestResources.temporaryDirectory(prefix: "nimbus-store")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -27,11 +27,12 @@ import Testing
             .integer(.max), .integer(-3), .real(2.5), .real(5.0), .real(1e20), .real(3e15), .real(-0.0), .real(1e-7),
             .text("café ☕︎"), .point(latitude: 48.85, longitude: 2.35),
         ]
-        _ = try await store.transact(records, creating: true) { transaction in
+        _ = try await store.transactRecords(records, creating: true) { transaction in
             for (number, value) in numbers.enumerated() {
                 let key = "note-\(number)"
                 try transaction.put(key, payload: Data(key.utf8), size: key.utf8.count)
                 try transaction.index(key, kind: "Notes", rows: [IndexEntry(field: "value", value: value)])
+                try transaction.noteVersion(key, note: Data("saved \(key)".utf8))
             }
         }
         return path
@@ -54,6 +55,12 @@ import Testing
         let values = ZoneKey(accountID: "_ann", address: ZoneAddress(service: .keyValue, name: "store"))
         let copied = try await target.liveEntries(values)
         #expect(copied.entries.map(\.key) == ["theme"] && copied.state?.sequence == 1)
+        #expect(rows["record_history"] == 10)
+        let notes = ZoneKey(
+            accountID: "_ann",
+            address: ZoneAddress(
+                service: .records(container: "iCloud.a", environment: "development", database: "private"), name: "Notes"))
+        #expect(try await target.recordHistory(notes, key: "note-3").map(\.note) == [Data("saved note-3".utf8)])
     }
 
     @Test func aSourceWrittenWhileItIsCopiedIsRefusedAndNothingIsKept() async throws {
@@ -63,7 +70,13 @@ import Testing
             try await EmbeddedToPostgres.copy(from: path, to: target) { step in
                 // A server still running on the data directory writes once the teams are copied.
                 guard step.hasPrefix("copied zones") else { return }
-                try! DatabaseQueue(path: path).write { db in try db.execute(sql: "INSERT INTO teams VALUES ('LATE', 'Late')") }
+                // It waits for locks as a server's connection does: the stores opened on the file before
+                // checkpoint it as they close, and a connection that gives up at once then fails to open.
+                var configuration = Configuration()
+                configuration.busyMode = .timeout(10)
+                try! DatabaseQueue(path: path, configuration: configuration).write { db in
+                    try db.execute(sql: "INSERT INTO teams VALUES ('LATE', 'Late')")
+                }
             }
         }
         guard case .sourceChanged(let tables)? = refused else {

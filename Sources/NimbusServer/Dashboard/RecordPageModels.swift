@@ -1,5 +1,6 @@
 import Foundation
 import NimbusCore
+import NimbusStore
 
 /// The records page: the database and zone, the type, filters, a sort, the columns, and one page of
 /// results with a link to the next (a continuation marker; no page counts the type).
@@ -137,6 +138,12 @@ struct RecordPageModel: DashboardPageModel {
     var fields: [FieldRow]
     var created: StampModel?
     var modified: StampModel?
+    /// The record's latest versions, newest first (`RecordVersionNote.kept` at most).
+    var history = [VersionRow]() {
+        didSet { hasHistory = !history.isEmpty }
+    }
+    private(set) var hasHistory = false
+    let historyDepth = RecordVersionNote.kept
 
     struct FieldRow: Sendable {
         var name: String
@@ -157,6 +164,27 @@ struct RecordPageModel: DashboardPageModel {
         var user: String
         var device: String
         var deviceID: String
+    }
+
+    struct VersionRow: Sendable {
+        var changeTag: String
+        var isCurrent: Bool
+        var stamp: StampModel
+        var change: String
+
+        /// What a version did, in words.
+        static func words(_ version: RecordVersion) -> String {
+            var parts = [String]()
+            if version.created {
+                parts.append(version.fields.isEmpty ? "created" : "created with " + version.fields.joined(separator: ", "))
+            } else if !version.fields.isEmpty {
+                parts.append("changed " + version.fields.joined(separator: ", "))
+            }
+            if version.moved { parts.append("moved under another parent") }
+            if version.shared { parts.append("entered or left a share") }
+            let words = parts.isEmpty ? "saved with no field changed" : parts.joined(separator: "; ")
+            return words.prefix(1).uppercased() + words.dropFirst()
+        }
     }
 
     init(_ viewer: DashboardViewer, _ scope: RecordScope, type: Schema.RecordType, record: RecordWire, isNew: Bool) {

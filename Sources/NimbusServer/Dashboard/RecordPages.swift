@@ -263,18 +263,42 @@ struct RecordPages {
                 "record type \(record.recordType ?? "") is not in the \(scope.environment.rawValue) schema")
         }
         var model = RecordPageModel(viewer, scope, type: type, record: record, isNew: isNew)
-        if let created = record.created { model.created = try await stamp(created) }
-        if let modified = record.modified { model.modified = try await stamp(modified) }
+        var names = StampNames(server: server)
+        if let created = record.created { model.created = try await names.stamp(created) }
+        if let modified = record.modified { model.modified = try await names.stamp(modified) }
+        if !isNew, let name = record.recordName {
+            // The record was just read through the API as this viewer, so they may see it, and its history.
+            for note in try await server.store.recordHistory(database.zone(scope.zone), key: name) {
+                guard let version = RecordVersion(note: note) else { continue }
+                model.history.append(
+                    RecordPageModel.VersionRow(
+                        changeTag: StoredRecord.changeTag(note.sequence),
+                        isCurrent: StoredRecord.changeTag(note.sequence) == record.recordChangeTag,
+                        stamp: try await names.stamp(version.stamp), change: RecordPageModel.VersionRow.words(version)))
+            }
+        }
         return model
     }
+}
 
-    /// Who and which device, by email and device name where they still exist.
-    private func stamp(_ stamp: RecordWire.Stamp) async throws -> RecordPageModel.StampModel {
-        let account = try await server.store.account(id: stamp.userRecordName)
-        let device = try await server.store.device(id: stamp.deviceID)
+/// Who and which device, by email and device name where they still exist; each looked up once a page.
+private struct StampNames {
+    let server: ServerState
+    private var users = [String: String]()
+    private var devices = [String: String]()
+
+    init(server: ServerState) { self.server = server }
+
+    mutating func stamp(_ stamp: RecordWire.Stamp) async throws -> RecordPageModel.StampModel {
+        if users[stamp.userRecordName] == nil {
+            users[stamp.userRecordName] = try await server.store.account(id: stamp.userRecordName)?.email ?? stamp.userRecordName
+        }
+        if devices[stamp.deviceID] == nil {
+            devices[stamp.deviceID] = try await server.store.device(id: stamp.deviceID)?.name ?? stamp.deviceID
+        }
         return RecordPageModel.StampModel(
             time: ISO8601DateFormatter().string(from: Date(milliseconds: stamp.timestamp)),
-            user: account?.email ?? stamp.userRecordName, device: device?.name ?? stamp.deviceID, deviceID: stamp.deviceID)
+            user: users[stamp.userRecordName]!, device: devices[stamp.deviceID]!, deviceID: stamp.deviceID)
     }
 }
 

@@ -41,7 +41,7 @@ final class RecordChangeLog {
 /// Applies modify operations inside one zone transaction. An operation checks everything before it
 /// writes anything, so a failed operation leaves no trace even when the batch is not atomic.
 struct RecordWriter {
-    let transaction: any ZoneTransaction
+    let transaction: any RecordZoneTransaction
     let schema: Schema
     let stamp: RecordWire.Stamp
     let zoneID: ZoneID
@@ -212,7 +212,7 @@ struct RecordWriter {
                         ? "a record you create in a shared hierarchy needs a parent in it"
                         : "record \(name) cannot leave the hierarchy shared with you"))
         }
-        let sequence = try store(name, record, membership: membership, before: current?.record)
+        let sequence = try store(name, record, membership: membership, over: current)
         if membership.current != before.current { try reshare(below: name, to: membership.current) }
         if let share {
             try transaction.setGrants(share.grants(scope: name), scope: name)
@@ -231,13 +231,15 @@ struct RecordWriter {
         share.participants.removeAll { $0.userRecordName == stamp.userRecordName }
         record.share = share
         record.modified = stamp
-        try store(name, record, membership: current.membership, before: current.record)
+        try store(name, record, membership: current.membership, over: current)
         try transaction.setGrants(share.grants(scope: name), scope: name)
     }
 
-    /// Writes a version of a record (payload, index rows, the shares it is in) and logs the change.
+    /// Writes a version of a record (payload, index rows, the shares it is in, a note in its history) and
+    /// logs the change.
     @discardableResult
-    private func store(_ name: String, _ record: StoredRecord, membership: ShareMembership, before: StoredRecord?) throws -> Int64
+    private func store(_ name: String, _ record: StoredRecord, membership: ShareMembership, over before: LiveRecord?) throws
+        -> Int64
     {
         let payload = try record.encoded()
         guard payload.count <= Self.maxRecordBytes else {
@@ -253,7 +255,10 @@ struct RecordWriter {
         try transaction.index(
             name, kind: record.recordType,
             rows: RecordIndexer.rows(name: name, record: record, share: membership.current, systemFields: systemFields))
-        log.append(RecordChange(name: name, before: before, after: record, sequence: sequence, membership: membership))
+        let version = RecordVersion(
+            record, share: membership.current, over: before?.record, previousShare: before?.membership.current, by: stamp)
+        try transaction.noteVersion(name, note: version.encoded())
+        log.append(RecordChange(name: name, before: before?.record, after: record, sequence: sequence, membership: membership))
         return sequence
     }
 
@@ -303,7 +308,7 @@ struct RecordWriter {
         guard let root = try live(name), root.record.sharedAs != share else { return }
         var record = root.record
         record.sharedAs = share
-        try store(name, record, membership: root.membership.moved(to: share), before: root.record)
+        try store(name, record, membership: root.membership.moved(to: share), over: root)
         try reshare(below: name, to: share)
     }
 
@@ -314,7 +319,7 @@ struct RecordWriter {
         record.sharedAs = nil
         // A parent chain that leads back into the hierarchy (saved before cycles were refused) must not keep it in the share.
         let covering = try coveringShare(name, record).flatMap { $0 == share ? nil : $0 }
-        try store(name, record, membership: root.membership.moved(to: covering), before: root.record)
+        try store(name, record, membership: root.membership.moved(to: covering), over: root)
         try reshare(below: name, to: covering)
     }
 
@@ -331,7 +336,7 @@ struct RecordWriter {
                     guard let live = try live(child), live.record.sharedAs == nil, live.membership.current != share else {
                         continue
                     }
-                    try store(child, live.record, membership: live.membership.moved(to: share), before: live.record)
+                    try store(child, live.record, membership: live.membership.moved(to: share), over: live)
                     pending.append(child)
                 }
             }
@@ -447,6 +452,7 @@ struct RecordWriter {
     @discardableResult private func remove(_ name: String) throws -> LiveRecord? {
         guard let before = try live(name) else { return nil }
         let sequence = try transaction.put(name, payload: nil, size: 0, audience: before.membership.audience)
+        try transaction.forgetHistory(name)
         log.append(RecordChange(name: name, before: before.record, after: nil, sequence: sequence, membership: before.membership))
         if let share = before.record.share {
             try transaction.setGrants([], scope: name)

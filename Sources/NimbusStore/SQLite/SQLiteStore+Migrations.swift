@@ -355,6 +355,19 @@ extension SQLiteStore {
             // The web origins whose pages may use a token, one a line; empty: any.
             try db.execute(sql: "ALTER TABLE api_tokens ADD COLUMN allowed_origins TEXT NOT NULL DEFAULT ''")
         }
+        migrator.registerMigration("2026-11-29-record-history") { db in
+            // Each record's latest versions: who changed it, from which device, what (`RecordVersionNote`).
+            try db.execute(
+                sql: """
+                    CREATE TABLE record_history (
+                        zone_id INTEGER NOT NULL REFERENCES zones(id),
+                        key TEXT NOT NULL,
+                        sequence INTEGER NOT NULL,
+                        note BLOB NOT NULL,
+                        PRIMARY KEY (zone_id, key, sequence)
+                    ) WITHOUT ROWID
+                    """)
+        }
         return migrator
     }
 }

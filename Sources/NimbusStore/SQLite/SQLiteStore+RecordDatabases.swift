@@ -34,6 +34,19 @@ extension SQLiteStore: RecordDatabaseStore {
         return text
     }
 
+    package func recordHistory(_ zone: ZoneKey, key: String) async throws -> [RecordVersionNote] {
+        try await read { db in
+            try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT h.sequence, h.note FROM record_history h JOIN zones z ON z.id = h.zone_id
+                    WHERE z.account_id = ? AND z.service = ? AND z.name = ? AND h.key = ? ORDER BY h.sequence DESC
+                    """,
+                arguments: [zone.accountID, zone.address.service.encoded, zone.address.name, key]
+            ).map { RecordVersionNote(sequence: $0["sequence"], note: $0["note"]) }
+        }
+    }
+
     package func pendingBackfills() async throws -> [PendingBackfill] {
         try await read { db in
             let zones = "FROM zones z WHERE z.kind = ? AND z.container = b.container AND z.environment = b.environment"

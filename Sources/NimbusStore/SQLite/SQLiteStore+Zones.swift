@@ -86,7 +86,7 @@ extension SQLiteStore: ZoneStore {
     /// What a deleted zone's row belongs to until its entries are purged: no service.
     static let purging = "purging"
 
-    /// Deletes index rows, then entries, of the first zone awaiting its purge, for `stepBudget`; how many
+    /// Deletes index rows, then record histories, then entries, of the first zone awaiting its purge, for `stepBudget`; how many
     /// rows it deleted, or nil when no zone awaits.
     private static func purgeStep(_ db: Database) throws -> Int? {
         guard let zone = try Int64.fetchOne(db, sql: "SELECT zone_id FROM zone_purges ORDER BY zone_id LIMIT 1") else {
@@ -97,15 +97,19 @@ extension SQLiteStore: ZoneStore {
                 DELETE FROM entry_index WHERE zone_id = ?1 AND sequence IN
                     (SELECT DISTINCT sequence FROM entry_index WHERE zone_id = ?1 ORDER BY sequence LIMIT 64)
                 """)
+        let deleteHistory = try db.cachedStatement(
+            sql: """
+                DELETE FROM record_history WHERE zone_id = ?1 AND key IN
+                    (SELECT DISTINCT key FROM record_history WHERE zone_id = ?1 ORDER BY key LIMIT 16)
+                """)
         let deleteEntries = try db.cachedStatement(
             sql: "DELETE FROM entries WHERE zone_id = ?1 AND key IN (SELECT key FROM entries WHERE zone_id = ?1 LIMIT 256)")
         var deleted = 0
         let deadline = ContinuousClock.now + stepBudget
         while ContinuousClock.now < deadline {
-            try deleteIndexRows.execute(arguments: [zone])
-            var changes = db.changesCount
-            if changes == 0 {
-                try deleteEntries.execute(arguments: [zone])
+            var changes = 0
+            for statement in [deleteIndexRows, deleteHistory, deleteEntries] where changes == 0 {
+                try statement.execute(arguments: [zone])
                 changes = db.changesCount
             }
             guard changes > 0 else {

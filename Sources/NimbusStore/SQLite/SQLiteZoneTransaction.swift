@@ -190,6 +190,35 @@ final class SQLiteZoneTransaction: RecordZoneTransaction {
         try SQLiteStore.setSchemaText(db, text, container: container, environment: environment)
     }
 
+    func noteVersion(_ key: String, note: Data) throws {
+        let sequence: Int64
+        if let lastLive, lastLive.key == key {
+            sequence = lastLive.sequence
+        } else {
+            guard
+                let found = try Int64.fetchOne(
+                    try db.cachedStatement(sql: "SELECT sequence FROM entries WHERE zone_id = ? AND key = ?"),
+                    arguments: [state.id, key])
+            else { throw StoreError.missing("entry \(key)") }
+            sequence = found
+        }
+        try db.cachedStatement(sql: "INSERT INTO record_history (zone_id, key, sequence, note) VALUES (?, ?, ?, ?)")
+            .execute(arguments: [state.id, key, sequence, note])
+        // Those beyond the kept ones go: usually one row, found from the newest down the key's rows.
+        try db.cachedStatement(
+            sql: """
+                DELETE FROM record_history WHERE zone_id = ?1 AND key = ?2 AND sequence <= (
+                    SELECT sequence FROM record_history WHERE zone_id = ?1 AND key = ?2 ORDER BY sequence DESC LIMIT 1 OFFSET ?3)
+                """
+        ).execute(arguments: [state.id, key, RecordVersionNote.kept])
+    }
+
+    func forgetHistory(_ key: String) throws {
+        try db.cachedStatement(sql: "DELETE FROM record_history WHERE zone_id = ? AND key = ?").execute(arguments: [
+            state.id, key,
+        ])
+    }
+
     func ownerBytes() throws -> Int {
         let others =
             try Int.fetchOne(
