@@ -178,8 +178,9 @@ extension PostgresStore: ZoneStore {
         }
         if !run.notes.isEmpty {
             try await connection.run(ZoneStatements.NoteVersions(zoneID: zoneID, notes: run.notes))
-            try await connection.run(
-                ZoneStatements.TrimHistories(zoneID: zoneID, keys: Array(Set(run.notes.map(\.key))).sorted()))
+        }
+        if !run.trimmedHistories.isEmpty {
+            try await connection.run(ZoneStatements.TrimHistories(zoneID: zoneID, keys: run.trimmedHistories.sorted()))
         }
         for (scope, grants) in run.grantWrites.sorted(by: { $0.key < $1.key }) {
             try await connection.run(

@@ -75,6 +75,8 @@ final class PostgresZoneTransaction: RecordZoneTransaction {
     private(set) var grantWrites: [String: [ZoneGrant]] = [:]
     /// Versions this run noted in records' histories, in order.
     private(set) var notes: [(key: String, version: RecordVersionNote)] = []
+    /// Records with a noted version that was not their first: their histories are trimmed.
+    private(set) var trimmedHistories = Set<String>()
     /// Records whose stored histories this run forgot (notes made after the forgetting are in `notes`).
     private(set) var forgottenHistories = Set<String>()
     private(set) var schemaWrites: [SchemaKey: String] = [:]
@@ -163,12 +165,13 @@ final class PostgresZoneTransaction: RecordZoneTransaction {
         return keys.sorted()
     }
 
-    func noteVersion(_ key: String, note: Data) throws {
+    func noteVersion(_ key: String, note: Data, first: Bool) throws {
         guard let current = version(key) else {
             if missed.entries.contains(key) { return }
             throw StoreError.missing("entry \(key)")
         }
         notes.append((key, RecordVersionNote(sequence: current.entry.sequence, note: note)))
+        if !first { trimmedHistories.insert(key) }
     }
 
     func forgetHistory(_ key: String) throws {

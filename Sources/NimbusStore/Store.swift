@@ -223,8 +223,11 @@ package protocol RecordZoneTransaction: ZoneTransaction {
     /// Replaces a container environment's schema, which then changes if and only if the zone's writes commit.
     func setSchemaText(_ text: String, container: String, environment: String) throws
     /// Adds a version to a record's history: `note` (the server's words for it, opaque to the store) under
-    /// the sequence the key's last `put` wrote. A key keeps its newest `RecordVersionNote.kept` notes.
-    func noteVersion(_ key: String, note: Data) throws
+    /// the sequence the key's last `put` wrote. A key keeps its newest `RecordVersionNote.kept` notes:
+    /// older ones go, unless `first` says there are none (a record created, or created again after its
+    /// deletion forgot its history), which spares a batch of new records a trim each. A `first` that is
+    /// wrong only postpones the trim to the record's next version.
+    func noteVersion(_ key: String, note: Data, first: Bool) throws
     /// Forgets a record's history, as its record is deleted.
     func forgetHistory(_ key: String) throws
 }

@@ -32,7 +32,7 @@ import Testing
                 let key = "note-\(number)"
                 try transaction.put(key, payload: Data(key.utf8), size: key.utf8.count)
                 try transaction.index(key, kind: "Notes", rows: [IndexEntry(field: "value", value: value)])
-                try transaction.noteVersion(key, note: Data("saved \(key)".utf8))
+                try transaction.noteVersion(key, note: Data("saved \(key)".utf8), first: true)
             }
         }
         return path

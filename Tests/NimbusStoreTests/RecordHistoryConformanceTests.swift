@@ -21,7 +21,7 @@ import Testing
         for note in notes {
             let (sequence, _) = try await store.transactRecords(zone, creating: true) { transaction in
                 let sequence = try transaction.put(key, payload: Data(note.utf8), size: note.utf8.count)
-                try transaction.noteVersion(key, note: Data(note.utf8))
+                try transaction.noteVersion(key, note: Data(note.utf8), first: false)
                 return sequence
             }
             sequences.append(sequence)
@@ -52,7 +52,7 @@ import Testing
         await #expect(throws: Refused.self) {
             _ = try await store.transactRecords(zone, creating: false) { transaction in
                 try transaction.put("a", payload: Data("a3".utf8), size: 2)
-                try transaction.noteVersion("a", note: Data("a3".utf8))
+                try transaction.noteVersion("a", note: Data("a3".utf8), first: false)
                 throw Refused()
             }
         }
@@ -62,7 +62,7 @@ import Testing
         _ = try await store.transactRecords(zone, creating: false) { transaction in
             for note in ["a3", "a4"] {
                 try transaction.put("a", payload: Data(note.utf8), size: 2)
-                try transaction.noteVersion("a", note: Data(note.utf8))
+                try transaction.noteVersion("a", note: Data(note.utf8), first: false)
             }
         }
         #expect(try await history(store, zone, "a") == ["a4", "a3", "a2", "a1"])
@@ -79,10 +79,18 @@ import Testing
         _ = try await store.transactRecords(zone, creating: false) { transaction in
             for note in notes.dropFirst(kept + 2) {
                 try transaction.put("busy", payload: Data(note.utf8), size: 2)
-                try transaction.noteVersion("busy", note: Data(note.utf8))
+                try transaction.noteVersion("busy", note: Data(note.utf8), first: false)
             }
         }
         #expect(try await history(store, zone, "busy") == Array(notes.suffix(kept).reversed()))
+        // A version wrongly said to be a record's first is not trimmed for; the next version trims all.
+        _ = try await store.transactRecords(zone, creating: false) { transaction in
+            try transaction.put("busy", payload: Data("x".utf8), size: 1)
+            try transaction.noteVersion("busy", note: Data("x".utf8), first: true)
+        }
+        #expect(try await history(store, zone, "busy").count == kept + 1)
+        try await save(store, zone, "busy", notes: ["y"])
+        #expect(try await history(store, zone, "busy") == ["y", "x"] + Array(notes.suffix(kept - 2).reversed()))
 
         try await save(store, zone, "kept", notes: ["k1"])
         // Deleting forgets the history; a record made again under the name starts a new one, even in the
@@ -91,7 +99,7 @@ import Testing
             try transaction.put("busy", payload: nil, size: 0)
             try transaction.forgetHistory("busy")
             try transaction.put("busy", payload: Data("again".utf8), size: 5)
-            try transaction.noteVersion("busy", note: Data("again".utf8))
+            try transaction.noteVersion("busy", note: Data("again".utf8), first: true)
         }
         #expect(try await history(store, zone, "busy") == ["again"])
         _ = try await store.transactRecords(zone, creating: false) { transaction in

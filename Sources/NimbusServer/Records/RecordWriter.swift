@@ -257,7 +257,7 @@ struct RecordWriter {
             rows: RecordIndexer.rows(name: name, record: record, share: membership.current, systemFields: systemFields))
         let version = RecordVersion(
             record, share: membership.current, over: before?.record, previousShare: before?.membership.current, by: stamp)
-        try transaction.noteVersion(name, note: version.encoded())
+        try transaction.noteVersion(name, note: version.encoded(), first: before == nil)
         log.append(RecordChange(name: name, before: before?.record, after: record, sequence: sequence, membership: membership))
         return sequence
     }

@@ -190,7 +190,7 @@ final class SQLiteZoneTransaction: RecordZoneTransaction {
         try SQLiteStore.setSchemaText(db, text, container: container, environment: environment)
     }
 
-    func noteVersion(_ key: String, note: Data) throws {
+    func noteVersion(_ key: String, note: Data, first: Bool) throws {
         let sequence: Int64
         if let lastLive, lastLive.key == key {
             sequence = lastLive.sequence
@@ -202,8 +202,15 @@ final class SQLiteZoneTransaction: RecordZoneTransaction {
             else { throw StoreError.missing("entry \(key)") }
             sequence = found
         }
-        try db.cachedStatement(sql: "INSERT INTO record_history (zone_id, key, sequence, note) VALUES (?, ?, ?, ?)")
-            .execute(arguments: [state.id, key, sequence, note])
+        let insert = try db.cachedStatement(sql: "INSERT INTO record_history (zone_id, key, sequence, note) VALUES (?, ?, ?, ?)")
+        let handle = insert.sqliteStatement
+        sqlite3_reset(handle)
+        sqlite3_bind_int64(handle, 1, state.id)
+        Self.bind(key, at: 2, handle)
+        sqlite3_bind_int64(handle, 3, sequence)
+        _ = note.withUnsafeBytes { sqlite3_bind_blob(handle, 4, $0.baseAddress, Int32($0.count), Self.transient) }
+        try step(insert)
+        guard !first else { return }
         // Those beyond the kept ones go: usually one row, found from the newest down the key's rows.
         try db.cachedStatement(
             sql: """
