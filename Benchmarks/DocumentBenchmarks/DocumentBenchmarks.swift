@@ -114,7 +114,7 @@ enum DocumentBenchmarks {
         if wanted("large") {
             let pair = try await DevicePair(server, name: "large")
             let size = 256 << 20
-            let disk = try diskWriteRate(bytes: size, in: server.dataDirectory)
+            let disk = try DiskRate.ofSyncedWrites(bytes: size, in: server.dataDirectory)
             let (up, down) = try await largeFile(pair, bytes: size)
             let rate = { (seconds: Double) in Double(size) / seconds / 1_048_576 }
             table.add(
@@ -246,7 +246,6 @@ enum DocumentBenchmarks {
         }
     }
 
-    /// MB/s of writing `bytes` to a new file in `directory` and `fdatasync`ing it: the disk's own rate.
     /// CPU time this process has used (user and system).
     static func ownCPUSeconds() -> Double {
         var usage = rusage()
@@ -274,22 +273,5 @@ enum DocumentBenchmarks {
             runs.append((ContinuousClock.now - start).milliseconds / 1000 / 200)
         }
         return Percentiles(runs).at(50)
-    }
-
-    static func diskWriteRate(bytes: Int, in directory: URL) throws -> Double {
-        let path = directory.appendingPathComponent("disk-rate-probe").path
-        let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-        guard descriptor >= 0 else { throw BenchmarkError("cannot create \(path)") }
-        defer {
-            close(descriptor)
-            unlink(path)
-        }
-        let block = [UInt8](repeating: 0xA5, count: 4 << 20)
-        let start = ContinuousClock.now
-        for _ in 0..<(bytes / block.count) {
-            guard write(descriptor, block, block.count) == block.count else { throw BenchmarkError("cannot write \(path)") }
-        }
-        guard fdatasync(descriptor) == 0 else { throw BenchmarkError("cannot sync \(path)") }
-        return Double(bytes) / ((ContinuousClock.now - start).milliseconds / 1000) / 1_048_576
     }
 }

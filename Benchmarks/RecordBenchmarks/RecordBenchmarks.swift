@@ -5,11 +5,11 @@ import NimbusKit
 
 /// Record database benchmarks against a real `nimbus serve` (release build) on loopback, through the SDK.
 ///
-///     scripts/benchmark records [saves] [batches] [cloudkit] [query] [changes] [dashboard] [background] [backup]
+///     scripts/benchmark records [saves] [batches] [cloudkit] [assets] [query] [changes] [dashboard] [background] [backup]
 ///
 /// `saves` measures single saves and batches, `batches` only batches, `cloudkit` one record per request
 /// from plain CloudKit JSON clients (as a browser sends it) and from the SDK, with the server's CPU per
-/// request beside `/health`'s. `background` times `/health` and key-value writes while long jobs run, `backup`
+/// request beside `/health`'s, `assets` a 50 MB asset up and down. `background` times `/health` and key-value writes while long jobs run, `backup`
 /// while `nimbus backup` copies 1,000,000 records and 2 GB of blobs.
 @main
 enum RecordBenchmarks {
@@ -64,6 +64,9 @@ enum RecordBenchmarks {
             table.add(
                 "Declaring a system field's index on 100,000 stored records (import)",
                 String(format: "%.2f s", backfill.milliseconds / 1000), target: "(reference)", met: true)
+        }
+        if wanted("assets") {
+            try await assetRows(server, database: database, into: &table)
         }
         if wanted("dashboard") {
             try await dashboardRows(server, database, session: session, into: &table)

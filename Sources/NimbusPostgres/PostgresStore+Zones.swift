@@ -254,8 +254,8 @@ extension PostgresStore: ZoneStore {
         return purged
     }
 
-    /// Deletes a batch of index rows, or else of record histories, or else of entries, of the first zone awaiting its purge, and the
-    /// zone once nothing of it is left; how many rows it deleted, or nil when no zone awaits. Other nodes
+    /// Deletes a batch of index rows, or else of records' histories, or else of entries, of the first zone
+    /// awaiting its purge, and the zone once nothing of it is left; how many rows it deleted, or nil when no zone awaits. Other nodes
     /// purging at the same time take other zones (`SKIP LOCKED`).
     private static func purgeStep(_ connection: PostgresConnection) async throws -> Int? {
         guard

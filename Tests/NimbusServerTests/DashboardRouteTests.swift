@@ -105,7 +105,6 @@ import Testing
     /// changed, and never a value. Deleting the record forgets its history.
     @Test func aRecordPageShowsItsHistory() async throws {
         let fixture = try await DatabaseFixture.make()
-        defer { Task { await fixture.stop() } }
         let server = fixture.server
         let signedIn = try await signIn(server)
         let laptop = try await server.signIn(email: "ann@example.com", device: "laptop")

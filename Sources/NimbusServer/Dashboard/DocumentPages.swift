@@ -411,21 +411,20 @@ struct DocumentPages {
         }
         guard let version else { throw NimbusError.notFound("the document has no such version") }
         let hashes = version.content.chunks.map(\.hash)
-        let files = try await server.blobs.files(Array(Set(hashes)))
-        guard hashes.allSatisfy({ files[$0] != nil }) else {
+        let stored = try await server.blobs.sizes(Array(Set(hashes)))
+        guard hashes.allSatisfy({ stored[$0] != nil }) else {
             throw NimbusError.notFound("a chunk of this version is no longer stored")
         }
         var headers = DashboardRenderer.securityHeaders
         headers[.contentType] = "application/octet-stream"
         headers[.contentDisposition] = "attachment; filename*=UTF-8''" + DashboardLinks.encoded(item.name)
         headers[.cacheControl] = "no-store"
-        let paths = hashes.compactMap { files[$0] }
+        let blobs = server.blobs
         return Response(
             status: .ok, headers: headers,
             body: ResponseBody(contentLength: Int(version.content.size)) { writer in
-                for path in paths {
-                    let data = try await BlockingWork.run { try Data(contentsOf: path) }
-                    try await writer.write(ByteBuffer(data: data))
+                for hash in hashes {
+                    try await blobs.read(hash, range: nil) { piece in try await writer.write(piece) }
                 }
                 try await writer.finish(nil)
             })

@@ -105,56 +105,49 @@ struct ChunkTransfers: Sendable {
         if let absent = request.hashes.first(where: { !held.contains($0) }) {
             throw NimbusError.notFound("no chunk \(absent) among this user's documents")
         }
-        let files = try await server.blobs.files(request.hashes)
-        let body = try await BlockingWork.run {
-            var chunks: [ChunkBundle.Chunk] = []
-            var total = 0
-            for hash in request.hashes {
-                guard let file = files[hash], let bytes = try? Data(contentsOf: file) else {
-                    throw NimbusError.notFound("no chunk \(hash) among this user's documents")
-                }
-                total += bytes.count
-                guard total <= ChunkBundle.maxBytes else {
-                    throw NimbusError(
-                        .requestTooLarge,
-                        "the chunks asked for hold more than \(ChunkBundle.maxBytes) bytes; ask for fewer at a time")
-                }
-                chunks.append(ChunkBundle.Chunk(hash: hash, bytes: bytes))
-            }
-            return ChunkBundle.encode(chunks)
+        let loaded: [String: Data]
+        do {
+            // A hash asked for twice is read once and counted once: the bundle's limit is on what is read.
+            loaded = try await server.blobs.load(request.hashes, maxBytes: ChunkBundle.maxBytes)
+        } catch is BlobTooLarge {
+            throw NimbusError(
+                .requestTooLarge, "the chunks asked for hold more than \(ChunkBundle.maxBytes) bytes; ask for fewer at a time")
         }
+        let chunks = try request.hashes.map { hash in
+            guard let bytes = loaded[hash] else { throw NimbusError.notFound("no chunk \(hash) among this user's documents") }
+            return ChunkBundle.Chunk(hash: hash, bytes: bytes)
+        }
+        let body = ChunkBundle.encode(chunks)
         return Response(
             status: .ok, headers: [.contentType: "application/octet-stream"],
             body: ResponseBody(byteBuffer: ByteBuffer(data: body)))
     }
 
     /// The chunk's bytes, or the part a `Range: bytes=…` header asks for.
-    func download(_ zone: ZoneKey, hash: String, range: String?, context: some RequestContext) async throws -> Response {
+    func download(_ zone: ZoneKey, hash: String, range: String?) async throws -> Response {
         guard DocumentNames.isHash(hash), try await heldChunks(zone, [hash]) == [hash],
-            let file = try await server.blobs.file(hash)
+            let size = try await server.blobs.size(hash)
         else {
             throw NimbusError.notFound("no chunk \(hash.prefix(80)) among this user's documents")
         }
-        let size = try await BlockingWork.run {
-            try (FileManager.default.attributesOfItem(atPath: file.path)[.size] as? Int) ?? 0
-        }
         var headers: HTTPFields = [.contentType: "application/octet-stream", .acceptRanges: "bytes"]
         guard let range = range.flatMap({ ByteRange(header: $0) }) else {
-            return Response(status: .ok, headers: headers, body: try await FileIO().loadFile(path: file.path, context: context))
+            return Response(status: .ok, headers: headers, body: server.blobs.responseBody(hash, size: size))
         }
-        guard let bounds = range.bounds(size: size) else {
+        guard let bounds = range.bounds(size: Int(size)) else {
             headers[.contentRange] = "bytes */\(size)"
             throw NimbusError(.rangeNotSatisfiable, "the chunk holds \(size) bytes; the range asked for lies beyond them")
         }
         headers[.contentRange] = "bytes \(bounds.lowerBound)-\(bounds.upperBound)/\(size)"
-        let body = try await FileIO().loadFile(path: file.path, range: bounds, context: context)
-        return Response(status: .partialContent, headers: headers, body: body)
+        return Response(
+            status: .partialContent, headers: headers,
+            body: server.blobs.responseBody(hash, range: Int64(bounds.lowerBound)...Int64(bounds.upperBound)))
     }
 
     private func heldChunks(_ zone: ZoneKey, _ hashes: [String]) async throws -> [String] {
         let entries = try await server.store.entries(zone, keys: hashes.map(DocumentKeys.chunk))
         let held = Set(entries.filter { $0.payload != nil }.map { String($0.key.dropFirst(2)) })
-        let stored = try await server.blobs.files(hashes.filter { held.contains($0) })
+        let stored = try await server.blobs.sizes(hashes.filter { held.contains($0) })
         return hashes.filter { stored[$0] != nil }
     }
 }

@@ -79,7 +79,7 @@ struct DatabaseRoutes {
         router.get("assets/1/download/:assetID") { request, context in
             try await transfers.download(
                 assetID: context.parameters.require("assetID"), expires: request.uri.queryParameters.get("expires"),
-                signature: request.uri.queryParameters.get("signature"), context: context)
+                signature: request.uri.queryParameters.get("signature"))
         }
     }
 

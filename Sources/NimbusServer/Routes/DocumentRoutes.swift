@@ -42,8 +42,7 @@ struct DocumentRoutes {
             return Response(status: .noContent)
         }
         blobs.get(":hash") { request, context in
-            try await chunks.download(
-                try zone(context), hash: context.parameters.require("hash"), range: request.headers[.range], context: context)
+            try await chunks.download(try zone(context), hash: context.parameters.require("hash"), range: request.headers[.range])
         }
     }
 

@@ -213,7 +213,7 @@ struct AssetTransfers: Sendable {
         return AssetUploadResult(singleFile: AssetValue(fileChecksum: blob.checksum, size: blob.size, receipt: receipt))
     }
 
-    func download(assetID: String, expires: String?, signature: String?, context: some RequestContext) async throws -> Response {
+    func download(assetID: String, expires: String?, signature: String?) async throws -> Response {
         guard let expires = expires.flatMap(Int64.init), let signature,
             Secrets.constantTimeEquals(
                 signature, AssetLinks.signature(key: server.urlSigningKey, assetID: assetID, expires: expires))
@@ -223,9 +223,9 @@ struct AssetTransfers: Sendable {
         guard expires > server.configuration.now().milliseconds else {
             throw NimbusError.accessDenied("this download URL expired; fetch the record again for a new one")
         }
-        guard let file = try await server.blobs.file(assetID) else { throw NimbusError.notFound("the asset's file is gone") }
-        let body = try await FileIO().loadFile(path: file.path, context: context)
+        guard let size = try await server.blobs.size(assetID) else { throw NimbusError.notFound("the asset's file is gone") }
         return Response(
-            status: .ok, headers: [.contentType: "application/octet-stream", .cacheControl: "private, max-age=3600"], body: body)
+            status: .ok, headers: [.contentType: "application/octet-stream", .cacheControl: "private, max-age=3600"],
+            body: server.blobs.responseBody(assetID, size: size))
     }
 }

@@ -1,0 +1,124 @@
+import Crypto
+import Foundation
+import NIOCore
+import NimbusCore
+import NimbusStore
+import NimbusTestingCore
+import Testing
+
+/// What every blob store does, whatever keeps the bytes: written whole and checked, read whole, by range
+/// and streamed, and nothing reached by an id that is not a blob's.
+@Suite(.cleansUp) struct BlobStoreConformanceTests {
+    /// The blob stores the seam has; each passes every test.
+    enum Backend: String, CaseIterable, CustomTestStringConvertible, Sendable {
+        case localFolder
+
+        var testDescription: String { rawValue }
+
+        func makeStore() throws -> any BlobStore {
+            switch self {
+            case .localFolder: try LocalBlobStore(directory: TestResources.temporaryDirectory().appendingPathComponent("blobs"))
+            }
+        }
+    }
+
+    /// Bytes no two offsets of which are alike in a short span, so a misplaced range shows.
+    static func bytes(_ count: Int) -> Data { Data((0..<count).map { UInt8(truncatingIfNeeded: $0 * 7 + $0 / 251) }) }
+
+    func store(_ bytes: Data, in blobs: any BlobStore, pieces: Int = 3) async throws -> StoredBlob {
+        let writer = try await blobs.makeWriter(maxBytes: Int64(bytes.count))
+        let size = max(1, bytes.count / pieces)
+        for start in stride(from: 0, to: bytes.count, by: size) {
+            try await writer.write(bytes.subdata(in: start..<min(bytes.count, start + size)))
+        }
+        return try await writer.finish()
+    }
+
+    func read(_ id: String, range: ClosedRange<Int64>? = nil, from blobs: any BlobStore) async throws -> (Data, pieces: Int) {
+        var collected = Data()
+        var pieces = 0
+        try await blobs.read(id, range: range) { piece in
+            collected.append(contentsOf: piece.readableBytesView)
+            pieces += 1
+        }
+        return (collected, pieces)
+    }
+
+    @Test(arguments: Backend.allCases)
+    func aBlobReadsBackWholeByRangeAndInPieces(_ backend: Backend) async throws {
+        let blobs = try backend.makeStore()
+        let bytes = Self.bytes(1_000_003)
+        let stored = try await store(bytes, in: blobs)
+        #expect(stored.size == Int64(bytes.count))
+        #expect(stored.checksum == Data(SHA256.hash(data: bytes)).base64EncodedString())
+        #expect(try await blobs.sizes([stored.id, Secrets.apiToken()]) == [stored.id: Int64(bytes.count)])
+
+        let (whole, pieces) = try await read(stored.id, from: blobs)
+        #expect(whole == bytes)
+        #expect(pieces > 1, "a megabyte arrives in pieces, not whole")
+        for range: ClosedRange<Int64> in [0...0, 0...99, 500_000...500_999, 999_000...1_000_002] {
+            #expect(
+                try await read(stored.id, range: range, from: blobs).0
+                    == bytes.subdata(in: Int(range.lowerBound)..<Int(range.upperBound) + 1),
+                "bytes \(range)")
+        }
+        #expect(try await read(stored.id, range: 999_990...2_000_000, from: blobs).0 == bytes.suffix(13), "clamped to the blob")
+        // Ids are case-insensitive hexadecimal, as the asset ids clients send back.
+        #expect(try await blobs.size(stored.id.uppercased()) == Int64(bytes.count))
+    }
+
+    @Test(arguments: Backend.allCases)
+    func loadingHoldsToItsLimit(_ backend: Backend) async throws {
+        let blobs = try backend.makeStore()
+        let first = try await store(Self.bytes(3000), in: blobs)
+        let second = try await store(Data("second".utf8), in: blobs)
+        let empty = try await store(Data(), in: blobs)
+        let absent = Secrets.apiToken()
+        let loaded = try await blobs.load([first.id, second.id, empty.id, absent, first.id], maxBytes: 3006)
+        #expect(loaded == [first.id: Self.bytes(3000), second.id: Data("second".utf8), empty.id: Data()])
+        await #expect(throws: BlobTooLarge.self) { try await blobs.load([first.id, second.id], maxBytes: 3005) }
+        #expect(try await read(empty.id, from: blobs) == (Data(), 0))
+    }
+
+    @Test(arguments: Backend.allCases)
+    func onlyABlobsIdReachesABlob(_ backend: Backend) async throws {
+        let blobs = try backend.makeStore()
+        let stored = try await store(Data("kept".utf8), in: blobs)
+        let absent = Secrets.apiToken()
+        for id in [absent, "../blobs/\(stored.id)", "/etc/passwd", "", String(stored.id.dropLast()), stored.id + "0"] {
+            #expect(try await blobs.sizes([id]).isEmpty, "\(id) names no blob")
+            #expect(try await blobs.load([id], maxBytes: 1 << 20).isEmpty)
+            await #expect(throws: StoreError.self, "\(id) reads nothing") { _ = try await read(id, from: blobs) }
+        }
+    }
+
+    @Test(arguments: Backend.allCases)
+    func aChunkIsStoredUnderItsHashOnlyWhenItsBytesHashToIt(_ backend: Backend) async throws {
+        let blobs = try backend.makeStore()
+        let bytes = Data("a chunk of a document".utf8)
+        let hash = Secrets.hex(SHA256.hash(data: bytes))
+        let wrong = try await blobs.makeChunkWriter(hash: hash, maxBytes: 100)
+        try await wrong.write(Data("other bytes".utf8))
+        await #expect(throws: BlobMismatch.self) { _ = try await wrong.finish() }
+        #expect(try await blobs.sizes([hash]).isEmpty, "nothing stored under a hash its bytes do not have")
+        let right = try await blobs.makeChunkWriter(hash: hash, maxBytes: 100)
+        try await right.write(bytes)
+        #expect(try await right.finish().id == hash)
+        #expect(try await read(hash, from: blobs).0 == bytes)
+        let tooLong = try await blobs.makeChunkWriter(hash: hash, maxBytes: 4)
+        await #expect(throws: BlobTooLarge.self) { try await tooLong.write(bytes) }
+        #expect(try await read(hash, from: blobs).0 == bytes, "a failed upload of a stored chunk leaves it as it was")
+    }
+
+    @Test(arguments: Backend.allCases)
+    func aSweepDeletesWhatNothingKeeps(_ backend: Backend) async throws {
+        let blobs = try backend.makeStore()
+        let live = try await store(Data("named by an entry".utf8), in: blobs)
+        let orphan = try await store(Data("named by nothing".utf8), in: blobs)
+        #expect(try await blobs.sweep(keeping: [live.id], writtenBefore: Date().addingTimeInterval(-3600)) == 0, "too recent")
+        #expect(try await blobs.sweep(keeping: [live.id], writtenBefore: Date().addingTimeInterval(3600)) == 1)
+        #expect(try await blobs.sizes([live.id, orphan.id]).keys.sorted() == [live.id])
+        #expect(try await blobs.retain([live.id, orphan.id]) == [live.id], "a swept blob cannot be kept")
+        await #expect(throws: StoreError.self) { _ = try await read(orphan.id, from: blobs) }
+    }
+}
