@@ -1,6 +1,6 @@
 import Foundation
 
-/// Programs the tests start (PostgreSQL's, haproxy), run so that none of the test process's descriptors
+/// Programs the tests start (PostgreSQL's, haproxy, SeaweedFS), run so that none of the test process's descriptors
 /// reach them, and the free loopback ports they listen on.
 public enum ChildProgram {
     public struct Failure: Error, CustomStringConvertible {
@@ -60,6 +60,29 @@ public enum ChildProgram {
             throw Failure(description: "\(path) \(arguments.joined(separator: " ")) failed: \(text)")
         }
         return text
+    }
+
+    /// Starts a program that runs until stopped (a server that stays in the foreground), its output in
+    /// `log`, `environment` added to this process's; its process id. As with `run`, none of this process's
+    /// descriptors reach it.
+    public static func start(_ path: String, _ arguments: [String], environment: [String: String], log: String) throws -> pid_t {
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, log, O_WRONLY | O_CREAT | O_APPEND, 0o600)
+        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        try closeOthers(&actions)
+        let argv = ([path] + arguments).map { strdup($0) } + [nil]
+        defer { argv.forEach { free($0) } }
+        var variables = ProcessInfo.processInfo.environment
+        variables.merge(environment) { $1 }
+        let envp = variables.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer { envp.forEach { free($0) } }
+        var pid = pid_t()
+        let spawned = posix_spawn(&pid, path, &actions, nil, argv, envp)
+        guard spawned == 0 else { throw Failure(description: "could not start \(path): error \(spawned)") }
+        return pid
     }
 
     /// Closes every descriptor from 3 up in the child, by glibc's `posix_spawn_file_actions_addclosefrom_np`

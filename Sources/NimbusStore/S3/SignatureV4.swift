@@ -4,7 +4,7 @@ import Foundation
 /// AWS Signature Version 4 as S3 and S3-compatible stores check it (the `Authorization` header form): a
 /// canonical request, a string to sign naming the day, region and service, and a key derived from the
 /// secret for that day, region and service. S3's rules: a path is encoded once, segment by segment, and
-/// never normalized. The first piece of the S3 blob backend (issue 29).
+/// never normalized. `S3Client` signs every call with it.
 package struct SignatureV4: Sendable {
     package var accessKeyID: String
     package var secretAccessKey: String
@@ -67,8 +67,7 @@ package struct SignatureV4: Sendable {
 
     /// The canonical request and the list of signed headers.
     static func canonicalRequest(_ request: Request) -> (text: String, signedHeaders: String) {
-        let path = request.path.split(separator: "/", omittingEmptySubsequences: false).map { encode(String($0)) }
-            .joined(separator: "/")
+        let path = encodedPath(request.path)
         let pairs: [(name: String, value: String)] = request.query.map { (encode($0.name), encode($0.value)) }
         // Encoded text is ASCII, so String's order is the bytes' order the rules ask for.
         let sorted = pairs.sorted { first, second in
@@ -87,6 +86,11 @@ package struct SignatureV4: Sendable {
         let text = [request.method, path.isEmpty ? "/" : path, query, canonicalHeaders, signed, request.payloadHash]
             .joined(separator: "\n")
         return (text, signed)
+    }
+
+    /// A path encoded segment by segment, its slashes kept: as signed, and as sent.
+    static func encodedPath(_ path: String) -> String {
+        path.split(separator: "/", omittingEmptySubsequences: false).map { encode(String($0)) }.joined(separator: "/")
     }
 
     /// URI encoding as SigV4 wants it: unreserved characters as they are, every other byte as `%XX`.
