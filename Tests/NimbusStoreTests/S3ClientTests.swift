@@ -64,6 +64,37 @@ import Testing
         #expect(try await self.client(store, prefix: "other/").list().objects.isEmpty)
     }
 
+    @Test func aLargeObjectGoesUpInParts() async throws {
+        let store = try await TemporarySeaweedFS.start()
+        let client = self.client(store)
+        try await client.createBucket()
+        let part = 5 << 20
+        let bytes = Data((0..<(2 * part + 12_345)).map { UInt8(truncatingIfNeeded: $0 &* 2_654_435_761 >> 11) })
+        let upload = try await client.startUpload("large")
+        var tags = [String]()
+        for (number, start) in stride(from: 0, to: bytes.count, by: part).enumerated() {
+            let piece = bytes.subdata(in: start..<min(bytes.count, start + part))
+            tags.append(try await client.uploadPart("large", upload: upload, number: number + 1, ByteBuffer(bytes: piece)))
+        }
+        #expect(try await client.size(of: "large") == nil, "nothing visible before the upload completes")
+        try await client.completeUpload("large", upload: upload, parts: tags)
+        #expect(try await client.size(of: "large") == Int64(bytes.count))
+        #expect(try await get("large", from: client) == bytes)
+        #expect(
+            try await get("large", range: Int64(part - 10)...Int64(part + 9), from: client)
+                == bytes.subdata(in: part - 10..<part + 10))
+
+        // An abandoned upload leaves nothing.
+        let abandoned = try await client.startUpload("abandoned")
+        _ = try await client.uploadPart("abandoned", upload: abandoned, number: 1, ByteBuffer(bytes: bytes.prefix(part)))
+        try await client.abortUpload("abandoned", upload: abandoned)
+        #expect(try await client.size(of: "abandoned") == nil)
+        let unknown = await #expect(throws: S3Error.self) {
+            try await client.completeUpload("abandoned", upload: abandoned, parts: ["\"x\""])
+        }
+        #expect(unknown?.code == "NoSuchUpload", "\(String(describing: unknown))")
+    }
+
     @Test func refusalsSayWhatTheStoreSaid() async throws {
         let store = try await TemporarySeaweedFS.start()
         try await client(store).createBucket()

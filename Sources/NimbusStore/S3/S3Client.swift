@@ -105,6 +105,50 @@ package struct S3Client: Sendable {
         for try await piece in response.body { try await consume(piece) }
     }
 
+    /// Starts a multipart upload of an object (for objects too large to send in one request: every part
+    /// but the last holds at least 5 MiB); the upload's id. Nothing is visible under the key until
+    /// `completeUpload`.
+    package func startUpload(_ key: String) async throws -> String {
+        let response = try await send("POST", path: objectPath(key), query: [("uploads", "")], expecting: [200])
+        let text = String(decoding: Data(response.bytes.readableBytesView), as: UTF8.self)
+        guard let start = text.range(of: "<UploadId>"),
+            let end = text.range(of: "</UploadId>", range: start.upperBound..<text.endIndex)
+        else { throw S3Error(status: 200, code: "MalformedUpload", message: "the object store gave no upload id for \(key)") }
+        return String(text[start.upperBound..<end.lowerBound])
+    }
+
+    /// Sends part `number` (from 1) of an upload; the part's ETag, which `completeUpload` names.
+    package func uploadPart(_ key: String, upload: String, number: Int, _ bytes: ByteBuffer) async throws -> String {
+        let response = try await send(
+            "PUT", path: objectPath(key), query: [("partNumber", String(number)), ("uploadId", upload)], body: bytes,
+            expecting: [200])
+        guard let tag = response.headers.first(name: "etag") else {
+            throw S3Error(
+                status: 200, code: "MalformedUpload", message: "the object store gave no ETag for part \(number) of \(key)")
+        }
+        return tag
+    }
+
+    /// Makes an upload's parts, in order, the object under its key.
+    package func completeUpload(_ key: String, upload: String, parts: [String]) async throws {
+        var xml = "<CompleteMultipartUpload>"
+        for (index, tag) in parts.enumerated() {
+            let escaped = tag.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "\"", with: "&quot;")
+            xml += "<Part><PartNumber>\(index + 1)</PartNumber><ETag>\(escaped)</ETag></Part>"
+        }
+        xml += "</CompleteMultipartUpload>"
+        let response = try await send(
+            "POST", path: objectPath(key), query: [("uploadId", upload)], body: ByteBuffer(string: xml), expecting: [200])
+        // S3 may answer 200 and still fail the completion, saying so in the body.
+        let text = String(decoding: Data(response.bytes.readableBytesView), as: UTF8.self)
+        if text.contains("<Error>") { throw S3Error(status: 200, xml: Data(text.utf8), method: "POST", path: objectPath(key)) }
+    }
+
+    /// Abandons an upload and the parts sent.
+    package func abortUpload(_ key: String, upload: String) async throws {
+        _ = try await send("DELETE", path: objectPath(key), query: [("uploadId", upload)], expecting: [200, 204])
+    }
+
     /// Deletes an object; deleting one that is not there is not an error (as in S3).
     package func delete(_ key: String) async throws {
         _ = try await send("DELETE", path: objectPath(key), expecting: [200, 204])
