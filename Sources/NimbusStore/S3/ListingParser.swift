@@ -8,7 +8,7 @@ import Foundation
 /// any character, escaped as XML entities).
 final class ListingParser: NSObject, XMLParserDelegate {
     struct Listing {
-        var objects: [(key: String, size: Int64)] = []
+        var objects: [(key: String, size: Int64, lastModified: Date)] = []
         var truncated = false
         var next: String?
     }
@@ -17,6 +17,7 @@ final class ListingParser: NSObject, XMLParserDelegate {
     private var text = ""
     private var key: String?
     private var size: Int64?
+    private var modified: Date?
 
     static func parse(_ data: Data) throws -> Listing {
         let delegate = ListingParser()
@@ -41,9 +42,10 @@ final class ListingParser: NSObject, XMLParserDelegate {
         switch elementName {
         case "Key": key = text
         case "Size": size = Int64(text)
+        case "LastModified": modified = S3Dates.iso8601(text)
         case "Contents":
-            if let key, let size { listing.objects.append((key, size)) }
-            (key, size) = (nil, nil)
+            if let key, let size { listing.objects.append((key, size, modified ?? .distantPast)) }
+            (key, size, modified) = (nil, nil, nil)
         case "IsTruncated": listing.truncated = text == "true"
         case "NextContinuationToken": listing.next = text
         default: break

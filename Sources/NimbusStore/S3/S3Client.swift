@@ -32,11 +32,13 @@ package struct S3Client: Sendable {
         }
     }
 
-    /// An object as a listing shows it.
+    /// An object as a listing or a `head` shows it.
     package struct Object: Sendable, Hashable {
         /// Its key without the location's prefix.
         package var key: String
         package var size: Int64
+        /// When it was last written (to the second).
+        package var lastModified: Date
     }
 
     package let location: Location
@@ -84,9 +86,18 @@ package struct S3Client: Sendable {
 
     /// An object's size, or nil when there is none under the key.
     package func size(of key: String) async throws -> Int64? {
+        try await head(key)?.size
+    }
+
+    /// An object's size and time of writing, or nil when there is none under the key.
+    package func head(_ key: String) async throws -> Object? {
         do {
             let response = try await send("HEAD", path: objectPath(key), expecting: [200])
-            return response.headers.first(name: "content-length").flatMap { Int64($0) }
+            guard let size = response.headers.first(name: "content-length").flatMap({ Int64($0) }) else {
+                throw S3Error(status: 200, code: "MalformedHead", message: "the object store gave no size for \(key)")
+            }
+            let modified = response.headers.first(name: "last-modified").flatMap(S3Dates.httpDate) ?? .distantPast
+            return Object(key: key, size: size, lastModified: modified)
         } catch let error as S3Error where error.status == 404 {
             return nil
         }
@@ -165,7 +176,8 @@ package struct S3Client: Sendable {
         let listing = try ListingParser.parse(Data(response.bytes.readableBytesView))
         let objects = listing.objects.compactMap { object -> Object? in
             guard object.key.hasPrefix(location.prefix) else { return nil }
-            return Object(key: String(object.key.dropFirst(location.prefix.count)), size: object.size)
+            return Object(
+                key: String(object.key.dropFirst(location.prefix.count)), size: object.size, lastModified: object.lastModified)
         }
         return (objects, listing.truncated ? listing.next : nil)
     }
@@ -274,4 +286,21 @@ package struct S3Error: Error, CustomStringConvertible, Sendable {
     var mayPass: Bool { status >= 500 || status == 0 || code == "SlowDown" }
 
     package var description: String { "the object store answered \(code) (\(status)): \(message)" }
+}
+
+/// The two ways S3 writes a moment: ISO 8601 in listings, the HTTP date in headers.
+enum S3Dates {
+    static func iso8601(_ text: String) -> Date? {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = text.contains(".") ? [.withInternetDateTime, .withFractionalSeconds] : [.withInternetDateTime]
+        return formatter.date(from: text)
+    }
+
+    static func httpDate(_ text: String) -> Date? {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
+        return formatter.date(from: text)
+    }
 }

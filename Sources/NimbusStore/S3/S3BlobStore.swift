@@ -1,0 +1,252 @@
+import Crypto
+import Foundation
+import NIOCore
+import NimbusCore
+
+/// Blobs as objects in an S3-compatible bucket (`S3Client`), named by their ids under the location's
+/// prefix. A blob exists once its object does: written whole in one request, or in parts of `partBytes`
+/// completed only when finished (and, for a chunk, once its bytes hash to its name), so nothing partial is
+/// ever visible.
+///
+/// A sweep cannot touch files, so `retain` leaves a marker object (`retained/<id>`) whose time of writing
+/// the sweep reads as the blob's last use. What keeps a sweep from deleting a blob that `retain` has just
+/// reported stored is `decisions`, held while either decides on one blob: a lock every node using the
+/// bucket shares.
+package final class S3BlobStore: BlobStore {
+    private let client: S3Client
+    private let decisions: any BlobDecisionLock
+    /// Bytes a writer holds before sending them as one part of a multipart upload (S3 wants at least 5 MiB).
+    static let partBytes = 8 << 20
+    static let retainedPrefix = "retained/"
+
+    package init(client: S3Client, decisions: any BlobDecisionLock) {
+        self.client = client
+        self.decisions = decisions
+    }
+
+    package func makeWriter(maxBytes: Int64) async throws -> any BlobWriter {
+        S3BlobWriter(client: client, id: Secrets.apiToken(), maxBytes: maxBytes, contentAddressed: false)
+    }
+
+    package func makeChunkWriter(hash: String, maxBytes: Int64) async throws -> any BlobWriter {
+        guard DocumentNames.isHash(hash) else { throw BlobMismatch(actual: hash) }
+        return S3BlobWriter(client: client, id: hash, maxBytes: maxBytes, contentAddressed: true)
+    }
+
+    package func storeChunks(_ chunks: [ChunkBundle.Chunk]) async throws {
+        for chunk in chunks {
+            let actual = Secrets.hex(SHA256.hash(data: chunk.bytes))
+            guard actual == chunk.hash else { throw BlobMismatch(actual: actual) }
+        }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for chunk in chunks {
+                group.addTask { try await self.client.put(chunk.hash, ByteBuffer(bytes: chunk.bytes)) }
+            }
+            try await group.waitForAll()
+        }
+    }
+
+    package func sizes(_ ids: [String]) async throws -> [String: Int64] {
+        try await withThrowingTaskGroup(of: (String, Int64?).self) { group in
+            for id in Set(ids) where Self.isBlobID(id) {
+                group.addTask { (id, try await self.client.size(of: id.lowercased())) }
+            }
+            var sizes = [String: Int64]()
+            for try await (id, size) in group { sizes[id] = size }
+            return sizes
+        }
+    }
+
+    package func load(_ ids: [String], maxBytes: Int) async throws -> [String: Data] {
+        var loaded = [String: Data]()
+        var total = 0
+        for id in ids where loaded[id] == nil && Self.isBlobID(id) {
+            var bytes = Data()
+            do {
+                try await client.get(id.lowercased()) { piece in
+                    total += piece.readableBytes
+                    guard total <= maxBytes else { throw BlobTooLarge(limit: Int64(maxBytes)) }
+                    bytes.append(contentsOf: piece.readableBytesView)
+                }
+            } catch let error as S3Error where error.code == "NoSuchKey" {
+                continue
+            }
+            loaded[id] = bytes
+        }
+        return loaded
+    }
+
+    package func read(_ id: String, range: ClosedRange<Int64>?, into consume: (ByteBuffer) async throws -> Void) async throws {
+        guard Self.isBlobID(id) else { throw StoreError.missing("blob \(id.prefix(80))") }
+        do {
+            // S3 refuses a range on an empty object; an empty blob has no bytes in any range.
+            if range != nil, try await client.size(of: id.lowercased()) == 0 { return }
+            try await client.get(id.lowercased(), range: range, into: consume)
+        } catch let error as S3Error where error.code == "NoSuchKey" {
+            throw StoreError.missing("blob \(id)")
+        }
+    }
+
+    package func retain(_ ids: [String]) async throws -> Set<String> {
+        var retained = Set<String>()
+        for id in ids where Self.isBlobID(id) {
+            let key = id.lowercased()
+            // Under the decision lock, a blob is either swept already or marked before the sweep looks.
+            let stored = try await decisions.withLock {
+                guard try await self.client.size(of: key) != nil else { return false }
+                try await self.client.put(Self.retainedPrefix + key, ByteBuffer())
+                return true
+            }
+            if stored { retained.insert(id) }
+        }
+        return retained
+    }
+
+    package func sweep(keeping live: Set<String>, writtenBefore cutoff: Date) async throws -> Int {
+        let live = Set(live.map { $0.lowercased() })
+        var deleted = 0
+        var continuation: String?
+        repeat {
+            let page = try await client.list(continuation: continuation)
+            continuation = page.next
+            for object in page.objects
+            where Self.isBlobID(object.key) && !live.contains(object.key) && object.lastModified < cutoff {
+                let removed = try await decisions.withLock {
+                    // Read again under the lock: a `retain` since the listing wrote its marker.
+                    if let marker = try await self.client.head(Self.retainedPrefix + object.key), marker.lastModified >= cutoff {
+                        return false
+                    }
+                    try await self.client.delete(object.key)
+                    try await self.client.delete(Self.retainedPrefix + object.key)
+                    return true
+                }
+                if removed { deleted += 1 }
+            }
+        } while continuation != nil
+        return deleted
+    }
+
+    /// Blob ids are 64 hexadecimal characters (any case); anything else names no blob.
+    private static func isBlobID(_ id: String) -> Bool { Secrets.isAPITokenShaped(id) }
+}
+
+/// Held while a sweep decides on and deletes one blob, and while `retain` marks one; shared by every node
+/// that uses the bucket.
+package protocol BlobDecisionLock: Sendable {
+    func withLock<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T
+}
+
+/// A decision lock for one process: enough when one node uses the bucket.
+package final class ProcessDecisionLock: BlobDecisionLock {
+    private let turns = AsyncTurns()
+
+    package init() {}
+
+    package func withLock<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T {
+        await turns.take()
+        do {
+            let result = try await body()
+            await turns.give()
+            return result
+        } catch {
+            await turns.give()
+            throw error
+        }
+    }
+}
+
+/// One holder at a time, the others waiting in order.
+private actor AsyncTurns {
+    private var held = false
+    private var waiting: [CheckedContinuation<Void, Never>] = []
+
+    func take() async {
+        guard held else {
+            held = true
+            return
+        }
+        await withCheckedContinuation { waiting.append($0) }
+    }
+
+    func give() {
+        if waiting.isEmpty { held = false } else { waiting.removeFirst().resume() }
+    }
+}
+
+/// One blob being written to the bucket: held in memory up to a part, sent in parts beyond.
+///
+/// @unchecked Sendable: its caller (one upload) awaits every call before the next, so its state is never
+/// touched by two tasks at once.
+final class S3BlobWriter: BlobWriter, @unchecked Sendable {
+    private let client: S3Client
+    private let id: String
+    private let maxBytes: Int64
+    private let contentAddressed: Bool
+    private var hasher = SHA256()
+    private var size: Int64 = 0
+    private var pending = ByteBuffer()
+    private var upload: (id: String, tags: [String])?
+    private var ended = false
+
+    init(client: S3Client, id: String, maxBytes: Int64, contentAddressed: Bool) {
+        self.client = client
+        self.id = id
+        self.maxBytes = maxBytes
+        self.contentAddressed = contentAddressed
+    }
+
+    func write(_ bytes: Data) async throws {
+        size += Int64(bytes.count)
+        guard size <= maxBytes else {
+            await discard()
+            throw BlobTooLarge(limit: maxBytes)
+        }
+        hasher.update(data: bytes)
+        pending.writeBytes(bytes)
+        do {
+            while pending.readableBytes >= S3BlobStore.partBytes {
+                try await sendPart(pending.readSlice(length: S3BlobStore.partBytes)!)
+            }
+        } catch {
+            await discard()
+            throw error
+        }
+    }
+
+    func finish() async throws -> StoredBlob {
+        let digest = Data(hasher.finalize())
+        if contentAddressed {
+            let actual = Secrets.hex(digest)
+            guard actual == id else {
+                await discard()
+                throw BlobMismatch(actual: actual)
+            }
+        }
+        do {
+            if let upload {
+                if pending.readableBytes > 0 { try await sendPart(pending) }
+                try await client.completeUpload(id, upload: upload.id, parts: self.upload!.tags)
+            } else {
+                try await client.put(id, pending)
+            }
+        } catch {
+            await discard()
+            throw error
+        }
+        ended = true
+        return StoredBlob(id: id, size: size, checksum: digest.base64EncodedString())
+    }
+
+    func discard() async {
+        guard !ended else { return }
+        ended = true
+        pending = ByteBuffer()
+        if let upload { try? await client.abortUpload(id, upload: upload.id) }
+    }
+
+    private func sendPart(_ part: ByteBuffer) async throws {
+        if upload == nil { upload = (try await client.startUpload(id), []) }
+        let tag = try await client.uploadPart(id, upload: upload!.id, number: upload!.tags.count + 1, part)
+        upload!.tags.append(tag)
+    }
+}
