@@ -189,3 +189,20 @@ private final class ConnectionClosings: Sendable {
         for closed in leases.values { closed() }
     }
 }
+
+/// The blob decision lock of nodes sharing a PostgreSQL database and a bucket: a transaction-scoped
+/// advisory lock, held while one node decides on one blob (`S3BlobStore`).
+package struct PostgresDecisionLock: BlobDecisionLock {
+    package let store: PostgresStore
+    /// An arbitrary constant naming the lock.
+    private static let key: Int64 = 0x4E_494D_424C_4F42
+
+    package init(store: PostgresStore) { self.store = store }
+
+    package func withLock<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T {
+        try await store.transaction { connection in
+            try await connection.run("SELECT pg_advisory_xact_lock(\(Self.key))")
+            return try await body()
+        }
+    }
+}

@@ -13,7 +13,9 @@ struct Backends: Sendable {
         switch configuration.storage {
         case .embedded:
             // Opening SQLite (migrations, synced writes) blocks its thread: not one of Swift's few.
-            return try await BlockingWork.run { try embedded(configuration, logger: logger) }
+            let store = try await BlockingWork.run { try embedded(configuration, logger: logger) }
+            // One process uses the bucket: a lock of its own decides.
+            return Backends(store: store, blobs: try await blobs(configuration, decisions: ProcessDecisionLock()))
         case .postgres(let location, let connections):
             guard configuration.backupInterval == nil else {
                 throw StoreConfigurationError(
@@ -24,11 +26,39 @@ struct Backends: Sendable {
             let store = try await PostgresStore.open(location, connections: connections, logger: logger) { pending in
                 logger.notice("migrating the database", metadata: ["migrations": .array(pending.map { .string($0) })])
             }
-            return Backends(store: store, blobs: try LocalBlobStore(directory: configuration.blobDirectory))
+            return Backends(store: store, blobs: try await blobs(configuration, decisions: PostgresDecisionLock(store: store)))
         }
     }
 
-    private static func embedded(_ configuration: ServerConfiguration, logger: Logger) throws -> Backends {
+    /// The blob store: the data directory's folder, or a bucket checked at once (a wrong endpoint, secret or
+    /// bucket is said at start, not at the first upload), with the data directory marked as holding no blobs.
+    private static func blobs(_ configuration: ServerConfiguration, decisions: any BlobDecisionLock) async throws
+        -> any BlobStore
+    {
+        switch configuration.blobs {
+        case .dataDirectory:
+            return try LocalBlobStore(directory: configuration.blobDirectory)
+        case .s3(let location):
+            guard configuration.backupInterval == nil else {
+                throw StoreConfigurationError(
+                    "scheduled backups (--backup-every) copy the data directory's blobs, and these are in s3://\(location.bucket); "
+                        + "keep the bucket's versioning or replication for them instead")
+            }
+            let client = S3Client(location)
+            do {
+                _ = try await client.list(maxKeys: 1)
+            } catch let error as S3Error {
+                throw StoreConfigurationError(
+                    "the blob bucket s3://\(location.bucket) at \(location.endpoint) cannot be used: \(error)")
+            }
+            let data = EmbeddedDataDirectory(configuration.dataDirectory)
+            try Data("s3://\(location.bucket)/\(location.prefix) at \(location.endpoint)\n".utf8).write(
+                to: data.remoteBlobsMarker, options: .atomic)
+            return S3BlobStore(client: client, decisions: decisions)
+        }
+    }
+
+    private static func embedded(_ configuration: ServerConfiguration, logger: Logger) throws -> SQLiteStore {
         // One data directory: the SQLite database and a directory of blobs.
         try FileManager.default.createDirectory(at: configuration.dataDirectory, withIntermediateDirectories: true)
         let data = EmbeddedDataDirectory(configuration.dataDirectory)
@@ -50,7 +80,7 @@ struct Backends: Sendable {
             }
             logger.notice("migrating the database", metadata: ["migrations": .array(pending.map { .string($0) })])
         }
-        return Backends(store: store, blobs: try LocalBlobStore(directory: configuration.blobDirectory))
+        return store
     }
 }
 

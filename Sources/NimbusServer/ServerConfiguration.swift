@@ -11,6 +11,8 @@ package struct ServerConfiguration: Sendable {
     package var port: Int = 8080
     /// Where data is kept: `embedded` keeps everything (an SQLite database and blob files) in `dataDirectory`.
     package var storage: Storage = .embedded
+    /// Where blobs (asset files, document chunks) are kept.
+    package var blobs: BlobLocation = .dataDirectory
     package var dataDirectory: URL = URL(fileURLWithPath: "nimbus-data")
     package var sessionLifetime: Duration = .seconds(14 * 24 * 3600)
     package var sessionRateLimit = RateLimit(perSecond: 1000, burst: 2000)
@@ -89,6 +91,14 @@ package struct RateLimit: Sendable, Hashable {
         self.perSecond = perSecond
         self.burst = burst
     }
+}
+
+/// Where a server keeps its blobs (`Backends.make` builds the store).
+package enum BlobLocation: Sendable, Hashable {
+    /// `DATA/blobs`: one host's disk, which nodes on that host may share.
+    case dataDirectory
+    /// A bucket of an S3-compatible object store, which nodes on any host share.
+    case s3(S3Client.Location)
 }
 
 /// The backends a server can keep its data in (`Backends.make` builds them).

@@ -107,4 +107,41 @@ import Testing
         }
         #expect(!FileManager.default.fileExists(atPath: data), "nothing was created")
     }
+
+    /// With the blobs in a bucket, the data directory holds the database alone: backup and check refuse
+    /// rather than copy or check a part, and `serve` refuses a bucket it cannot use before it starts.
+    @Test func aDeploymentWithBlobsInABucketIsToldWhatToUseInstead() async throws {
+        let store = try await TemporarySeaweedFS.start()
+        let location = S3Client.Location(
+            endpoint: store.endpoint, bucket: "nimbus", prefix: "cli/", accessKeyID: store.accessKeyID,
+            secretAccessKey: store.secretAccessKey)
+        try await S3Client(location).createBucket()
+        let server = try await TestServer.start { $0.blobs = .s3(location) }
+        let data = server.dataDirectory.path
+        await server.stop()
+        for arguments in [["backup", "--data", data, "--to", TestServer.temporaryDirectory().path], ["check", "--data", data]] {
+            let refused = try await Self.nimbus(arguments)
+            #expect(refused.status == 1 && refused.stderr.contains("keeps them in s3://nimbus/cli/"), "\(refused.stderr)")
+        }
+
+        var environment = CommandLineTests.environment(server: nil)
+        for key in ["AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_REGION"] {
+            environment[key] = .some(nil)
+        }
+        let fresh = TestServer.temporaryDirectory().path
+        func serve() async throws -> ChildProcess.Output {
+            try await ChildProcess(
+                executable: try CommandLineTests.executable,
+                arguments: ["serve", "--data", fresh, "--port", "0", "--blobs", "s3://nimbus/cli"], environment: environment
+            ).run()
+        }
+        let noEndpoint = try await serve()
+        #expect(noEndpoint.status != 0 && noEndpoint.stderr.contains("--blobs-endpoint"), "\(noEndpoint.stderr)")
+        // The standard variables, with a wrong secret: said at once, nothing served.
+        environment["AWS_ENDPOINT_URL"] = store.endpoint.absoluteString
+        environment["AWS_ACCESS_KEY_ID"] = store.accessKeyID
+        environment["AWS_SECRET_ACCESS_KEY"] = "not the secret"
+        let wrongSecret = try await serve()
+        #expect(wrongSecret.status != 0 && wrongSecret.stderr.contains("SignatureDoesNotMatch"), "\(wrongSecret.stderr)")
+    }
 }

@@ -25,7 +25,7 @@ struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
             }
             // A full disk is the operator's to fix, though clients only need to wait.
             if wireError.code == .internalError || (error as? StoreError) == .storageFull
-                || (error as? StoreError) == .unavailable
+                || (error as? StoreError) == .unavailable || error is S3Error
             {
                 context.logger.error(
                     "request failed",
@@ -53,6 +53,11 @@ struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
                 .tryAgainLater,
                 "the server cannot reach its database; try again shortly (a write under way when it was lost may have been kept)",
                 retryAfter: 2)
+        case let error as S3Error:
+            // The operator's to fix or the store's to recover from; the client is told to wait, with the
+            // store's code but not its address (logged above).
+            return NimbusError(
+                .tryAgainLater, "the server cannot use its blob storage (\(error.code)); try again shortly", retryAfter: 5)
         case let error as HTTPResponseError:
             switch error.status.code {
             case 404: return .notFound("no route \(request.method) \(request.uri.path)")

@@ -27,6 +27,15 @@ package struct EmbeddedDataDirectory: Sendable {
         (try? String(contentsOf: migratedMarker, encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
+    /// Written by a server that keeps its blobs in an object store (`--blobs s3://…`): this directory then
+    /// holds the database without the blobs it names, which `nimbus backup`, `check` and `restore` refuse.
+    package var remoteBlobsMarker: URL { url.appendingPathComponent("BLOBS-ELSEWHERE") }
+
+    /// Where the blobs are, in words (a bucket and endpoint, never a secret), when not in `blobs/`.
+    package var remoteBlobs: String? {
+        (try? String(contentsOf: remoteBlobsMarker, encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
     /// Files other than the database and blobs a backup carries.
     var otherFiles: [URL] { [urlSigningKey] }
 }

@@ -33,6 +33,7 @@ struct Backup: ParsableCommand {
                 back the database up with PostgreSQL's own tools (pg_dump --format=custom, or pg_basebackup with WAL \
                 archiving for point-in-time recovery), then copy the data directory's blobs/ and url-signing.key
                 """)
+        try embedded.refuseRemoteBlobs("backup", data: data)
         let destination = URL(fileURLWithPath: to)
         let manifest: BackupManifest
         do {
@@ -106,6 +107,7 @@ struct Check: ParsableCommand {
                 checking a PostgreSQL deployment's zones and blobs is not built yet; PostgreSQL checks its own pages \
                 (initdb --data-checksums, the amcheck extension)
                 """)
+        try embedded.refuseRemoteBlobs("check", data: data)
         let report: CheckReport
         do {
             report = try DataCheck.run(dataDirectory: URL(fileURLWithPath: data))

@@ -11,6 +11,7 @@ struct Serve: AsyncParsableCommand {
     var data: String = Environment.string("NIMBUS_DATA") ?? "nimbus-data"
 
     @OptionGroup var database: StorageOptions
+    @OptionGroup var blobStore: BlobOptions
 
     @Option(help: "Address to listen on. [env: NIMBUS_HOST]")
     var host: String = Environment.string("NIMBUS_HOST") ?? "127.0.0.1"
@@ -92,6 +93,7 @@ struct Serve: AsyncParsableCommand {
     func validate() throws {
         guard (0...65535).contains(port) else { throw ValidationError("--port must be between 0 and 65535") }
         _ = try database.storage()
+        _ = try blobStore.location()
         guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("unknown --log-level \(logLevel)") }
         guard sessionRate > 0, tokenRate > 0, sessionHours > 0, heartbeat > 0, idleTimeout > 0, requestHeadTimeout > 0,
             maxConnectionsPerAddress > 0
@@ -129,6 +131,7 @@ struct Serve: AsyncParsableCommand {
         var configuration = ServerConfiguration()
         configuration.dataDirectory = URL(fileURLWithPath: data)
         configuration.storage = try database.storage()
+        configuration.blobs = try blobStore.location()
         configuration.host = host
         configuration.port = port
         configuration.logLevel = Logger.Level(rawValue: logLevel) ?? .info
@@ -173,10 +176,17 @@ struct Serve: AsyncParsableCommand {
 
                     """.utf8))
         }
+        let blobs =
+            switch configuration.blobs {
+            case .dataDirectory: configuration.dataDirectory.path
+            case .s3(let location): "s3://\(location.bucket)/\(location.prefix) at \(location.endpoint)"
+            }
         let place =
             switch configuration.storage {
-            case .embedded: "data in \(configuration.dataDirectory.path)"
-            case .postgres(let location, _): "data in \(location), blobs in \(configuration.dataDirectory.path)"
+            case .embedded:
+                configuration.blobs == .dataDirectory
+                    ? "data in \(blobs)" : "data in \(configuration.dataDirectory.path), blobs in \(blobs)"
+            case .postgres(let location, _): "data in \(location), blobs in \(blobs)"
             }
         let (host, scheme) = (host, server.scheme)
         try await server.run { port in

@@ -9,7 +9,7 @@ struct StorageOptions: ParsableArguments {
         help: """
             A PostgreSQL database to keep the data in, shared by every node, like \
             postgres://nimbus:PASSWORD@db.example.com:5432/nimbus?sslmode=require; by default the embedded SQLite \
-            database in the data directory. Blobs stay in the data directory. [env: NIMBUS_DATABASE]
+            database in the data directory. Blobs are kept apart (--blobs). [env: NIMBUS_DATABASE]
             """)
     var database: String? = Environment.string("NIMBUS_DATABASE")
 

@@ -1,0 +1,85 @@
+import Crypto
+import Foundation
+import NimbusCore
+import NimbusStore
+import NimbusTesting
+import Testing
+
+@testable import NimbusServer
+
+/// A server whose blobs are in an S3-compatible bucket (a real SeaweedFS): document chunks and asset files
+/// go there and come back, the data directory says so (so `nimbus backup` refuses it), a bucket that
+/// cannot be used stops the start, and a store that went away fails transfers with an answer to wait.
+@Suite(.cleansUp) struct S3BlobTests {
+    func bucket(_ store: TemporarySeaweedFS, secret: String? = nil) -> S3Client.Location {
+        S3Client.Location(
+            endpoint: store.endpoint, bucket: "nimbus", prefix: "node/", accessKeyID: store.accessKeyID,
+            secretAccessKey: secret ?? store.secretAccessKey)
+    }
+
+    @Test func chunksAndAssetsLiveInTheBucket() async throws {
+        let store = try await TemporarySeaweedFS.start()
+        let location = bucket(store)
+        try await S3Client(location).createBucket()
+        let documents = try await DocumentRouteTests.Fixture.make { $0.blobs = .s3(location) }
+        let server = documents.server
+
+        // A document: its chunk stored in the bucket, the file saved, read back whole and by range.
+        let text = "Kept in an object store, not on this machine's disk."
+        let saved = try await documents.save("note", "Note.txt", text)
+        #expect(saved.outcome == .applied)
+        let hash = DocumentRouteTests.Fixture.hash(Data(text.utf8))
+        #expect(try await S3Client(location).list().objects.map(\.key).contains(hash))
+        let fetched = try await documents.fetch([hash])
+        #expect(fetched.status == 200 && (try? ChunkBundle.decode(fetched.body))?.first?.bytes == Data(text.utf8))
+        let part = try await server.request(
+            .GET, documents.blobs + "/" + hash,
+            headers: [
+                ("Authorization", "Bearer \(documents.ann.sessionToken)"), ("X-Nimbus-API-Token", documents.app.apiToken),
+                ("Range", "bytes=0-5"),
+            ])
+        #expect(part.status == 206 && part.body == Data("Kept i".utf8))
+
+        // An asset file: uploaded, saved into a record, downloaded through its link.
+        let records = DatabaseFixture(server: server, app: documents.app, ann: documents.ann)
+        let tokens = try await records.post("assets/upload", #"{"tokens":[{"recordType":"Photos","fieldName":"image"}]}"#)
+        let url = try #require(try tokens.decode(AssetUploadResponse.self).tokens.first?.url)
+        let bytes = Data((0..<200_000).map { UInt8(truncatingIfNeeded: $0 * 13) })
+        let uploaded = try await server.request(.POST, String(url.dropFirst(server.url.absoluteString.count)), body: bytes)
+        let receipt = try #require(try uploaded.decode(AssetUploadResult.self).singleFile.receipt)
+        let saves = try await records.modify(
+            #"{"operations":[{"operationType":"create","record":{"recordName":"p","recordType":"Photos","fields":{"image":{"value":{"receipt":"\#(receipt)"},"type":"ASSETID"}}}}]}"#
+        )
+        guard case .asset(let asset) = saves.first?.record?.fields?["image"], let link = asset.downloadURL else {
+            Issue.record("the record holds no asset: \(saves)")
+            return
+        }
+        #expect(try await server.request(.GET, String(link.dropFirst(server.url.absoluteString.count))).body == bytes)
+        #expect(try await S3Client(location).list().objects.count >= 2)
+        #expect(
+            !FileManager.default.fileExists(
+                atPath: EmbeddedDataDirectory(server.dataDirectory).blobs.appendingPathComponent(hash).path))
+        #expect(EmbeddedDataDirectory(server.dataDirectory).remoteBlobs?.hasPrefix("s3://nimbus/node/") == true)
+
+        // The store gone: a transfer is answered "try again later", and what needs no blob goes on.
+        store.stop()
+        let lost = try await documents.fetch([hash])
+        #expect(lost.status == 503 && lost.errorCode == .tryAgainLater, "\(String(decoding: lost.body, as: UTF8.self))")
+        #expect(try await documents.changes().items.contains { $0.itemID == "note" })
+    }
+
+    @Test func aBucketThatCannotBeUsedStopsTheStart() async throws {
+        let store = try await TemporarySeaweedFS.start()
+        try await S3Client(bucket(store)).createBucket()
+        let wrongSecret = await #expect(throws: StoreConfigurationError.self) {
+            _ = try await TestServer.start { $0.blobs = .s3(bucket(store, secret: "wrong")) }
+        }
+        #expect(wrongSecret?.description.contains("SignatureDoesNotMatch") == true, "\(String(describing: wrongSecret))")
+        var missing = bucket(store)
+        missing.bucket = "no-such-bucket"
+        let noBucket = await #expect(throws: StoreConfigurationError.self) {
+            _ = try await TestServer.start { $0.blobs = .s3(missing) }
+        }
+        #expect(noBucket?.description.contains("NoSuchBucket") == true, "\(String(describing: noBucket))")
+    }
+}
