@@ -149,5 +149,8 @@ import Testing
         #expect(try await blobs.sizes([live.id, orphan.id]).keys.sorted() == [live.id])
         #expect(try await blobs.retain([live.id, orphan.id]) == [live.id], "a swept blob cannot be kept")
         await #expect(throws: StoreError.self) { _ = try await read(orphan.id, from: blobs) }
+        // What a retain leaves behind is the store's own: a later sweep keeps the live blob, whole.
+        #expect(try await blobs.sweep(keeping: [live.id], writtenBefore: Date().addingTimeInterval(3600)) == 0)
+        #expect(try await read(live.id, from: blobs).0 == Data("named by an entry".utf8))
     }
 }

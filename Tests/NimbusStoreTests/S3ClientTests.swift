@@ -117,3 +117,26 @@ import Testing
         #expect(unreachable?.code == "Unreachable" && unreachable?.message.contains("127.0.0.1:\(store.s3Port)") == true)
     }
 }
+
+/// What the S3 blob store leaves in its bucket beyond blobs.
+@Suite(.cleansUp) struct S3BlobStoreBucketTests {
+    /// A retain's marker protects its blob for the sweep's grace, then goes with the next sweep: a bucket
+    /// does not keep one object more per chunk ever retained.
+    @Test func retainMarkersGoOnceOld() async throws {
+        let store = try await TemporarySeaweedFS.start()
+        let client = S3Client(
+            S3Client.Location(
+                endpoint: store.endpoint, bucket: "nimbus", prefix: "blobs/", accessKeyID: store.accessKeyID,
+                secretAccessKey: store.secretAccessKey))
+        try await client.createBucket()
+        let blobs = S3BlobStore(client: client, decisions: ProcessDecisionLock())
+        let writer = try await blobs.makeWriter(maxBytes: 100)
+        try await writer.write(Data("kept".utf8))
+        let kept = try await writer.finish()
+        #expect(try await blobs.retain([kept.id]) == [kept.id])
+        #expect(try await client.list(prefix: "retained/").objects.map(\.key) == ["retained/" + kept.id])
+        #expect(try await blobs.sweep(keeping: [kept.id], writtenBefore: Date().addingTimeInterval(3600)) == 0)
+        #expect(try await client.list(prefix: "retained/").objects.isEmpty, "the old marker went")
+        #expect(try await blobs.size(kept.id) == 4)
+    }
+}

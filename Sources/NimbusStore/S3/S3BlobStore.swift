@@ -109,6 +109,15 @@ package final class S3BlobStore: BlobStore {
         repeat {
             let page = try await client.list(continuation: continuation)
             continuation = page.next
+            // Markers outlive their use once older than the cutoff: each retained blob is named by now, or swept.
+            for object in page.objects where object.key.hasPrefix(Self.retainedPrefix) && object.lastModified < cutoff {
+                try await decisions.withLock {
+                    // A `retain` since the listing may have written it again.
+                    if let marker = try await self.client.head(object.key), marker.lastModified < cutoff {
+                        try await self.client.delete(object.key)
+                    }
+                }
+            }
             for object in page.objects
             where Self.isBlobID(object.key) && !live.contains(object.key) && object.lastModified < cutoff {
                 let removed = try await decisions.withLock {
