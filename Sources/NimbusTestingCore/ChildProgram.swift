@@ -37,21 +37,7 @@ public enum ChildProgram {
     public static func run(_ path: String, _ arguments: [String]) throws -> String {
         let outputPath = NSTemporaryDirectory() + "nimbus-child-output-\(UUID().uuidString)"
         defer { unlink(outputPath) }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, outputPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-        posix_spawn_file_actions_adddup2(&actions, 1, 2)
-        // Nothing else of this process may reach the child: a server `pg_ctl` starts would keep, for as
-        // long as it runs, every socket the tests' servers had open (an HTTP/1.0 client waiting for its
-        // connection to close waited in vain).
-        try closeOthers(&actions)
-        let argv = ([path] + arguments).map { strdup($0) } + [nil]
-        defer { argv.forEach { free($0) } }
-        var pid = pid_t()
-        let spawned = posix_spawn(&pid, path, &actions, nil, argv, environ)
-        guard spawned == 0 else { throw Failure(description: "could not start \(path): error \(spawned)") }
+        let pid = try spawn(path, arguments, output: outputPath, truncating: true, environment: environ)
         var status: Int32 = 0
         while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
         let text = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
@@ -66,21 +52,34 @@ public enum ChildProgram {
     /// `log`, `environment` added to this process's; its process id. As with `run`, none of this process's
     /// descriptors reach it.
     public static func start(_ path: String, _ arguments: [String], environment: [String: String], log: String) throws -> pid_t {
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, log, O_WRONLY | O_CREAT | O_APPEND, 0o600)
-        posix_spawn_file_actions_adddup2(&actions, 1, 2)
-        try closeOthers(&actions)
-        let argv = ([path] + arguments).map { strdup($0) } + [nil]
-        defer { argv.forEach { free($0) } }
         var variables = ProcessInfo.processInfo.environment
         variables.merge(environment) { $1 }
         let envp = variables.map { strdup("\($0.key)=\($0.value)") } + [nil]
         defer { envp.forEach { free($0) } }
+        return try envp.withUnsafeBufferPointer {
+            try spawn(path, arguments, output: log, truncating: false, environment: $0.baseAddress!)
+        }
+    }
+
+    /// Spawns a program with standard input from /dev/null, standard output and error into `output`, and
+    /// every other descriptor closed (a server `pg_ctl` starts would otherwise keep, for as long as it runs,
+    /// every socket the tests' servers had open: an HTTP/1.0 client waiting for its connection to close
+    /// waited in vain).
+    private static func spawn(
+        _ path: String, _ arguments: [String], output: String, truncating: Bool,
+        environment: UnsafePointer<UnsafeMutablePointer<CChar>?>
+    ) throws -> pid_t {
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, output, O_WRONLY | O_CREAT | (truncating ? O_TRUNC : O_APPEND), 0o600)
+        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        try closeOthers(&actions)
+        let argv = ([path] + arguments).map { strdup($0) } + [nil]
+        defer { argv.forEach { free($0) } }
         var pid = pid_t()
-        let spawned = posix_spawn(&pid, path, &actions, nil, argv, envp)
+        let spawned = posix_spawn(&pid, path, &actions, nil, argv, environment)
         guard spawned == 0 else { throw Failure(description: "could not start \(path): error \(spawned)") }
         return pid
     }

@@ -107,6 +107,7 @@ import Testing
         #expect(loaded == [first.id: Self.bytes(3000), second.id: Data("second".utf8), empty.id: Data()])
         await #expect(throws: BlobTooLarge.self) { try await blobs.load([first.id, second.id], maxBytes: 3005) }
         #expect(try await read(empty.id, from: blobs) == (Data(), 0))
+        #expect(try await read(empty.id, range: 0...10, from: blobs).0 == Data(), "no bytes in any range of an empty blob")
     }
 
     @Test(arguments: Backend.allCases)
