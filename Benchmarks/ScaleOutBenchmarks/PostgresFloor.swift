@@ -10,7 +10,7 @@ enum PostgresFloor {
     static func oneRowCommitMicroseconds(_ url: String, count: Int) async throws -> Double {
         let location = try PostgresLocation(url: url)
         var configuration = PostgresConnection.Configuration(
-            host: location.host, port: location.port, username: location.user, password: location.password,
+            host: location.servers[0].host, port: location.servers[0].port, username: location.user, password: location.password,
             database: location.database, tls: .disable)
         configuration.options.additionalStartupParameters = [("synchronous_commit", "on")]
         let logger = Logger(label: "floor")

@@ -25,17 +25,26 @@ extension PostgresStore {
         cancellable: Bool = false, _ body: @escaping @Sendable (PostgresConnection) async throws -> T
     ) async throws -> T {
         let race = LeaseRace<T>()
-        return try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { continuation in
-                race.start(continuation, timeout: Self.leaseTimeout) {
-                    try await self.client.withConnection { connection in
-                        guard race.begin(on: connection) else { throw StoreError.unavailable }
-                        return try await body(connection)
+        let client = servers.client
+        do {
+            return try await withTaskCancellationHandler {
+                try await withCheckedThrowingContinuation { continuation in
+                    race.start(continuation, timeout: Self.leaseTimeout) {
+                        try await client.withConnection { connection in
+                            guard race.begin(on: connection) else { throw StoreError.unavailable }
+                            return try await body(connection)
+                        }
                     }
                 }
+            } onCancel: {
+                race.abandon(throwing: CancellationError(), evenIfBegun: cancellable)
             }
-        } onCancel: {
-            race.abandon(throwing: CancellationError(), evenIfBegun: cancellable)
+        } catch {
+            // The server may be gone, or no longer the primary: the servers look for the one to use.
+            if Self.storeError((error as? PostgresTransactionError)?.underlying ?? error) as? StoreError == .unavailable {
+                servers.failed(client)
+            }
+            throw error
         }
     }
 }

@@ -12,14 +12,12 @@ import PostgresNIO
 /// row for their whole length: writers of one zone queue (they never fail for each other), and a zone's
 /// sequence numbers become visible in order (see `transact`).
 package final class PostgresStore: Sendable {
-    let client: PostgresClient
-    private let running: Task<Void, Never>
+    let servers: PostgresServers
     /// What statements log to: nothing above debug, so a statement's values never reach the logs.
     static let logger = Logger(label: "nimbus.postgres")
 
-    private init(client: PostgresClient, running: Task<Void, Never>) {
-        self.client = client
-        self.running = running
+    private init(servers: PostgresServers) {
+        self.servers = servers
     }
 
     /// Connects to the database `location` names and applies pending migrations, telling `migrating` their
@@ -31,21 +29,11 @@ package final class PostgresStore: Sendable {
         _ location: PostgresLocation, connections: Int = 20, logger: Logger = Logger(label: "nimbus.postgres"),
         migrating: @escaping @Sendable ([String]) throws -> Void = { _ in }
     ) async throws -> PostgresStore {
-        var configuration = location.clientConfiguration
-        configuration.options.maximumConnections = max(2, connections)
+        var options = PostgresClient.Configuration.Options()
+        options.maximumConnections = max(2, connections)
         // Every commit waits for its WAL record to be flushed, whatever the server's default says.
-        configuration.options.additionalStartupParameters = [("synchronous_commit", "on"), ("application_name", "nimbus")]
-        let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
-        // The pool serves leases once `run()` has begun; one asked for earlier waits for it, and the pool warns.
-        // Waiting for the task that calls `run()` to start makes that rare (not impossible: the wait may resume
-        // on another thread a moment before `run()` is entered).
-        let (started, starting) = AsyncStream<Void>.makeStream()
-        let running = Task {
-            starting.finish()
-            await client.run()
-        }
-        for await _ in started {}
-        let store = PostgresStore(client: client, running: running)
+        options.additionalStartupParameters = [("synchronous_commit", "on"), ("application_name", "nimbus")]
+        let store = PostgresStore(servers: try await PostgresServers(location, options: options, logger: logger))
         do {
             try await store.migrate(migrating)
         } catch {
@@ -56,9 +44,9 @@ package final class PostgresStore: Sendable {
     }
 
     /// Closes the pool's connections; the store is unusable afterwards.
-    package func close() { running.cancel() }
+    package func close() { servers.close() }
 
-    deinit { running.cancel() }
+    deinit { servers.close() }
 
     /// Runs `body` in one transaction on one pooled connection, with PostgreSQL's failures as store errors.
     func transaction<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T {
@@ -67,7 +55,7 @@ package final class PostgresStore: Sendable {
                 try await connection.withTransaction(logger: Self.logger) { connection in try await body(connection) }
             }
         } catch let error as PostgresTransactionError {
-            throw Self.storeError(error.closureError ?? error.beginError ?? error.commitError ?? error)
+            throw Self.storeError(error.underlying)
         } catch {
             throw Self.storeError(error)
         }
@@ -95,6 +83,8 @@ package final class PostgresStore: Sendable {
             case "22021", "22P05": return StoreError.unstorableText
             // Shutting down, out of connections, in recovery: the database will be back.
             case "57P01", "57P02", "57P03", "53300", "08000", "08003", "08006": return StoreError.unavailable
+            // A write reaching a standby (or a primary set read-only): the primary is elsewhere, for now.
+            case "25006": return StoreError.unavailable
             default: return error
             }
         }
@@ -105,6 +95,11 @@ package final class PostgresStore: Sendable {
             return error
         }
     }
+}
+
+extension PostgresTransactionError {
+    /// What made the transaction fail: its body's error, or else its BEGIN's or COMMIT's.
+    var underlying: any Error { closureError ?? beginError ?? commitError ?? self }
 }
 
 extension PostgresRow {

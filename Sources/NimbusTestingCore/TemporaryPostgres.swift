@@ -24,7 +24,16 @@ public final class TemporaryPostgres: Sendable {
         public var description: String
     }
 
-    private init() throws {
+    private convenience init() throws {
+        try self.init { data, binaries, user in
+            try Self.run(
+                "initdb", ["-D", data, "-U", "nimbus", "--auth=trust", "-E", "UTF8", "--locale=C.UTF-8", "--no-sync"],
+                binaries: binaries, user: user)
+        }
+    }
+
+    /// A cluster whose data folder `make` fills, started on a free port.
+    private init(making make: (_ data: String, _ binaries: URL, _ user: String?) throws -> Void) throws {
         let binaries = try Self.serverBinaries()
         self.binaries = binaries
         folder = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("nimbus-postgres-\(UUID().uuidString)")
@@ -33,9 +42,7 @@ public final class TemporaryPostgres: Sendable {
         self.user = user
         if let user { try ChildProgram.run("/bin/chown", ["-R", user, folder.path]) }
         let data = folder.appendingPathComponent("data").path
-        try Self.run(
-            "initdb", ["-D", data, "-U", "nimbus", "--auth=trust", "-E", "UTF8", "--locale=C.UTF-8", "--no-sync"],
-            binaries: binaries, user: user)
+        try make(data, binaries, user)
         var lastFailure: (any Error)?
         // A port found free can be taken before the server binds it: try another.
         for _ in 0..<5 {
@@ -65,6 +72,58 @@ public final class TemporaryPostgres: Sendable {
             }
         }
         return cluster
+    }
+
+    /// A streaming standby of this cluster (its `pg_basebackup`, following it through replication), removed
+    /// with the test's resources. `synchronous`: this cluster's commits wait until the standby has flushed
+    /// them, so a commit acknowledged here survives the loss of this cluster's machine.
+    public func standby(synchronous: Bool) async throws -> TemporaryPostgres {
+        let name = "nimbus_standby"
+        let standby = try await onOwnThread {
+            try TemporaryPostgres { data, binaries, user in
+                try Self.run(
+                    "pg_basebackup",
+                    [
+                        "-d", "host=127.0.0.1 port=\(self.port) user=nimbus application_name=\(name)", "-D", data, "-R",
+                        "-X", "stream", "--no-sync", "-c", "fast",
+                    ], binaries: binaries, user: user)
+            }
+        }
+        TestResources.current?.onCleanup {
+            _ = try? await onOwnThread {
+                try? standby.run("pg_ctl", ["-D", standby.data, "-m", "immediate", "-w", "stop"])
+                try? FileManager.default.removeItem(at: standby.folder)
+            }
+        }
+        if synchronous {
+            try await onOwnThread {
+                try self.run(
+                    "psql",
+                    [
+                        "-h", "127.0.0.1", "-p", "\(self.port)", "-U", "nimbus", "-d", "postgres", "-v", "ON_ERROR_STOP=1", "-c",
+                        "ALTER SYSTEM SET synchronous_standby_names = '\(name)'", "-c", "SELECT pg_reload_conf()",
+                    ])
+            }
+            // Synchronous once the primary says so: until then a commit does not wait for the standby.
+            let synchronized = try await eventually(timeout: .seconds(30)) {
+                let state = try await onOwnThread {
+                    try self.run(
+                        "psql",
+                        [
+                            "-h", "127.0.0.1", "-p", "\(self.port)", "-U", "nimbus", "-d", "postgres", "-Atc",
+                            "SELECT sync_state FROM pg_stat_replication WHERE application_name = '\(name)'",
+                        ])
+                }
+                return state.trimmingCharacters(in: .whitespacesAndNewlines) == "sync"
+            }
+            guard synchronized else { throw Failure(description: "the standby did not become synchronous in 30 s") }
+        }
+        return standby
+    }
+
+    /// Makes a standby the primary (`pg_ctl promote`), once it takes writes.
+    public func promote() async throws {
+        try await onOwnThread { try self.run("pg_ctl", ["-D", self.data, "-w", "-t", "60", "promote"]) }
     }
 
     private var data: String { folder.appendingPathComponent("data").path }

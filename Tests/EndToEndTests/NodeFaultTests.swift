@@ -2,6 +2,7 @@ import Foundation
 import NimbusCore
 import NimbusKit
 import NimbusPostgres
+import NimbusStore
 import NimbusTesting
 import NimbusTestingCore
 import Synchronization
@@ -132,6 +133,55 @@ import Testing
         let refused = writers.refused
         #expect(!refused.isEmpty)
         for (_, error) in refused {
+            #expect(error.code == .tryAgainLater && error.retryAfter != nil, "\(error.code): \(error.reason)")
+        }
+        let stored = try await clients[1].values().values
+        #expect(writers.lost(in: stored).isEmpty, "acknowledged writes lost: \(writers.lost(in: stored))")
+    }
+
+    /// The primary's machine is lost while clients write, and its synchronous standby is promoted: nodes given
+    /// both servers (`target_session_attrs=read-write`) write to the promoted one without a restart, and
+    /// every write acknowledged before the loss or after is there.
+    @Test func aPromotedStandbyTakesOverWithoutARestartAndKeepsEveryAcknowledgedWrite() async throws {
+        let primary = try await TemporaryPostgres.dedicated()
+        var location = try PostgresLocation(url: try await primary.database())
+        let standby = try await primary.standby(synchronous: true)
+        location.servers.append(.init(host: "127.0.0.1", port: standby.port))
+        location.sessionAttributes = .readWrite
+        var standbyOnly = location
+        standbyOnly.servers.removeFirst()
+        await #expect(throws: StoreError.unavailable, "a standby takes no writes") {
+            try await PostgresStore.open(standbyOnly, connections: 2)
+        }
+        let data = TestServer.temporaryDirectory()
+        var nodes = [TestServer]()
+        for _ in 0..<2 {
+            nodes.append(
+                try await TestServer.start(dataDirectory: data) {
+                    $0.storage = .postgres(location, connections: 4)
+                    // Real time: a session's rate limit refills with it (the tests' manual clock stands still).
+                    $0.now = { Date() }
+                })
+        }
+        let app = try await nodes[0].seedApp()
+        var clients = [KeyValueClient]()
+        for (number, node) in nodes.enumerated() {
+            clients.append(Self.client(try await node.signIn(email: "ann@example.com", device: "device \(number)"), app))
+        }
+        let writers = Writers(clients)
+        #expect(await eventually(timeout: .seconds(30)) { writers.acknowledgedCount >= 20 })
+
+        try await primary.stop()
+        let countsAtLoss = writers.acknowledgedCounts
+        try await standby.promote()
+        #expect(
+            await eventually(timeout: .seconds(60)) {
+                let counts = writers.acknowledgedCounts
+                return (0..<2).allSatisfy { counts[$0] > countsAtLoss[$0] + 10 }
+            }, "both nodes write to the promoted standby: \(writers.acknowledgedCounts) from \(countsAtLoss)")
+        await writers.stop()
+
+        for (_, error) in writers.refused {
             #expect(error.code == .tryAgainLater && error.retryAfter != nil, "\(error.code): \(error.reason)")
         }
         let stored = try await clients[1].values().values

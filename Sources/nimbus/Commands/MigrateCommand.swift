@@ -36,13 +36,13 @@ struct Migrate: AsyncParsableCommand {
             report = try await EmbeddedToPostgres.copy(from: data.database.path, to: target) { step in
                 FileHandle.standardError.write(Data("\(step)\n".utf8))
             }
-            try data.markMigrated(to: "database \(location.database) on \(location.host):\(location.port) as \(location.user)")
+            try data.markMigrated(to: "\(location)")
         } catch {
             fail(error)
         }
         let rows = report.tables.reduce(0) { $0 + $1.rows }
         print(
-            "Copied and verified \(rows) rows in \(report.tables.count) tables (\(report.zones) zones) into \(location.database) on \(location.host). Run the nodes with --data \(from) --database <the URL>."
+            "Copied and verified \(rows) rows in \(report.tables.count) tables (\(report.zones) zones) into \(location). Run the nodes with --data \(from) --database <the URL>."
         )
     }
 }
