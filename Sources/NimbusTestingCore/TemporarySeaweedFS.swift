@@ -11,7 +11,10 @@ public final class TemporarySeaweedFS: Sendable {
     public let accessKeyID = "nimbus-test"
     public let secretAccessKey = UUID().uuidString
     private let folder: URL
-    private let processID: Int32
+    private let program: String
+    private let arguments: [String]
+    /// The running `weed`, if it runs.
+    private let processID: Mutex<Int32?>
 
     public var endpoint: URL { URL(string: "http://127.0.0.1:\(s3Port)")! }
 
@@ -45,18 +48,15 @@ public final class TemporarySeaweedFS: Sendable {
             ] {
                 arguments.append("-\(server)=\(try ChildProgram.freePort())")
             }
-            let processID = try ChildProgram.start(
-                program, arguments, environment: ["AWS_ACCESS_KEY_ID": accessKeyID, "AWS_SECRET_ACCESS_KEY": secretAccessKey],
-                log: log)
-            Self.running.withLock { $0.insert(processID) }
-            _ = Self.stopAtExit
             do {
-                try Self.waitUntilReady(processID, log: log)
+                let processID = try Self.launch(
+                    program, arguments, credentials: (accessKeyID, secretAccessKey), log: log)
                 self.s3Port = s3Port
-                self.processID = processID
+                self.program = program
+                self.arguments = arguments
+                self.processID = Mutex(processID)
                 return
             } catch {
-                Self.stop(processID)
                 lastFailure = error
             }
         }
@@ -64,15 +64,51 @@ public final class TemporarySeaweedFS: Sendable {
         throw lastFailure ?? ChildProgram.Failure(description: "SeaweedFS did not start")
     }
 
+    /// Starts `weed` and waits until it is ready; its process id.
+    private static func launch(_ program: String, _ arguments: [String], credentials: (String, String), log: String) throws
+        -> Int32
+    {
+        // A restart appends to the log: only what this run prints says it is ready.
+        let printedBefore = (try? FileManager.default.attributesOfItem(atPath: log)[.size] as? Int) ?? 0
+        let processID = try ChildProgram.start(
+            program, arguments, environment: ["AWS_ACCESS_KEY_ID": credentials.0, "AWS_SECRET_ACCESS_KEY": credentials.1],
+            log: log)
+        running.withLock { $0.insert(processID) }
+        _ = stopAtExit
+        do {
+            try waitUntilReady(processID, log: log, after: printedBefore)
+            return processID
+        } catch {
+            stop(processID)
+            throw error
+        }
+    }
+
+    /// Kills the store as a lost machine would, keeping what it holds for `restart()`.
+    public func kill() {
+        if let processID = processID.withLock({ $0.take() }) { Self.stop(processID) }
+    }
+
+    /// Starts a killed store again, on the same ports with the same data, once it is ready.
+    public func restart() async throws {
+        kill()
+        let started = try await onOwnThread {
+            try Self.launch(
+                self.program, self.arguments, credentials: (self.accessKeyID, self.secretAccessKey),
+                log: self.folder.appendingPathComponent("weed.log").path)
+        }
+        processID.withLock { $0 = started }
+    }
+
     /// Stops the store (as a lost machine would, it is killed) and removes its folder.
     public func stop() {
-        Self.stop(processID)
+        kill()
         try? FileManager.default.removeItem(at: folder)
     }
 
     private static func stop(_ processID: Int32) {
         guard running.withLock({ $0.remove(processID) }) != nil else { return }
-        kill(processID, SIGKILL)
+        Glibc.kill(processID, SIGKILL)
         var status: Int32 = 0
         while waitpid(processID, &status, 0) == -1 && errno == EINTR {}
     }
@@ -108,10 +144,11 @@ public final class TemporarySeaweedFS: Sendable {
 
     /// Waits until `weed mini` says every server is ready (it prints a banner then), or fails if it exits
     /// or takes over a minute.
-    private static func waitUntilReady(_ processID: Int32, log: String) throws {
+    private static func waitUntilReady(_ processID: Int32, log: String, after offset: Int) throws {
         let deadline = ContinuousClock.now + .seconds(60)
         while ContinuousClock.now < deadline {
-            let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+            let printed = FileManager.default.contents(atPath: log) ?? Data()
+            let text = String(decoding: printed.dropFirst(offset), as: UTF8.self)
             if text.contains("All enabled components are running") { return }
             var status: Int32 = 0
             if waitpid(processID, &status, WNOHANG) == processID {
@@ -128,7 +165,7 @@ public final class TemporarySeaweedFS: Sendable {
     /// Kills every store still running when the test process exits; registered once.
     private static let stopAtExit: Void = {
         atexit {
-            for processID in TemporarySeaweedFS.running.withLock({ $0 }) { kill(processID, SIGKILL) }
+            for processID in TemporarySeaweedFS.running.withLock({ $0 }) { Glibc.kill(processID, SIGKILL) }
         }
     }()
 }

@@ -34,17 +34,30 @@ struct ChunkTransfers: Sendable {
         let writer = try await server.blobs.makeChunkWriter(hash: hash, maxBytes: DocumentService.maxChunkBytes)
         let size: Int64
         do {
-            for try await buffer in body { try await writer.write(Data(buffer: buffer)) }
+            var buffers = body.makeAsyncIterator()
+            while true {
+                // Only the body's own failures are the client's; the blob store's (a full disk, an object store
+                // gone) are the server's.
+                let buffer: ByteBuffer?
+                do {
+                    buffer = try await buffers.next()
+                } catch {
+                    await writer.discard()
+                    throw NimbusError.badRequest("the upload ended before it was complete")
+                }
+                guard let buffer else { break }
+                try await writer.write(Data(buffer: buffer))
+            }
             size = try await writer.finish().size
         } catch is BlobTooLarge {
             throw NimbusError(.requestTooLarge, "a chunk holds at most \(DocumentService.maxChunkBytes) bytes")
         } catch let mismatch as BlobMismatch {
             throw NimbusError.badRequest("the chunk's bytes hash to \(mismatch.actual), not \(hash); nothing was stored")
-        } catch let error as StoreError {
+        } catch let error as NimbusError {
             throw error
         } catch {
             await writer.discard()
-            throw NimbusError.badRequest("the upload ended before it was complete")
+            throw error
         }
         try await hold(zone, [hash: size])
     }
