@@ -195,7 +195,7 @@ let package = Package(
         .executableTarget(
             name: "ScaleOutBenchmarks",
             dependencies: [
-                "BenchmarkSupport", "NimbusKit", "NimbusCore", "NimbusTestingCore", "NimbusPostgres",
+                "BenchmarkSupport", "NimbusKit", "NimbusCore", "NimbusTestingCore", "NimbusPostgres", "NimbusStore",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ],

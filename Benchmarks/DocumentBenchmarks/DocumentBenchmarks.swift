@@ -115,7 +115,7 @@ enum DocumentBenchmarks {
             let pair = try await DevicePair(server, name: "large")
             let size = 256 << 20
             let disk = try DiskRate.ofSyncedWrites(bytes: size, in: server.dataDirectory)
-            let (up, down) = try await largeFile(pair, bytes: size)
+            let (up, down) = try await Transfers.largeFile(pair, bytes: size)
             let rate = { (seconds: Double) in Double(size) / seconds / 1_048_576 }
             table.add(
                 "256 MB up through A's engine (MB/s, share of the disk's rate)",
@@ -210,21 +210,6 @@ enum DocumentBenchmarks {
                 "Documents/Small/s\(index).bin", Data((0..<size).map { UInt8(truncatingIfNeeded: $0 &* index) }))
         }
         return (ContinuousClock.now - start).milliseconds / 1000
-    }
-
-    /// Seconds for A's engine to upload a new file and for B's to download it.
-    static func largeFile(_ pair: DevicePair, bytes: Int) async throws -> (up: Double, down: Double) {
-        var generator = SystemRandomNumberGenerator()
-        let content = Data((0..<bytes / 8).flatMap { _ in withUnsafeBytes(of: generator.next()) { Array($0) } })
-        try pair.a.write("Documents/Large.bin", content)
-        let upStart = ContinuousClock.now
-        _ = try await pair.a.engine.sync()
-        let up = (ContinuousClock.now - upStart).milliseconds / 1000
-        let downStart = ContinuousClock.now
-        _ = try await pair.b.engine.sync()
-        let down = (ContinuousClock.now - downStart).milliseconds / 1000
-        guard pair.b.read("Documents/Large.bin") == content else { throw BenchmarkError("B's copy differs") }
-        return (up, down)
     }
 
     /// Chunk bytes the server received for a one-byte change in the middle of a file A already synced.

@@ -8,6 +8,7 @@ import NimbusTestingCore
 /// processes (release build) and a PostgreSQL cluster of its own on loopback (Debian's server binaries).
 ///
 ///     swift build -c release && .build/release/ScaleOutBenchmarks [floors] [keyvalue] [records] [nodes] [push] [documents]
+///         [objects] [deployment]
 @main
 enum ScaleOutBenchmarks {
     /// Capacity, not policy: rate limits, quotas, the connections one address may hold and their idle
@@ -25,8 +26,6 @@ enum ScaleOutBenchmarks {
             exit(1)
         }
         let selected = Set(CommandLine.arguments.dropFirst())
-        func wanted(_ name: String) -> Bool { selected.isEmpty || selected.contains(name) }
-        func port() -> Int { Int.random(in: 20000...40000) }
 
         progress("starting PostgreSQL and the nodes")
         let cluster = try await TemporaryPostgres.dedicated()
@@ -45,7 +44,9 @@ enum ScaleOutBenchmarks {
         }
         var table = ResultTable()
         do {
-            try await measure(selected, sqlite: sqlite, nodes: nodes, database: database, postgresCPU: postgresCPU, into: &table)
+            try await measure(
+                selected, sqlite: sqlite, nodes: nodes, database: database, postgresCPU: postgresCPU, nimbus: nimbus, into: &table
+            )
         } catch {
             // What was measured before the failure is still worth reading (and a failure ends the process
             // before standard output's buffer would be written).
@@ -59,7 +60,7 @@ enum ScaleOutBenchmarks {
     @MainActor
     static func measure(
         _ selected: Set<String>, sqlite: ServerProcess, nodes: [ServerProcess], database: String, postgresCPU: ProcessCPU,
-        into table: inout ResultTable
+        nimbus: URL, into table: inout ResultTable
     ) async throws {
         func wanted(_ name: String) -> Bool { selected.isEmpty || selected.contains(name) }
         var roundTrip = 0.0
@@ -110,7 +111,17 @@ enum ScaleOutBenchmarks {
                     String(format: "%.1f / %.1f ms", latencies.at(50), latencies.at(99)), target: "(reference)", met: true)
             }
         }
+        if wanted("objects") {
+            progress("measuring blobs in SeaweedFS beside the local folder")
+            try await objectStoreRows(localFolder: sqlite, nimbus: nimbus, into: &table)
+        }
+        if wanted("deployment") {
+            progress("starting the reference deployment")
+            try await deploymentRows(nimbus: nimbus, into: &table)
+        }
     }
+
+    static func port() -> Int { Int.random(in: 20000...40000) }
 
     static func progress(_ message: String) {
         FileHandle.standardError.write(Data("… \(message)\n".utf8))

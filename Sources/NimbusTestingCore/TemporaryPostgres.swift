@@ -78,7 +78,7 @@ public final class TemporaryPostgres: Sendable {
     /// with the test's resources. `synchronous`: this cluster's commits wait until the standby has flushed
     /// them, so a commit acknowledged here survives the loss of this cluster's machine.
     public func standby(synchronous: Bool) async throws -> TemporaryPostgres {
-        let name = "nimbus_standby"
+        let name = Self.standbyName
         let standby = try await onOwnThread {
             try TemporaryPostgres { data, binaries, user in
                 try Self.run(
@@ -95,30 +95,35 @@ public final class TemporaryPostgres: Sendable {
                 try? FileManager.default.removeItem(at: standby.folder)
             }
         }
-        if synchronous {
+        if synchronous { try await synchronousReplication(true) }
+        return standby
+    }
+
+    private static let standbyName = "nimbus_standby"
+
+    /// Makes this primary's commits wait for its standby (`standby(synchronous:)`) to flush them, once the
+    /// standby says it replicates synchronously; or (`false`) no longer wait.
+    public func synchronousReplication(_ on: Bool) async throws {
+        @Sendable func psql(_ arguments: [String]) async throws -> String {
             try await onOwnThread {
                 try self.run(
                     "psql",
-                    [
-                        "-h", "127.0.0.1", "-p", "\(self.port)", "-U", "nimbus", "-d", "postgres", "-v", "ON_ERROR_STOP=1", "-c",
-                        "ALTER SYSTEM SET synchronous_standby_names = '\(name)'", "-c", "SELECT pg_reload_conf()",
-                    ])
+                    ["-h", "127.0.0.1", "-p", "\(self.port)", "-U", "nimbus", "-d", "postgres", "-v", "ON_ERROR_STOP=1"]
+                        + arguments)
             }
-            // Synchronous once the primary says so: until then a commit does not wait for the standby.
-            let synchronized = try await eventually(timeout: .seconds(30)) {
-                let state = try await onOwnThread {
-                    try self.run(
-                        "psql",
-                        [
-                            "-h", "127.0.0.1", "-p", "\(self.port)", "-U", "nimbus", "-d", "postgres", "-Atc",
-                            "SELECT sync_state FROM pg_stat_replication WHERE application_name = '\(name)'",
-                        ])
-                }
-                return state.trimmingCharacters(in: .whitespacesAndNewlines) == "sync"
-            }
-            guard synchronized else { throw Failure(description: "the standby did not become synchronous in 30 s") }
         }
-        return standby
+        _ = try await psql([
+            "-c", "ALTER SYSTEM SET synchronous_standby_names = '\(on ? Self.standbyName : "")'", "-c", "SELECT pg_reload_conf()",
+        ])
+        // Synchronous once the primary says so: until then a commit does not wait for the standby.
+        let expected = on ? "sync" : "async"
+        let reached = try await eventually(timeout: .seconds(30)) {
+            let state = try await psql([
+                "-Atc", "SELECT sync_state FROM pg_stat_replication WHERE application_name = '\(Self.standbyName)'",
+            ])
+            return state.trimmingCharacters(in: .whitespacesAndNewlines) == expected
+        }
+        guard reached else { throw Failure(description: "the standby's replication did not become \(expected) in 30 s") }
     }
 
     /// Makes a standby the primary (`pg_ctl promote`), once it takes writes.
