@@ -10,10 +10,12 @@ package final class LocalBlobStore: BlobStore {
     private let directory: URL
     private let sweeping: SweepDecisionLock
 
-    package init(directory: URL) throws {
+    /// The store in `directory`, made unless `creating` is false (a store only read from, by `nimbus check`,
+    /// changes nothing until it writes).
+    package init(directory: URL, creating: Bool = true) throws {
         self.directory = directory
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        sweeping = try SweepDecisionLock(beside: directory)
+        if creating { try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true) }
+        sweeping = SweepDecisionLock(beside: directory)
     }
 
     package func makeWriter(maxBytes: Int64) async throws -> any BlobWriter {

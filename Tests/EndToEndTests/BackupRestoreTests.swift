@@ -74,7 +74,7 @@ import Testing
 
         let restoredDirectory = TestResources.temporaryDirectory(prefix: "restored")
         try EmbeddedRestore.restore(from: backups, into: EmbeddedDataDirectory(restoredDirectory))
-        let check = try DataCheck.run(dataDirectory: restoredDirectory)
+        let check = try await DataCheck.run(dataDirectory: restoredDirectory)
         #expect(check.isHealthy, "\(check.problems)")
         let indexed = check.checked.first { $0.hasPrefix("index rows of") }?.split(separator: " ").dropFirst(3).first
         #expect((indexed.flatMap { Int($0) } ?? 0) > acknowledgedBeforeBackup.count, "every record's rows: \(check.checked)")

@@ -119,15 +119,28 @@ import Testing
         let server = try await TestServer.start { $0.blobs = .s3(location) }
         let data = server.dataDirectory.path
         await server.stop()
-        for arguments in [["backup", "--data", data, "--to", TestServer.temporaryDirectory().path], ["check", "--data", data]] {
-            let refused = try await Self.nimbus(arguments)
-            #expect(refused.status == 1 && refused.stderr.contains("keeps them in s3://nimbus/cli/"), "\(refused.stderr)")
-        }
-
         var environment = CommandLineTests.environment(server: nil)
         for key in ["AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_REGION"] {
             environment[key] = .some(nil)
         }
+        func nimbus(_ arguments: [String]) async throws -> ChildProcess.Output {
+            try await ChildProcess(executable: try CommandLineTests.executable, arguments: arguments, environment: environment)
+                .run()
+        }
+        let backup = try await nimbus(["backup", "--data", data, "--to", TestServer.temporaryDirectory().path])
+        #expect(backup.status == 1 && backup.stderr.contains("keeps them in s3://nimbus/cli/"), "\(backup.stderr)")
+        // A check reads the blobs where the server keeps them, once told where that is (and only there).
+        let unnamed = try await nimbus(["check", "--data", data])
+        #expect(unnamed.status == 1 && unnamed.stderr.contains("keeps its blobs in s3://nimbus/cli/"), "\(unnamed.stderr)")
+        let bucket = [
+            "--blobs-endpoint", store.endpoint.absoluteString, "--blobs-access-key-id", store.accessKeyID,
+            "--blobs-secret-access-key", store.secretAccessKey,
+        ]
+        let elsewhere = try await nimbus(["check", "--data", data, "--blobs", "s3://nimbus/other"] + bucket)
+        #expect(elsewhere.status == 1 && elsewhere.stderr.contains("--blobs names s3://nimbus/other/"), "\(elsewhere.stderr)")
+        let checked = try await nimbus(["check", "--data", data, "--blobs", "s3://nimbus/cli"] + bucket)
+        #expect(checked.status == 0 && checked.stdout.contains("ok: "), "\(checked.stdout)\(checked.stderr)")
+
         let fresh = TestServer.temporaryDirectory().path
         func serve() async throws -> ChildProcess.Output {
             try await ChildProcess(

@@ -161,7 +161,7 @@ import Testing
         let fixture = try await Self.populated()
         let directory = fixture.server.dataDirectory
         let data = EmbeddedDataDirectory(directory)
-        let healthy = try DataCheck.run(dataDirectory: directory)
+        let healthy = try await DataCheck.run(dataDirectory: directory)
         #expect(healthy.isHealthy, "\(healthy.problems)")
         #expect(healthy.checked.contains { $0.hasPrefix("blobs: 2 named") }, "\(healthy.checked)")
         #expect(healthy.checked.contains { $0.hasPrefix("index rows of 3 entries") }, "\(healthy.checked)")
@@ -203,7 +203,7 @@ import Testing
         }
         try queue.close()
         let before = try Data(contentsOf: data.database)
-        let report = try DataCheck.run(dataDirectory: directory)
+        let report = try await DataCheck.run(dataDirectory: directory)
         #expect(!report.isHealthy)
         #expect(report.problems.count >= 1, "\(corruption)")
         let expected =

@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import NIOCore
 import NimbusCore
 import NimbusStore
 import NimbusTesting
@@ -66,6 +67,40 @@ import Testing
         let lost = try await documents.fetch([hash])
         #expect(lost.status == 503 && lost.errorCode == .tryAgainLater, "\(String(decoding: lost.body, as: UTF8.self))")
         #expect(try await documents.changes().items.contains { $0.itemID == "note" })
+    }
+
+    /// `nimbus check` reads the blobs live entries name from the bucket: whole ones pass, and one whose bytes
+    /// were changed in the bucket, or that was deleted from it, is reported.
+    @Test func aCheckReadsTheBlobsInTheBucket() async throws {
+        let store = try await TemporarySeaweedFS.start()
+        let location = bucket(store)
+        try await S3Client(location).createBucket()
+        let documents = try await DocumentRouteTests.Fixture.make { $0.blobs = .s3(location) }
+        let (kept, changed, deleted) = ("Kept as written.", "Changed in the bucket.", "Deleted from the bucket.")
+        for (name, text) in [("kept", kept), ("changed", changed), ("deleted", deleted)] {
+            #expect(try await documents.save(name, "\(name).txt", text).outcome == .applied)
+        }
+        let blobs = S3BlobStore(client: S3Client(location), decisions: ProcessDecisionLock())
+        let directory = documents.server.dataDirectory
+        let healthy = try await DataCheck.run(dataDirectory: directory, blobs: blobs)
+        #expect(healthy.isHealthy, "\(healthy.problems)")
+        #expect(
+            healthy.checked.contains {
+                $0.hasPrefix("blobs: 3 named by live entries, \(kept.utf8.count + changed.utf8.count + deleted.utf8.count) bytes")
+            }, "\(healthy.checked)")
+
+        let (changedHash, deletedHash) = (
+            DocumentRouteTests.Fixture.hash(Data(changed.utf8)), DocumentRouteTests.Fixture.hash(Data(deleted.utf8))
+        )
+        try await S3Client(location).put(changedHash, ByteBuffer(string: "Not what was written."))
+        try await S3Client(location).delete(deletedHash)
+        let damaged = try await DataCheck.run(dataDirectory: directory, blobs: blobs)
+        #expect(
+            damaged.problems.sorted()
+                == [
+                    "blob \(deletedHash) is named by a live entry and missing",
+                    "chunk \(changedHash) holds bytes whose SHA-256 is \(DocumentRouteTests.Fixture.hash(Data("Not what was written.".utf8)))",
+                ].sorted(), "\(damaged.problems)")
     }
 
     @Test func aBucketThatCannotBeUsedStopsTheStart() async throws {

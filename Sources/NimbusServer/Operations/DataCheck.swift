@@ -4,8 +4,11 @@ import NimbusStore
 
 /// `nimbus check`: the embedded store's checks (`EmbeddedCheck`) with the blobs the services' payloads name.
 package enum DataCheck {
-    package static func run(dataDirectory: URL) throws -> CheckReport {
-        try EmbeddedCheck(data: EmbeddedDataDirectory(dataDirectory)) { kind, payload in
+    /// Checks the data directory, reading the blobs from `blobs` (by default its own folder).
+    package static func run(dataDirectory: URL, blobs: (any BlobStore)? = nil) async throws -> CheckReport {
+        let data = EmbeddedDataDirectory(dataDirectory)
+        let blobs = try blobs ?? LocalBlobStore(directory: data.blobs, creating: false)
+        return try await EmbeddedCheck(data: data, blobs: blobs) { kind, payload in
             switch kind {
             case .records:
                 // The collector's filter: only payloads holding an asset are decoded.

@@ -1,5 +1,7 @@
+import Crypto
 import Foundation
 import GRDB
+import NIOCore
 import NimbusCore
 
 /// A blob a live entry names: a document chunk (named by its SHA-256) or an asset file (with the checksum
@@ -33,25 +35,31 @@ package struct CheckReport: Sendable {
 
 /// Checks an embedded data directory without changing it: SQLite's own integrity and foreign key checks,
 /// each zone's sequence and counters against its entries, index rows against the entries they belong to,
-/// and every blob a live entry names (present, and its bytes hashing as named or recorded). A server may
-/// be running on the directory: the database is read in one read transaction.
+/// and every blob a live entry names (present, and its bytes hashing as named or recorded), read through the
+/// blob store wherever it keeps them (the directory's folder or a bucket). A server may be running on the
+/// directory: the database is read in one read transaction, and a blob found missing is a problem only if a
+/// live entry still names it afterwards (the server's collector may have deleted it since that read, once
+/// the entries naming it were gone).
 package struct EmbeddedCheck {
     let data: EmbeddedDataDirectory
+    let blobs: any BlobStore
     /// The blobs a live payload of a zone of that kind names; the services know their payloads.
     let references: @Sendable (ZoneAddress.Service.Kind, Data) throws -> [BlobReference]
     /// The index rows a live entry (kind, key, payload) must have; nil for entries it does not know.
     let expectedIndex: @Sendable (ZoneAddress.Service.Kind, String, Data) throws -> ExpectedIndexRows?
 
     package init(
-        data: EmbeddedDataDirectory, references: @escaping @Sendable (ZoneAddress.Service.Kind, Data) throws -> [BlobReference],
+        data: EmbeddedDataDirectory, blobs: any BlobStore,
+        references: @escaping @Sendable (ZoneAddress.Service.Kind, Data) throws -> [BlobReference],
         expectedIndex: @escaping @Sendable (ZoneAddress.Service.Kind, String, Data) throws -> ExpectedIndexRows?
     ) {
         self.data = data
+        self.blobs = blobs
         self.references = references
         self.expectedIndex = expectedIndex
     }
 
-    package func run() throws -> CheckReport {
+    package func run() async throws -> CheckReport {
         guard FileManager.default.fileExists(atPath: data.database.path) else {
             throw BackupError(.notFound, "\(data.url.path) holds no Nimbus database (\(data.database.lastPathComponent))")
         }
@@ -60,22 +68,26 @@ package struct EmbeddedCheck {
         configuration.busyMode = .timeout(10)
         let queue = try DatabaseQueue(path: data.database.path, configuration: configuration)
         defer { try? queue.close() }
-        // Beside a running server, its blob sweep waits, as for a backup: a blob the read names stays until
-        // it is hashed. (No lock file: no server has swept here, and the check creates nothing.)
-        let lock = LocalBlobStore.sweepLock(for: data.blobs)
-        guard FileManager.default.fileExists(atPath: lock.path) else { return try check(queue) }
-        return try BackupFiles.withLock(lock, shared: true) { try check(queue) }
-    }
-
-    private func check(_ queue: DatabaseQueue) throws -> CheckReport {
-        var report = CheckReport()
-        let referenced = try queue.read { db in
-            try checkDatabase(db, &report)
-            try checkZones(db, &report)
-            try checkIndexRows(db, &report)
-            return try referencedBlobs(db, &report)
+        var (report, referenced) = try await BlockingWork.run {
+            var report = CheckReport()
+            let referenced = try queue.read { db in
+                try checkDatabase(db, &report)
+                try checkZones(db, &report)
+                try checkIndexRows(db, &report)
+                return try referencedBlobs(db, &report)
+            }
+            return (report, referenced)
         }
-        try checkBlobs(referenced, &report)
+        let missing = try await checkBlobs(referenced, &report)
+        guard !missing.isEmpty else { return report }
+        // Named by the snapshot, gone from the store: a problem only if something still names them.
+        referenced = try await BlockingWork.run {
+            var ignored = CheckReport()
+            return try queue.read { db in try referencedBlobs(db, &ignored) }
+        }
+        for name in missing.sorted() where referenced[name] != nil {
+            report.problems.append("blob \(name) is named by a live entry and missing")
+        }
         return report
     }
 
@@ -255,16 +267,30 @@ package struct EmbeddedCheck {
         return referenced
     }
 
-    /// Every named blob is there and hashes as named (a chunk) or as its record says (an asset).
-    private func checkBlobs(_ referenced: [String: Set<BlobReference>], _ report: inout CheckReport) throws {
+    /// Every named blob is there and hashes as named (a chunk) or as its record says (an asset); the names of
+    /// those not there (or cut off while read), for `run` to ask about again.
+    private func checkBlobs(_ referenced: [String: Set<BlobReference>], _ report: inout CheckReport) async throws
+        -> Set<String>
+    {
         var bytes: Int64 = 0
+        var missing = Set<String>()
         for (name, references) in referenced.sorted(by: { $0.key < $1.key }) {
-            let file = data.blobs.appendingPathComponent(name)
-            guard LocalBlobStore.isBlobName(name), FileManager.default.fileExists(atPath: file.path) else {
+            guard LocalBlobStore.isBlobName(name) else {
                 report.problems.append("blob \(name) is named by a live entry and missing")
                 continue
             }
-            let (size, sha256) = try BackupFiles.digest(file)
+            var hasher = SHA256()
+            var size: Int64 = 0
+            do {
+                try await blobs.read(name, range: nil) { buffer in
+                    buffer.withUnsafeReadableBytes { hasher.update(bufferPointer: $0) }
+                    size += Int64(buffer.readableBytes)
+                }
+            } catch StoreError.missing {
+                missing.insert(name)
+                continue
+            }
+            let sha256 = hasher.finalize().map { String(format: "%02x", $0) }.joined()
             bytes += size
             for reference in references {
                 switch reference {
@@ -277,6 +303,7 @@ package struct EmbeddedCheck {
             }
         }
         report.checked.append("blobs: \(referenced.count) named by live entries, \(bytes) bytes read")
+        return missing
     }
 
     private static func base64(hex: String) -> String {

@@ -86,31 +86,34 @@ struct Restore: ParsableCommand {
     }
 }
 
-struct Check: ParsableCommand {
+struct Check: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Check a data directory without changing it; exits 1 if anything is wrong.",
         discussion: """
             SQLite's integrity and foreign key checks; each zone's change sequence and counters against its entries; \
             index rows against the entries they belong to; every blob a live record or document names, present \
-            and matching its hash.
+            and matching its hash, read from the data directory or, for a server that keeps its blobs in a bucket, \
+            from the bucket the --blobs options name (as given to serve).
             """)
 
     @Option(help: "The data directory to check. [env: NIMBUS_DATA]")
     var data: String = Environment.string("NIMBUS_DATA") ?? "nimbus-data"
 
     @OptionGroup var embedded: EmbeddedDataOnly
+    @OptionGroup var blobStore: BlobOptions
 
-    func run() throws {
+    func run() async throws {
         try embedded.refusePostgres(
             "check",
             instead: """
                 checking a PostgreSQL deployment's zones and blobs is not built yet; PostgreSQL checks its own pages \
                 (initdb --data-checksums, the amcheck extension)
                 """)
-        try embedded.refuseRemoteBlobs("check", data: data)
+        let directory = URL(fileURLWithPath: data)
+        let blobs = try blobStore.store(reading: EmbeddedDataDirectory(directory))
         let report: CheckReport
         do {
-            report = try DataCheck.run(dataDirectory: URL(fileURLWithPath: data))
+            report = try await DataCheck.run(dataDirectory: directory, blobs: blobs)
         } catch {
             fail(error)
         }

@@ -46,4 +46,23 @@ struct BlobOptions: ParsableArguments {
                 endpoint: endpoint, bucket: bucket, prefix: prefix, region: blobsRegion, accessKeyID: accessKey,
                 secretAccessKey: secret))
     }
+
+    /// The store to read `data`'s blobs from: its own folder, or the bucket its server keeps them in, which
+    /// these options must name (so a check never reads another bucket, nor an empty folder, as the blobs).
+    func store(reading data: EmbeddedDataDirectory) throws -> any BlobStore {
+        switch (try location(), data.remoteBlobs) {
+        case (.dataDirectory, nil):
+            return try LocalBlobStore(directory: data.blobs, creating: false)
+        case (.dataDirectory, let place?):
+            throw CLIError(
+                "this data directory's server keeps its blobs in \(place): name them with --blobs and the endpoint and "
+                    + "credentials, as for serve")
+        case (.s3(let bucket), let place):
+            let named = "s3://\(bucket.bucket)/\(bucket.prefix)"
+            guard let place, place.hasPrefix(named + " ") else {
+                throw CLIError("--blobs names \(named), but this data directory's blobs are in \(place ?? "its blobs folder")")
+            }
+            return S3BlobStore(client: S3Client(bucket), decisions: ProcessDecisionLock())
+        }
+    }
 }
