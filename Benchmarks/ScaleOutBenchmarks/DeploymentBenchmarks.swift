@@ -22,6 +22,10 @@ extension ScaleOutBenchmarks {
         table.add(
             "Floor: SeaweedFS from this machine, 64 MiB PUT in 8 MiB parts / GET (MB/s, median of 3)",
             String(format: "%.0f / %.0f MB/s", floor.put, floor.get), target: "(reference)", met: true)
+        let small = try await rawSmallObjectRates(bucket, count: 64, bytes: 1 << 20)
+        table.add(
+            "Floor: SeaweedFS from this machine, 64 objects of 1 MiB (a document's average chunk) PUT / GET one after another",
+            String(format: "%.0f / %.0f MB/s", small.put, small.get), target: "(reference)", met: true)
         let s3 = try await ServerProcess(
             nimbus: nimbus, port: port(),
             extraArguments: limits + [
@@ -76,6 +80,30 @@ extension ScaleOutBenchmarks {
             try await client.delete(key)
         }
         return (Percentiles(puts).at(50), Percentiles(gets).at(50))
+    }
+
+    /// MB/s of `count` objects of `bytes` each put and then read back one after another, as a document's
+    /// chunks are: each its own request.
+    static func rawSmallObjectRates(_ bucket: S3Client.Location, count: Int, bytes: Int) async throws
+        -> (put: Double, get: Double)
+    {
+        let client = S3Client(bucket)
+        let start = ContinuousClock.now
+        for number in 0..<count {
+            var body = ByteBuffer(bytes: (0..<bytes).map { UInt8(truncatingIfNeeded: $0 &* 131) })
+            body.setInteger(UInt64(number), at: 0)
+            try await client.put("small-\(number)", body)
+        }
+        let put = Double(count * bytes) / ((ContinuousClock.now - start).milliseconds / 1000) / 1_048_576
+        let getStart = ContinuousClock.now
+        for number in 0..<count {
+            var received = 0
+            try await client.get("small-\(number)") { received += $0.readableBytes }
+            guard received == bytes else { throw BenchmarkError("read \(received) of \(bytes) bytes back") }
+        }
+        let get = Double(count * bytes) / ((ContinuousClock.now - getStart).milliseconds / 1000) / 1_048_576
+        for number in 0..<count { try await client.delete("small-\(number)") }
+        return (put, get)
     }
 
     /// The reference deployment's shape (three nodes naming a PostgreSQL primary and its synchronous standby,

@@ -73,7 +73,7 @@ public final class TemporarySeaweedFS: Sendable {
         let processID = try ChildProgram.start(
             program, arguments, environment: ["AWS_ACCESS_KEY_ID": credentials.0, "AWS_SECRET_ACCESS_KEY": credentials.1],
             log: log)
-        running.withLock { $0.insert(processID) }
+        _ = running.withLock { $0.insert(processID) }
         _ = stopAtExit
         do {
             try waitUntilReady(processID, log: log, after: printedBefore)

@@ -34,6 +34,12 @@ import Testing
     }
 
     static func start() async throws -> Deployment {
+        // Several nodes and two database servers: admitted as the other many-node tests are (freed once the
+        // deployment has stopped, as cleanups run newest first).
+        if let resources = TestResources.current {
+            await TestAdmission.severalNodes.enter()
+            resources.onCleanup { TestAdmission.severalNodes.leave() }
+        }
         // Under the temporary folder: as root, PostgreSQL runs as `postgres`, which must reach it.
         let folder = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("nimbus-deployment-\(UUID())")
         TestResources.current?.onCleanup {

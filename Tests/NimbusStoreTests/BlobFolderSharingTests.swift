@@ -13,9 +13,9 @@ import Testing
     @Test func theSweepsDecisionLockExcludesOtherProcesses() throws {
         let folder = TestResources.temporaryDirectory().appendingPathComponent("blobs")
         _ = try LocalBlobStore(directory: folder)
-        let lock = try SweepDecisionLock(beside: folder)
-        // Another process's open of the lock file, as another node's store makes.
-        let other = open(folder.appendingPathExtension("deciding").path, O_RDWR | O_CLOEXEC)
+        let lock = SweepDecisionLock(beside: folder)
+        // Another process's open of the lock file, as another node's store makes at its first decision.
+        let other = open(folder.appendingPathExtension("deciding").path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         try #require(other >= 0)
         defer { close(other) }
         try lock.withLock {

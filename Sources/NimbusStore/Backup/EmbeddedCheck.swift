@@ -268,7 +268,8 @@ package struct EmbeddedCheck {
     }
 
     /// Every named blob is there and hashes as named (a chunk) or as its record says (an asset); the names of
-    /// those not there (or cut off while read), for `run` to ask about again.
+    /// those not there, for `run` to ask about again. A store that fails otherwise (a bucket out of reach)
+    /// fails the check with its own error rather than have every blob reported missing.
     private func checkBlobs(_ referenced: [String: Set<BlobReference>], _ report: inout CheckReport) async throws
         -> Set<String>
     {
