@@ -86,16 +86,9 @@ import Testing
         }
     }
 
-    static func client(_ session: NimbusSession, _ app: TestServer.SeededApp) -> KeyValueClient {
-        KeyValueClient(client: NimbusClient(session: session, apiToken: app.apiToken), storeIdentifier: app.storeIdentifier)
-    }
-
-    /// PostgreSQL stops as if its machine were lost, then starts again: meanwhile every write through
-    /// either node is answered `TRY_AGAIN_LATER` with a `retryAfter` (no internal error, no hang), and
-    /// afterwards both nodes write again without being restarted, with every acknowledged write kept.
-    @Test func aDatabaseRestartUnderLoadIsRetriedLaterAndTheNodesRecoverOnTheirOwn() async throws {
-        let cluster = try await TemporaryPostgres.dedicated()
-        let location = try PostgresLocation(url: try await cluster.database())
+    /// Two nodes on the database `location` names, a device signed in through each, and key-value writers
+    /// through both, once they have had 20 writes acknowledged.
+    static func writingThroughTwoNodes(on location: PostgresLocation) async throws -> ([KeyValueClient], Writers) {
         let data = TestServer.temporaryDirectory()
         var nodes = [TestServer]()
         for _ in 0..<2 {
@@ -109,10 +102,24 @@ import Testing
         let app = try await nodes[0].seedApp()
         var clients = [KeyValueClient]()
         for (number, node) in nodes.enumerated() {
-            clients.append(Self.client(try await node.signIn(email: "ann@example.com", device: "device \(number)"), app))
+            clients.append(client(try await node.signIn(email: "ann@example.com", device: "device \(number)"), app))
         }
         let writers = Writers(clients)
         #expect(await eventually(timeout: .seconds(30)) { writers.acknowledgedCount >= 20 })
+        return (clients, writers)
+    }
+
+    static func client(_ session: NimbusSession, _ app: TestServer.SeededApp) -> KeyValueClient {
+        KeyValueClient(client: NimbusClient(session: session, apiToken: app.apiToken), storeIdentifier: app.storeIdentifier)
+    }
+
+    /// PostgreSQL stops as if its machine were lost, then starts again: meanwhile every write through
+    /// either node is answered `TRY_AGAIN_LATER` with a `retryAfter` (no internal error, no hang), and
+    /// afterwards both nodes write again without being restarted, with every acknowledged write kept.
+    @Test func aDatabaseRestartUnderLoadIsRetriedLaterAndTheNodesRecoverOnTheirOwn() async throws {
+        let cluster = try await TemporaryPostgres.dedicated()
+        let location = try PostgresLocation(url: try await cluster.database())
+        let (clients, writers) = try await Self.writingThroughTwoNodes(on: location)
 
         try await cluster.stop()
         #expect(
@@ -153,23 +160,7 @@ import Testing
         await #expect(throws: StoreError.unavailable, "a standby takes no writes") {
             try await PostgresStore.open(standbyOnly, connections: 2)
         }
-        let data = TestServer.temporaryDirectory()
-        var nodes = [TestServer]()
-        for _ in 0..<2 {
-            nodes.append(
-                try await TestServer.start(dataDirectory: data) {
-                    $0.storage = .postgres(location, connections: 4)
-                    // Real time: a session's rate limit refills with it (the tests' manual clock stands still).
-                    $0.now = { Date() }
-                })
-        }
-        let app = try await nodes[0].seedApp()
-        var clients = [KeyValueClient]()
-        for (number, node) in nodes.enumerated() {
-            clients.append(Self.client(try await node.signIn(email: "ann@example.com", device: "device \(number)"), app))
-        }
-        let writers = Writers(clients)
-        #expect(await eventually(timeout: .seconds(30)) { writers.acknowledgedCount >= 20 })
+        let (clients, writers) = try await Self.writingThroughTwoNodes(on: location)
 
         try await primary.stop()
         let countsAtLoss = writers.acknowledgedCounts
