@@ -5,7 +5,8 @@ import NimbusStore
 import PostgresNIO
 
 /// The shared backend: every node of a deployment keeps its data in one PostgreSQL database, through
-/// PostgresNIO's connection pool.
+/// PostgresNIO's connection pool to the server that takes writes (`PostgresServers`: a URL may name a
+/// primary and its standbys).
 ///
 /// Every acknowledged write is committed with `synchronous_commit` on (set per connection, whatever the
 /// server's default), so a crash of the database's machine loses none. Zone transactions lock their zone's
