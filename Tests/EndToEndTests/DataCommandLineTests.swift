@@ -112,9 +112,7 @@ import Testing
     /// rather than copy or check a part, and `serve` refuses a bucket it cannot use before it starts.
     @Test func aDeploymentWithBlobsInABucketIsToldWhatToUseInstead() async throws {
         let store = try await TemporarySeaweedFS.start()
-        let location = S3Client.Location(
-            endpoint: store.endpoint, bucket: "nimbus", prefix: "cli/", accessKeyID: store.accessKeyID,
-            secretAccessKey: store.secretAccessKey)
+        let location = store.bucket(prefix: "cli/")
         try await S3Client(location).createBucket()
         let server = try await TestServer.start { $0.blobs = .s3(location) }
         let data = server.dataDirectory.path

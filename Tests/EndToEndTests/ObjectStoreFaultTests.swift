@@ -55,9 +55,7 @@ import Testing
 
     @Test func transfersWaitForALostObjectStoreWhileEverythingElseGoesOn() async throws {
         let objects = try await TemporarySeaweedFS.start()
-        let bucket = S3Client.Location(
-            endpoint: objects.endpoint, bucket: "nimbus", prefix: "", accessKeyID: objects.accessKeyID,
-            secretAccessKey: objects.secretAccessKey)
+        let bucket = objects.bucket()
         try await S3Client(bucket).createBucket()
         let deployment = try await TestDeployment.start(.threeNodes) {
             $0.blobs = .s3(bucket)

@@ -13,9 +13,7 @@ import Testing
 /// cannot be used stops the start, and a store that went away fails transfers with an answer to wait.
 @Suite(.cleansUp) struct S3BlobTests {
     func bucket(_ store: TemporarySeaweedFS, secret: String? = nil) -> S3Client.Location {
-        S3Client.Location(
-            endpoint: store.endpoint, bucket: "nimbus", prefix: "node/", accessKeyID: store.accessKeyID,
-            secretAccessKey: secret ?? store.secretAccessKey)
+        store.bucket(prefix: "node/", secret: secret)
     }
 
     @Test func chunksAndAssetsLiveInTheBucket() async throws {

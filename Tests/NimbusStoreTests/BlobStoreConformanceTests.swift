@@ -22,13 +22,7 @@ import Testing
             case .localFolder:
                 return try LocalBlobStore(directory: TestResources.temporaryDirectory().appendingPathComponent("blobs"))
             case .s3:
-                let store = try await TemporarySeaweedFS.start()
-                let client = S3Client(
-                    S3Client.Location(
-                        endpoint: store.endpoint, bucket: "nimbus", prefix: "blobs/", accessKeyID: store.accessKeyID,
-                        secretAccessKey: store.secretAccessKey))
-                try await client.createBucket()
-                return S3BlobStore(client: client, decisions: ProcessDecisionLock())
+                return try await TemporarySeaweedFS.start().blobStore().blobs
             }
         }
     }

@@ -123,13 +123,7 @@ import Testing
     /// A retain's marker protects its blob for the sweep's grace, then goes with the next sweep: a bucket
     /// does not keep one object more per chunk ever retained.
     @Test func retainMarkersGoOnceOld() async throws {
-        let store = try await TemporarySeaweedFS.start()
-        let client = S3Client(
-            S3Client.Location(
-                endpoint: store.endpoint, bucket: "nimbus", prefix: "blobs/", accessKeyID: store.accessKeyID,
-                secretAccessKey: store.secretAccessKey))
-        try await client.createBucket()
-        let blobs = S3BlobStore(client: client, decisions: ProcessDecisionLock())
+        let (blobs, client) = try await TemporarySeaweedFS.start().blobStore()
         let writer = try await blobs.makeWriter(maxBytes: 100)
         try await writer.write(Data("kept".utf8))
         let kept = try await writer.finish()
