@@ -157,6 +157,22 @@ package struct PostgresLocation: Sendable, Hashable, CustomStringConvertible {
         return "postgres://\(user)@\(servers.map(\.description).joined(separator: ","))/\(database)\(place)\(attributes)"
     }
 
+    /// libpq's connection string for one of the servers, as PostgreSQL's programs take it: without the
+    /// password, which they read from `PGPASSWORD`.
+    func connectionString(_ server: Server) -> String {
+        func quoted(_ value: String) -> String {
+            "'" + value.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "'", with: "\\'") + "'"
+        }
+        let host = socketFolder ?? server.host
+        let sslmode =
+            switch tls {
+            case .disable: "disable"
+            case .prefer: "prefer"
+            case .require: "require"
+            }
+        return "host=\(quoted(host)) port=\(server.port) user=\(quoted(user)) dbname=\(quoted(database)) sslmode=\(sslmode)"
+    }
+
     private var clientTLS: PostgresClient.Configuration.TLS {
         switch tls {
         case .disable: .disable

@@ -18,7 +18,7 @@ final class PostgresServers: Sendable {
         var server: Int
     }
 
-    private let location: PostgresLocation
+    let location: PostgresLocation
     private let options: PostgresClient.Configuration.Options
     private let logger: Logger
     private let pool: Mutex<Pool?> = Mutex(nil)
@@ -47,6 +47,9 @@ final class PostgresServers: Sendable {
 
     /// The current pool.
     var client: PostgresClient { pool.withLock { $0!.client } }
+
+    /// The server the current pool connects to.
+    var current: PostgresLocation.Server { pool.withLock { location.servers[$0!.server] } }
 
     /// Tells the servers that a lease on `client` failed as unavailable: if the store may choose and `client`
     /// is still the current pool, a search begins (unless one is under way).

@@ -200,17 +200,34 @@ private final class ConnectionClosings: Sendable {
 }
 
 /// The blob decision lock of nodes sharing a PostgreSQL database and a bucket: a transaction-scoped
-/// advisory lock, held while one node decides on one blob (`S3BlobStore`).
+/// advisory lock, held while one node decides on one blob (`S3BlobStore`); and another that backups hold
+/// shared and sweeps try to take alone.
 package struct PostgresDecisionLock: BlobDecisionLock {
     package let store: PostgresStore
-    /// An arbitrary constant naming the lock.
+    /// Arbitrary constants naming the locks.
     private static let key: Int64 = 0x4E_494D_424C_4F42
+    private static let sweepKey: Int64 = 0x4E_494D_5357_4550
 
     package init(store: PostgresStore) { self.store = store }
 
     package func withLock<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T {
         try await store.transaction { connection in
             try await connection.run("SELECT pg_advisory_xact_lock(\(Self.key))")
+            return try await body()
+        }
+    }
+
+    package func sweepingUnlessHeldOff<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T? {
+        try await store.transaction { connection in
+            guard try await connection.run("SELECT pg_try_advisory_xact_lock(\(Self.sweepKey))").value(Bool.self) == true
+            else { return nil }
+            return try await body()
+        }
+    }
+
+    package func holdingOffSweeps<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T {
+        try await store.transaction { connection in
+            try await connection.run("SELECT pg_advisory_xact_lock_shared(\(Self.sweepKey))")
             return try await body()
         }
     }

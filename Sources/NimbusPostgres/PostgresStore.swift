@@ -30,11 +30,7 @@ package final class PostgresStore: Sendable {
         _ location: PostgresLocation, connections: Int = 20, logger: Logger = Logger(label: "nimbus.postgres"),
         migrating: @escaping @Sendable ([String]) throws -> Void = { _ in }
     ) async throws -> PostgresStore {
-        var options = PostgresClient.Configuration.Options()
-        options.maximumConnections = max(2, connections)
-        // Every commit waits for its WAL record to be flushed, whatever the server's default says.
-        options.additionalStartupParameters = [("synchronous_commit", "on"), ("application_name", "nimbus")]
-        let store = PostgresStore(servers: try await PostgresServers(location, options: options, logger: logger))
+        let store = try await connect(location, connections: connections, logger: logger)
         do {
             try await store.migrate(migrating)
         } catch {
@@ -42,6 +38,18 @@ package final class PostgresStore: Sendable {
             throw error
         }
         return store
+    }
+
+    /// Connects without migrating: for tools that take the database as it is (a backup of one that an older
+    /// Nimbus still serves, a restore into an empty one).
+    package static func connect(
+        _ location: PostgresLocation, connections: Int = 20, logger: Logger = Logger(label: "nimbus.postgres")
+    ) async throws -> PostgresStore {
+        var options = PostgresClient.Configuration.Options()
+        options.maximumConnections = max(2, connections)
+        // Every commit waits for its WAL record to be flushed, whatever the server's default says.
+        options.additionalStartupParameters = [("synchronous_commit", "on"), ("application_name", "nimbus")]
+        return PostgresStore(servers: try await PostgresServers(location, options: options, logger: logger))
     }
 
     /// Closes the pool's connections; the store is unusable afterwards.

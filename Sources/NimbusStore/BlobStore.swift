@@ -43,8 +43,22 @@ package protocol BlobStore: Sendable {
     /// stored (the others may have been swept just before).
     func retain(_ ids: [String]) async throws -> Set<String>
     /// Deletes every blob not in `live` and every unfinished one, if last written before `cutoff`;
-    /// returns how many it deleted.
+    /// returns how many it deleted. Skipped (0) while a backup holds sweeps off.
     func sweep(keeping live: Set<String>, writtenBefore cutoff: Date) async throws -> Int
+    /// Calls `each` with the ids and sizes of finished blobs, a page at a time, until all were listed.
+    func list(_ each: ([StoredBlobSize]) async throws -> Void) async throws
+    /// Runs `body` (a backup copying the blobs its database names) while no sweep deletes anything, on any
+    /// node: it waits for a sweep under way to end, and sweeps meanwhile are skipped.
+    func holdingOffSweeps<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T
+    /// Starts a blob under the id it had when it was backed up, for a restore, which checks its bytes
+    /// against the backup's manifest. Throws `StoreError.missing` for an id no blob can have.
+    func makeWriter(restoring id: String, maxBytes: Int64) async throws -> any BlobWriter
+}
+
+/// A finished blob's id and size, as a listing gives them.
+package struct StoredBlobSize: Sendable, Hashable {
+    package var id: String
+    package var size: Int64
 }
 
 extension BlobStore {

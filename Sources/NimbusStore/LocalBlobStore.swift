@@ -129,6 +129,28 @@ package final class LocalBlobStore: BlobStore {
         }
     }
 
+    package func list(_ each: ([StoredBlobSize]) async throws -> Void) async throws {
+        let directory = directory
+        let names = try await BlockingWork.run {
+            try FileManager.default.contentsOfDirectory(atPath: directory.path).filter(Self.isBlobName).sorted()
+        }
+        for page in stride(from: 0, to: names.count, by: 1000) {
+            let sizes = try await self.sizes(Array(names[page..<min(page + 1000, names.count)]))
+            // A blob swept since the listing is left out, as a listing a moment later would.
+            try await each(sizes.map { StoredBlobSize(id: $0.key, size: $0.value) }.sorted { $0.id < $1.id })
+        }
+    }
+
+    package func holdingOffSweeps<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T {
+        try await BackupFiles.holdingLock(Self.sweepLock(for: directory), shared: true, body)
+    }
+
+    package func makeWriter(restoring id: String, maxBytes: Int64) async throws -> any BlobWriter {
+        guard Self.isBlobName(id) else { throw StoreError.missing("blob \(id.prefix(80))") }
+        let directory = directory
+        return try await BlockingWork.run { try LocalBlobWriter(directory: directory, id: id, maxBytes: maxBytes) }
+    }
+
     /// The file beside a blob directory (`blobs.lock` for `blobs`) that a backup holds shared while it
     /// copies (`EmbeddedBackup`) and a sweep exclusively: a sweep during a backup would delete blobs the
     /// backup's database names. Beside, not in it: the directory holds blobs only.

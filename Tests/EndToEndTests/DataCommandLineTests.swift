@@ -35,7 +35,7 @@ import Testing
         #expect(check.stdout.contains("ok: \(data) is consistent"))
 
         // A damaged backup is refused, and nothing is left where the data would have gone.
-        let id = try #require(try EmbeddedBackup.list(URL(fileURLWithPath: destination)).last).id
+        let id = try #require(try BackupDestination(URL(fileURLWithPath: destination)).list().last).id
         let copy = URL(fileURLWithPath: destination).appendingPathComponent(id).appendingPathComponent("nimbus.sqlite")
         let original = try Data(contentsOf: copy)
         var damaged = original
@@ -90,22 +90,25 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: missing), "nothing was created")
     }
 
-    /// With PostgreSQL holding the data, backing up, restoring or checking only the data directory would be
-    /// partial: each command refuses and names the tools to use, and touches nothing.
-    @Test func aPostgresDeploymentIsToldWhatToUseInstead() async throws {
+    /// With PostgreSQL holding the data, a check of the data directory alone would be partial: refused, naming
+    /// the tools to use. A backup needs a node's data directory and a database it reaches, and says which is
+    /// missing; nothing is created.
+    @Test func aPostgresDeploymentIsToldWhatIsMissing() async throws {
         let data = TestServer.temporaryDirectory().path
         let database = ["--database", "postgres://nimbus@127.0.0.1:1/nimbus"]
-        let commands: [(arguments: [String], tool: String)] = [
-            (["backup", "--data", data, "--to", TestServer.temporaryDirectory().path], "pg_dump"),
-            (["restore", "--from", TestServer.temporaryDirectory().path, "--data", data], "pg_restore"),
-            (["check", "--data", data], "amcheck"),
-        ]
-        for (arguments, tool) in commands {
-            let refused = try await Self.nimbus(arguments + database)
-            #expect(refused.status == 1, "\(arguments[0]): \(refused.stdout)\(refused.stderr)")
-            #expect(refused.stderr.contains("keeps its data in PostgreSQL") && refused.stderr.contains(tool), "\(refused.stderr)")
-        }
-        #expect(!FileManager.default.fileExists(atPath: data), "nothing was created")
+        let check = try await Self.nimbus(["check", "--data", data] + database)
+        #expect(check.status == 1, "\(check.stdout)\(check.stderr)")
+        #expect(check.stderr.contains("keeps its data in PostgreSQL") && check.stderr.contains("amcheck"), "\(check.stderr)")
+        let destination = TestServer.temporaryDirectory().path
+        let noNode = try await Self.nimbus(["backup", "--data", data, "--to", destination] + database)
+        #expect(noNode.status == 1 && noNode.stderr.contains("is not a node's data directory"), "\(noNode.stderr)")
+        try FileManager.default.createDirectory(atPath: data, withIntermediateDirectories: true)
+        try Data(repeating: 1, count: 32).write(to: EmbeddedDataDirectory(URL(fileURLWithPath: data)).urlSigningKey)
+        let unreachable = try await Self.nimbus(["backup", "--data", data, "--to", destination] + database)
+        #expect(unreachable.status == 1 && unreachable.stderr.contains("cannot be reached"), "\(unreachable.stderr)")
+        let nothing = try await Self.nimbus(["restore", "--from", destination, "--data", data] + database)
+        #expect(nothing.status == 1 && nothing.stderr.contains("BACKUP_NOT_FOUND"), "\(nothing.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: destination), "nothing was created")
     }
 
     /// With the blobs in a bucket, the data directory holds the database alone: backup and check refuse

@@ -95,7 +95,7 @@ import Testing
         let collected = DocumentRouteTests.Fixture.hash(Data("a second chapter".utf8))
         try FileManager.default.removeItem(at: data.blobs.appendingPathComponent(collected))
         let third = try EmbeddedBackup.create(of: data, to: destination, keep: 1, now: Date().addingTimeInterval(2))
-        #expect(try EmbeddedBackup.list(destination).map(\.id) == [third.id])
+        #expect(try BackupDestination(destination).list().map(\.id) == [third.id])
         #expect(Set(try FileManager.default.contentsOfDirectory(atPath: blobs.path)) == Set(third.blobs.map(\.name)))
         #expect(third.blobs.count == 2 && !third.blobs.contains { $0.name == collected })
     }
@@ -128,7 +128,7 @@ import Testing
         let backup = Task { try await BlockingWork.run { try EmbeddedBackup.create(of: data, to: destination) } }
         // A negative check, not synchronisation: 300 ms is long enough for a backup of this size to finish.
         try await Task.sleep(for: .milliseconds(300))
-        #expect(try EmbeddedBackup.list(destination).isEmpty, "no backup is written while the sweep holds the lock")
+        #expect(try BackupDestination(destination).list().isEmpty, "no backup is written while the sweep holds the lock")
         close(sweep)
         #expect(try await backup.value.blobs.count == 2)
     }
@@ -229,7 +229,7 @@ import Testing
         var configuration = ServerConfiguration()
         configuration.dataDirectory = directory
         _ = try await NimbusServer(configuration: configuration, logger: log.logger)
-        let backups = try EmbeddedBackup.list(data.migrationBackups)
+        let backups = try BackupDestination(data.migrationBackups).list()
         let backup = try #require(backups.first)
         #expect(backups.count == 1)
         #expect(backup.migrations.last == "2026-11-23-repair-non-finite-record-values", "the backup is of the data before")
@@ -243,7 +243,7 @@ import Testing
             path: EmbeddedDataDirectory(newer).database.path, migratedUpTo: "2026-11-24-container-package-extensions")
         configuration.dataDirectory = newer
         _ = try await NimbusServer(configuration: configuration)
-        #expect(try EmbeddedBackup.list(EmbeddedDataDirectory(newer).migrationBackups).isEmpty)
+        #expect(try BackupDestination(EmbeddedDataDirectory(newer).migrationBackups).list().isEmpty)
     }
 
     @Test func aServerBacksItselfUpOnScheduleKeepingTheNewest() async throws {
@@ -256,7 +256,7 @@ import Testing
         _ = try await server.seedApp()
         let seen = Mutex(Set<String>())
         let rotated = await eventually(timeout: .seconds(30)) {
-            let ids = (try? EmbeddedBackup.list(destination).map(\.id)) ?? []
+            let ids = (try? BackupDestination(destination).list().map(\.id)) ?? []
             let count = seen.withLock {
                 $0.formUnion(ids)
                 return $0.count

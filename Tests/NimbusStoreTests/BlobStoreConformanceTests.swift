@@ -148,4 +148,46 @@ import Testing
         #expect(try await blobs.sweep(keeping: [live.id], writtenBefore: Date().addingTimeInterval(3600)) == 0)
         #expect(try await read(live.id, from: blobs).0 == Data("named by an entry".utf8))
     }
+
+    @Test(arguments: Backend.allCases)
+    func aListingNamesEveryFinishedBlobAndARestoreKeepsItsID(_ backend: Backend) async throws {
+        let blobs = try await backend.makeStore()
+        let asset = try await store(Self.bytes(5000), in: blobs)
+        let bytes = Data("a chunk".utf8)
+        let hash = Secrets.hex(SHA256.hash(data: bytes))
+        try await blobs.storeChunks([ChunkBundle.Chunk(hash: hash, bytes: bytes)])
+        let unfinished = try await blobs.makeWriter(maxBytes: 100)
+        try await unfinished.write(Data("not yet".utf8))
+        _ = try await blobs.retain([asset.id])
+        var listed: [String: Int64] = [:]
+        try await blobs.list { page in for blob in page { listed[blob.id] = blob.size } }
+        #expect(listed == [asset.id: 5000, hash: Int64(bytes.count)], "finished blobs only, with their sizes")
+        await unfinished.discard()
+
+        let id = Secrets.apiToken()
+        let restoring = try await blobs.makeWriter(restoring: id, maxBytes: 10)
+        try await restoring.write(Data("restored".utf8))
+        #expect(try await restoring.finish().id == id)
+        #expect(try await read(id, from: blobs).0 == Data("restored".utf8))
+        for invalid in ["../\(id)", "", id.uppercased() + "/x"] {
+            await #expect(throws: StoreError.self, "\(invalid) is no blob's id") {
+                _ = try await blobs.makeWriter(restoring: invalid, maxBytes: 10)
+            }
+        }
+    }
+
+    /// A backup copying blobs holds sweeps off: one that starts meanwhile deletes nothing, and the next,
+    /// after the backup, collects what it would have.
+    @Test(arguments: Backend.allCases)
+    func aBackupHoldsSweepsOff(_ backend: Backend) async throws {
+        let blobs = try await backend.makeStore()
+        let orphan = try await store(Data("named by nothing".utf8), in: blobs)
+        let later = Date().addingTimeInterval(3600)
+        let swept = try await blobs.holdingOffSweeps {
+            try await blobs.sweep(keeping: [], writtenBefore: later)
+        }
+        #expect(swept == 0)
+        #expect(try await blobs.sizes([orphan.id]) == [orphan.id: 16], "kept while the backup ran")
+        #expect(try await blobs.sweep(keeping: [], writtenBefore: later) == 1)
+    }
 }

@@ -245,3 +245,43 @@ private final class Remaining: Sendable {
 
     init(_ count: Int) { self.count = Mutex(count) }
 }
+
+extension SharedDatabaseTests {
+    /// Backups and sweeps on different nodes: a sweep is skipped while a backup on another node holds
+    /// sweeps off, and a backup waits for a sweep under way on another node to end.
+    @Test func aBackupOnOneNodeHoldsOffTheSweepsOfTheOthers() async throws {
+        let nodes = try await self.nodes(2)
+        let (backupNode, sweepNode) = (PostgresDecisionLock(store: nodes[0]), PostgresDecisionLock(store: nodes[1]))
+        let skipped = try await backupNode.holdingOffSweeps {
+            try await sweepNode.sweepingUnlessHeldOff { "swept" }
+        }
+        #expect(skipped == nil)
+        #expect(try await sweepNode.sweepingUnlessHeldOff { "swept" } == "swept", "sweeps run again once the backup ends")
+
+        let (sweepBegun, begin) = AsyncStream<Void>.makeStream()
+        let (release, releasing) = AsyncStream<Void>.makeStream()
+        let sweep = Task {
+            try await sweepNode.sweepingUnlessHeldOff {
+                begin.yield()
+                for await _ in release { break }
+                return "swept"
+            }
+        }
+        for await _ in sweepBegun { break }
+        let backupRan = Mutex(false)
+        let backup = Task {
+            try await backupNode.holdingOffSweeps { backupRan.withLock { $0 = true } }
+        }
+        // The backup waits for the sweep: its lock is asked for and not granted while the sweep runs.
+        let waiting = await eventually(timeout: .seconds(30)) {
+            let rows = try? await nodes[0].rows(
+                "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted")
+            return ((try? rows?.first?.decode(Int64.self)) ?? 0) > 0
+        }
+        #expect(waiting && !backupRan.withLock { $0 }, "no backup copies while a sweep deletes")
+        releasing.yield()
+        #expect(try await sweep.value == "swept")
+        try await backup.value
+        #expect(backupRan.withLock { $0 })
+    }
+}

@@ -27,11 +27,29 @@ package struct BackupManifest: Codable, Sendable, Equatable {
         package var entries: Int
         package var blobs: Int
         package var blobBytes: Int64
+
+        package init(accounts: Int, zones: Int, entries: Int, blobs: Int, blobBytes: Int64) {
+            self.accounts = accounts
+            self.zones = zones
+            self.entries = entries
+            self.blobs = blobs
+            self.blobBytes = blobBytes
+        }
+    }
+
+    /// The database a backup holds a copy of.
+    package enum Database: String, Codable, Sendable {
+        /// An embedded data directory's `nimbus.sqlite`.
+        case sqlite
+        /// A PostgreSQL database's `pg_dump` (`database.dump`, its custom format).
+        case postgresql
     }
 
     package var format: Int
     package var id: String
     package var createdAt: Date
+    /// Absent from backups written before PostgreSQL ones were: those are SQLite's.
+    package var database: Database?
     /// The database's applied migrations: a newer Nimbus restores an older backup and migrates it.
     package var migrations: [String]
     /// The database (`nimbus.sqlite`) and the other files of the data directory, in the backup's folder.
@@ -40,7 +58,33 @@ package struct BackupManifest: Codable, Sendable, Equatable {
     package var blobs: [File]
     package var counts: Counts
 
-    static func read(from folder: URL) throws -> BackupManifest {
+    /// A new backup's manifest, its counts those of `blobs` until the database's are read.
+    package init(id: String, createdAt: Date, database: Database, files: [File], blobs: [File]) {
+        self.init(
+            format: Self.currentFormat, id: id, createdAt: createdAt, database: database, migrations: [], files: files,
+            blobs: blobs,
+            counts: Counts(
+                accounts: 0, zones: 0, entries: 0, blobs: blobs.count, blobBytes: blobs.reduce(0) { $0 + $1.size }))
+    }
+
+    init(
+        format: Int, id: String, createdAt: Date, database: Database?, migrations: [String], files: [File], blobs: [File],
+        counts: Counts
+    ) {
+        self.format = format
+        self.id = id
+        self.createdAt = createdAt
+        self.database = database
+        self.migrations = migrations
+        self.files = files
+        self.blobs = blobs
+        self.counts = counts
+    }
+
+    /// The database the backup holds a copy of.
+    package var holds: Database { database ?? .sqlite }
+
+    package static func read(from folder: URL) throws -> BackupManifest {
         let url = folder.appendingPathComponent(fileName)
         guard let data = FileManager.default.contents(atPath: url.path) else {
             throw BackupError(.incomplete, "\(folder.path) has no \(fileName): the backup did not finish")
@@ -84,6 +128,8 @@ package struct BackupError: Error, CustomStringConvertible, Equatable {
         case unsupported = "BACKUP_UNSUPPORTED"
         /// Restoring into a data directory that holds something.
         case targetNotEmpty = "RESTORE_TARGET_NOT_EMPTY"
+        /// A backup of the other kind of database than the restore's target (PostgreSQL's into a data directory).
+        case wrongKind = "BACKUP_WRONG_KIND"
         /// Backing up into the data directory itself (its blobs would be the backups').
         case invalidDestination = "BACKUP_DESTINATION_INVALID"
     }

@@ -2,24 +2,14 @@ import Foundation
 import GRDB
 import NimbusCore
 
-/// Backups of an embedded data directory, consistent while a server runs on it and takes writes.
-///
-/// A destination holds any number of backups and one folder of blobs they share:
-///
-///     DEST/backup-20261124-084512-123/   manifest.json, nimbus.sqlite, url-signing.key
-///     DEST/blobs/<id>                     each blob once, whichever backups name it
+/// Backups of an embedded data directory, consistent while a server runs on it and takes writes, into a
+/// `BackupDestination`: the backup's folder holds the database and the data directory's other files.
 ///
 /// The database is copied with SQLite's online backup API in one read transaction, so it is the state of one instant;
 /// blobs are copied after it by name (a blob never changes once written), only those the destination
 /// lacks. Meanwhile the server's blob sweep waits (`LocalBlobStore.sweepLock(for:)`), so no blob the copied
-/// database names is deleted before it is copied. The backup is written under a temporary name and
-/// renamed into place with its manifest, so a backup cut off midway is never taken for a whole one.
+/// database names is deleted before it is copied.
 package enum EmbeddedBackup {
-    static let namePrefix = "backup-"
-    static let partialPrefix = ".partial-"
-    static let blobFolder = "blobs"
-    static let lockName = ".lock"
-
     /// Backs up `data` into `destination`, then keeps only the newest `keep` backups there (nil: all).
     @discardableResult
     package static func create(of data: EmbeddedDataDirectory, to destination: URL, keep: Int? = nil, now: Date = Date())
@@ -33,23 +23,23 @@ package enum EmbeddedBackup {
             // The destination's blob folder would be the live one, which rotation prunes.
             throw BackupError(.invalidDestination, "back up to a folder other than the data directory \(from)")
         }
-        try BackupFiles.makePrivateFolder(destination.appendingPathComponent(blobFolder))
+        let destination = BackupDestination(destination)
+        try BackupFiles.makePrivateFolder(destination.blobs)
         try BackupFiles.makePrivateFolder(data.blobs)
         // One backup at a time into a destination: rotation must not delete blobs a running backup relies on.
-        return try BackupFiles.withLock(destination.appendingPathComponent(lockName)) {
+        return try BackupFiles.withLock(destination.lock) {
             let manifest = try BackupFiles.withLock(LocalBlobStore.sweepLock(for: data.blobs), shared: true) {
                 try write(data, to: destination, now: now)
             }
-            if let keep { try rotate(destination, keep: keep) }
+            if let keep { try destination.rotate(keep: keep) }
             return manifest
         }
     }
 
-    private static func write(_ data: EmbeddedDataDirectory, to destination: URL, now: Date) throws -> BackupManifest {
-        let id = try newID(in: destination, now: now)
-        let partial = destination.appendingPathComponent(partialPrefix + id)
-        try? FileManager.default.removeItem(at: partial)
-        try BackupFiles.makePrivateFolder(partial)
+    private static func write(_ data: EmbeddedDataDirectory, to destination: BackupDestination, now: Date) throws
+        -> BackupManifest
+    {
+        let (id, partial) = try destination.startBackup(now: now)
         do {
             var files: [BackupManifest.File] = []
             let database = partial.appendingPathComponent(data.database.lastPathComponent)
@@ -62,19 +52,11 @@ package enum EmbeddedBackup {
                 let (size, sha256) = try BackupFiles.copy(source, to: partial.appendingPathComponent(name))
                 files.append(BackupManifest.File(name: name, size: size, sha256: sha256))
             }
-            let blobs = try copyBlobs(
-                from: data.blobs, to: destination.appendingPathComponent(blobFolder), known: knownBlobs(destination))
+            let blobs = try copyBlobs(from: data.blobs, to: destination.blobs, known: destination.knownBlobs())
             var manifest = BackupManifest(
-                format: BackupManifest.currentFormat, id: id, createdAt: now, migrations: [], files: files, blobs: blobs,
-                counts: .init(accounts: 0, zones: 0, entries: 0, blobs: blobs.count, blobBytes: blobs.reduce(0) { $0 + $1.size }))
+                id: id, createdAt: now, database: .sqlite, files: files, blobs: blobs)
             try describe(database, in: &manifest)
-            let manifestURL = partial.appendingPathComponent(BackupManifest.fileName)
-            try manifest.encoded().write(to: manifestURL)
-            try BackupFiles.synchronizeFile(manifestURL)
-            try BackupFiles.synchronizeFolder(partial)
-            let final = destination.appendingPathComponent(id)
-            guard rename(partial.path, final.path) == 0 else { throw BackupFiles.posixError("cannot rename \(partial.path)") }
-            try BackupFiles.synchronizeFolder(destination)
+            try destination.finishBackup(manifest, partial: partial)
             return manifest
         } catch {
             try? FileManager.default.removeItem(at: partial)
@@ -121,7 +103,7 @@ package enum EmbeddedBackup {
         for name in try FileManager.default.contentsOfDirectory(atPath: source.path).sorted()
         where LocalBlobStore.isBlobName(name) {
             let destination = target.appendingPathComponent(name)
-            if let file = known[name], Self.size(of: destination) == file.size {
+            if let file = known[name], BackupFiles.size(of: destination) == file.size {
                 blobs.append(file)
                 continue
             }
@@ -132,7 +114,7 @@ package enum EmbeddedBackup {
                 continue
             }
             // New, or a copy whose size is not what an earlier manifest says (damaged): copied (again).
-            let incoming = target.appendingPathComponent(partialPrefix + name)
+            let incoming = target.appendingPathComponent(BackupDestination.partialPrefix + name)
             try? FileManager.default.removeItem(at: incoming)
             let (size, sha256) = try BackupFiles.copy(source.appendingPathComponent(name), to: incoming)
             guard rename(incoming.path, destination.path) == 0 else {
@@ -143,64 +125,5 @@ package enum EmbeddedBackup {
         }
         if copied { try BackupFiles.synchronizeFolder(target) }
         return blobs
-    }
-
-    private static func size(of file: URL) -> Int64? {
-        var status = stat()
-        return stat(file.path, &status) == 0 ? Int64(status.st_size) : nil
-    }
-
-    /// The destination's whole backups, oldest first.
-    package static func list(_ destination: URL) throws -> [BackupManifest] {
-        guard FileManager.default.fileExists(atPath: destination.path) else { return [] }
-        return try FileManager.default.contentsOfDirectory(atPath: destination.path).filter { $0.hasPrefix(namePrefix) }.sorted()
-            .compactMap { try? BackupManifest.read(from: destination.appendingPathComponent($0)) }
-    }
-
-    private static func knownBlobs(_ destination: URL) throws -> [String: BackupManifest.File] {
-        var known: [String: BackupManifest.File] = [:]
-        for manifest in try list(destination) { for blob in manifest.blobs { known[blob.name] = blob } }
-        return known
-    }
-
-    /// Deletes all but the newest `keep` whole backups, then the blobs none of those names and what
-    /// unfinished backups left.
-    private static func rotate(_ destination: URL, keep: Int) throws {
-        let backups = try list(destination)
-        let folders = try FileManager.default.contentsOfDirectory(atPath: destination.path).filter { $0.hasPrefix(namePrefix) }
-        guard folders.count == backups.count else {
-            // A backup whose manifest cannot be read (damaged, or written by a newer Nimbus) may need any blob.
-            throw BackupError(
-                .damaged,
-                "\(folders.count - backups.count) backups in \(destination.path) have no readable manifest; nothing was rotated")
-        }
-        for old in backups.dropLast(max(keep, 1)) {
-            try FileManager.default.removeItem(at: destination.appendingPathComponent(old.id))
-        }
-        let names = try FileManager.default.contentsOfDirectory(atPath: destination.path)
-        for name in names where name.hasPrefix(partialPrefix) {
-            try FileManager.default.removeItem(at: destination.appendingPathComponent(name))
-        }
-        let kept = Set(try list(destination).flatMap { $0.blobs.map(\.name) })
-        let blobs = destination.appendingPathComponent(blobFolder)
-        for name in try FileManager.default.contentsOfDirectory(atPath: blobs.path) where !kept.contains(name) {
-            try FileManager.default.removeItem(at: blobs.appendingPathComponent(name))
-        }
-    }
-
-    /// A name that sorts by time: `backup-20261124-084512-123`, with a suffix if that one exists.
-    private static func newID(in destination: URL, now: Date) throws -> String {
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "UTC")
-        formatter.dateFormat = "yyyyMMdd-HHmmss-SSS"
-        let base = namePrefix + formatter.string(from: now)
-        var id = base
-        var attempt = 1
-        while FileManager.default.fileExists(atPath: destination.appendingPathComponent(id).path) {
-            attempt += 1
-            id = "\(base)-\(attempt)"
-        }
-        return id
     }
 }

@@ -13,16 +13,21 @@ package enum EmbeddedRestore {
     package static func restore(from source: URL, into target: EmbeddedDataDirectory, now: Date = Date()) throws
         -> BackupManifest
     {
-        let folder = try backupFolder(source)
+        let folder = try BackupDestination.backupFolder(source)
         // A backup into the same destination rotates while it holds the destination's lock: wait for it, so
         // the backup being restored is not deleted midway. (No lock file: no backup ever ran there.)
-        let lock = folder.deletingLastPathComponent().appendingPathComponent(EmbeddedBackup.lockName)
+        let lock = BackupDestination(folder.deletingLastPathComponent()).lock
         guard FileManager.default.fileExists(atPath: lock.path) else { return try restore(folder, into: target, now: now) }
         return try BackupFiles.withLock(lock, shared: true) { try restore(folder, into: target, now: now) }
     }
 
     private static func restore(_ folder: URL, into target: EmbeddedDataDirectory, now: Date) throws -> BackupManifest {
         let manifest = try BackupManifest.read(from: folder)
+        guard manifest.holds == .sqlite else {
+            throw BackupError(
+                .wrongKind,
+                "\(folder.path) is a backup of a PostgreSQL deployment: restore it with --database, into an empty database")
+        }
         guard manifest.files.contains(where: { $0.name == target.database.lastPathComponent }) else {
             throw BackupError(.damaged, "the manifest of \(folder.path) lists no \(target.database.lastPathComponent)")
         }
@@ -33,13 +38,13 @@ package enum EmbeddedRestore {
         try BackupFiles.makePrivateFolder(staging)
         do {
             for file in manifest.files {
-                try copyChecked(file, from: folder, to: staging)
+                try BackupFiles.copyChecked(file, from: folder, to: staging)
             }
             let blobs = EmbeddedDataDirectory(staging).blobs
             try BackupFiles.makePrivateFolder(blobs)
-            let sharedBlobs = folder.deletingLastPathComponent().appendingPathComponent(EmbeddedBackup.blobFolder)
+            let sharedBlobs = BackupDestination(folder.deletingLastPathComponent()).blobs
             for blob in manifest.blobs {
-                try copyChecked(blob, from: sharedBlobs, to: blobs)
+                try BackupFiles.copyChecked(blob, from: sharedBlobs, to: blobs)
             }
             try BackupFiles.synchronizeFolder(blobs)
             try startEpoch(EmbeddedDataDirectory(staging).database, backup: manifest.id, now: now)
@@ -60,27 +65,6 @@ package enum EmbeddedRestore {
         }
     }
 
-    /// `source` when it is one backup's folder, else the newest backup in it. The newest is taken even
-    /// when it is damaged (and then refused): restoring an older one without being asked would lose more.
-    static func backupFolder(_ source: URL) throws -> URL {
-        if FileManager.default.fileExists(atPath: source.appendingPathComponent(BackupManifest.fileName).path)
-            || source.lastPathComponent.hasPrefix(EmbeddedBackup.namePrefix)
-        {
-            guard FileManager.default.fileExists(atPath: source.path) else {
-                throw BackupError(.notFound, "there is no backup at \(source.path)")
-            }
-            return source
-        }
-        let names = (try? FileManager.default.contentsOfDirectory(atPath: source.path)) ?? []
-        guard let newest = names.filter({ $0.hasPrefix(EmbeddedBackup.namePrefix) }).max() else {
-            let partial = names.contains { $0.hasPrefix(EmbeddedBackup.partialPrefix) }
-            throw BackupError(
-                partial ? .incomplete : .notFound,
-                partial ? "\(source.path) holds only a backup that did not finish" : "there is no backup in \(source.path)")
-        }
-        return source.appendingPathComponent(newest)
-    }
-
     /// A target that does not exist is fine, an empty folder too; anything else (a file, a folder with
     /// something in it or that cannot be read) is refused.
     private static func requireEmpty(_ target: URL) throws {
@@ -89,24 +73,6 @@ package enum EmbeddedRestore {
         guard isFolder.boolValue, let names = try? FileManager.default.contentsOfDirectory(atPath: target.path), names.isEmpty
         else {
             throw BackupError(.targetNotEmpty, "\(target.path) is not an empty folder; restore into a new data directory")
-        }
-    }
-
-    private static func copyChecked(_ file: BackupManifest.File, from source: URL, to target: URL) throws {
-        // Names come from the manifest: only plain names, never a path out of the folder.
-        guard !file.name.isEmpty, !file.name.contains("/"), !file.name.hasPrefix(".") else {
-            throw BackupError(.damaged, "the manifest names a file \(file.name.debugDescription), which no backup writes")
-        }
-        let from = source.appendingPathComponent(file.name)
-        guard FileManager.default.fileExists(atPath: from.path) else {
-            throw BackupError(.incomplete, "\(from.path) is missing from the backup")
-        }
-        let (size, sha256) = try BackupFiles.copy(from, to: target.appendingPathComponent(file.name))
-        guard size == file.size, sha256 == file.sha256 else {
-            throw BackupError(
-                .damaged,
-                "\(from.path) differs from the manifest (\(size) bytes, SHA-256 \(sha256); expected \(file.size), \(file.sha256))"
-            )
         }
     }
 

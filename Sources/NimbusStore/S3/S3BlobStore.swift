@@ -104,7 +104,13 @@ package final class S3BlobStore: BlobStore {
     }
 
     package func sweep(keeping live: Set<String>, writtenBefore cutoff: Date) async throws -> Int {
-        let live = Set(live.map { $0.lowercased() })
+        // While a backup copies blobs, this sweep is skipped; the next one collects what it would have.
+        try await decisions.sweepingUnlessHeldOff {
+            try await self.sweepPages(keeping: Set(live.map { $0.lowercased() }), writtenBefore: cutoff)
+        } ?? 0
+    }
+
+    private func sweepPages(keeping live: Set<String>, writtenBefore cutoff: Date) async throws -> Int {
         var deleted = 0
         var continuation: String?
         repeat {
@@ -136,32 +142,59 @@ package final class S3BlobStore: BlobStore {
         return deleted
     }
 
+    package func list(_ each: ([StoredBlobSize]) async throws -> Void) async throws {
+        var continuation: String?
+        repeat {
+            let page = try await client.list(continuation: continuation)
+            continuation = page.next
+            try await each(page.objects.filter { Self.isBlobID($0.key) }.map { StoredBlobSize(id: $0.key, size: $0.size) })
+        } while continuation != nil
+    }
+
+    package func holdingOffSweeps<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T {
+        try await decisions.holdingOffSweeps(body)
+    }
+
+    package func makeWriter(restoring id: String, maxBytes: Int64) async throws -> any BlobWriter {
+        guard Self.isBlobID(id) else { throw StoreError.missing("blob \(id.prefix(80))") }
+        return S3BlobWriter(client: client, id: id.lowercased(), maxBytes: maxBytes, contentAddressed: false)
+    }
+
     /// Blob ids are 64 hexadecimal characters (any case); anything else names no blob.
     private static func isBlobID(_ id: String) -> Bool { Secrets.isAPITokenShaped(id) }
 }
 
 /// Held while a sweep decides on and deletes one blob, and while `retain` marks one; shared by every node
-/// that uses the bucket.
+/// that uses the bucket. It also keeps sweeps and backups apart.
 package protocol BlobDecisionLock: Sendable {
     func withLock<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T
+    /// Runs `body` (a sweep) unless a backup holds sweeps off: then nil at once.
+    func sweepingUnlessHeldOff<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T?
+    /// Runs `body` (a backup) once no sweep runs, skipping the sweeps that start meanwhile.
+    func holdingOffSweeps<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T
 }
 
 /// A decision lock for one process: enough when one node uses the bucket.
 package final class ProcessDecisionLock: BlobDecisionLock {
-    private let turns = AsyncTurns()
+    private let decisions = AsyncTurns()
+    private let sweeps = AsyncTurns()
 
     package init() {}
 
     package func withLock<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T {
-        await turns.take()
-        do {
-            let result = try await body()
-            await turns.give()
-            return result
-        } catch {
-            await turns.give()
-            throw error
-        }
+        await decisions.take()
+        return try await decisions.giving(after: body)
+    }
+
+    package func sweepingUnlessHeldOff<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T? {
+        guard await sweeps.takeIfFree() else { return nil }
+        return try await sweeps.giving(after: body)
+    }
+
+    package func holdingOffSweeps<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T {
+        // One backup at a time in a process is enough: a second waits for the first rather than sharing it.
+        await sweeps.take()
+        return try await sweeps.giving(after: body)
     }
 }
 
@@ -178,8 +211,27 @@ private actor AsyncTurns {
         await withCheckedContinuation { waiting.append($0) }
     }
 
+    /// Takes the turn if no one holds it.
+    func takeIfFree() -> Bool {
+        guard !held else { return false }
+        held = true
+        return true
+    }
+
     func give() {
         if waiting.isEmpty { held = false } else { waiting.removeFirst().resume() }
+    }
+
+    /// Runs `body` with the turn taken, then gives it, whether `body` threw or not.
+    nonisolated func giving<T: Sendable>(after body: @Sendable () async throws -> T) async throws -> T {
+        do {
+            let result = try await body()
+            await give()
+            return result
+        } catch {
+            await give()
+            throw error
+        }
     }
 }
 

@@ -1,17 +1,21 @@
 import ArgumentParser
 import Foundation
+import NimbusPostgres
 import NimbusServer
 import NimbusStore
 
-struct Backup: ParsableCommand {
+struct Backup: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Back up a data directory, also while a server runs on it.",
+        abstract: "Back up a deployment, also while its servers run.",
         discussion: """
-            The database is copied as of one instant; blobs are kept once in DEST/blobs, so a later backup copies \
-            only new ones. Each backup is a folder DEST/backup-<time> with a manifest of sizes and SHA-256s.
+            The database is copied as of one instant: an embedded data directory's SQLite database, or, with \
+            --database, PostgreSQL's (pg_dump, of one snapshot). Blobs are kept once in DEST/blobs, so a later backup \
+            copies only new ones; for a PostgreSQL deployment they are read from the blob folder or bucket its \
+            servers use (--data, a node's data directory, and the --blobs options, as given to serve). Each backup is \
+            a folder DEST/backup-<time> with a manifest of sizes and SHA-256s.
             """)
 
-    @Option(help: "The data directory to back up. [env: NIMBUS_DATA]")
+    @Option(help: "The data directory to back up (with --database, a node's). [env: NIMBUS_DATA]")
     var data: String = Environment.string("NIMBUS_DATA") ?? "nimbus-data"
 
     @Option(help: "Where backups are kept.")
@@ -20,68 +24,96 @@ struct Backup: ParsableCommand {
     @Option(help: "Keep only the newest N backups in the destination (older ones and their blobs are deleted).")
     var keep: Int?
 
-    @OptionGroup var embedded: EmbeddedDataOnly
+    @OptionGroup var deployment: DeploymentDatabase
+    @OptionGroup var blobStore: BlobOptions
 
     func validate() throws {
         if let keep, keep < 1 { throw ValidationError("--keep must be at least 1") }
     }
 
-    func run() throws {
-        try embedded.refusePostgres(
-            "backup",
-            instead: """
-                back the database up with PostgreSQL's own tools (pg_dump --format=custom, or pg_basebackup with WAL \
-                archiving for point-in-time recovery), then copy the data directory's blobs/ and url-signing.key
-                """)
-        try embedded.refuseRemoteBlobs("backup", data: data)
+    func run() async throws {
         let destination = URL(fileURLWithPath: to)
+        let directory = EmbeddedDataDirectory(URL(fileURLWithPath: data))
         let manifest: BackupManifest
-        do {
-            manifest = try EmbeddedBackup.create(
-                of: EmbeddedDataDirectory(URL(fileURLWithPath: data)), to: destination, keep: keep)
-        } catch {
-            fail(error)
+        if let location = try deployment.location() {
+            manifest = try await backUp(location, directory: directory, to: destination)
+        } else {
+            try deployment.refuseRemoteBlobs("backup", data: data)
+            do {
+                manifest = try await BlockingWork.run { try EmbeddedBackup.create(of: directory, to: destination, keep: keep) }
+            } catch {
+                fail(error)
+            }
         }
         let counts = manifest.counts
         print(
             "Backed up \(counts.accounts) accounts, \(counts.zones) zones, \(counts.entries) entries and \(counts.blobs) blobs (\(counts.blobBytes) bytes) to \(destination.appendingPathComponent(manifest.id).path)"
         )
     }
+
+    private func backUp(_ location: PostgresLocation, directory: EmbeddedDataDirectory, to destination: URL) async throws
+        -> BackupManifest
+    {
+        // A node's data directory holds the key its URLs are signed with, which restored nodes need.
+        guard FileManager.default.fileExists(atPath: directory.urlSigningKey.path) else {
+            throw CLIError(
+                "\(data) is not a node's data directory (it has no \(directory.urlSigningKey.lastPathComponent)): name one "
+                    + "with --data, whose blobs (or the bucket named with --blobs) are the deployment's")
+        }
+        do {
+            let store = try await PostgresStore.connect(location, connections: 4)
+            defer { store.close() }
+            let blobs = try blobStore.store(reading: directory, decisions: PostgresDecisionLock(store: store))
+            return try await PostgresBackup.create(
+                of: store, blobs: blobs, otherFiles: [directory.urlSigningKey], to: destination, keep: keep)
+        } catch let error as CLIError {
+            throw error
+        } catch StoreError.unavailable {
+            fail(CLIError("the database \(location) cannot be reached; nothing was backed up"))
+        } catch {
+            fail(error)
+        }
+    }
 }
 
-struct Restore: ParsableCommand {
+struct Restore: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Restore a backup into a new data directory, after checking every file against its manifest.",
+        abstract: "Restore a backup, after checking every file against its manifest.",
         discussion: """
             --from names a destination (its newest backup is restored) or one backup's folder. A backup that did \
-            not finish, lacks a file or differs from its manifest is refused. Devices whose change tokens are newer \
-            than the backup are told to fetch everything again.
+            not finish, lacks a file or differs from its manifest is refused. An embedded backup is restored into a \
+            new data directory; a PostgreSQL deployment's into a new, empty database (--database), its blobs into the \
+            data directory or the bucket the --blobs options name, and its url-signing.key into --data. Devices whose \
+            change tokens are newer than the backup are told to fetch everything again.
             """)
 
     @Option(help: "A backup destination, or one backup's folder in it.")
     var from: String
 
-    @Option(help: "The new data directory (must not exist, or be empty).")
+    @Option(help: "The new data directory (must not exist, or be empty; with --database, a node's).")
     var data: String
 
-    @OptionGroup var embedded: EmbeddedDataOnly
+    @OptionGroup var deployment: DeploymentDatabase
+    @OptionGroup var blobStore: BlobOptions
 
-    func run() throws {
-        try embedded.refusePostgres(
-            "restore",
-            instead: """
-                restore the database with PostgreSQL's own tools (pg_restore, or a base backup and its WAL), then put the \
-                copied blobs/ and url-signing.key back into the data directory
-                """)
+    func run() async throws {
+        let source = URL(fileURLWithPath: from)
+        let directory = EmbeddedDataDirectory(URL(fileURLWithPath: data))
         let manifest: BackupManifest
         do {
-            manifest = try EmbeddedRestore.restore(
-                from: URL(fileURLWithPath: from), into: EmbeddedDataDirectory(URL(fileURLWithPath: data)))
+            if let location = try deployment.location() {
+                let blobs = try blobStore.store(restoringInto: directory)
+                manifest = try await PostgresRestore.restore(from: source, into: location, blobs: blobs, files: directory.url)
+            } else {
+                manifest = try await BlockingWork.run { try EmbeddedRestore.restore(from: source, into: directory) }
+            }
+        } catch let error as ValidationError {
+            throw error
         } catch {
             fail(error)
         }
         print(
-            "Restored \(manifest.id) (taken \(manifest.createdAt)) into \(data): \(manifest.counts.entries) entries, \(manifest.counts.blobs) blobs"
+            "Restored \(manifest.id) (taken \(manifest.createdAt)) into \(deployment.database.map { _ in "the database" } ?? data): \(manifest.counts.entries) entries, \(manifest.counts.blobs) blobs"
         )
     }
 }
@@ -99,11 +131,11 @@ struct Check: AsyncParsableCommand {
     @Option(help: "The data directory to check. [env: NIMBUS_DATA]")
     var data: String = Environment.string("NIMBUS_DATA") ?? "nimbus-data"
 
-    @OptionGroup var embedded: EmbeddedDataOnly
+    @OptionGroup var deployment: DeploymentDatabase
     @OptionGroup var blobStore: BlobOptions
 
     func run() async throws {
-        try embedded.refusePostgres(
+        try deployment.refusePostgres(
             "check",
             instead: """
                 checking a PostgreSQL deployment's zones and blobs is not built yet; PostgreSQL checks its own pages \
