@@ -12,15 +12,27 @@ struct Backends: Sendable {
     static func make(_ configuration: ServerConfiguration, logger: Logger) async throws -> Backends {
         switch configuration.storage {
         case .embedded:
+            let data = EmbeddedDataDirectory(configuration.dataDirectory)
+            if let migration = data.migration {
+                throw StoreConfigurationError(
+                    "this data directory's database was \(migration); run the server with --database on that database, or, "
+                        + "to go back to SQLite and lose what was written to PostgreSQL since, delete \(data.migratedMarker.path)"
+                )
+            }
+            try FileManager.default.createDirectory(at: configuration.dataDirectory, withIntermediateDirectories: true)
+            // One process uses the bucket: it decides alone, and keeps its sweeps from `nimbus backup` by the lock
+            // file a blob folder would have.
+            let blobs = try await blobs(configuration, decisions: ProcessDecisionLock(sweepGate: data.blobSweepGate))
+            try await backUpBeforeRewritingData(configuration, blobs: blobs, logger: logger)
             // Opening SQLite (migrations, synced writes) blocks its thread: not one of Swift's few.
             let store = try await BlockingWork.run { try embedded(configuration, logger: logger) }
-            // One process uses the bucket: a lock of its own decides.
-            return Backends(store: store, blobs: try await blobs(configuration, decisions: ProcessDecisionLock()))
+            return Backends(store: store, blobs: blobs)
         case .postgres(let location, let connections):
             guard configuration.backupInterval == nil else {
                 throw StoreConfigurationError(
-                    "scheduled backups (--backup-every) copy the embedded database; with PostgreSQL, back up with its own "
-                        + "tools (pg_basebackup and WAL archiving, or pg_dump) and copy the data directory's blobs")
+                    "scheduled backups (--backup-every) copy the embedded database; with PostgreSQL, run nimbus backup "
+                        + "--database on a schedule (it dumps the database and copies the blobs), or use PostgreSQL's own "
+                        + "continuous archiving and the bucket's versioning")
             }
             try FileManager.default.createDirectory(at: configuration.dataDirectory, withIntermediateDirectories: true)
             let store = try await PostgresStore.open(location, connections: connections, logger: logger) { pending in
@@ -39,11 +51,6 @@ struct Backends: Sendable {
         case .dataDirectory:
             return try LocalBlobStore(directory: configuration.blobDirectory)
         case .s3(let location):
-            guard configuration.backupInterval == nil else {
-                throw StoreConfigurationError(
-                    "scheduled backups (--backup-every) copy the data directory's blobs, and these are in s3://\(location.bucket); "
-                        + "keep the bucket's versioning or replication for them instead")
-            }
             let client = S3Client(location)
             do {
                 _ = try await client.list(maxKeys: 1)
@@ -58,29 +65,27 @@ struct Backends: Sendable {
         }
     }
 
-    private static func embedded(_ configuration: ServerConfiguration, logger: Logger) throws -> SQLiteStore {
-        // One data directory: the SQLite database and a directory of blobs.
-        try FileManager.default.createDirectory(at: configuration.dataDirectory, withIntermediateDirectories: true)
-        let data = EmbeddedDataDirectory(configuration.dataDirectory)
-        if let migration = data.migration {
-            throw StoreConfigurationError(
-                "this data directory's database was \(migration); run the server with --database on that database, or, "
-                    + "to go back to SQLite and lose what was written to PostgreSQL since, delete \(data.migratedMarker.path)")
+    /// Backs the data up before a migration that rewrites rows, which an older binary cannot undo: the copy is
+    /// the one an older binary can open. In a folder of its own, which scheduled backups' rotation leaves alone.
+    private static func backUpBeforeRewritingData(
+        _ configuration: ServerConfiguration, blobs: any BlobStore, logger: Logger
+    ) async throws {
+        let path = configuration.databasePath
+        guard try await BlockingWork.run({ try SQLiteStore.pendingMigrations(at: path)?.rewritesData }) == true else {
+            return
         }
-        let store = try SQLiteStore(path: configuration.databasePath) { pending, rewritesData in
-            if rewritesData {
-                // A migration that rewrites rows cannot be undone by an older binary: keep the data as it was.
-                // A folder of its own, which scheduled backups' rotation leaves alone: the one an older binary can open.
-                let destination =
-                    configuration.backupDirectory?.appendingPathComponent("before-migrations") ?? data.migrationBackups
-                let backup = try EmbeddedBackup.create(of: data, to: destination)
-                logger.notice(
-                    "backed up the data before a migration that rewrites it",
-                    metadata: ["backup": .string(destination.appendingPathComponent(backup.id).path)])
-            }
+        let data = EmbeddedDataDirectory(configuration.dataDirectory)
+        let destination = configuration.backupDirectory?.appendingPathComponent("before-migrations") ?? data.migrationBackups
+        let backup = try await EmbeddedBackup.create(of: data, blobs: blobs, to: destination)
+        logger.notice(
+            "backed up the data before a migration that rewrites it",
+            metadata: ["backup": .string(destination.appendingPathComponent(backup.id).path)])
+    }
+
+    private static func embedded(_ configuration: ServerConfiguration, logger: Logger) throws -> SQLiteStore {
+        try SQLiteStore(path: configuration.databasePath) { pending, _ in
             logger.notice("migrating the database", metadata: ["migrations": .array(pending.map { .string($0) })])
         }
-        return store
     }
 }
 

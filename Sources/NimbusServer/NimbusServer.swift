@@ -152,7 +152,8 @@ package struct NimbusServer: Sendable {
         if let interval = configuration.backupInterval, let destination = configuration.backupDirectory {
             app.addServices(
                 ScheduledBackups(
-                    data: EmbeddedDataDirectory(configuration.dataDirectory), destination: destination, interval: interval,
+                    data: EmbeddedDataDirectory(configuration.dataDirectory), blobs: state.blobs, destination: destination,
+                    interval: interval,
                     keep: configuration.backupsKept, logger: state.logger))
         }
         return app

@@ -60,7 +60,7 @@ import Testing
         let acknowledgedBeforeBackup = writer.saved.withLock { $0 }
         let backups = TestResources.temporaryDirectory(prefix: "backups")
         let data = EmbeddedDataDirectory(server.dataDirectory)
-        let manifest = try await BlockingWork.run { try EmbeddedBackup.create(of: data, to: backups) }
+        let manifest = try await EmbeddedBackup.create(of: data, to: backups)
         let countAfterBackup = writer.count
         #expect(await writer.waitFor(countAfterBackup + 20), "writes go on after the backup, on the same server")
         try await writer.stop()
@@ -73,7 +73,7 @@ import Testing
         #expect(manifest.counts.blobs == 1)
 
         let restoredDirectory = TestResources.temporaryDirectory(prefix: "restored")
-        try EmbeddedRestore.restore(from: backups, into: EmbeddedDataDirectory(restoredDirectory))
+        try await EmbeddedRestore.restore(from: backups, into: EmbeddedDataDirectory(restoredDirectory))
         let check = try await DataCheck.run(dataDirectory: restoredDirectory)
         #expect(check.isHealthy, "\(check.problems)")
         let indexed = check.checked.first { $0.hasPrefix("index rows of") }?.split(separator: " ").dropFirst(3).first
@@ -131,13 +131,13 @@ import Testing
         _ = try await Self.database(session, server, app).save(Record(recordType: "Notes", zoneID: zone))
         let backups = TestResources.temporaryDirectory(prefix: "backups")
         let data = EmbeddedDataDirectory(server.dataDirectory)
-        try await BlockingWork.run { try EmbeddedBackup.create(of: data, to: backups) }
+        try await EmbeddedBackup.create(of: data, to: backups)
         await server.stop()
 
         var tokens: [ServerChangeToken] = []
         for round in 0..<2 {
             let directory = TestResources.temporaryDirectory(prefix: "restored-\(round)")
-            try EmbeddedRestore.restore(from: backups, into: EmbeddedDataDirectory(directory))
+            try await EmbeddedRestore.restore(from: backups, into: EmbeddedDataDirectory(directory))
             let restored = try await TestServer.start(dataDirectory: directory)
             var device = session
             device.server = restored.url
@@ -167,14 +167,14 @@ import Testing
         #expect(await phone.synchronize())
         let backups = TestResources.temporaryDirectory(prefix: "backups")
         let data = EmbeddedDataDirectory(server.dataDirectory)
-        try await BlockingWork.run { try EmbeddedBackup.create(of: data, to: backups) }
+        try await EmbeddedBackup.create(of: data, to: backups)
         phone.set("after the backup", forKey: "lost")
         #expect(await phone.synchronize())
         phone.close()
         await server.stop()
 
         let restoredDirectory = TestResources.temporaryDirectory(prefix: "restored")
-        try EmbeddedRestore.restore(from: backups, into: EmbeddedDataDirectory(restoredDirectory))
+        try await EmbeddedRestore.restore(from: backups, into: EmbeddedDataDirectory(restoredDirectory))
         let restored = try await TestServer.start(dataDirectory: restoredDirectory)
         // Another device writes in the restored history first, past the phone's position in the lost one.
         let tablet = try restored.keyValueStore(try await restored.signIn(email: "ann@example.com", device: "tablet"), app: app)

@@ -1,5 +1,6 @@
 import Foundation
 import NimbusKit
+import NimbusServer
 import NimbusStore
 import NimbusTesting
 import Testing
@@ -111,13 +112,22 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: destination), "nothing was created")
     }
 
-    /// With the blobs in a bucket, the data directory holds the database alone: backup and check refuse
-    /// rather than copy or check a part, and `serve` refuses a bucket it cannot use before it starts.
-    @Test func aDeploymentWithBlobsInABucketIsToldWhatToUseInstead() async throws {
+    /// With the blobs in a bucket, the data directory holds the database alone: backup and check read the
+    /// blobs from the bucket, once told where it is (and only there), and a restore puts them into another;
+    /// `serve` refuses a bucket it cannot use before it starts.
+    @Test func aDeploymentWithBlobsInABucketIsBackedUpCheckedAndRestoredThroughIt() async throws {
         let store = try await TemporarySeaweedFS.start()
         let location = store.bucket(prefix: "cli/")
         try await S3Client(location).createBucket()
         let server = try await TestServer.start { $0.blobs = .s3(location) }
+        let app = try await server.seedApp()
+        let session = try await server.signIn(email: "ann@example.com", device: "phone")
+        let photo = TestServer.temporaryDirectory()
+        try Data(repeating: 5, count: 4096).write(to: photo)
+        var note = Record(recordType: "Notes")
+        note["photo"] = Asset(fileURL: photo)
+        _ = try await CloudContainer(identifier: app.container, session: session, apiToken: app.apiToken)
+            .privateCloudDatabase.save(note)
         let data = server.dataDirectory.path
         await server.stop()
         var environment = CommandLineTests.environment(server: nil)
@@ -128,9 +138,11 @@ import Testing
             try await ChildProcess(executable: try CommandLineTests.executable, arguments: arguments, environment: environment)
                 .run()
         }
-        let backup = try await nimbus(["backup", "--data", data, "--to", TestServer.temporaryDirectory().path])
-        #expect(backup.status == 1 && backup.stderr.contains("keeps them in s3://nimbus/cli/"), "\(backup.stderr)")
-        // A check reads the blobs where the server keeps them, once told where that is (and only there).
+        let destination = TestServer.temporaryDirectory().path
+        let unnamedBackup = try await nimbus(["backup", "--data", data, "--to", destination])
+        #expect(
+            unnamedBackup.status == 1 && unnamedBackup.stderr.contains("keeps its blobs in s3://nimbus/cli/"),
+            "\(unnamedBackup.stderr)")
         let unnamed = try await nimbus(["check", "--data", data])
         #expect(unnamed.status == 1 && unnamed.stderr.contains("keeps its blobs in s3://nimbus/cli/"), "\(unnamed.stderr)")
         let bucket = [
@@ -141,6 +153,20 @@ import Testing
         #expect(elsewhere.status == 1 && elsewhere.stderr.contains("--blobs names s3://nimbus/other/"), "\(elsewhere.stderr)")
         let checked = try await nimbus(["check", "--data", data, "--blobs", "s3://nimbus/cli"] + bucket)
         #expect(checked.status == 0 && checked.stdout.contains("ok: "), "\(checked.stdout)\(checked.stderr)")
+        let backup = try await nimbus(["backup", "--data", data, "--to", destination, "--blobs", "s3://nimbus/cli"] + bucket)
+        #expect(backup.status == 0 && backup.stdout.contains(" 1 blobs (4096 bytes)"), "\(backup.stdout)\(backup.stderr)")
+        let restored = TestServer.temporaryDirectory()
+        let restore = try await nimbus(
+            ["restore", "--from", destination, "--data", restored.path, "--blobs", "s3://nimbus/restored"] + bucket)
+        #expect(restore.status == 0, "\(restore.stdout)\(restore.stderr)")
+        let again = try await TestServer.start(dataDirectory: restored) { $0.blobs = .s3(store.bucket(prefix: "restored/")) }
+        let check = try await DataCheck.run(
+            dataDirectory: restored,
+            blobs: S3BlobStore(
+                client: S3Client(store.bucket(prefix: "restored/")),
+                decisions: ProcessDecisionLock(sweepGate: EmbeddedDataDirectory(restored).blobSweepGate)))
+        #expect(check.isHealthy && check.checked.contains { $0.hasPrefix("blobs: 1 named") }, "\(check)")
+        await again.stop()
 
         let fresh = TestServer.temporaryDirectory().path
         func serve() async throws -> ChildProcess.Output {

@@ -123,5 +123,19 @@ import Testing
         }
         let stored = try await clients[0].values().values
         #expect(writers.lost(in: stored).isEmpty, "acknowledged writes lost: \(writers.lost(in: stored))")
+
+        // The operator's backup, with the deployment's own settings: it reaches the promoted standby through
+        // the URL that still lists the lost primary first.
+        var environment = CommandLineTests.environment(server: nil)
+        for key in ["NIMBUS_DATABASE", "NIMBUS_BLOBS", "AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"] {
+            environment[key] = deployment.values[key]
+        }
+        let backups = TestServer.temporaryDirectory().path
+        let backup = try await ChildProcess(
+            executable: try CommandLineTests.executable,
+            arguments: ["backup", "--data", deployment.folder.appendingPathComponent("node1").path, "--to", backups],
+            environment: environment
+        ).run()
+        #expect(backup.status == 0 && backup.stdout.contains("Backed up 2 accounts"), "\(backup.stdout)\(backup.stderr)")
     }
 }

@@ -18,7 +18,7 @@ import Testing
         try fixture.a.write("Documents/Unwanted.txt", "deleted while the server is down")
         try await fixture.settle()
         let backups = TestResources.temporaryDirectory(prefix: "backups")
-        try EmbeddedBackup.create(of: EmbeddedDataDirectory(fixture.deployment.dataDirectory), to: backups)
+        try await EmbeddedBackup.create(of: EmbeddedDataDirectory(fixture.deployment.dataDirectory), to: backups)
 
         // Acknowledged by the server after the backup: lost when it is restored, still on the devices.
         try fixture.a.write("Documents/Lost.txt", "written after the backup")
@@ -30,7 +30,7 @@ import Testing
         try FileManager.default.removeItem(at: fixture.b.folder.appendingPathComponent("Documents/Unwanted.txt"))
 
         let restoredDirectory = TestResources.temporaryDirectory(prefix: "restored")
-        try EmbeddedRestore.restore(from: backups, into: EmbeddedDataDirectory(restoredDirectory))
+        try await EmbeddedRestore.restore(from: backups, into: EmbeddedDataDirectory(restoredDirectory))
         let restored = try await TestDeployment.start(.oneNode, dataDirectory: restoredDirectory)
         // Another device saves in the restored history first, past the devices' positions in the lost one.
         let other = try await DeviceSyncTests.Fixture.device("tablet", deployment: restored, app: fixture.app)

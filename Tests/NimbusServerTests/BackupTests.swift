@@ -32,7 +32,7 @@ import Testing
     @Test(arguments: Damage.allCases) func restoreRefusesAnIncompleteOrDamagedBackup(_ damage: Damage) async throws {
         let fixture = try await Self.populated()
         let destination = TestServer.temporaryDirectory()
-        let manifest = try EmbeddedBackup.create(of: EmbeddedDataDirectory(fixture.server.dataDirectory), to: destination)
+        let manifest = try await EmbeddedBackup.create(of: EmbeddedDataDirectory(fixture.server.dataDirectory), to: destination)
         let folder = destination.appendingPathComponent(manifest.id)
         let blob = destination.appendingPathComponent("blobs").appendingPathComponent(try #require(manifest.blobs.first).name)
         switch damage {
@@ -44,8 +44,8 @@ import Testing
         case .keyMissing: try FileManager.default.removeItem(at: folder.appendingPathComponent("url-signing.key"))
         }
         let target = TestServer.temporaryDirectory()
-        let error = try #require(throws: BackupError.self) {
-            try EmbeddedRestore.restore(from: destination, into: EmbeddedDataDirectory(target))
+        let error = try await #require(throws: BackupError.self) {
+            try await EmbeddedRestore.restore(from: destination, into: EmbeddedDataDirectory(target))
         }
         let expected: BackupError.Code =
             switch damage {
@@ -61,13 +61,13 @@ import Testing
     @Test func restoreRefusesATargetThatHoldsData() async throws {
         let fixture = try await Self.populated()
         let destination = TestServer.temporaryDirectory()
-        try EmbeddedBackup.create(of: EmbeddedDataDirectory(fixture.server.dataDirectory), to: destination)
-        let error = try #require(throws: BackupError.self) {
-            try EmbeddedRestore.restore(from: destination, into: EmbeddedDataDirectory(fixture.server.dataDirectory))
+        try await EmbeddedBackup.create(of: EmbeddedDataDirectory(fixture.server.dataDirectory), to: destination)
+        let error = try await #require(throws: BackupError.self) {
+            try await EmbeddedRestore.restore(from: destination, into: EmbeddedDataDirectory(fixture.server.dataDirectory))
         }
         #expect(error.code == .targetNotEmpty)
-        #expect(throws: BackupError(.notFound, "there is no backup in \(fixture.server.dataDirectory.path)")) {
-            try EmbeddedRestore.restore(
+        await #expect(throws: BackupError(.notFound, "there is no backup in \(fixture.server.dataDirectory.path)")) {
+            try await EmbeddedRestore.restore(
                 from: fixture.server.dataDirectory, into: EmbeddedDataDirectory(TestServer.temporaryDirectory()))
         }
     }
@@ -76,14 +76,14 @@ import Testing
         let fixture = try await Self.populated()
         let data = EmbeddedDataDirectory(fixture.server.dataDirectory)
         let destination = TestServer.temporaryDirectory()
-        let first = try EmbeddedBackup.create(of: data, to: destination)
+        let first = try await EmbeddedBackup.create(of: data, to: destination)
         #expect(first.blobs.count == 2)
         let blobs = destination.appendingPathComponent("blobs")
         let inodes = try Dictionary(
             uniqueKeysWithValues: first.blobs.map { ($0.name, try Self.inode(blobs.appendingPathComponent($0.name))) })
 
         _ = try await fixture.save("item-2", "more.txt", "a second chapter")
-        let second = try EmbeddedBackup.create(of: data, to: destination, now: Date().addingTimeInterval(1))
+        let second = try await EmbeddedBackup.create(of: data, to: destination, now: Date().addingTimeInterval(1))
         #expect(second.blobs.count == 3)
         for (name, inode) in inodes {
             #expect(try Self.inode(blobs.appendingPathComponent(name)) == inode, "a blob the destination has is not copied again")
@@ -94,7 +94,7 @@ import Testing
         // the older backups and that blob, which only they named.
         let collected = DocumentRouteTests.Fixture.hash(Data("a second chapter".utf8))
         try FileManager.default.removeItem(at: data.blobs.appendingPathComponent(collected))
-        let third = try EmbeddedBackup.create(of: data, to: destination, keep: 1, now: Date().addingTimeInterval(2))
+        let third = try await EmbeddedBackup.create(of: data, to: destination, keep: 1, now: Date().addingTimeInterval(2))
         #expect(try BackupDestination(destination).list().map(\.id) == [third.id])
         #expect(Set(try FileManager.default.contentsOfDirectory(atPath: blobs.path)) == Set(third.blobs.map(\.name)))
         #expect(third.blobs.count == 2 && !third.blobs.contains { $0.name == collected })
@@ -125,7 +125,7 @@ import Testing
         let destination = TestServer.temporaryDirectory()
         // Blocked on the lock, on a thread of its own: a cooperative thread blocked there could be the one
         // this test needs to release it.
-        let backup = Task { try await BlockingWork.run { try EmbeddedBackup.create(of: data, to: destination) } }
+        let backup = Task { try await EmbeddedBackup.create(of: data, to: destination) }
         // A negative check, not synchronisation: 300 ms is long enough for a backup of this size to finish.
         try await Task.sleep(for: .milliseconds(300))
         #expect(try BackupDestination(destination).list().isEmpty, "no backup is written while the sweep holds the lock")
@@ -138,12 +138,12 @@ import Testing
     @Test func aRestoreWaitsForABackupIntoItsDestination() async throws {
         let fixture = try await Self.populated()
         let destination = TestServer.temporaryDirectory()
-        try EmbeddedBackup.create(of: EmbeddedDataDirectory(fixture.server.dataDirectory), to: destination)
+        try await EmbeddedBackup.create(of: EmbeddedDataDirectory(fixture.server.dataDirectory), to: destination)
         let backup = open(destination.appendingPathComponent(".lock").path, O_RDWR, 0o600)
         #expect(backup >= 0 && flock(backup, LOCK_EX) == 0)
         let target = TestServer.temporaryDirectory()
         let restore = Task {
-            try await BlockingWork.run { try EmbeddedRestore.restore(from: destination, into: EmbeddedDataDirectory(target)) }
+            try await EmbeddedRestore.restore(from: destination, into: EmbeddedDataDirectory(target))
         }
         // A negative check, not synchronisation: 300 ms is long enough for a restore of this size to finish.
         try await Task.sleep(for: .milliseconds(300))

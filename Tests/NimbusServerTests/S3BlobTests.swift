@@ -78,7 +78,9 @@ import Testing
         for (name, text) in [("kept", kept), ("changed", changed), ("deleted", deleted)] {
             #expect(try await documents.save(name, "\(name).txt", text).outcome == .applied)
         }
-        let blobs = S3BlobStore(client: S3Client(location), decisions: ProcessDecisionLock())
+        let blobs = S3BlobStore(
+            client: S3Client(location),
+            decisions: ProcessDecisionLock(sweepGate: EmbeddedDataDirectory(documents.server.dataDirectory).blobSweepGate))
         let directory = documents.server.dataDirectory
         let healthy = try await DataCheck.run(dataDirectory: directory, blobs: blobs)
         #expect(healthy.isHealthy, "\(healthy.problems)")

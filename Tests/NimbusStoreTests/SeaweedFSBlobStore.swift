@@ -1,3 +1,4 @@
+import Foundation
 import NimbusStore
 import NimbusTestingCore
 
@@ -9,6 +10,9 @@ extension TemporarySeaweedFS {
                 endpoint: endpoint, bucket: "nimbus", prefix: "blobs/", accessKeyID: accessKeyID,
                 secretAccessKey: secretAccessKey))
         try await client.createBucket()
-        return (S3BlobStore(client: client, decisions: ProcessDecisionLock()), client)
+        let folder = TestResources.temporaryDirectory()
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let gate = folder.appendingPathComponent("blobs.lock")
+        return (S3BlobStore(client: client, decisions: ProcessDecisionLock(sweepGate: gate)), client)
     }
 }

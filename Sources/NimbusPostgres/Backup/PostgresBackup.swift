@@ -25,46 +25,18 @@ package enum PostgresBackup {
     ) async throws -> BackupManifest {
         // An unreachable database is said before anything is made.
         try await store.rows("SELECT 1")
-        let destination = BackupDestination(destination)
-        try BackupFiles.makePrivateFolder(destination.blobs)
-        // One backup at a time into a destination: rotation must not delete blobs a running backup relies on.
-        return try await BackupFiles.holdingLock(destination.lock) {
-            let manifest = try await blobs.holdingOffSweeps {
-                try await write(store, blobs: blobs, otherFiles: otherFiles, to: destination, programs: programs, now: now)
-            }
-            if let keep { try destination.rotate(keep: keep) }
-            return manifest
-        }
-    }
-
-    private static func write(
-        _ store: PostgresStore, blobs: any BlobStore, otherFiles: [URL], to destination: BackupDestination,
-        programs: PostgresPrograms, now: Date
-    ) async throws -> BackupManifest {
-        let (id, partial) = try destination.startBackup(now: now)
-        do {
-            let dump = partial.appendingPathComponent(dumpName)
-            var manifest = try await store.dumped(into: dump, programs: programs) { description in
+        return try await BackupDestination(destination).backUp(blobs: blobs, keep: keep, now: now) { id, folder in
+            let dump = folder.appendingPathComponent(dumpName)
+            return try await store.dumped(into: dump, programs: programs) { description in
                 let (size, sha256) = try BackupFiles.digest(dump)
-                var files = [BackupManifest.File(name: dumpName, size: size, sha256: sha256)]
-                for source in otherFiles where FileManager.default.fileExists(atPath: source.path) {
-                    let name = source.lastPathComponent
-                    let (size, sha256) = try BackupFiles.copy(source, to: partial.appendingPathComponent(name))
-                    files.append(BackupManifest.File(name: name, size: size, sha256: sha256))
-                }
+                let files =
+                    [BackupManifest.File(name: dumpName, size: size, sha256: sha256)]
+                    + (try BackupFiles.copyExisting(otherFiles, into: folder))
                 var manifest = BackupManifest(id: id, createdAt: now, database: .postgresql, files: files, blobs: [])
                 manifest.migrations = description.migrations
                 manifest.counts = description.counts
                 return manifest
             }
-            manifest.blobs = try await BackupBlobs.copy(from: blobs, to: destination)
-            manifest.counts.blobs = manifest.blobs.count
-            manifest.counts.blobBytes = manifest.blobs.reduce(0) { $0 + $1.size }
-            try destination.finishBackup(manifest, partial: partial)
-            return manifest
-        } catch {
-            try? FileManager.default.removeItem(at: partial)
-            throw error
         }
     }
 }

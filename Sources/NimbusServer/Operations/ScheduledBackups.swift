@@ -7,6 +7,7 @@ import ServiceLifecycle
 /// the newest `keep`. A failed backup is logged and tried again at the next interval.
 struct ScheduledBackups: Service {
     let data: EmbeddedDataDirectory
+    let blobs: any BlobStore
     let destination: URL
     let interval: Duration
     let keep: Int?
@@ -17,7 +18,7 @@ struct ScheduledBackups: Service {
             let (data, destination, keep) = (data, destination, keep)
             let started = ContinuousClock.now
             do {
-                let manifest = try await BlockingWork.run { try EmbeddedBackup.create(of: data, to: destination, keep: keep) }
+                let manifest = try await EmbeddedBackup.create(of: data, blobs: blobs, to: destination, keep: keep)
                 logger.notice(
                     "backed up the data",
                     metadata: [

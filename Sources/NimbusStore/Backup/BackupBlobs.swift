@@ -27,7 +27,7 @@ package enum BackupBlobs {
                 }
             }
         }
-        try BackupFiles.synchronizeFolder(folder)
+        try await BlockingWork.run { try BackupFiles.synchronizeFolder(folder) }
         return files.sorted { $0.name < $1.name }
     }
 
@@ -36,27 +36,33 @@ package enum BackupBlobs {
     ) async throws -> BackupManifest.File {
         let target = folder.appendingPathComponent(blob.id)
         if let known, known.size == blob.size, BackupFiles.size(of: target) == blob.size { return known }
+        // File work runs off Swift's cooperative threads: a server takes backups too (`serve --backup-every`).
         if known == nil, BackupFiles.size(of: target) == blob.size {
             // Left by a backup that did not finish: whole (it was renamed into place once synced), so read it.
-            let (size, sha256) = try BackupFiles.digest(target)
+            let (size, sha256) = try await BlockingWork.run { try BackupFiles.digest(target) }
             return BackupManifest.File(name: blob.id, size: size, sha256: sha256)
         }
         let incoming = folder.appendingPathComponent(BackupDestination.partialPrefix + blob.id)
-        try? FileManager.default.removeItem(at: incoming)
-        let output = try BackupFiles.create(incoming)
+        let output = try await BlockingWork.run {
+            try? FileManager.default.removeItem(at: incoming)
+            return try BackupFiles.create(incoming)
+        }
         defer { close(output) }
         var hasher = SHA256()
         var size: Int64 = 0
-        // Written on the calling thread: a backup is a command of its own, not a server's request.
         try await store.read(blob.id, range: nil) { piece in
-            try piece.withUnsafeReadableBytes { bytes in
-                hasher.update(bufferPointer: bytes)
-                try BackupFiles.write(bytes, to: output, path: incoming.path)
-            }
+            piece.withUnsafeReadableBytes { hasher.update(bufferPointer: $0) }
             size += Int64(piece.readableBytes)
+            try await BlockingWork.run {
+                try piece.withUnsafeReadableBytes { try BackupFiles.write($0, to: output, path: incoming.path) }
+            }
         }
-        guard fsync(output) == 0 else { throw BackupFiles.posixError("cannot sync \(incoming.path)") }
-        guard rename(incoming.path, target.path) == 0 else { throw BackupFiles.posixError("cannot rename \(incoming.path)") }
+        try await BlockingWork.run {
+            guard fsync(output) == 0 else { throw BackupFiles.posixError("cannot sync \(incoming.path)") }
+            guard rename(incoming.path, target.path) == 0 else {
+                throw BackupFiles.posixError("cannot rename \(incoming.path)")
+            }
+        }
         return BackupManifest.File(name: blob.id, size: size, sha256: Secrets.hex(hasher.finalize()))
     }
 

@@ -22,6 +22,36 @@ package struct BackupDestination: Sendable {
     package var blobs: URL { url.appendingPathComponent(Self.blobFolderName) }
     package var lock: URL { url.appendingPathComponent(Self.lockName) }
 
+    /// Takes one backup into the destination. While no other backup writes here and `blobs` holds sweeps off,
+    /// `copyDatabase` copies the database into the new backup's folder (given with the backup's id) and returns
+    /// the manifest of what it copied; then every blob of `blobs` the destination lacks is copied, and the
+    /// backup is put in place. Then only the newest `keep` backups are kept (nil: all). A backup that fails
+    /// leaves nothing but blobs, which a later one reuses.
+    package func backUp(
+        blobs: any BlobStore, keep: Int?, now: Date,
+        copyDatabase: @escaping @Sendable (_ id: String, _ folder: URL) async throws -> BackupManifest
+    ) async throws -> BackupManifest {
+        try BackupFiles.makePrivateFolder(self.blobs)
+        return try await BackupFiles.holdingLock(lock) {
+            let manifest = try await blobs.holdingOffSweeps {
+                let (id, partial) = try startBackup(now: now)
+                do {
+                    var manifest = try await copyDatabase(id, partial)
+                    manifest.blobs = try await BackupBlobs.copy(from: blobs, to: self)
+                    manifest.counts.blobs = manifest.blobs.count
+                    manifest.counts.blobBytes = manifest.blobs.reduce(0) { $0 + $1.size }
+                    try finishBackup(manifest, partial: partial)
+                    return manifest
+                } catch {
+                    try? FileManager.default.removeItem(at: partial)
+                    throw error
+                }
+            }
+            if let keep { try rotate(keep: keep) }
+            return manifest
+        }
+    }
+
     /// The destination's whole backups, oldest first.
     package func list() throws -> [BackupManifest] {
         guard FileManager.default.fileExists(atPath: url.path) else { return [] }
@@ -38,7 +68,7 @@ package struct BackupDestination: Sendable {
 
     /// A new backup's id, which sorts by time (`backup-20261124-084512-123`, with a suffix if that one
     /// exists), and the empty folder it is written in under a temporary name.
-    package func startBackup(now: Date) throws -> (id: String, partial: URL) {
+    private func startBackup(now: Date) throws -> (id: String, partial: URL) {
         let formatter = DateFormatter()
         formatter.locale = Locale(identifier: "en_US_POSIX")
         formatter.timeZone = TimeZone(identifier: "UTC")
@@ -57,7 +87,7 @@ package struct BackupDestination: Sendable {
     }
 
     /// Writes `manifest` into the backup's temporary folder and renames the folder into place, all synced.
-    package func finishBackup(_ manifest: BackupManifest, partial: URL) throws {
+    private func finishBackup(_ manifest: BackupManifest, partial: URL) throws {
         let manifestURL = partial.appendingPathComponent(BackupManifest.fileName)
         try manifest.encoded().write(to: manifestURL)
         try BackupFiles.synchronizeFile(manifestURL)
@@ -69,7 +99,7 @@ package struct BackupDestination: Sendable {
 
     /// Deletes all but the newest `keep` whole backups, then the blobs none of those names and what
     /// unfinished backups left.
-    package func rotate(keep: Int) throws {
+    private func rotate(keep: Int) throws {
         let backups = try list()
         let folders = try FileManager.default.contentsOfDirectory(atPath: url.path).filter { $0.hasPrefix(Self.namePrefix) }
         guard folders.count == backups.count else {

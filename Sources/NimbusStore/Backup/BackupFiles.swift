@@ -66,6 +66,14 @@ package enum BackupFiles {
         return (size, Secrets.hex(hasher.finalize()))
     }
 
+    /// Copies those of `sources` that exist into `folder` (each a new file); the manifest's entries for them.
+    package static func copyExisting(_ sources: [URL], into folder: URL) throws -> [BackupManifest.File] {
+        try sources.filter { FileManager.default.fileExists(atPath: $0.path) }.map { source in
+            let (size, sha256) = try copy(source, to: folder.appendingPathComponent(source.lastPathComponent))
+            return BackupManifest.File(name: source.lastPathComponent, size: size, sha256: sha256)
+        }
+    }
+
     /// Copies the backup's `file` from `folder` into `target`, checking it against the manifest as it reads.
     package static func copyChecked(_ file: BackupManifest.File, from folder: URL, to target: URL) throws {
         let source = try backupFile(file, in: folder)
@@ -134,21 +142,35 @@ package enum BackupFiles {
 
     /// Holds `flock` on `file` (created when missing) while `body` runs, waiting for it off Swift's
     /// cooperative threads; `shared` lets other shared holders in.
-    package static func holdingLock<T: Sendable>(_ file: URL, shared: Bool = false, _ body: () async throws -> T) async throws
-        -> T
+    package static func holdingLock<T: Sendable>(_ file: URL, shared: Bool = false, _ body: () async throws -> T)
+        async throws -> T
     {
-        let descriptor = try await BlockingWork.run {
+        try await holdingLock(file, shared: shared, wait: true, body)!
+    }
+
+    /// Runs `body` holding an exclusive `flock` on `file`, or returns nil at once when another holds it.
+    package static func holdingLockIfFree<T: Sendable>(_ file: URL, _ body: () async throws -> T) async throws -> T? {
+        try await holdingLock(file, shared: false, wait: false, body)
+    }
+
+    private static func holdingLock<T: Sendable>(
+        _ file: URL, shared: Bool, wait: Bool, _ body: () async throws -> T
+    ) async throws -> T? {
+        let descriptor: Int32? = try await BlockingWork.run {
             let descriptor = open(file.path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
             guard descriptor >= 0 else { throw posixError("cannot open \(file.path)") }
-            while flock(descriptor, shared ? LOCK_SH : LOCK_EX) != 0 {
-                guard errno == EINTR else {
+            while flock(descriptor, (shared ? LOCK_SH : LOCK_EX) | (wait ? 0 : LOCK_NB)) != 0 {
+                let failure = errno
+                guard failure == EINTR else {
                     let error = posixError("cannot lock \(file.path)")
                     close(descriptor)
+                    if failure == EWOULDBLOCK && !wait { return nil }
                     throw error
                 }
             }
             return descriptor
         }
+        guard let descriptor else { return nil }
         // The lock is the open file's, not a thread's: closing the descriptor releases it.
         defer { close(descriptor) }
         return try await body()

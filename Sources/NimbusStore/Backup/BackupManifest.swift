@@ -58,29 +58,6 @@ package struct BackupManifest: Codable, Sendable, Equatable {
     package var blobs: [File]
     package var counts: Counts
 
-    /// A new backup's manifest, its counts those of `blobs` until the database's are read.
-    package init(id: String, createdAt: Date, database: Database, files: [File], blobs: [File]) {
-        self.init(
-            format: Self.currentFormat, id: id, createdAt: createdAt, database: database, migrations: [], files: files,
-            blobs: blobs,
-            counts: Counts(
-                accounts: 0, zones: 0, entries: 0, blobs: blobs.count, blobBytes: blobs.reduce(0) { $0 + $1.size }))
-    }
-
-    init(
-        format: Int, id: String, createdAt: Date, database: Database?, migrations: [String], files: [File], blobs: [File],
-        counts: Counts
-    ) {
-        self.format = format
-        self.id = id
-        self.createdAt = createdAt
-        self.database = database
-        self.migrations = migrations
-        self.files = files
-        self.blobs = blobs
-        self.counts = counts
-    }
-
     /// The database the backup holds a copy of.
     package var holds: Database { database ?? .sqlite }
 
@@ -112,6 +89,20 @@ package struct BackupManifest: Codable, Sendable, Equatable {
         encoder.dateEncodingStrategy = .iso8601
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
         return try encoder.encode(self)
+    }
+}
+
+extension BackupManifest {
+    /// A new backup's manifest, its counts those of `blobs` until the database's are read.
+    package init(id: String, createdAt: Date, database: Database, files: [File], blobs: [File]) {
+        format = Self.currentFormat
+        self.id = id
+        self.createdAt = createdAt
+        self.database = database
+        migrations = []
+        self.files = files
+        self.blobs = blobs
+        counts = Counts(accounts: 0, zones: 0, entries: 0, blobs: blobs.count, blobBytes: blobs.reduce(0) { $0 + $1.size })
     }
 }
 

@@ -6,15 +6,18 @@ import NimbusCore
 /// `BackupDestination`: the backup's folder holds the database and the data directory's other files.
 ///
 /// The database is copied with SQLite's online backup API in one read transaction, so it is the state of one instant;
-/// blobs are copied after it by name (a blob never changes once written), only those the destination
-/// lacks. Meanwhile the server's blob sweep waits (`LocalBlobStore.sweepLock(for:)`), so no blob the copied
-/// database names is deleted before it is copied.
+/// blobs are copied after it through the blob store (the data directory's folder, or the bucket its server
+/// keeps them in) by name (a blob never changes once written), only those the destination lacks. Meanwhile
+/// the blob store holds sweeps off (`BlobStore.holdingOffSweeps`), so no blob the copied database names is
+/// deleted before it is copied.
 package enum EmbeddedBackup {
-    /// Backs up `data` into `destination`, then keeps only the newest `keep` backups there (nil: all).
+    /// Backs up `data` and its blobs (`blobs`, or by default its own folder) into `destination`, then keeps
+    /// only the newest `keep` backups there (nil: all).
     @discardableResult
-    package static func create(of data: EmbeddedDataDirectory, to destination: URL, keep: Int? = nil, now: Date = Date())
-        throws -> BackupManifest
-    {
+    package static func create(
+        of data: EmbeddedDataDirectory, blobs: (any BlobStore)? = nil, to destination: URL, keep: Int? = nil,
+        now: Date = Date()
+    ) async throws -> BackupManifest {
         guard FileManager.default.fileExists(atPath: data.database.path) else {
             throw BackupError(.notFound, "\(data.url.path) holds no Nimbus database (\(data.database.lastPathComponent))")
         }
@@ -23,45 +26,26 @@ package enum EmbeddedBackup {
             // The destination's blob folder would be the live one, which rotation prunes.
             throw BackupError(.invalidDestination, "back up to a folder other than the data directory \(from)")
         }
-        let destination = BackupDestination(destination)
-        try BackupFiles.makePrivateFolder(destination.blobs)
-        try BackupFiles.makePrivateFolder(data.blobs)
-        // One backup at a time into a destination: rotation must not delete blobs a running backup relies on.
-        return try BackupFiles.withLock(destination.lock) {
-            let manifest = try BackupFiles.withLock(LocalBlobStore.sweepLock(for: data.blobs), shared: true) {
-                try write(data, to: destination, now: now)
-            }
-            if let keep { try destination.rotate(keep: keep) }
-            return manifest
+        let blobs = try blobs ?? LocalBlobStore(directory: data.blobs)
+        return try await BackupDestination(destination).backUp(blobs: blobs, keep: keep, now: now) { id, folder in
+            try await BlockingWork.run { try copyDatabase(data, into: folder, id: id, now: now) }
         }
     }
 
-    private static func write(_ data: EmbeddedDataDirectory, to destination: BackupDestination, now: Date) throws
+    /// Copies the database and the data directory's other files into the backup's folder; the manifest of
+    /// those, with the database's migrations and counts.
+    private static func copyDatabase(_ data: EmbeddedDataDirectory, into partial: URL, id: String, now: Date) throws
         -> BackupManifest
     {
-        let (id, partial) = try destination.startBackup(now: now)
-        do {
-            var files: [BackupManifest.File] = []
-            let database = partial.appendingPathComponent(data.database.lastPathComponent)
-            try snapshot(data.database, into: database)
-            let (size, sha256) = try BackupFiles.digest(database)
-            files.append(BackupManifest.File(name: database.lastPathComponent, size: size, sha256: sha256))
-            for source in data.otherFiles {
-                let name = source.lastPathComponent
-                guard FileManager.default.fileExists(atPath: source.path) else { continue }
-                let (size, sha256) = try BackupFiles.copy(source, to: partial.appendingPathComponent(name))
-                files.append(BackupManifest.File(name: name, size: size, sha256: sha256))
-            }
-            let blobs = try copyBlobs(from: data.blobs, to: destination.blobs, known: destination.knownBlobs())
-            var manifest = BackupManifest(
-                id: id, createdAt: now, database: .sqlite, files: files, blobs: blobs)
-            try describe(database, in: &manifest)
-            try destination.finishBackup(manifest, partial: partial)
-            return manifest
-        } catch {
-            try? FileManager.default.removeItem(at: partial)
-            throw error
-        }
+        let database = partial.appendingPathComponent(data.database.lastPathComponent)
+        try snapshot(data.database, into: database)
+        let (size, sha256) = try BackupFiles.digest(database)
+        let files =
+            [BackupManifest.File(name: database.lastPathComponent, size: size, sha256: sha256)]
+            + (try BackupFiles.copyExisting(data.otherFiles, into: partial))
+        var manifest = BackupManifest(id: id, createdAt: now, database: .sqlite, files: files, blobs: [])
+        try describe(database, in: &manifest)
+        return manifest
     }
 
     /// A consistent copy of the live database through SQLite's online backup API, in one step: it copies the
@@ -91,39 +75,5 @@ package enum EmbeddedBackup {
             manifest.counts.zones = try Int.fetchOne(db, sql: "SELECT count(*) FROM zones") ?? 0
             manifest.counts.entries = try Int.fetchOne(db, sql: "SELECT count(*) FROM entries WHERE payload IS NOT NULL") ?? 0
         }
-    }
-
-    /// Copies every finished blob the destination lacks; the list of all, with sizes and digests (known
-    /// ones from earlier manifests, not read again).
-    private static func copyBlobs(from source: URL, to target: URL, known: [String: BackupManifest.File]) throws
-        -> [BackupManifest.File]
-    {
-        var blobs: [BackupManifest.File] = []
-        var copied = false
-        for name in try FileManager.default.contentsOfDirectory(atPath: source.path).sorted()
-        where LocalBlobStore.isBlobName(name) {
-            let destination = target.appendingPathComponent(name)
-            if let file = known[name], BackupFiles.size(of: destination) == file.size {
-                blobs.append(file)
-                continue
-            }
-            if known[name] == nil, FileManager.default.fileExists(atPath: destination.path) {
-                // Left by a backup that did not finish: whole (it was renamed into place once synced), so read it.
-                let (size, sha256) = try BackupFiles.digest(destination)
-                blobs.append(BackupManifest.File(name: name, size: size, sha256: sha256))
-                continue
-            }
-            // New, or a copy whose size is not what an earlier manifest says (damaged): copied (again).
-            let incoming = target.appendingPathComponent(BackupDestination.partialPrefix + name)
-            try? FileManager.default.removeItem(at: incoming)
-            let (size, sha256) = try BackupFiles.copy(source.appendingPathComponent(name), to: incoming)
-            guard rename(incoming.path, destination.path) == 0 else {
-                throw BackupFiles.posixError("cannot rename \(incoming.path)")
-            }
-            blobs.append(BackupManifest.File(name: name, size: size, sha256: sha256))
-            copied = true
-        }
-        if copied { try BackupFiles.synchronizeFolder(target) }
-        return blobs
     }
 }

@@ -36,6 +36,10 @@ package struct EmbeddedDataDirectory: Sendable {
         (try? String(contentsOf: remoteBlobsMarker, encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
+    /// The lock file that keeps the server's blob sweeps from a backup's copying, wherever the blobs are
+    /// (`LocalBlobStore.sweepLock(for:)`, beside the blob folder).
+    package var blobSweepGate: URL { LocalBlobStore.sweepLock(for: blobs) }
+
     /// Files other than the database and blobs a backup carries.
     var otherFiles: [URL] { [urlSigningKey] }
 }

@@ -7,21 +7,19 @@ import NimbusCore
 /// refused, and the target is left as it was.
 package enum EmbeddedRestore {
     /// Restores `source` (a destination's newest backup, or one backup's folder) into `target`, which must
-    /// not exist or be empty. The restored database starts a new epoch (`SequenceHistory`): clients'
-    /// tokens from after the backup are answered as expired, so they resync rather than miss changes.
+    /// not exist or be empty, and its blobs into `blobs` (by default the target's folder). The restored
+    /// database starts a new epoch (`SequenceHistory`): clients' tokens from after the backup are answered as
+    /// expired, so they resync rather than miss changes.
     @discardableResult
-    package static func restore(from source: URL, into target: EmbeddedDataDirectory, now: Date = Date()) throws
-        -> BackupManifest
-    {
-        let folder = try BackupDestination.backupFolder(source)
-        // A backup into the same destination rotates while it holds the destination's lock: wait for it, so
-        // the backup being restored is not deleted midway. (No lock file: no backup ever ran there.)
-        let lock = BackupDestination(folder.deletingLastPathComponent()).lock
-        guard FileManager.default.fileExists(atPath: lock.path) else { return try restore(folder, into: target, now: now) }
-        return try BackupFiles.withLock(lock, shared: true) { try restore(folder, into: target, now: now) }
+    package static func restore(
+        from source: URL, into target: EmbeddedDataDirectory, blobs: (any BlobStore)? = nil, now: Date = Date()
+    ) async throws -> BackupManifest {
+        try await BackupDestination.reading(source) { folder in try await restore(folder, into: target, blobs: blobs, now: now) }
     }
 
-    private static func restore(_ folder: URL, into target: EmbeddedDataDirectory, now: Date) throws -> BackupManifest {
+    private static func restore(
+        _ folder: URL, into target: EmbeddedDataDirectory, blobs: (any BlobStore)?, now: Date
+    ) async throws -> BackupManifest {
         let manifest = try BackupManifest.read(from: folder)
         guard manifest.holds == .sqlite else {
             throw BackupError(
@@ -40,13 +38,10 @@ package enum EmbeddedRestore {
             for file in manifest.files {
                 try BackupFiles.copyChecked(file, from: folder, to: staging)
             }
-            let blobs = EmbeddedDataDirectory(staging).blobs
-            try BackupFiles.makePrivateFolder(blobs)
-            let sharedBlobs = BackupDestination(folder.deletingLastPathComponent()).blobs
-            for blob in manifest.blobs {
-                try BackupFiles.copyChecked(blob, from: sharedBlobs, to: blobs)
-            }
-            try BackupFiles.synchronizeFolder(blobs)
+            // Into the target's folder (with it, once renamed), or into the bucket its server will use.
+            let store = try blobs ?? LocalBlobStore(directory: EmbeddedDataDirectory(staging).blobs)
+            try await BackupBlobs.restore(
+                manifest.blobs, from: BackupDestination(folder.deletingLastPathComponent()), into: store)
             try startEpoch(EmbeddedDataDirectory(staging).database, backup: manifest.id, now: now)
             try BackupFiles.synchronizeFolder(staging)
             // rename(2) replaces only an empty folder: a target that filled up meanwhile (a server started on

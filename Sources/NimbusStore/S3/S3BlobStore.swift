@@ -174,27 +174,33 @@ package protocol BlobDecisionLock: Sendable {
     func holdingOffSweeps<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T
 }
 
-/// A decision lock for one process: enough when one node uses the bucket.
+/// The decision lock of an embedded deployment's one node: decisions are taken in its process; sweeps are
+/// kept from backups, which run as processes of their own (`nimbus backup`), by a file lock (`sweepGate`,
+/// the data directory's, as for blobs in its folder).
 package final class ProcessDecisionLock: BlobDecisionLock {
     private let decisions = AsyncTurns()
-    private let sweeps = AsyncTurns()
+    private let sweepGate: URL
 
-    package init() {}
+    package init(sweepGate: URL) { self.sweepGate = sweepGate }
 
     package func withLock<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T {
         await decisions.take()
-        return try await decisions.giving(after: body)
+        do {
+            let result = try await body()
+            await decisions.give()
+            return result
+        } catch {
+            await decisions.give()
+            throw error
+        }
     }
 
     package func sweepingUnlessHeldOff<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T? {
-        guard await sweeps.takeIfFree() else { return nil }
-        return try await sweeps.giving(after: body)
+        try await BackupFiles.holdingLockIfFree(sweepGate, body)
     }
 
     package func holdingOffSweeps<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T {
-        // One backup at a time in a process is enough: a second waits for the first rather than sharing it.
-        await sweeps.take()
-        return try await sweeps.giving(after: body)
+        try await BackupFiles.holdingLock(sweepGate, shared: true, body)
     }
 }
 
@@ -211,27 +217,8 @@ private actor AsyncTurns {
         await withCheckedContinuation { waiting.append($0) }
     }
 
-    /// Takes the turn if no one holds it.
-    func takeIfFree() -> Bool {
-        guard !held else { return false }
-        held = true
-        return true
-    }
-
     func give() {
         if waiting.isEmpty { held = false } else { waiting.removeFirst().resume() }
-    }
-
-    /// Runs `body` with the turn taken, then gives it, whether `body` threw or not.
-    nonisolated func giving<T: Sendable>(after body: @Sendable () async throws -> T) async throws -> T {
-        do {
-            let result = try await body()
-            await give()
-            return result
-        } catch {
-            await give()
-            throw error
-        }
     }
 }
 

@@ -49,6 +49,21 @@ package final class SQLiteStore: Sendable {
         try pool.writeWithoutTransaction { [checkpointer] db in try checkpointer.install(on: db) }
     }
 
+    /// The migrations the existing database at `path` lacks, and whether one rewrites data (a backup first is
+    /// wise); nil when there is no database there yet, or it lacks none.
+    package static func pendingMigrations(at path: String) throws -> (names: [String], rewritesData: Bool)? {
+        guard FileManager.default.fileExists(atPath: path) else { return nil }
+        var configuration = Configuration()
+        configuration.readonly = true
+        configuration.busyMode = .timeout(10)
+        let queue = try DatabaseQueue(path: path, configuration: configuration)
+        defer { try? queue.close() }
+        let applied = try queue.read { db in try migrator.appliedIdentifiers(db) }
+        let pending = migrator.migrations.filter { !applied.contains($0) }
+        guard !applied.isEmpty, !pending.isEmpty else { return nil }
+        return (pending, !dataRewritingMigrations.isDisjoint(with: pending))
+    }
+
     deinit {
         // The writer's hook points at the checkpointer, which may go first.
         pool.writeWithoutTransaction { db in WALCheckpointer.uninstall(from: db) }

@@ -10,9 +10,9 @@ struct Backup: AsyncParsableCommand {
         discussion: """
             The database is copied as of one instant: an embedded data directory's SQLite database, or, with \
             --database, PostgreSQL's (pg_dump, of one snapshot). Blobs are kept once in DEST/blobs, so a later backup \
-            copies only new ones; for a PostgreSQL deployment they are read from the blob folder or bucket its \
-            servers use (--data, a node's data directory, and the --blobs options, as given to serve). Each backup is \
-            a folder DEST/backup-<time> with a manifest of sizes and SHA-256s.
+            copies only new ones; they are read from the data directory's blob folder, or from the bucket its servers \
+            keep them in (the --blobs options, as given to serve). With --database, --data names a node's data \
+            directory. Each backup is a folder DEST/backup-<time> with a manifest of sizes and SHA-256s.
             """)
 
     @Option(help: "The data directory to back up (with --database, a node's). [env: NIMBUS_DATA]")
@@ -38,9 +38,9 @@ struct Backup: AsyncParsableCommand {
         if let location = try deployment.location() {
             manifest = try await backUp(location, directory: directory, to: destination)
         } else {
-            try deployment.refuseRemoteBlobs("backup", data: data)
+            let blobs = try blobStore.store(reading: directory)
             do {
-                manifest = try await BlockingWork.run { try EmbeddedBackup.create(of: directory, to: destination, keep: keep) }
+                manifest = try await EmbeddedBackup.create(of: directory, blobs: blobs, to: destination, keep: keep)
             } catch {
                 fail(error)
             }
@@ -82,8 +82,8 @@ struct Restore: AsyncParsableCommand {
         discussion: """
             --from names a destination (its newest backup is restored) or one backup's folder. A backup that did \
             not finish, lacks a file or differs from its manifest is refused. An embedded backup is restored into a \
-            new data directory; a PostgreSQL deployment's into a new, empty database (--database), its blobs into the \
-            data directory or the bucket the --blobs options name, and its url-signing.key into --data. Devices whose \
+            new data directory, a PostgreSQL deployment's into a new, empty database (--database); the blobs go into the \
+            data directory or the bucket the --blobs options name, the url-signing.key into --data. Devices whose \
             change tokens are newer than the backup are told to fetch everything again.
             """)
 
@@ -101,11 +101,12 @@ struct Restore: AsyncParsableCommand {
         let directory = EmbeddedDataDirectory(URL(fileURLWithPath: data))
         let manifest: BackupManifest
         do {
+            let bucket = try blobStore.bucket(restoringInto: directory)
             if let location = try deployment.location() {
-                let blobs = try blobStore.store(restoringInto: directory)
+                let blobs = try bucket ?? LocalBlobStore(directory: directory.blobs)
                 manifest = try await PostgresRestore.restore(from: source, into: location, blobs: blobs, files: directory.url)
             } else {
-                manifest = try await BlockingWork.run { try EmbeddedRestore.restore(from: source, into: directory) }
+                manifest = try await EmbeddedRestore.restore(from: source, into: directory, blobs: bucket)
             }
         } catch let error as ValidationError {
             throw error

@@ -49,10 +49,8 @@ struct BlobOptions: ParsableArguments {
 
     /// The store to read `data`'s blobs from: its own folder, or the bucket its server keeps them in, which
     /// these options must name (so a check or backup never reads another bucket, nor an empty folder, as the
-    /// blobs); `decisions` keeps a backup and the servers' sweeps apart.
-    func store(reading data: EmbeddedDataDirectory, decisions: any BlobDecisionLock = ProcessDecisionLock()) throws
-        -> any BlobStore
-    {
+    /// blobs). `decisions` keeps a backup and the servers' sweeps apart; by default, as the embedded server does.
+    func store(reading data: EmbeddedDataDirectory, decisions: (any BlobDecisionLock)? = nil) throws -> any BlobStore {
         switch (try location(), data.remoteBlobs) {
         case (.dataDirectory, nil):
             return try LocalBlobStore(directory: data.blobs, creating: false)
@@ -65,16 +63,15 @@ struct BlobOptions: ParsableArguments {
             guard let place, place.hasPrefix(named + " ") else {
                 throw CLIError("--blobs names \(named), but this data directory's blobs are in \(place ?? "its blobs folder")")
             }
-            return S3BlobStore(client: S3Client(bucket), decisions: decisions)
+            return S3BlobStore(
+                client: S3Client(bucket), decisions: decisions ?? ProcessDecisionLock(sweepGate: data.blobSweepGate))
         }
     }
 
-    /// The store a restore writes `data`'s blobs into: its folder, or the bucket these options name.
-    func store(restoringInto data: EmbeddedDataDirectory) throws -> any BlobStore {
-        switch try location() {
-        case .dataDirectory: try LocalBlobStore(directory: data.blobs)
+    /// The bucket a restore writes `data`'s blobs into, when these options name one (nil: its folder).
+    func bucket(restoringInto data: EmbeddedDataDirectory) throws -> (any BlobStore)? {
+        guard case .s3(let bucket) = try location() else { return nil }
         // Nothing sweeps while a restore writes: no server runs on the database until it is restored.
-        case .s3(let bucket): S3BlobStore(client: S3Client(bucket), decisions: ProcessDecisionLock())
-        }
+        return S3BlobStore(client: S3Client(bucket), decisions: ProcessDecisionLock(sweepGate: data.blobSweepGate))
     }
 }

@@ -19,15 +19,6 @@ struct DeploymentDatabase: ParsableArguments {
         }
     }
 
-    /// Throws when the data directory's server keeps its blobs in an object store: a backup of the directory
-    /// would miss every blob.
-    func refuseRemoteBlobs(_ command: String, data: String) throws {
-        guard let place = EmbeddedDataDirectory(URL(fileURLWithPath: data)).remoteBlobs else { return }
-        throw CLIError(
-            "nimbus \(command) of an embedded data directory reads the blobs in it, and this deployment keeps them in "
-                + "\(place): back the database up alone and keep the bucket's own versioning or replication for the blobs")
-    }
-
     /// Throws, telling the operator `instead`, when the deployment keeps its data in PostgreSQL.
     func refusePostgres(_ command: String, instead: String) throws {
         guard database != nil else { return }
