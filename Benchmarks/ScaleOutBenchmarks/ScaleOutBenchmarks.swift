@@ -8,7 +8,9 @@ import NimbusTestingCore
 /// processes (release build) and a PostgreSQL cluster of its own on loopback (Debian's server binaries).
 ///
 ///     swift build -c release && .build/release/ScaleOutBenchmarks [floors] [keyvalue] [records] [nodes] [push] [documents]
-///         [objects] [deployment]
+///         [objects] [deployment] [backup]
+///
+/// `backup` (a PostgreSQL node's backup and restore, with 100,000 records and 500 MB of blobs) runs only when named.
 @main
 enum ScaleOutBenchmarks {
     /// Capacity, not policy: rate limits, quotas, the connections one address may hold and their idle
@@ -45,8 +47,8 @@ enum ScaleOutBenchmarks {
         var table = ResultTable()
         do {
             try await measure(
-                selected, sqlite: sqlite, nodes: nodes, database: database, postgresCPU: postgresCPU, nimbus: nimbus, into: &table
-            )
+                selected, sqlite: sqlite, nodes: nodes, cluster: cluster, database: database, postgresCPU: postgresCPU,
+                nimbus: nimbus, into: &table)
         } catch {
             // What was measured before the failure is still worth reading (and a failure ends the process
             // before standard output's buffer would be written).
@@ -59,8 +61,8 @@ enum ScaleOutBenchmarks {
 
     @MainActor
     static func measure(
-        _ selected: Set<String>, sqlite: ServerProcess, nodes: [ServerProcess], database: String, postgresCPU: ProcessCPU,
-        nimbus: URL, into table: inout ResultTable
+        _ selected: Set<String>, sqlite: ServerProcess, nodes: [ServerProcess], cluster: TemporaryPostgres, database: String,
+        postgresCPU: ProcessCPU, nimbus: URL, into table: inout ResultTable
     ) async throws {
         func wanted(_ name: String) -> Bool { selected.isEmpty || selected.contains(name) }
         var roundTrip = 0.0
@@ -118,6 +120,10 @@ enum ScaleOutBenchmarks {
         if wanted("deployment") {
             progress("starting the reference deployment")
             try await deploymentRows(nimbus: nimbus, into: &table)
+        }
+        if selected.contains("backup") {
+            progress("measuring a PostgreSQL deployment's backup and restore")
+            try await backupRows(cluster: cluster, nimbus: nimbus, into: &table)
         }
     }
 
