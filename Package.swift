@@ -178,6 +178,7 @@ let package = Package(
             name: "DocumentBenchmarks",
             dependencies: [
                 "BenchmarkSupport", "NimbusDevice", "NimbusKit", "NimbusCore",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ],

@@ -11,6 +11,7 @@ import NimbusKit
 ///
 ///     scripts/benchmark docs [propagation|apps|query|commit|small|large|edit]...
 ///     scripts/benchmark docs scale    (100,000 files; only when named: it takes minutes)
+///     scripts/benchmark docs peers    (beside Syncthing; peers-scale adds 100,000 files; only when named)
 @main
 enum DocumentBenchmarks {
     static func main() async throws {
@@ -133,6 +134,9 @@ enum DocumentBenchmarks {
             table.add(
                 "Bytes sent for a 1-byte edit in a 64 MB file", String(format: "%.2f MB (bound %.2f MB)", mb(sent), mb(bound)),
                 target: "≤ 2 chunks + 64 KiB", met: sent <= bound)
+        }
+        if selected.contains("peers") || selected.contains("peers-scale") {
+            try await PeerComparison(server: server, nimbus: nimbus, scale: selected.contains("peers-scale")).run(into: &table)
         }
         if selected.contains("scale") {
             let figures = try await ScaleBenchmark(server: server, nimbus: nimbus, files: 100_000).run()
