@@ -148,7 +148,11 @@ package final class LocalBlobStore: BlobStore {
     package func makeWriter(restoring id: String, maxBytes: Int64) async throws -> any BlobWriter {
         guard Self.isBlobName(id) else { throw StoreError.missing("blob \(id.prefix(80))") }
         let directory = directory
-        return try await BlockingWork.run { try LocalBlobWriter(directory: directory, id: id, maxBytes: maxBytes) }
+        return try await BlockingWork.run {
+            // A restore's store is made without its folder, so a restore refused early leaves nothing behind.
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            return try LocalBlobWriter(directory: directory, id: id, maxBytes: maxBytes)
+        }
     }
 
     /// The file beside a blob directory (`blobs.lock` for `blobs`) that a backup holds shared while it

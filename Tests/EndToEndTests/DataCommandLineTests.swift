@@ -107,8 +107,10 @@ import Testing
         try Data(repeating: 1, count: 32).write(to: EmbeddedDataDirectory(URL(fileURLWithPath: data)).urlSigningKey)
         let unreachable = try await Self.nimbus(["backup", "--data", data, "--to", destination] + database)
         #expect(unreachable.status == 1 && unreachable.stderr.contains("cannot be reached"), "\(unreachable.stderr)")
-        let nothing = try await Self.nimbus(["restore", "--from", destination, "--data", data] + database)
+        let newNode = TestServer.temporaryDirectory().path
+        let nothing = try await Self.nimbus(["restore", "--from", destination, "--data", newNode] + database)
         #expect(nothing.status == 1 && nothing.stderr.contains("BACKUP_NOT_FOUND"), "\(nothing.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: newNode), "no data directory was made")
         #expect(!FileManager.default.fileExists(atPath: destination), "nothing was created")
     }
 

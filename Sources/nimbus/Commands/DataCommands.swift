@@ -103,7 +103,7 @@ struct Restore: AsyncParsableCommand {
         do {
             let bucket = try blobStore.bucket(restoringInto: directory)
             if let location = try deployment.location() {
-                let blobs = try bucket ?? LocalBlobStore(directory: directory.blobs)
+                let blobs = try bucket ?? LocalBlobStore(directory: directory.blobs, creating: false)
                 manifest = try await PostgresRestore.restore(from: source, into: location, blobs: blobs, files: directory.url)
             } else {
                 manifest = try await EmbeddedRestore.restore(from: source, into: directory, blobs: bucket)
