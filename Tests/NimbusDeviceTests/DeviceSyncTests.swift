@@ -187,6 +187,34 @@ import Testing
             FileManager.default.contents(atPath: fixture.b.folder.appendingPathComponent("Documents/Movie.bin").path) == bytes)
     }
 
+    /// The other device takes what it already holds from its own copy: after a one-byte edit, the chunks
+    /// the two versions share are gone from the server, and it still writes the new version whole (it
+    /// could only have downloaded the chunk or two that changed).
+    @Test func aSmallEditToALargeFileIsWrittenFromTheOtherDevicesOwnCopy() async throws {
+        let fixture = try await Fixture.make()
+        var generator = SeededGenerator(seed: 11)
+        var bytes = generator.bytes(12 << 20)
+        let url = fixture.a.folder.appendingPathComponent("Documents/Movie.bin")
+        try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try bytes.write(to: url)
+        try await fixture.settle()
+        var before = Set<String>()
+        _ = try await FileContent.chunks(of: url) { _, hash in before.insert(hash) }
+        bytes[bytes.count / 2] ^= 0xFF
+        try bytes.write(to: url)
+        while try await fixture.a.engine.syncOnce() {}
+        var after = Set<String>()
+        _ = try await FileContent.chunks(of: url) { _, hash in after.insert(hash) }
+        let shared = before.intersection(after)
+        #expect(shared.count >= after.count - 2 && !shared.isEmpty, "\(shared.count) of \(after.count) chunks unchanged")
+        let blobs = fixture.deployment.dataDirectory.appendingPathComponent("blobs")
+        for hash in shared { try FileManager.default.removeItem(at: blobs.appendingPathComponent(hash)) }
+
+        while try await fixture.b.engine.syncOnce() {}
+        #expect(
+            FileManager.default.contents(atPath: fixture.b.folder.appendingPathComponent("Documents/Movie.bin").path) == bytes)
+    }
+
     /// Two names one letter's case apart are two files on this disk but one name on the server (and on
     /// Apple's and Windows' disks): the second is renamed as Finder would, and both reach the other device.
     @Test(arguments: TestDeployment.Shape.allCases) func namesThatDifferOnlyByCaseAreBothKept(shape: TestDeployment.Shape)

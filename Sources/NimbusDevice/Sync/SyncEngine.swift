@@ -125,7 +125,7 @@ package final class SyncEngine: Sendable {
             let slice = diskSide[start..<min(start + Self.diskSlice, diskSide.count)]
             let downloads = slice.filter { if case .download = $0.action { true } else { false } }
             let items = try await journal.remoteItems(downloads.map(\.item))
-            let fetched = try await fetch(downloads.filter { !staysEvicted($0, scan: scan) }, remote: items)
+            let fetched = try await fetch(downloads.filter { !staysEvicted($0, scan: scan) }, remote: items, scan: scan)
             defer { for file in fetched.values { unlink(file.path) } }
             for step in slice { try await runOnDisk(step, scan: scan, fetched: fetched, remote: items, paths: &paths) }
         }
@@ -449,7 +449,9 @@ package final class SyncEngine: Sendable {
     /// Downloads the files of the plan's downloads into temporary files at the folder's root (same file
     /// system, skipped by scans), checked against their versions' hashes and synced together. Small files
     /// come many to a request (`ChunkBundle`), large ones chunk by chunk; a few requests are in flight.
-    private func fetch(_ steps: [SyncOperation], remote: [ItemID: DocumentItem]) async throws -> [ItemID: URL] {
+    private func fetch(_ steps: [SyncOperation], remote: [ItemID: DocumentItem], scan: LocalScanner.Scan) async throws
+        -> [ItemID: URL]
+    {
         let wanted = steps.compactMap { step -> (ItemID, DocumentContent)? in
             guard case .download(let item) = step.action, item.kind != .folder,
                 let version = remote[step.item]?.current, version.content.contentHash == item.content
@@ -465,7 +467,14 @@ package final class SyncEngine: Sendable {
                         for (id, file) in done { fetched[id] = file }
                         inFlight -= 1
                     }
-                    group.addTask { try await self.download(files) }
+                    // A file's version on disk, unchanged since the scan, may hold most of the new one's chunks.
+                    let previous = Dictionary(
+                        uniqueKeysWithValues: files.compactMap { id, _ -> (ItemID, URL)? in
+                            guard let known = scan.files[id], known.content != nil, self.unchanged(id, at: known.path, scan: scan)
+                            else { return nil }
+                            return (id, self.folder.appendingPathComponent(known.path))
+                        })
+                    group.addTask { try await self.download(files, previous: previous) }
                     inFlight += 1
                 }
                 for try await done in group { for (id, file) in done { fetched[id] = file } }
@@ -659,12 +668,20 @@ package final class SyncEngine: Sendable {
     }
 
     /// Downloads a group of files (`downloadGroups`) into new temporary files: a large file's chunks one
-    /// request each, small files' chunks in one bundle.
-    func download(_ files: [(ItemID, DocumentContent)]) async throws -> [(ItemID, URL)] {
+    /// request each, except those its previous version on disk (`previous`) holds, small files' chunks in
+    /// one bundle.
+    func download(_ files: [(ItemID, DocumentContent)], previous: [ItemID: URL] = [:]) async throws -> [(ItemID, URL)] {
         if files.count == 1, let (id, content) = files.first, content.size > Int64(ContentDefinedChunker.standard.maximumSize) {
             await activity.started(id, bytes: content.size)
+            var held: LocalChunks?
+            if let file = previous[id] { held = await LocalChunks(of: file, wanted: Set(content.chunks.map(\.hash))) }
             let written = try await write(content) { hash in
-                let bytes = try await self.client.download(chunk: hash)
+                let bytes: Data
+                if let local = held?.bytes(of: hash) {
+                    bytes = local
+                } else {
+                    bytes = try await self.client.download(chunk: hash)
+                }
                 await self.activity.moved(id, bytes: Int64(bytes.count))
                 return bytes
             }
