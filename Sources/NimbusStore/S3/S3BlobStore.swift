@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import NIOCore
 import NimbusCore
+import Synchronization
 
 /// Blobs as objects in an S3-compatible bucket (`S3Client`), named by their ids under the location's
 /// prefix. A blob exists once its object does: written whole in one request, or in parts of `partBytes`
@@ -58,22 +59,39 @@ package final class S3BlobStore: BlobStore {
     }
 
     package func load(_ ids: [String], maxBytes: Int) async throws -> [String: Data] {
-        var loaded = [String: Data]()
-        var total = 0
-        for id in ids where loaded[id] == nil && Self.isBlobID(id) {
-            var bytes = Data()
-            do {
-                try await client.get(id.lowercased()) { piece in
-                    total += piece.readableBytes
-                    guard total <= maxBytes else { throw BlobTooLarge(limit: Int64(maxBytes)) }
-                    bytes.append(contentsOf: piece.readableBytesView)
-                }
-            } catch let error as S3Error where error.code == "NoSuchKey" {
-                continue
+        // A few at a time: each object is a round trip to the store, and a bundle names many.
+        var pending = Set(ids.filter(Self.isBlobID)).makeIterator()
+        let budget = ByteBudget(limit: maxBytes)
+        return try await withThrowingTaskGroup(of: (String, Data?).self) { group in
+            func startNext() {
+                guard let id = pending.next() else { return }
+                group.addTask { (id, try await self.loadOne(id, budget: budget)) }
             }
-            loaded[id] = bytes
+            for _ in 0..<Self.loadsInFlight { startNext() }
+            var loaded = [String: Data]()
+            while let (id, bytes) = try await group.next() {
+                loaded[id] = bytes
+                startNext()
+            }
+            return loaded
         }
-        return loaded
+    }
+
+    /// Objects `load` reads at once.
+    static let loadsInFlight = 8
+
+    /// One object's bytes, or nil when there is none; throws `BlobTooLarge` once the load's bytes pass its limit.
+    private func loadOne(_ id: String, budget: ByteBudget) async throws -> Data? {
+        var bytes = Data()
+        do {
+            try await client.get(id.lowercased()) { piece in
+                guard budget.take(piece.readableBytes) else { throw BlobTooLarge(limit: Int64(budget.limit)) }
+                bytes.append(contentsOf: piece.readableBytesView)
+            }
+        } catch let error as S3Error where error.code == "NoSuchKey" {
+            return nil
+        }
+        return bytes
     }
 
     package func read(_ id: String, range: ClosedRange<Int64>?, into consume: (ByteBuffer) async throws -> Void) async throws {
@@ -162,6 +180,17 @@ package final class S3BlobStore: BlobStore {
 
     /// Blob ids are 64 hexadecimal characters (any case); anything else names no blob.
     private static func isBlobID(_ id: String) -> Bool { Secrets.isAPITokenShaped(id) }
+}
+
+/// The bytes a `load` may hold, shared by the objects it reads at once.
+private final class ByteBudget: Sendable {
+    let limit: Int
+    private let used = Atomic(0)
+
+    init(limit: Int) { self.limit = limit }
+
+    /// Counts `count` more bytes; whether the total stays within the limit.
+    func take(_ count: Int) -> Bool { used.add(count, ordering: .relaxed).newValue <= limit }
 }
 
 /// Held while a sweep decides on and deletes one blob, and while `retain` marks one; shared by every node
