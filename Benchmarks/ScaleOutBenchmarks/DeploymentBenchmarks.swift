@@ -26,6 +26,11 @@ extension ScaleOutBenchmarks {
         table.add(
             "Floor: SeaweedFS from this machine, 64 objects of 1 MiB (a document's average chunk) PUT / GET one after another",
             String(format: "%.0f / %.0f MB/s", small.put, small.get), target: "(reference)", met: true)
+        let bundle = try await bundleLoad(bucket, count: 256, bytes: 4096)
+        table.add(
+            "A bundle of 256 chunks of 4 KiB (small files): S3BlobStore.load / GET one after another",
+            String(format: "%.1f / %.1f ms (%.1f×)", bundle.load, bundle.sequential, bundle.sequential / bundle.load),
+            target: "(reference)", met: true)
         let s3 = try await ServerProcess(
             nimbus: nimbus, port: port(),
             extraArguments: limits + [
@@ -84,6 +89,31 @@ extension ScaleOutBenchmarks {
 
     /// MB/s of `count` objects of `bytes` each put and then read back one after another, as a document's
     /// chunks are: each its own request.
+    /// Milliseconds to read `count` objects of `bytes` through `S3BlobStore.load` (as the server reads a bundle
+    /// of small files' chunks) and one after another with the same client, the medians of five rounds.
+    static func bundleLoad(_ bucket: S3Client.Location, count: Int, bytes: Int) async throws -> (load: Double, sequential: Double)
+    {
+        let client = S3Client(bucket)
+        let gate = FileManager.default.temporaryDirectory.appendingPathComponent("nimbus-bench-\(UUIDString.random()).lock")
+        defer { try? FileManager.default.removeItem(at: gate) }
+        let store = S3BlobStore(client: client, decisions: ProcessDecisionLock(sweepGate: gate))
+        let ids = (0..<count).map { _ in Secrets.apiToken() }
+        for id in ids { try await client.put(id, ByteBuffer(bytes: (0..<bytes).map { UInt8(truncatingIfNeeded: $0 &* 7) })) }
+        var (loads, sequential) = ([Double](), [Double]())
+        for _ in 0..<5 {
+            let start = ContinuousClock.now
+            guard try await store.load(ids, maxBytes: count * bytes).count == count else {
+                throw BenchmarkError("a bundle's objects did not all load")
+            }
+            loads.append((ContinuousClock.now - start).milliseconds)
+            let one = ContinuousClock.now
+            for id in ids { try await client.get(id) { _ in } }
+            sequential.append((ContinuousClock.now - one).milliseconds)
+        }
+        for id in ids { try await client.delete(id) }
+        return (Percentiles(loads).at(50), Percentiles(sequential).at(50))
+    }
+
     static func rawSmallObjectRates(_ bucket: S3Client.Location, count: Int, bytes: Int) async throws
         -> (put: Double, get: Double)
     {
