@@ -53,6 +53,17 @@ package final class ServerProcess: @unchecked Sendable {
         apiToken = first.apiToken
     }
 
+    /// Runs a `nimbus` command (`login`, say) to its end; throws unless it exits 0.
+    package static func runCommand(_ nimbus: URL, _ arguments: [String]) throws {
+        let process = Process()
+        process.executableURL = nimbus
+        process.arguments = arguments
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else { throw BenchmarkError("nimbus \(arguments[0]) failed") }
+    }
+
     /// Starts `nimbus serve` and waits until it answers `/health`; its address.
     private static func serve(_ process: Process, nimbus: URL, data: URL, port: Int, arguments: [String]) async throws -> URL {
         process.executableURL = nimbus

@@ -51,7 +51,8 @@ struct ScaleBenchmark {
         let root = server.dataDirectory.deletingLastPathComponent().appendingPathComponent(
             "nimbus-bench-scale-\(UUIDString.random())")
         let config = root.appendingPathComponent("config").path
-        try run(
+        try ServerProcess.runCommand(
+            nimbus,
             [
                 "login", "--config", config, "--server", server.url.absoluteString, "--email", "scale@bench.local", "--password",
                 ServerProcess.password, "--device-name", "tablet", "--api-token", server.apiToken, "--container",
@@ -116,15 +117,5 @@ struct ScaleBenchmark {
     private func kilobytes(_ field: String, _ status: String) -> Int {
         status.split(separator: "\n").first { $0.hasPrefix(field) }?.split(separator: " ").dropFirst().first.flatMap { Int($0) }
             ?? 0
-    }
-
-    private func run(_ arguments: [String]) throws {
-        let process = Process()
-        process.executableURL = nimbus
-        process.arguments = arguments
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else { throw BenchmarkError("nimbus \(arguments[0]) failed") }
     }
 }

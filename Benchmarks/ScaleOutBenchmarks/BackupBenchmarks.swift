@@ -13,17 +13,11 @@ extension ScaleOutBenchmarks {
     static func backupRows(cluster: TemporaryPostgres, nimbus: URL, into table: inout ResultTable) async throws {
         let objects = try await TemporarySeaweedFS.start()
         defer { objects.stop() }
-        let bucket = S3Client.Location(
-            endpoint: objects.endpoint, bucket: "nimbus", prefix: "node/", accessKeyID: objects.accessKeyID,
-            secretAccessKey: objects.secretAccessKey)
-        try await S3Client(bucket).createBucket()
-        let bucketArguments = [
-            "--blobs-endpoint", objects.endpoint.absoluteString, "--blobs-access-key-id", objects.accessKeyID,
-            "--blobs-secret-access-key", objects.secretAccessKey,
-        ]
+        let bucket = try await nodeBucket(objects)
+        let bucketOptions = bucketArguments(objects)
         let database = try await cluster.database()
         let node = try await ServerProcess(
-            nimbus: nimbus, port: port(), extraArguments: limits + ["--blobs", "s3://nimbus/node/"] + bucketArguments,
+            nimbus: nimbus, port: port(), extraArguments: limits + ["--blobs", "s3://nimbus/node/"] + bucketOptions,
             database: database)
         defer { node.stop() }
         let session = try await node.signIn("backup@bench.local", device: "bench")
@@ -52,7 +46,7 @@ extension ScaleOutBenchmarks {
         let backup = try await timed(
             nimbus,
             ["backup", "--database", database, "--data", node.dataDirectory.path, "--blobs", "s3://nimbus/node/"]
-                + bucketArguments + ["--to", destination.path])
+                + bucketOptions + ["--to", destination.path])
         progress("measuring pg_dump and GETs of the blobs alone")
         let dump = "/tmp/nimbus-bench-\(UUIDString.random()).dump"
         defer { unlink(dump) }
@@ -68,7 +62,7 @@ extension ScaleOutBenchmarks {
         let second = try await timed(
             nimbus,
             ["backup", "--database", database, "--data", node.dataDirectory.path, "--blobs", "s3://nimbus/node/"]
-                + bucketArguments + ["--to", destination.path])
+                + bucketOptions + ["--to", destination.path])
         let target = try await cluster.database()
         let restoredData = FileManager.default.temporaryDirectory.appendingPathComponent(
             "nimbus-bench-restored-\(UUIDString.random())")
@@ -76,7 +70,7 @@ extension ScaleOutBenchmarks {
         let restore = try await timed(
             nimbus,
             ["restore", "--from", destination.path, "--database", target, "--data", restoredData.path, "--blobs"]
-                + ["s3://nimbus/restored/"] + bucketArguments)
+                + ["s3://nimbus/restored/"] + bucketOptions)
         let bare = try await cluster.database()
         let restored = try await timed {
             _ = try cluster.run(

@@ -14,10 +14,7 @@ extension ScaleOutBenchmarks {
     static func objectStoreRows(localFolder: ServerProcess, nimbus: URL, into table: inout ResultTable) async throws {
         let objects = try await TemporarySeaweedFS.start()
         defer { objects.stop() }
-        let bucket = S3Client.Location(
-            endpoint: objects.endpoint, bucket: "nimbus", prefix: "node/", accessKeyID: objects.accessKeyID,
-            secretAccessKey: objects.secretAccessKey)
-        try await S3Client(bucket).createBucket()
+        let bucket = try await nodeBucket(objects)
         let floor = try await rawObjectStoreRates(bucket, bytes: 64 << 20, rounds: 3)
         table.add(
             "Floor: SeaweedFS from this machine, 64 MiB PUT in 8 MiB parts / GET (MB/s, median of 3)",
@@ -32,11 +29,7 @@ extension ScaleOutBenchmarks {
             String(format: "%.1f / %.1f ms (%.1f×)", bundle.load, bundle.sequential, bundle.sequential / bundle.load),
             target: "(reference)", met: true)
         let s3 = try await ServerProcess(
-            nimbus: nimbus, port: port(),
-            extraArguments: limits + [
-                "--blobs", "s3://nimbus/node/", "--blobs-endpoint", objects.endpoint.absoluteString, "--blobs-access-key-id",
-                objects.accessKeyID, "--blobs-secret-access-key", objects.secretAccessKey,
-            ])
+            nimbus: nimbus, port: port(), extraArguments: limits + ["--blobs", "s3://nimbus/node/"] + bucketArguments(objects))
         defer { s3.stop() }
         for (name, node) in [("local folder", localFolder), ("SeaweedFS", s3)] {
             progress("assets and a 256 MB document on the \(name)")
@@ -56,6 +49,23 @@ extension ScaleOutBenchmarks {
                 String(format: "%.0f / %.0f MB/s", Double(size) / docUp / 1_048_576, Double(size) / docDown / 1_048_576),
                 target: "(reference)", met: true)
         }
+    }
+
+    /// The bucket the benchmarks' nodes keep their blobs in (`s3://nimbus/node/`), made on `objects`.
+    static func nodeBucket(_ objects: TemporarySeaweedFS) async throws -> S3Client.Location {
+        let bucket = S3Client.Location(
+            endpoint: objects.endpoint, bucket: "nimbus", prefix: "node/", accessKeyID: objects.accessKeyID,
+            secretAccessKey: objects.secretAccessKey)
+        try await S3Client(bucket).createBucket()
+        return bucket
+    }
+
+    /// The options that name `objects` to a `nimbus` command, beside `--blobs`.
+    static func bucketArguments(_ objects: TemporarySeaweedFS) -> [String] {
+        [
+            "--blobs-endpoint", objects.endpoint.absoluteString, "--blobs-access-key-id", objects.accessKeyID,
+            "--blobs-secret-access-key", objects.secretAccessKey,
+        ]
     }
 
     /// MB/s of `rounds` objects of `bytes` written as the server writes a large blob (a multipart upload of

@@ -26,7 +26,7 @@ final class NimbusDaemonPeers: SyncPeers {
         var daemons: [Process] = []
         for (side, device) in zip(roots, ["a", "b"]) {
             let config = side.appendingPathComponent("config").path
-            try Self.run(
+            try ServerProcess.runCommand(
                 nimbus,
                 [
                     "login", "--config", config, "--server", server.url.absoluteString, "--email", email, "--password",
@@ -73,15 +73,5 @@ final class NimbusDaemonPeers: SyncPeers {
             guard ContinuousClock.now < deadline else { throw BenchmarkError("the daemon on \(root.path) did not start") }
             try await Task.sleep(for: .milliseconds(50))
         }
-    }
-
-    private static func run(_ nimbus: URL, _ arguments: [String]) throws {
-        let process = Process()
-        process.executableURL = nimbus
-        process.arguments = arguments
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else { throw BenchmarkError("nimbus \(arguments[0]) failed") }
     }
 }
