@@ -188,6 +188,10 @@ import Testing
         }
         #expect(swept == 0)
         #expect(try await blobs.sizes([orphan.id]) == [orphan.id: 16], "kept while the backup ran")
-        #expect(try await blobs.sweep(keeping: [], writtenBefore: later) == 1)
+        // A sweep after the backup collects it. The first may still find the lock taken: a program that another
+        // test starts holds a copy of every open descriptor of this process from its fork until its exec (under
+        // load, milliseconds), and a sweep skips its round rather than wait (seen once in a loaded full run).
+        #expect(await eventually { (try? await blobs.sweep(keeping: [], writtenBefore: later)) == 1 })
+        #expect(try await blobs.sizes([orphan.id]).isEmpty)
     }
 }
