@@ -156,20 +156,7 @@ package enum BackupFiles {
     private static func holdingLock<T: Sendable>(
         _ file: URL, shared: Bool, wait: Bool, _ body: () async throws -> T
     ) async throws -> T? {
-        let descriptor: Int32? = try await BlockingWork.run {
-            let descriptor = open(file.path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-            guard descriptor >= 0 else { throw posixError("cannot open \(file.path)") }
-            while flock(descriptor, (shared ? LOCK_SH : LOCK_EX) | (wait ? 0 : LOCK_NB)) != 0 {
-                let failure = errno
-                guard failure == EINTR else {
-                    let error = posixError("cannot lock \(file.path)")
-                    close(descriptor)
-                    if failure == EWOULDBLOCK && !wait { return nil }
-                    throw error
-                }
-            }
-            return descriptor
-        }
+        let descriptor = try await BlockingWork.run { try acquire(file, shared: shared, wait: wait) }
         guard let descriptor else { return nil }
         // The lock is the open file's, not a thread's: closing the descriptor releases it.
         defer { close(descriptor) }
@@ -182,16 +169,25 @@ package enum BackupFiles {
     }
 
     private static func lock<T>(_ file: URL, shared: Bool, wait: Bool, _ body: () throws -> T) throws -> T? {
+        guard let descriptor = try acquire(file, shared: shared, wait: wait) else { return nil }
+        defer { close(descriptor) }
+        return try body()
+    }
+
+    /// Opens `file` (created when missing) and takes its `flock`, waiting for it unless `wait` is false; the
+    /// open descriptor, whose closing releases the lock, or nil when another holds it and `wait` is false.
+    private static func acquire(_ file: URL, shared: Bool, wait: Bool) throws -> Int32? {
         let descriptor = open(file.path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else { throw posixError("cannot open \(file.path)") }
-        defer { close(descriptor) }
-        let operation = (shared ? LOCK_SH : LOCK_EX) | (wait ? 0 : LOCK_NB)
-        while flock(descriptor, operation) != 0 {
-            if errno == EINTR { continue }
-            if errno == EWOULDBLOCK && !wait { return nil }
-            throw posixError("cannot lock \(file.path)")
+        while flock(descriptor, (shared ? LOCK_SH : LOCK_EX) | (wait ? 0 : LOCK_NB)) != 0 {
+            let failure = errno
+            if failure == EINTR { continue }
+            let error = posixError("cannot lock \(file.path)")
+            close(descriptor)
+            if failure == EWOULDBLOCK && !wait { return nil }
+            throw error
         }
-        return try body()
+        return descriptor
     }
 
     package static func posixError(_ context: String) -> any Error {
