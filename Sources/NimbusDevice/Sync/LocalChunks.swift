@@ -35,6 +35,9 @@ final class LocalChunks: Sendable {
     /// How many of the wanted chunks the file holds.
     var count: Int { places.count }
 
+    /// Whether the file held the chunk when it was cut.
+    func holds(_ hash: String) -> Bool { places[hash] != nil }
+
     /// The chunk's bytes from the file, if it holds them still.
     func bytes(of hash: String) -> Data? {
         guard let place = places[hash], let bytes = try? read(place), Secrets.hex(SHA256.hash(data: bytes)) == hash

@@ -217,9 +217,11 @@ package final class SyncEngine: Sendable {
                 // small files are read first and asked about together.
                 let size = LocalScanner.stat(folder.appendingPathComponent(path).path, path: path)?.size ?? 0
                 let large = size > ContentDefinedChunker.standard.maximumSize
+                // A package's stream is this round's own file; a file is read only while it is what the scan saw.
                 guard
                     let content = try await large
-                        ? send(step.item, at: path, expecting: item.content) : read(path, expecting: item.content)
+                        ? send(step.item, at: path, expecting: item.content, unchangedSince: item.kind == .package ? nil : scan)
+                        : read(path, expecting: item.content)
                 else { continue }
                 contents[step.item] = (path, content)
                 if large { sent.insert(step.item) }
@@ -304,47 +306,62 @@ package final class SyncEngine: Sendable {
 
     /// Reads the file once: every few chunks, asks the server which it lacks and sends those (a few in
     /// flight) while reading on. The file's content, or nil when it is not what the planner saw.
-    private func send(_ id: ItemID, at path: String, expecting hash: String?) async throws -> DocumentContent? {
+    ///
+    /// With `unchangedSince`, the file must still be the one the scan saw: checked before each question, so
+    /// a file still being written (its creation woke the round) is left for the next round after a few
+    /// chunks, not read and sent whole only to fail its hash at the end.
+    private func send(
+        _ id: ItemID, at path: String, expecting hash: String?,
+        unchangedSince scan: LocalScanner.Scan?
+    ) async throws -> DocumentContent? {
         let file = folder.appendingPathComponent(path)
-        guard let before = LocalScanner.stat(file.path, path: path) else { return nil }
+        func stillScanned() -> Bool { scan.map { unchanged(id, at: path, scan: $0) } ?? true }
+        guard stillScanned(), let before = LocalScanner.stat(file.path, path: path) else { return nil }
         let (client, activity) = (client, activity)
         await activity.started(id, bytes: before.size)
         var chunks: [DocumentChunk] = []
         var asked = Set<String>()
         // No coordination lock here: it would be held across the network for the whole upload. What is sent
         // is checked against the hash the planner saw, read under the lock (`read`) or by the scan.
-        let whole = try await withThrowingTaskGroup(of: Void.self) { group in
-            var window: [(Data, String)] = []
-            var inFlight = 0
-            func ask() async throws -> [(Data, String)] {
-                let fresh = window.filter { asked.insert($0.1).inserted }
-                defer { window = [] }
-                guard !fresh.isEmpty else { return [] }
-                let missing = Set(try await client.missing(fresh.map(\.1)))
-                let stored = fresh.filter { !missing.contains($0.1) }.reduce(0) { $0 + $1.0.count }
-                await activity.moved(id, bytes: Int64(stored))
-                return fresh.filter { missing.contains($0.1) }
-            }
-            func upload(_ bytes: Data, _ chunk: String) async throws {
-                try await client.upload(chunk: bytes, hash: chunk)
-                await activity.moved(id, bytes: Int64(bytes.count))
-            }
-            let whole = try await FileContent.chunks(of: file) { bytes, chunk in
-                chunks.append(DocumentChunk(hash: chunk, size: Int64(bytes.count)))
-                window.append((bytes, chunk))
-                guard window.count == Self.chunksPerQuestion else { return }
-                for (bytes, chunk) in try await ask() {
-                    if inFlight == Self.uploadsInFlight {
-                        try await group.next()
-                        inFlight -= 1
-                    }
-                    group.addTask { try await upload(bytes, chunk) }
-                    inFlight += 1
+        struct ChangedWhileSent: Error {}
+        let whole: String
+        do {
+            whole = try await withThrowingTaskGroup(of: Void.self) { group in
+                var window: [(Data, String)] = []
+                var inFlight = 0
+                func ask() async throws -> [(Data, String)] {
+                    let fresh = window.filter { asked.insert($0.1).inserted }
+                    defer { window = [] }
+                    guard !fresh.isEmpty else { return [] }
+                    let missing = Set(try await client.missing(fresh.map(\.1)))
+                    let stored = fresh.filter { !missing.contains($0.1) }.reduce(0) { $0 + $1.0.count }
+                    await activity.moved(id, bytes: Int64(stored))
+                    return fresh.filter { missing.contains($0.1) }
                 }
+                func upload(_ bytes: Data, _ chunk: String) async throws {
+                    try await client.upload(chunk: bytes, hash: chunk)
+                    await activity.moved(id, bytes: Int64(bytes.count))
+                }
+                let whole = try await FileContent.chunks(of: file) { bytes, chunk in
+                    chunks.append(DocumentChunk(hash: chunk, size: Int64(bytes.count)))
+                    window.append((bytes, chunk))
+                    guard window.count == Self.chunksPerQuestion else { return }
+                    guard stillScanned() else { throw ChangedWhileSent() }
+                    for (bytes, chunk) in try await ask() {
+                        if inFlight == Self.uploadsInFlight {
+                            try await group.next()
+                            inFlight -= 1
+                        }
+                        group.addTask { try await upload(bytes, chunk) }
+                        inFlight += 1
+                    }
+                }
+                for (bytes, chunk) in try await ask() { group.addTask { try await upload(bytes, chunk) } }
+                try await group.waitForAll()
+                return whole
             }
-            for (bytes, chunk) in try await ask() { group.addTask { try await upload(bytes, chunk) } }
-            try await group.waitForAll()
-            return whole
+        } catch is ChangedWhileSent {
+            return nil
         }
         guard whole == hash else { return nil }
         return DocumentContent(
@@ -675,28 +692,59 @@ package final class SyncEngine: Sendable {
             await activity.started(id, bytes: content.size)
             var held: LocalChunks?
             if let file = previous[id] { held = await LocalChunks(of: file, wanted: Set(content.chunks.map(\.hash))) }
-            let written = try await write(content) { hash in
-                let bytes: Data
-                if let local = held?.bytes(of: hash) {
-                    bytes = local
-                } else {
-                    bytes = try await self.client.download(chunk: hash)
-                }
-                await self.activity.moved(id, bytes: Int64(bytes.count))
-                return bytes
-            }
-            return [(id, written)]
+            return [(id, try await downloadLarge(id, content, held: held))]
         }
         let hashes = Array(Set(files.flatMap { $0.1.chunks.map(\.hash) }))
         let chunks = Dictionary(try await client.fetch(hashes).map { ($0.hash, $0.bytes) }, uniquingKeysWith: { a, _ in a })
         var written: [(ItemID, URL)] = []
         do {
-            for (id, content) in files { written.append((id, try await write(content) { chunks[$0] ?? Data() })) }
+            for (id, content) in files {
+                written.append((id, try await write(content) { chunks[content.chunks[$0].hash] ?? Data() }))
+            }
         } catch {
             for (_, file) in written { unlink(file.path) }
             throw error
         }
         return written
+    }
+
+    /// Writes a large file's new version from the chunks `held` (its previous version on disk) still holds
+    /// and downloads of the others, a few downloads running ahead of the write: one after another, each
+    /// waiting out its round trip, they held the download to a fraction of what the link and disk move.
+    /// What runs ahead is bounded: at most `uploadsInFlight` chunks in flight or waiting for their turn.
+    private func downloadLarge(_ id: ItemID, _ content: DocumentContent, held: LocalChunks?) async throws -> URL {
+        let (client, activity) = (client, activity)
+        let chunks = content.chunks
+        let downloaded = chunks.indices.filter { held?.holds(chunks[$0].hash) != true }
+        return try await withThrowingTaskGroup(of: (Int, Data).self) { group in
+            var (requested, ahead) = (0, 0)
+            var arrived: [Int: Data] = [:]
+            return try await write(content) { index in
+                while requested < downloaded.count && ahead < Self.uploadsInFlight {
+                    let (position, hash) = (downloaded[requested], chunks[downloaded[requested]].hash)
+                    group.addTask { (position, try await client.download(chunk: hash)) }
+                    (requested, ahead) = (requested + 1, ahead + 1)
+                }
+                let bytes: Data
+                if held?.holds(chunks[index].hash) == true {
+                    // Read again and checked when taken; changed since the scan, it is downloaded after all.
+                    if let local = held?.bytes(of: chunks[index].hash) {
+                        bytes = local
+                    } else {
+                        bytes = try await client.download(chunk: chunks[index].hash)
+                    }
+                } else {
+                    while arrived[index] == nil, let (position, data) = try await group.next() { arrived[position] = data }
+                    guard let data = arrived.removeValue(forKey: index) else {
+                        throw NimbusError(.internalError, "chunk \(chunks[index].hash) was never downloaded")
+                    }
+                    bytes = data
+                    ahead -= 1
+                }
+                await activity.moved(id, bytes: Int64(bytes.count))
+                return bytes
+            }
+        }
     }
 
     /// A new temporary file holding `bytes`.
@@ -722,14 +770,14 @@ package final class SyncEngine: Sendable {
     }
 
     /// Writes a version into a new temporary file (not yet synced), checking every chunk and the whole
-    /// against their hashes.
-    private func write(_ content: DocumentContent, chunk bytesOf: (String) async throws -> Data) async throws -> URL {
+    /// against their hashes; `bytesOf` gives each chunk's bytes by its position, in order.
+    private func write(_ content: DocumentContent, chunk bytesOf: (Int) async throws -> Data) async throws -> URL {
         let (temporary, handle) = try createTemporary()
         var hasher = SHA256()
         do {
             defer { try? handle.close() }
-            for chunk in content.chunks {
-                let bytes = try await bytesOf(chunk.hash)
+            for (index, chunk) in content.chunks.enumerated() {
+                let bytes = try await bytesOf(index)
                 guard Secrets.hex(SHA256.hash(data: bytes)) == chunk.hash else {
                     throw NimbusError(.internalError, "chunk \(chunk.hash) arrived with other bytes")
                 }
