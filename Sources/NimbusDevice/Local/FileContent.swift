@@ -1,0 +1,71 @@
+import Crypto
+import Foundation
+import NimbusCore
+
+/// Reading a file's content: its hash, and its chunks. Both read into one buffer of their own and hash the
+/// bytes where they lie: a large file's upload reads it at the speed of its hashing, not of copies.
+package enum FileContent {
+    static let readSize = 4 << 20
+
+    package static func hash(of file: URL) throws -> String {
+        let descriptor = try open(file)
+        defer { close(descriptor) }
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: readSize, alignment: 16)
+        defer { buffer.deallocate() }
+        var hasher = SHA256()
+        while true {
+            let count = try read(descriptor, into: buffer)
+            if count == 0 { break }
+            hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: buffer[..<count]))
+        }
+        return Secrets.hex(hasher.finalize())
+    }
+
+    /// Calls `body` with each chunk of the file in order (never more than the chunker's largest chunk
+    /// and one read in memory); returns the whole file's SHA-256.
+    package static func chunks(
+        of file: URL, chunker: ContentDefinedChunker = .standard, _ body: (Data, String) async throws -> Void
+    ) async throws -> String {
+        let descriptor = try open(file)
+        defer { close(descriptor) }
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: chunker.maximumSize + readSize, alignment: 16)
+        defer { buffer.deallocate() }
+        var whole = SHA256()
+        // The unread part of the buffer is start..<end; the chunker needs the rest of the file or at least its
+        // largest chunk's worth, so the remainder moves to the front (less than a chunk) before each refill.
+        var (start, end, ended) = (0, 0, false)
+        while true {
+            if !ended && end - start < chunker.maximumSize {
+                buffer.baseAddress!.copyMemory(from: buffer.baseAddress! + start, byteCount: end - start)
+                (start, end) = (0, end - start)
+                while !ended && end < chunker.maximumSize {
+                    let count = try read(descriptor, into: UnsafeMutableRawBufferPointer(rebasing: buffer[end...]))
+                    if count == 0 { ended = true }
+                    end += count
+                }
+            }
+            if start == end { break }
+            let unread = UnsafeRawBufferPointer(rebasing: buffer[start..<end])
+            let chunk = UnsafeRawBufferPointer(rebasing: unread[..<chunker.nextChunkLength(in: unread)])
+            whole.update(bufferPointer: chunk)
+            start += chunk.count
+            try await body(Data(chunk), Secrets.hex(SHA256.hash(data: chunk)))
+        }
+        return Secrets.hex(whole.finalize())
+    }
+
+    private static func open(_ file: URL) throws -> Int32 {
+        let descriptor = Foundation.open(file.path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+        return descriptor
+    }
+
+    /// Reads up to the buffer's size; 0 at the end of the file.
+    private static func read(_ descriptor: Int32, into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+        while true {
+            let count = Foundation.read(descriptor, buffer.baseAddress, buffer.count)
+            if count >= 0 { return count }
+            guard errno == EINTR else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+        }
+    }
+}
