@@ -116,20 +116,22 @@ package struct LocalScanner: Sendable {
     /// in `.nosync`, the engine's temporary names, names no server would take (control characters, over
     /// 255 bytes; `nimbus device status` says why), and anything but regular files and folders.
     private func entries() throws -> [Entry] {
-        // Breadth first, so parents come before what they hold.
+        // Breadth first, so parents come before what they hold. Paths are joined as strings: a URL's
+        // `appendingPathComponent` for every file was as costly as the `lstat` calls themselves.
+        let root = folder.path
         var found: [Entry] = []
         var pending = [""]
         var next = 0
         while next < pending.count {
             let relative = pending[next]
             next += 1
-            let directory = relative.isEmpty ? folder.path : folder.appendingPathComponent(relative).path
+            let directory = relative.isEmpty ? root : root + "/" + relative
             for name in try FileManager.default.contentsOfDirectory(atPath: directory).sorted() {
                 let valid = (try? DocumentNames.validate(name)) != nil
                 guard valid || DocumentNames.isPlaceholderName(name) else { continue }
                 let path = relative.isEmpty ? name : relative + "/" + name
                 // Placeholders' names are reserved for files, which `scan` reads as the items they stand for.
-                guard let entry = Self.stat(folder.appendingPathComponent(path).path, path: path), valid || !entry.isFolder
+                guard let entry = Self.stat(root + "/" + path, path: path), valid || !entry.isFolder
                 else { continue }
                 found.append(entry)
                 // A package is one item: what it holds is its content, not items of its own.

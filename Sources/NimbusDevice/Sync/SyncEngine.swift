@@ -29,6 +29,9 @@ package final class SyncEngine: Sendable {
     static let batchSize = 200
     /// Chunk uploads and downloads in flight at once.
     static let uploadsInFlight = 4
+    /// A large file's chunk uploads and downloads in flight at once. Each waits mostly on the server's syncs,
+    /// not on the link: 4 → 8 took 256 MB up from 1.43 to 1.04 s and down from 0.98 to 0.72 s on loopback.
+    static let largeFileChunksInFlight = 8
     /// Steps of the disk's side downloaded and done together.
     static let diskSlice = 500
     /// Chunks of a large file asked about together while it is read once.
@@ -348,7 +351,7 @@ package final class SyncEngine: Sendable {
                     guard window.count == Self.chunksPerQuestion else { return }
                     guard stillScanned() else { throw ChangedWhileSent() }
                     for (bytes, chunk) in try await ask() {
-                        if inFlight == Self.uploadsInFlight {
+                        if inFlight == Self.largeFileChunksInFlight {
                             try await group.next()
                             inFlight -= 1
                         }
@@ -711,7 +714,7 @@ package final class SyncEngine: Sendable {
     /// Writes a large file's new version from the chunks `held` (its previous version on disk) still holds
     /// and downloads of the others, a few downloads running ahead of the write: one after another, each
     /// waiting out its round trip, they held the download to a fraction of what the link and disk move.
-    /// What runs ahead is bounded: at most `uploadsInFlight` chunks in flight or waiting for their turn.
+    /// What runs ahead is bounded: at most `largeFileChunksInFlight` chunks in flight or waiting for their turn.
     private func downloadLarge(_ id: ItemID, _ content: DocumentContent, held: LocalChunks?) async throws -> URL {
         let (client, activity) = (client, activity)
         let chunks = content.chunks
@@ -720,7 +723,7 @@ package final class SyncEngine: Sendable {
             var (requested, ahead) = (0, 0)
             var arrived: [Int: Data] = [:]
             return try await write(content) { index in
-                while requested < downloaded.count && ahead < Self.uploadsInFlight {
+                while requested < downloaded.count && ahead < Self.largeFileChunksInFlight {
                     let (position, hash) = (downloaded[requested], chunks[downloaded[requested]].hash)
                     group.addTask { (position, try await client.download(chunk: hash)) }
                     (requested, ahead) = (requested + 1, ahead + 1)

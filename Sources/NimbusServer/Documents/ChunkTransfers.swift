@@ -9,6 +9,8 @@ import NimbusStore
 /// user's bytes.
 struct ChunkTransfers: Sendable {
     let server: ServerState
+    /// Bytes of an uploaded chunk written to the blob store at a time.
+    static let writeSize = 1 << 20
 
     /// Which of `hashes` the caller must upload before naming them in a version.
     func missing(_ zone: ZoneKey, _ request: ChunksMissingRequest) async throws -> ChunksMissingResponse {
@@ -35,6 +37,7 @@ struct ChunkTransfers: Sendable {
         let size: Int64
         do {
             var buffers = body.makeAsyncIterator()
+            var pending = ByteBuffer()
             while true {
                 // Only the body's own failures are the client's; the blob store's (a full disk, an object store
                 // gone) are the server's.
@@ -45,8 +48,17 @@ struct ChunkTransfers: Sendable {
                     await writer.discard()
                     throw NimbusError.badRequest("the upload ended before it was complete")
                 }
-                guard let buffer else { break }
-                try await writer.write(Data(buffer: buffer))
+                // The body arrives in pieces of tens of kilobytes; each write is a hop to a blocking thread, so
+                // they are gathered into writes of `writeSize`.
+                if var buffer {
+                    pending.writeBuffer(&buffer)
+                    guard pending.readableBytes >= Self.writeSize else { continue }
+                }
+                if pending.readableBytes > 0 {
+                    try await writer.write(Data(buffer: pending))
+                    pending.clear()
+                }
+                if buffer == nil { break }
             }
             size = try await writer.finish().size
         } catch is BlobTooLarge {
