@@ -168,12 +168,8 @@ import Testing
         shape: TestDeployment.Shape
     ) async throws {
         let fixture = try await Fixture.make(shape)
-        var generator = SeededGenerator(seed: 7)
-        var bytes = generator.bytes(12 << 20)
-        let url = fixture.a.folder.appendingPathComponent("Documents/Movie.bin")
-        try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
-        try bytes.write(to: url)
-        try await fixture.settle()
+        let (synced, url) = try await Self.syncedLargeFile(fixture, seed: 7)
+        var bytes = synced
         #expect(
             FileManager.default.contents(atPath: fixture.b.folder.appendingPathComponent("Documents/Movie.bin").path) == bytes)
         let blobs = fixture.deployment.dataDirectory.appendingPathComponent("blobs")
@@ -187,17 +183,25 @@ import Testing
             FileManager.default.contents(atPath: fixture.b.folder.appendingPathComponent("Documents/Movie.bin").path) == bytes)
     }
 
+    /// A 12 MiB file of seeded random bytes (three or more chunks) written on A as `Documents/Movie.bin` and
+    /// synced: its bytes and A's copy.
+    private static func syncedLargeFile(_ fixture: Fixture, seed: UInt64) async throws -> (Data, URL) {
+        var generator = SeededGenerator(seed: seed)
+        let bytes = generator.bytes(12 << 20)
+        let url = fixture.a.folder.appendingPathComponent("Documents/Movie.bin")
+        try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try bytes.write(to: url)
+        try await fixture.settle()
+        return (bytes, url)
+    }
+
     /// The other device takes what it already holds from its own copy: after a one-byte edit, the chunks
     /// the two versions share are gone from the server, and it still writes the new version whole (it
     /// could only have downloaded the chunk or two that changed).
     @Test func aSmallEditToALargeFileIsWrittenFromTheOtherDevicesOwnCopy() async throws {
         let fixture = try await Fixture.make()
-        var generator = SeededGenerator(seed: 11)
-        var bytes = generator.bytes(12 << 20)
-        let url = fixture.a.folder.appendingPathComponent("Documents/Movie.bin")
-        try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
-        try bytes.write(to: url)
-        try await fixture.settle()
+        let (synced, url) = try await Self.syncedLargeFile(fixture, seed: 11)
+        var bytes = synced
         var before = Set<String>()
         _ = try await FileContent.chunks(of: url) { _, hash in before.insert(hash) }
         bytes[bytes.count / 2] ^= 0xFF

@@ -32,9 +32,6 @@ final class LocalChunks: Sendable {
 
     deinit { try? file.close() }
 
-    /// How many of the wanted chunks the file holds.
-    var count: Int { places.count }
-
     /// Whether the file held the chunk when it was cut.
     func holds(_ hash: String) -> Bool { places[hash] != nil }
 

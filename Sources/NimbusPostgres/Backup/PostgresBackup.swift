@@ -84,7 +84,7 @@ extension PostgresStore {
                 try await connection.run("COMMIT")
                 return result
             } catch {
-                try? await connection.run("ROLLBACK")
+                _ = try? await connection.run("ROLLBACK")
                 throw error
             }
         }
