@@ -47,13 +47,24 @@ package final class DeviceDaemon: Sendable {
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         let wake = wake
         let watcher = try FolderWatcher { wake.yield() }
-        let container = container
+        let (container, environment, engine) = (container, engine.client.environment, engine)
+        let (announcements, announce) = AsyncStream.makeStream(
+            of: ChunksAnnouncement.self, bufferingPolicy: .bufferingNewest(256))
         let push = PushConnection(
             session: session, logger: logger, onConnect: { wake.yield() },
             onMessage: { message in
-                if message.zone?.service.kind == .documents && message.zone?.service.container == container { wake.yield() }
+                guard message.zone?.service.kind == .documents && message.zone?.service.container == container else { return }
+                if let announcement = message.announcement {
+                    if message.zone?.service.environment == environment { announce.yield(announcement) }
+                } else {
+                    wake.yield()
+                }
             })
         push.start()
+        // In the order they arrive: each extends what the ones before announced.
+        let downloadingAhead = Task {
+            await DeviceExecutor.run { for await announcement in announcements { await engine.announced(announcement) } }
+        }
         let timer = Task {
             while !Task.isCancelled {
                 try? await Task.sleep(for: rescanInterval)
@@ -61,6 +72,8 @@ package final class DeviceDaemon: Sendable {
             }
         }
         defer {
+            downloadingAhead.cancel()
+            announce.finish()
             timer.cancel()
             push.stop()
             watcher.stop()

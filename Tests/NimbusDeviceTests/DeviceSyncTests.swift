@@ -6,6 +6,7 @@ import NimbusKit
 import NimbusServer
 import NimbusTesting
 import NimbusTestingCore
+import Synchronization
 import Testing
 
 /// Two devices of one user, each a sync engine with its own folder and journal, against a real server
@@ -217,6 +218,98 @@ import Testing
         while try await fixture.b.engine.syncOnce() {}
         #expect(
             FileManager.default.contents(atPath: fixture.b.folder.appendingPathComponent("Documents/Movie.bin").path) == bytes)
+    }
+
+    /// A device uploading a large file announces its chunks as the server stores them, in order from the
+    /// first, so that the other devices download them while the rest still uploads.
+    @Test func aLargeFilesStoredChunksAreAnnouncedInOrder() async throws {
+        let fixture = try await Fixture.make()
+        let heard = Mutex<[ChunksAnnouncement]>([])
+        let listener = PushConnection(
+            session: try await fixture.deployment.signIn(email: "ann@example.com", device: "listener"),
+            logger: Logger(label: "test"),
+            onConnect: {},
+            onMessage: { message in if let announced = message.announcement { heard.withLock { $0.append(announced) } } })
+        listener.start()
+        defer { listener.stop() }
+        #expect(await eventually { listener.isConnected })
+        let (_, url) = try await Self.syncedLargeFile(fixture, seed: 5)
+        let saved = try #require(try await fixture.serverItems().first { $0.name == url.lastPathComponent }?.current?.content)
+        #expect(await eventually { heard.withLock { $0 }.reduce(0) { $0 + $1.chunks.count } >= saved.chunks.count })
+        var announced: [DocumentChunk] = []
+        for announcement in heard.withLock({ $0 }) {
+            #expect(announcement.from == announced.count, "announcements follow one another without a gap")
+            announced += announcement.chunks
+        }
+        #expect(announced == saved.chunks)
+    }
+
+    /// A large file another device is uploading is downloaded while it uploads: the announced chunks are
+    /// fetched before the version is saved (a file of the whole size waits at the folder's root), and the round
+    /// that downloads the version places that very file. An announcement that disagrees with the one before
+    /// (the file changed while it was sent) starts over, and what the first fetched is removed.
+    @Test func aLargeFileAnnouncedWhileItUploadsIsDownloadedMeanwhile() async throws {
+        let fixture = try await Fixture.make()
+        let session = try await fixture.deployment.signIn(email: "ann@example.com", device: "laptop daemon")
+        let daemon = DeviceDaemon(
+            engine: fixture.b.engine, folder: fixture.b.folder, session: session, container: fixture.app.container,
+            rescanInterval: .seconds(600), logger: Logger(label: "test"))
+        let running = Task { try await daemon.run() }
+        defer { running.cancel() }
+        let client = fixture.client
+        let scratch = TestResources.temporaryDirectory(prefix: "nimbus-announced")
+        try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
+        /// Uploads `size` seeded bytes' chunks as the uploading device would.
+        func upload(seed: UInt64, size: Int) async throws -> (Data, DocumentContent) {
+            var generator = SeededGenerator(seed: seed)
+            let (bytes, file) = (generator.bytes(size), scratch.appendingPathComponent("\(seed)"))
+            try bytes.write(to: file)
+            var chunks: [DocumentChunk] = []
+            let whole = try await FileContent.chunks(of: file) { chunk, hash in
+                try await client.upload(chunk: chunk, hash: hash)
+                chunks.append(DocumentChunk(hash: hash, size: Int64(chunk.count)))
+            }
+            return (bytes, DocumentContent(contentHash: whole, size: Int64(size), chunks: chunks, modifiedAt: 1_000))
+        }
+        /// The inode of the file of `size` bytes at B's folder's root under a name scans skip, if there is one.
+        let folder = fixture.b.folder
+        @Sendable func downloadedAhead(size: Int) -> UInt64? {
+            let names = (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []
+            for name in names where name.hasPrefix(DocumentNames.temporaryPrefix) {
+                var status = stat()
+                if stat(folder.appendingPathComponent(name).path, &status) == 0, status.st_size == size {
+                    return UInt64(status.st_ino)
+                }
+            }
+            return nil
+        }
+        /// Announces the version as the uploading device would, and waits for B to have fetched it.
+        func announceAndAwaitFetch(_ content: DocumentContent) async throws -> UInt64? {
+            for start in stride(from: 0, to: content.chunks.count, by: ChunksAnnouncement.maxChunks) {
+                let run = Array(content.chunks[start..<min(content.chunks.count, start + ChunksAnnouncement.maxChunks)])
+                try await client.announce("movie", from: start, chunks: run)
+            }
+            _ = await eventually { downloadedAhead(size: Int(content.size)) != nil }
+            return downloadedAhead(size: Int(content.size))
+        }
+        // B's push socket must be registered for it to hear the announcements.
+        #expect(await eventually { fixture.deployment.pushConnectionCount == 1 })
+
+        let (_, first) = try await upload(seed: 1, size: 10 << 20)
+        let firstFetched = try await announceAndAwaitFetch(first)
+        #expect(firstFetched != nil, "the first announced version was fetched before it was saved")
+        let (bytes, second) = try await upload(seed: 2, size: 12 << 20)
+        let fetched = try #require(try await announceAndAwaitFetch(second), "the changed file was fetched over")
+        #expect(await eventually { downloadedAhead(size: Int(first.size)) == nil }, "the first one's file was removed")
+
+        let saved = try await client.modify([
+            DocumentOperation(.save, itemID: "movie", name: "Movie.bin", kind: .file, content: second)
+        ])
+        #expect(saved.results.first?.outcome == .applied)
+        let placed = fixture.b.folder.appendingPathComponent("Movie.bin")
+        #expect(await eventually { FileManager.default.contents(atPath: placed.path) == bytes })
+        var status = stat()
+        #expect(stat(placed.path, &status) == 0 && UInt64(status.st_ino) == fetched, "the file fetched ahead is the one placed")
     }
 
     /// Two names one letter's case apart are two files on this disk but one name on the server (and on

@@ -346,6 +346,61 @@ import Testing
         #expect(try await fixture.items()["s"]?.deletedAt == nil)
     }
 
+    /// A device uploading a large file announces the chunks it has stored so far; the account's other devices
+    /// hear it over their push sockets (not the announcing device, not another account). Only chunks the caller
+    /// holds, at their stored sizes, can be announced, and a malformed announcement is refused: none of those
+    /// reaches anyone.
+    @Test func storedChunksAnnouncedReachOnlyTheAccountsOtherDevices() async throws {
+        let fixture = try await Fixture.make()
+        let laptop = try await fixture.server.signIn(email: "ann@example.com", device: "laptop")
+        let bob = try await fixture.server.signIn(email: "bob@example.com", device: "bob's phone")
+        let listeners = [fixture.ann, laptop, bob].map { PushTests.Device(server: fixture.server, session: $0) }
+        defer { for listener in listeners { listener.task.cancel() } }
+        #expect(await eventually { listeners.allSatisfy(\.isConnected) })
+        let (first, second) = (Data("first chunk".utf8), Data("second chunk".utf8))
+        for bytes in [first, second] { #expect(try await fixture.upload(bytes).status == 204) }
+        let chunks = [first, second].map { DocumentChunk(hash: Fixture.hash($0), size: Int64($0.count)) }
+        func announce(_ announcement: ChunksAnnouncement, as session: NimbusSession? = nil) async throws -> RawResponse {
+            try await fixture.server.request(
+                .POST, fixture.blobs + "/announce", session: session ?? fixture.ann, apiToken: fixture.app.apiToken,
+                json: String(decoding: try JSONEncoder().encode(announcement), as: UTF8.self))
+        }
+
+        let notStored = DocumentChunk(hash: Fixture.hash(Data("never uploaded".utf8)), size: 14)
+        let wrongSize = DocumentChunk(hash: chunks[0].hash, size: chunks[0].size + 1)
+        for (refused, code) in [
+            (ChunksAnnouncement(itemID: "movie", from: 0, chunks: [chunks[0], notStored]), ErrorCode.chunkMissing),
+            (ChunksAnnouncement(itemID: "movie", from: 0, chunks: [wrongSize]), .chunkMissing),
+            (ChunksAnnouncement(itemID: "movie", from: 0, chunks: []), .badRequest),
+            (ChunksAnnouncement(itemID: "movie", from: -1, chunks: chunks), .badRequest),
+            (ChunksAnnouncement(itemID: "movie", from: DocumentNames.maxChunks - 1, chunks: chunks), .badRequest),
+            (ChunksAnnouncement(itemID: "movie", from: 0, chunks: Array(repeating: chunks[0], count: 33)), .badRequest),
+            (ChunksAnnouncement(itemID: "../movie", from: 0, chunks: chunks), .badRequest),
+            (
+                ChunksAnnouncement(itemID: "movie", from: 0, chunks: [DocumentChunk(hash: "../../etc/passwd", size: 1)]),
+                .badRequest
+            ),
+        ] {
+            let response = try await announce(refused)
+            #expect(response.errorCode == code, "\(refused)")
+        }
+        let bobs = try await announce(ChunksAnnouncement(itemID: "movie", from: 0, chunks: chunks), as: bob)
+        #expect(bobs.errorCode == .chunkMissing, "knowing a hash is not holding the chunk")
+
+        #expect(try await announce(ChunksAnnouncement(itemID: "movie", from: 0, chunks: chunks)).status == 204)
+        #expect(await eventually { listeners[1].received.count == 1 })
+        let heard = listeners[1].received[0]
+        #expect(heard.type == .chunksAnnounced && heard.zone?.service.container == fixture.app.container)
+        #expect(
+            heard.announcement
+                == ChunksAnnouncement(itemID: "movie", from: 0, chunks: chunks, device: fixture.ann.deviceID))
+        // Published after the laptop's message, in order on each socket: had they heard anything, it would be here.
+        _ = try await PushTests.set("after", on: fixture.server, app: fixture.app, as: laptop)
+        #expect(await eventually { listeners[0].received.count == 1 })
+        #expect(listeners[0].received.map(\.type) == [.zoneMoved], "the announcing device does not hear itself")
+        #expect(listeners[2].received.isEmpty, "another account hears nothing")
+    }
+
     /// Uploaded chunks count against the quota until a version names them, then through the version;
     /// a save that would go over it fails whole.
     @Test func uploadsAndSavesOverTheQuotaAreRefused() async throws {

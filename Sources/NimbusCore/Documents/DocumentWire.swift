@@ -251,6 +251,29 @@ package struct ChunksMissingResponse: Codable, Sendable {
     package init(missing: [String]) { self.missing = missing }
 }
 
+/// Chunks of a large file's coming version, stored on the server already, announced by the device uploading
+/// them so that the account's other devices download them while the rest still uploads, rather than after
+/// the version is saved. A hint, never a promise: the version may change or never be saved, and a device
+/// that missed an announcement downloads the chunks once the version arrives.
+package struct ChunksAnnouncement: Codable, Hashable, Sendable {
+    package var itemID: String
+    /// The position in the version's chunk list of the first chunk announced here.
+    package var from: Int
+    package var chunks: [DocumentChunk]
+    /// The announcing device, set by the server: its own push sockets do not get the announcement.
+    package var device: String?
+
+    /// Chunks in one announcement: it travels in a push message, and between nodes in one database signal.
+    package static let maxChunks = 32
+
+    package init(itemID: String, from: Int, chunks: [DocumentChunk], device: String? = nil) {
+        self.itemID = itemID
+        self.from = from
+        self.chunks = chunks
+        self.device = device
+    }
+}
+
 package struct ChunksFetchRequest: Codable, Sendable {
     package var hashes: [String]
     package init(hashes: [String]) { self.hashes = hashes }

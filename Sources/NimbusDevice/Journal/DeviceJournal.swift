@@ -202,6 +202,20 @@ package final class DeviceJournal: Sendable {
         }
     }
 
+    /// The item's file on this device as the last scan recorded it.
+    package func localFile(_ id: ItemID) async throws -> LocalFile? {
+        try await database.read { db in
+            try Row.fetchOne(
+                db, sql: "SELECT item_id, path, inode, size, modified, content FROM local WHERE item_id = ?",
+                arguments: [id.rawValue]
+            ).map {
+                LocalFile(
+                    id: ItemID($0[0]), path: $0[1], inode: UInt64(bitPattern: $0[2]), size: $0[3], modified: $0[4], content: $0[5]
+                )
+            }
+        }
+    }
+
     /// Makes the journal's local files those of a scan, writing only what differs from `known` (what the
     /// journal held when the scan began): a round with nothing changed writes nothing.
     package func updateLocalFiles(from known: [LocalFile], to scanned: [ItemID: LocalFile]) async throws {

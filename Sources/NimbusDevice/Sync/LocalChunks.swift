@@ -13,13 +13,14 @@ final class LocalChunks: Sendable {
     private let file: FileHandle
     private let places: [String: (offset: UInt64, length: Int)]
 
-    /// The chunks of `file` among `wanted`; nil when the file cannot be read or holds none of them.
-    init?(of file: URL, wanted: Set<String>) async {
+    /// The chunks of `file` among `wanted` (all of them when nil); nil when the file cannot be read or holds
+    /// none of them.
+    init?(of file: URL, wanted: Set<String>?) async {
         guard let handle = try? FileHandle(forReadingFrom: file) else { return nil }
         var places: [String: (offset: UInt64, length: Int)] = [:]
         var offset: UInt64 = 0
         let read = try? await FileContent.chunks(of: file) { bytes, hash in
-            if wanted.contains(hash) { places[hash] = (offset, bytes.count) }
+            if wanted?.contains(hash) ?? true { places[hash] = (offset, bytes.count) }
             offset += UInt64(bytes.count)
         }
         guard read != nil, !places.isEmpty else {

@@ -20,6 +20,9 @@ package final class SyncEngine: Sendable {
     private let turns = AsyncLock()
     /// What the engine is doing and what stopped it, for the control socket.
     package let activity = SyncActivity()
+    /// Large files another device is still uploading, downloaded meanwhile; nil while new files arrive as
+    /// placeholders.
+    private let incoming: IncomingDownloads?
     /// The device root whose file coordination locks (`CoordinationLock`) the engine takes, so an app's
     /// coordinated read never sees a file being placed and its coordinated write is never overwritten: the
     /// folder's root when it is `ROOT/Mobile Documents/<container>`.
@@ -36,6 +39,9 @@ package final class SyncEngine: Sendable {
     static let diskSlice = 500
     /// Chunks of a large file asked about together while it is read once.
     static let chunksPerQuestion = 8
+    /// A large file's stored chunks are announced to the other devices once this many more are stored
+    /// (and the rest once all are).
+    static let chunksPerAnnouncement = 8
 
     package init(client: DocumentClient, folder: URL, journal: DeviceJournal, device: String, downloadsOnDemand: Bool = false) {
         self.downloadsOnDemand = downloadsOnDemand
@@ -43,6 +49,7 @@ package final class SyncEngine: Sendable {
         self.folder = folder
         self.journal = journal
         self.device = device
+        incoming = downloadsOnDemand ? nil : IncomingDownloads(folder: folder, client: client, journal: journal)
         let parent = folder.standardizedFileURL.deletingLastPathComponent()
         coordinationRoot = parent.lastPathComponent == "Mobile Documents" ? parent.deletingLastPathComponent() : nil
     }
@@ -58,6 +65,12 @@ package final class SyncEngine: Sendable {
             })
         defer { withExtendedLifetime(lock) {} }
         return try await body()
+    }
+
+    /// Another device announced stored chunks of a large file it is uploading: they are downloaded now, for
+    /// the round that downloads the version to take over. Call in the order announcements arrive.
+    package func announced(_ announcement: ChunksAnnouncement) async {
+        await incoming?.announced(announcement)
     }
 
     /// One round; whether it planned anything (run rounds until it plans nothing to converge).
@@ -308,7 +321,9 @@ package final class SyncEngine: Sendable {
     }
 
     /// Reads the file once: every few chunks, asks the server which it lacks and sends those (a few in
-    /// flight) while reading on. The file's content, or nil when it is not what the planner saw.
+    /// flight) while reading on, and announces the chunks stored so far to the other devices
+    /// (`ChunksAnnouncement`), which download them meanwhile. The file's content, or nil when it is not what
+    /// the planner saw.
     ///
     /// With `unchangedSince`, the file must still be the one the scan saw: checked before each question, so
     /// a file still being written (its creation woke the round) is left for the next round after a few
@@ -324,12 +339,25 @@ package final class SyncEngine: Sendable {
         await activity.started(id, bytes: before.size)
         var chunks: [DocumentChunk] = []
         var asked = Set<String>()
+        // The chunks the server holds, and how many from the first it holds in a row (`stored`) and were announced.
+        var held = Set<String>()
+        var (stored, announced) = (0, 0)
+        func announce(all: Bool) async {
+            while stored < chunks.count && held.contains(chunks[stored].hash) { stored += 1 }
+            guard stored - announced >= (all ? 1 : Self.chunksPerAnnouncement) else { return }
+            for start in stride(from: announced, to: stored, by: ChunksAnnouncement.maxChunks) {
+                let run = Array(chunks[start..<min(stored, start + ChunksAnnouncement.maxChunks)])
+                // A hint: a device that misses it downloads these chunks once the version is saved.
+                try? await client.announce(id.rawValue, from: start, chunks: run)
+            }
+            announced = stored
+        }
         // No coordination lock here: it would be held across the network for the whole upload. What is sent
         // is checked against the hash the planner saw, read under the lock (`read`) or by the scan.
         struct ChangedWhileSent: Error {}
         let whole: String
         do {
-            whole = try await withThrowingTaskGroup(of: Void.self) { group in
+            whole = try await withThrowingTaskGroup(of: String.self) { group in
                 var window: [(Data, String)] = []
                 var inFlight = 0
                 func ask() async throws -> [(Data, String)] {
@@ -337,30 +365,40 @@ package final class SyncEngine: Sendable {
                     defer { window = [] }
                     guard !fresh.isEmpty else { return [] }
                     let missing = Set(try await client.missing(fresh.map(\.1)))
-                    let stored = fresh.filter { !missing.contains($0.1) }.reduce(0) { $0 + $1.0.count }
-                    await activity.moved(id, bytes: Int64(stored))
+                    let present = fresh.filter { !missing.contains($0.1) }
+                    held.formUnion(present.map(\.1))
+                    await activity.moved(id, bytes: Int64(present.reduce(0) { $0 + $1.0.count }))
                     return fresh.filter { missing.contains($0.1) }
                 }
-                func upload(_ bytes: Data, _ chunk: String) async throws {
+                @Sendable func upload(_ bytes: Data, _ chunk: String) async throws -> String {
                     try await client.upload(chunk: bytes, hash: chunk)
                     await activity.moved(id, bytes: Int64(bytes.count))
+                    return chunk
                 }
                 let whole = try await FileContent.chunks(of: file) { bytes, chunk in
                     chunks.append(DocumentChunk(hash: chunk, size: Int64(bytes.count)))
                     window.append((bytes, chunk))
                     guard window.count == Self.chunksPerQuestion else { return }
                     guard stillScanned() else { throw ChangedWhileSent() }
-                    for (bytes, chunk) in try await ask() {
-                        if inFlight == Self.largeFileChunksInFlight {
-                            try await group.next()
+                    let toSend = try await ask()
+                    await announce(all: false)
+                    for (bytes, chunk) in toSend {
+                        if inFlight == Self.largeFileChunksInFlight, let sent = try await group.next() {
+                            held.insert(sent)
                             inFlight -= 1
+                            await announce(all: false)
                         }
                         group.addTask { try await upload(bytes, chunk) }
                         inFlight += 1
                     }
                 }
                 for (bytes, chunk) in try await ask() { group.addTask { try await upload(bytes, chunk) } }
-                try await group.waitForAll()
+                for try await sent in group {
+                    held.insert(sent)
+                    await announce(all: false)
+                }
+                // Announced only when it is what the planner saw: the round saves it next.
+                if whole == hash { await announce(all: true) }
                 return whole
             }
         } catch is ChangedWhileSent {
@@ -540,8 +578,10 @@ package final class SyncEngine: Sendable {
     }
 
     private func removeTemporaryFiles() {
+        incoming?.removeIdle()
+        let downloading = incoming?.fileNames ?? []
         for name in (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []
-        where name.hasPrefix(LocalScanner.temporaryPrefix) {
+        where name.hasPrefix(LocalScanner.temporaryPrefix) && !downloading.contains(name) {
             // Folders too: a package being unpacked, or the old one swapped out, when the daemon was killed.
             try? FileManager.default.removeItem(at: folder.appendingPathComponent(name))
         }
@@ -693,9 +733,7 @@ package final class SyncEngine: Sendable {
     func download(_ files: [(ItemID, DocumentContent)], previous: [ItemID: URL] = [:]) async throws -> [(ItemID, URL)] {
         if files.count == 1, let (id, content) = files.first, content.size > Int64(ContentDefinedChunker.standard.maximumSize) {
             await activity.started(id, bytes: content.size)
-            var held: LocalChunks?
-            if let file = previous[id] { held = await LocalChunks(of: file, wanted: Set(content.chunks.map(\.hash))) }
-            return [(id, try await downloadLarge(id, content, held: held))]
+            return [(id, try await downloadLarge(id, content, previous: previous[id]))]
         }
         let hashes = Array(Set(files.flatMap { $0.1.chunks.map(\.hash) }))
         let chunks = Dictionary(try await client.fetch(hashes).map { ($0.hash, $0.bytes) }, uniquingKeysWith: { a, _ in a })
@@ -711,42 +749,25 @@ package final class SyncEngine: Sendable {
         return written
     }
 
-    /// Writes a large file's new version from the chunks `held` (its previous version on disk) still holds
-    /// and downloads of the others, a few downloads running ahead of the write: one after another, each
-    /// waiting out its round trip, they held the download to a fraction of what the link and disk move.
-    /// What runs ahead is bounded: at most `largeFileChunksInFlight` chunks in flight or waiting for their turn.
-    private func downloadLarge(_ id: ItemID, _ content: DocumentContent, held: LocalChunks?) async throws -> URL {
-        let (client, activity) = (client, activity)
-        let chunks = content.chunks
-        let downloaded = chunks.indices.filter { held?.holds(chunks[$0].hash) != true }
-        return try await withThrowingTaskGroup(of: (Int, Data).self) { group in
-            var (requested, ahead) = (0, 0)
-            var arrived: [Int: Data] = [:]
-            return try await write(content) { index in
-                while requested < downloaded.count && ahead < Self.largeFileChunksInFlight {
-                    let (position, hash) = (downloaded[requested], chunks[downloaded[requested]].hash)
-                    group.addTask { (position, try await client.download(chunk: hash)) }
-                    (requested, ahead) = (requested + 1, ahead + 1)
-                }
-                let bytes: Data
-                if held?.holds(chunks[index].hash) == true {
-                    // Read again and checked when taken; changed since the scan, it is downloaded after all.
-                    if let local = held?.bytes(of: chunks[index].hash) {
-                        bytes = local
-                    } else {
-                        bytes = try await client.download(chunk: chunks[index].hash)
-                    }
-                } else {
-                    while arrived[index] == nil, let (position, data) = try await group.next() { arrived[position] = data }
-                    guard let data = arrived.removeValue(forKey: index) else {
-                        throw NimbusError(.internalError, "chunk \(chunks[index].hash) was never downloaded")
-                    }
-                    bytes = data
-                    ahead -= 1
-                }
-                await activity.moved(id, bytes: Int64(bytes.count))
-                return bytes
-            }
+    /// Downloads a large file's version (`LargeDownload`): the one announced while it uploaded, taken over
+    /// with most chunks written, or a new one taking what `previous` (its version on disk) holds.
+    private func downloadLarge(_ id: ItemID, _ content: DocumentContent, previous: URL?) async throws -> URL {
+        let download: LargeDownload
+        if let announced = await incoming?.take(id, for: content) {
+            download = announced
+            await activity.moved(id, bytes: announced.writtenBytes)
+        } else {
+            var held: LocalChunks?
+            if let previous { held = await LocalChunks(of: previous, wanted: Set(content.chunks.map(\.hash))) }
+            download = try LargeDownload(id, into: folder, client: client, held: held)
+            _ = download.extend(content.chunks, from: 0)
+        }
+        do {
+            try await download.run(activity: activity)
+            return try download.finish(content)
+        } catch {
+            download.discard()
+            throw error
         }
     }
 
@@ -764,37 +785,19 @@ package final class SyncEngine: Sendable {
     }
 
     /// A new empty file at the folder's root, under a name scans skip.
-    private func createTemporary() throws -> (URL, FileHandle) {
-        let temporary = folder.appendingPathComponent(LocalScanner.temporaryPrefix + UUIDString.random())
-        // Not FileManager.createFile, which writes through a second temporary file and syncs it.
-        let descriptor = open(temporary.path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
-        guard descriptor >= 0 else { throw NimbusError(.internalError, "cannot create \(temporary.path)") }
-        return (temporary, FileHandle(fileDescriptor: descriptor, closeOnDealloc: true))
-    }
+    private func createTemporary() throws -> (URL, FileHandle) { try VersionFile.create(in: folder) }
 
     /// Writes a version into a new temporary file (not yet synced), checking every chunk and the whole
     /// against their hashes; `bytesOf` gives each chunk's bytes by its position, in order.
     private func write(_ content: DocumentContent, chunk bytesOf: (Int) async throws -> Data) async throws -> URL {
-        let (temporary, handle) = try createTemporary()
-        var hasher = SHA256()
+        let file = try VersionFile(in: folder)
         do {
-            defer { try? handle.close() }
-            for (index, chunk) in content.chunks.enumerated() {
-                let bytes = try await bytesOf(index)
-                guard Secrets.hex(SHA256.hash(data: bytes)) == chunk.hash else {
-                    throw NimbusError(.internalError, "chunk \(chunk.hash) arrived with other bytes")
-                }
-                hasher.update(data: bytes)
-                try handle.write(contentsOf: bytes)
-            }
-            guard Secrets.hex(hasher.finalize()) == content.contentHash else {
-                throw NimbusError(.internalError, "the downloaded file does not hash to its version's content hash")
-            }
+            for (index, chunk) in content.chunks.enumerated() { try file.append(try await bytesOf(index), as: chunk) }
+            return try file.finish(content)
         } catch {
-            unlink(temporary.path)
+            file.discard()
             throw error
         }
-        return temporary
     }
 
     /// Rebuilds a downloaded package from its stream beside the folder's contents and swaps it into place in

@@ -44,6 +44,14 @@ package struct DocumentClient: Sendable {
         _ = try await client.sendBytes(.PUT, blobs + "/" + hash, body: bytes)
     }
 
+    /// Tells the account's other devices that these stored chunks of a large file's coming version, from
+    /// position `from` in its chunk list, can be downloaded now (`ChunksAnnouncement`).
+    package func announce(_ itemID: String, from: Int, chunks: [DocumentChunk]) async throws {
+        _ = try await client.sendRaw(
+            .POST, blobs + "/announce",
+            body: try JSONEncoder().encode(ChunksAnnouncement(itemID: itemID, from: from, chunks: chunks)))
+    }
+
     /// Uploads many chunks in one request (`ChunkBundle`'s limits).
     package func upload(bundle chunks: [ChunkBundle.Chunk]) async throws {
         _ = try await client.sendBytes(.POST, blobs + "/upload", body: ChunkBundle.encode(chunks))

@@ -118,6 +118,37 @@ struct ChunkTransfers: Sendable {
         }
     }
 
+    /// Tells the caller's other devices that chunks of a large file's coming version are stored, so they
+    /// download them while the rest still uploads. Only chunks the caller holds, at the sizes stored, are
+    /// announced: an announcement never makes a device fetch what is not there.
+    func announce(_ zone: ZoneKey, _ announcement: ChunksAnnouncement, deviceID: String) async throws {
+        try DocumentKeys.validateItemID(announcement.itemID)
+        let (from, chunks) = (announcement.from, announcement.chunks)
+        guard (1...ChunksAnnouncement.maxChunks).contains(chunks.count), from >= 0,
+            from <= DocumentNames.maxChunks - chunks.count
+        else {
+            throw NimbusError.badRequest(
+                "announce 1 to \(ChunksAnnouncement.maxChunks) chunks from a position 0 or more, within a version's \(DocumentNames.maxChunks)"
+            )
+        }
+        if let bad = chunks.first(where: {
+            !DocumentNames.isHash($0.hash) || !(1...DocumentService.maxChunkBytes).contains($0.size)
+        }) {
+            throw NimbusError.badRequest(
+                "chunk \"\(bad.hash.prefix(80))\" of \(bad.size) bytes: a chunk is named by its SHA-256 in lowercase hexadecimal and holds 1 to \(DocumentService.maxChunkBytes) bytes"
+            )
+        }
+        let stored = try await heldSizes(zone, chunks.map(\.hash))
+        if let absent = chunks.first(where: { stored[$0.hash] != $0.size }) {
+            throw NimbusError(
+                .chunkMissing,
+                "chunk \(absent.hash) of \(absent.size) bytes was not uploaded; announce chunks once they are stored")
+        }
+        var message = PushMessage(type: .chunksAnnounced, zone: zone.address, sequence: 0)
+        message.announcement = ChunksAnnouncement(itemID: announcement.itemID, from: from, chunks: chunks, device: deviceID)
+        server.push.publish(to: zone.accountID, message)
+    }
+
     /// The chunks' bytes in one bundle (`ChunkBundle`), in the order asked; every one must be the caller's.
     func fetch(_ zone: ZoneKey, _ request: ChunksFetchRequest) async throws -> Response {
         guard request.hashes.count <= ChunkBundle.maxChunks else {
@@ -170,10 +201,15 @@ struct ChunkTransfers: Sendable {
     }
 
     private func heldChunks(_ zone: ZoneKey, _ hashes: [String]) async throws -> [String] {
+        let stored = try await heldSizes(zone, hashes)
+        return hashes.filter { stored[$0] != nil }
+    }
+
+    /// The stored sizes of the chunks among `hashes` that the caller holds.
+    private func heldSizes(_ zone: ZoneKey, _ hashes: [String]) async throws -> [String: Int64] {
         let entries = try await server.store.entries(zone, keys: hashes.map(DocumentKeys.chunk))
         let held = Set(entries.filter { $0.payload != nil }.map { String($0.key.dropFirst(2)) })
-        let stored = try await server.blobs.sizes(hashes.filter { held.contains($0) })
-        return hashes.filter { stored[$0] != nil }
+        return try await server.blobs.sizes(hashes.filter { held.contains($0) })
     }
 }
 

@@ -128,6 +128,11 @@ enum OpenAPIDocument {
                     "Upload many chunks in one bundle: each its SHA-256 in 64 hexadecimal bytes, its size in 8 bytes big-endian, its bytes",
                 access: .service, request: "ChunkBundle", status: 204, requestType: "application/octet-stream"),
             Operation(
+                method: "post", path: "/blobs/1/{container}/{environment}/announce",
+                summary:
+                    "Tell the account's other devices which stored chunks of a large file's coming version to download now",
+                access: .service, request: "ChunksAnnouncement", status: 204, errors: [412]),
+            Operation(
                 method: "post", path: "/blobs/1/{container}/{environment}/fetch",
                 summary: "Download many chunks in one bundle, framed as uploads are", access: .service,
                 request: "ChunksFetchRequest", responseType: "application/octet-stream", errors: [404]),

@@ -74,6 +74,12 @@ extension WireSchemas {
         ("DocumentTrashResponse", object([("items", array(of: ref("DocumentItem")))], required: ["items"])),
         ("ChunkBytes", ["type": "string", "format": "binary"]),
         ("ChunkBundle", ["type": "string", "format": "binary"]),
+        (
+            "ChunksAnnouncement",
+            object(
+                [("itemID", string), ("from", integer), ("chunks", array(of: ref("DocumentChunk"))), ("device", string)],
+                required: ["itemID", "from", "chunks"])
+        ),
         ("ChunksFetchRequest", object([("hashes", array(of: string))], required: ["hashes"])),
         ("ChunksMissingRequest", object([("hashes", array(of: string))], required: ["hashes"])),
         ("ChunksMissingResponse", object([("missing", array(of: string))], required: ["missing"])),

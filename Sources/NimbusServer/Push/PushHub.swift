@@ -68,10 +68,11 @@ final class PushHub: Sendable {
     }
 
     /// Gives the message to the account's devices on this node and, unless it came from another node,
-    /// to the other nodes.
+    /// to the other nodes. A chunk announcement skips the device that made it.
     func publish(to accountID: String, _ message: PushMessage, relaying: Bool = true) {
         let targets = connections.withLock { Array(($0[accountID] ?? [:]).values) }
-        for connection in targets { connection.continuation.yield(message) }
+        let announcer = message.announcement?.device
+        for connection in targets where connection.deviceID != announcer { connection.continuation.yield(message) }
         if let notification = message.notification { courier.deliver(to: accountID, notification) }
         if relaying, let relay = relay.withLock({ $0 }) { relay.send(accountID, message) }
     }

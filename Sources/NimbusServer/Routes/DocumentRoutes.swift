@@ -34,6 +34,12 @@ struct DocumentRoutes {
             try await chunks.upload(try zone(context), bundle: request.body)
             return Response(status: .noContent)
         }
+        blobs.post("announce") { request, context in
+            try await chunks.announce(
+                try zone(context), try await request.decode(as: ChunksAnnouncement.self, context: context),
+                deviceID: context.session.deviceID)
+            return Response(status: .noContent)
+        }
         blobs.post("fetch") { request, context in
             try await chunks.fetch(try zone(context), try await request.decode(as: ChunksFetchRequest.self, context: context))
         }

@@ -1,0 +1,99 @@
+import Foundation
+import NimbusCore
+import NimbusKit
+import Synchronization
+
+/// A large file's version downloaded into a `VersionFile` chunk by chunk, in order, with up to
+/// `SyncEngine.largeFileChunksInFlight` chunks downloading ahead of the write: one after another, each
+/// waiting out its round trip, they held the download to a fraction of what the link and disk move. Chunks
+/// a file this device holds (`held`, the item's version on disk) are taken from it instead, checked again as
+/// they are taken; one that changed since is downloaded after all.
+///
+/// Its chunk list may grow while it runs: another device's announcements (`IncomingDownloads`) start the
+/// download before the version is saved, and the round that downloads the version takes it over.
+final class LargeDownload: Sendable {
+    let item: ItemID
+    let file: URL
+    private let client: DocumentClient
+    private let held: LocalChunks?
+    private let known = Mutex<[DocumentChunk]>([])
+    private let output: Mutex<VersionFile>
+
+    init(_ item: ItemID, into folder: URL, client: DocumentClient, held: LocalChunks?) throws {
+        let output = try VersionFile(in: folder)
+        self.item = item
+        self.file = output.url
+        self.client = client
+        self.held = held
+        self.output = Mutex(output)
+    }
+
+    /// The version's chunks known so far.
+    var chunks: [DocumentChunk] { known.withLock { $0 } }
+    /// How many of them are written.
+    var written: Int { output.withLock { $0.count } }
+    /// The bytes of the chunks written.
+    var writtenBytes: Int64 {
+        let count = written
+        return chunks.prefix(count).reduce(0) { $0 + $1.size }
+    }
+
+    /// Adds chunks from position `from` of the version's list; false when they disagree with the chunks
+    /// known or would leave a gap (nothing is added then).
+    func extend(_ more: [DocumentChunk], from: Int) -> Bool {
+        known.withLock { known in
+            guard from >= 0, from <= known.count else { return false }
+            let overlap = min(known.count - from, more.count)
+            guard known[from..<(from + overlap)].elementsEqual(more[..<overlap]) else { return false }
+            known.append(contentsOf: more[overlap...])
+            return true
+        }
+    }
+
+    /// Downloads and writes the known chunks not yet written, those added meanwhile too.
+    func run(activity: SyncActivity?) async throws {
+        let (client, held, item) = (client, held, item)
+        try await withThrowingTaskGroup(of: (Int, Data).self) { group in
+            var (requested, ahead) = (written, 0)
+            var arrived: [Int: Data] = [:]
+            while true {
+                try Task.checkCancellation()
+                let (chunks, index) = (self.chunks, written)
+                guard index < chunks.count else { break }
+                while requested < chunks.count && ahead < SyncEngine.largeFileChunksInFlight {
+                    if held?.holds(chunks[requested].hash) != true {
+                        let (position, hash) = (requested, chunks[requested].hash)
+                        group.addTask { (position, try await client.download(chunk: hash)) }
+                        ahead += 1
+                    }
+                    requested += 1
+                }
+                let bytes: Data
+                if held?.holds(chunks[index].hash) == true {
+                    // Read again and checked when taken; changed since it was cut, it is downloaded after all.
+                    if let local = held?.bytes(of: chunks[index].hash) {
+                        bytes = local
+                    } else {
+                        bytes = try await client.download(chunk: chunks[index].hash)
+                    }
+                } else {
+                    while arrived[index] == nil, let (position, data) = try await group.next() { arrived[position] = data }
+                    guard let data = arrived.removeValue(forKey: index) else {
+                        throw NimbusError(.internalError, "chunk \(chunks[index].hash) was never downloaded")
+                    }
+                    bytes = data
+                    ahead -= 1
+                }
+                try output.withLock { try $0.append(bytes, as: chunks[index]) }
+                await activity?.moved(item, bytes: Int64(bytes.count))
+            }
+        }
+    }
+
+    /// The file, once it holds exactly `content`; otherwise it is removed and this throws.
+    func finish(_ content: DocumentContent) throws -> URL {
+        try output.withLock { try $0.finish(content) }
+    }
+
+    func discard() { output.withLock { $0.discard() } }
+}
