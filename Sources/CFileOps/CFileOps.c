@@ -48,6 +48,17 @@ int nimbus_sync_files(const char *directory, const char *const *paths, int count
 #endif
 }
 
+int nimbus_start_writeback(int descriptor, long long offset, long long length) {
+#ifdef __linux__
+    return sync_file_range(descriptor, (off64_t)offset, (off64_t)length, SYNC_FILE_RANGE_WRITE);
+#else
+    (void)descriptor;
+    (void)offset;
+    (void)length;
+    return 0;
+#endif
+}
+
 int nimbus_lock_byte(int descriptor, long long offset, int kind, int wait) {
     struct flock lock = {0};
     lock.l_type = kind == 0 ? F_UNLCK : (kind == 1 ? F_RDLCK : F_WRLCK);

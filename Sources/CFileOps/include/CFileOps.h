@@ -14,6 +14,11 @@ int nimbus_rename_exchange(const char *from, const char *to);
 /// file costs a commit apiece; elsewhere each file is synced. 0, or -1 with errno set.
 int nimbus_sync_files(const char *directory, const char *const *paths, int count);
 
+/// Starts writing the `length` bytes at `offset` of the open file `descriptor` to disk without waiting
+/// (Linux's sync_file_range with SYNC_FILE_RANGE_WRITE; nothing elsewhere), so a later sync waits only for
+/// what is still in flight. Durability still comes from a sync. 0, or -1 with errno set.
+int nimbus_start_writeback(int descriptor, long long offset, long long length);
+
 /// Takes (or with `kind` 0 releases) a lock on the byte at `offset` of the open file `descriptor`: `kind` 1
 /// shared, 2 exclusive; waits for it when `wait` is non-zero. Open-file-description locks (Linux's
 /// F_OFD_SETLK/SETLKW): each open of the file holds its own locks, within a process as across processes,

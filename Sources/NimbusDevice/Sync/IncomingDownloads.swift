@@ -37,7 +37,8 @@ final class IncomingDownloads: Sendable {
         self.journal = journal
     }
 
-    /// The names of the files being downloaded, which a round's clean-up of temporary files must leave.
+    /// The names of the files being downloaded, which a round's clean-up of temporary files must leave: every
+    /// file created before this is read is among them while its download lasts.
     var fileNames: Set<String> { downloads.withLock { Set($0.values.map(\.download.file.lastPathComponent)) } }
 
     /// Adds an announcement's chunks to its item's download, starting one when the announcement begins the
@@ -56,13 +57,17 @@ final class IncomingDownloads: Sendable {
             if let file = try? await journal.localFile(id), file.content != nil {
                 held = await LocalChunks(of: folder.appendingPathComponent(file.path), wanted: nil)
             }
-            guard let download = try? LargeDownload(id, into: folder, client: client, held: held) else { return }
-            _ = download.extend(announcement.chunks, from: 0)
-            let replaced = downloads.withLock { downloads in
+            // Its file is created and listed together, so a round cleaning up temporary files either sees it
+            // listed or does not see it at all.
+            let (folder, client) = (folder, client)
+            let (created, replaced) = downloads.withLock { downloads -> (Bool, Incoming?) in
+                guard let download = try? LargeDownload(id, into: folder, client: client, held: held) else { return (false, nil) }
+                _ = download.extend(announcement.chunks, from: 0)
                 defer { downloads[id] = Incoming(download: download, heard: now) }
-                return downloads[id]
+                return (true, downloads[id])
             }
             if let replaced { retire(replaced) }
+            guard created else { return }
         }
         start(id)
     }

@@ -20,7 +20,7 @@ final class LargeDownload: Sendable {
     private let output: Mutex<VersionFile>
 
     init(_ item: ItemID, into folder: URL, client: DocumentClient, held: LocalChunks?) throws {
-        let output = try VersionFile(in: folder)
+        let output = try VersionFile(in: folder, writesBack: true)
         self.item = item
         self.file = output.url
         self.client = client

@@ -579,9 +579,10 @@ package final class SyncEngine: Sendable {
 
     private func removeTemporaryFiles() {
         incoming?.removeIdle()
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []
+        // Read after the listing: a file downloaded ahead (`IncomingDownloads`) and listed is among these.
         let downloading = incoming?.fileNames ?? []
-        for name in (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []
-        where name.hasPrefix(LocalScanner.temporaryPrefix) && !downloading.contains(name) {
+        for name in names where name.hasPrefix(LocalScanner.temporaryPrefix) && !downloading.contains(name) {
             // Folders too: a package being unpacked, or the old one swapped out, when the daemon was killed.
             try? FileManager.default.removeItem(at: folder.appendingPathComponent(name))
         }

@@ -1,3 +1,4 @@
+import CFileOps
 import Crypto
 import Foundation
 import NimbusCore
@@ -13,8 +14,17 @@ final class VersionFile {
     private var hasher = SHA256()
     /// Chunks appended so far.
     private(set) var count = 0
+    private var size: Int64 = 0
+    /// Whether each chunk's bytes start for the disk as they are written (`nimbus_start_writeback`).
+    private let writesBack: Bool
 
-    init(in folder: URL) throws { (url, handle) = try Self.create(in: folder) }
+    /// With `writesBack`, the bytes go to the disk while the rest downloads, and the sync that makes the file
+    /// durable waits for the last few: a large file's sync otherwise wrote all of it at the end (a 256 MB file
+    /// held 0.14–0.34 s of B's time there).
+    init(in folder: URL, writesBack: Bool = false) throws {
+        (url, handle) = try Self.create(in: folder)
+        self.writesBack = writesBack
+    }
 
     /// A new empty file at the folder's root, under a name scans skip.
     static func create(in folder: URL) throws -> (URL, FileHandle) {
@@ -31,6 +41,9 @@ final class VersionFile {
         }
         hasher.update(data: bytes)
         try handle.write(contentsOf: bytes)
+        // Only a head start: a failure leaves the bytes to the sync.
+        if writesBack { _ = nimbus_start_writeback(handle.fileDescriptor, size, Int64(bytes.count)) }
+        size += Int64(bytes.count)
         count += 1
     }
 
