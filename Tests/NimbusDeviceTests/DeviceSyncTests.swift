@@ -220,6 +220,47 @@ import Testing
             FileManager.default.contents(atPath: fixture.b.folder.appendingPathComponent("Documents/Movie.bin").path) == bytes)
     }
 
+    /// A large file still being written is sent as it grows: the round that began on its first part reads on
+    /// to its end, storing what was appended meanwhile, and saves nothing (the file is no longer what the scan
+    /// saw); the next round saves the whole file as one version, and the other device gets exactly its bytes.
+    /// (The first part is large so that the round is still reading it when the test, seeing its first chunks
+    /// stored, appends the rest: reading runs at most 16 chunks ahead of the stored ones.)
+    @Test func aLargeFileStillBeingWrittenIsSentAsItGrows() async throws {
+        let fixture = try await Fixture.make()
+        var generator = SeededGenerator(seed: 21)
+        let (first, appended) = (generator.bytes(96 << 20), generator.bytes(8 << 20))
+        let url = fixture.a.folder.appendingPathComponent("Export.mov")
+        try FileManager.default.createDirectory(at: fixture.a.folder, withIntermediateDirectories: true)
+        try first.write(to: url)
+        var cut: [String] = []
+        _ = try await FileContent.chunks(of: url) { _, hash in cut.append(hash) }
+        let firstChunks = cut
+
+        let round = Task { try await fixture.a.engine.syncOnce() }
+        let client = fixture.client
+        let uploading = await eventually {
+            (try? await client.missing(firstChunks).count).map { $0 < firstChunks.count } ?? false
+        }
+        #expect(uploading, "A began uploading the first part")
+        let handle = try FileHandle(forWritingTo: url)
+        try handle.seekToEnd()
+        try handle.write(contentsOf: appended)
+        try handle.close()
+        _ = try await round.value
+        var wholeChunks: [String] = []
+        let whole = try await FileContent.chunks(of: url) { _, hash in wholeChunks.append(hash) }
+        #expect(
+            try await client.missing([wholeChunks.last!]).isEmpty, "the chunk at the appended end was stored by the first round")
+        #expect(try await fixture.serverItems().isEmpty, "the first round saved nothing: the file grew while it was read")
+
+        try await fixture.settle()
+        let item = try #require(try await fixture.serverItems().first { $0.name == "Export.mov" })
+        #expect(item.current?.content.contentHash == whole)
+        #expect(try await client.versions(of: item.itemID).history.isEmpty, "one version, the whole file")
+        #expect(
+            FileManager.default.contents(atPath: fixture.b.folder.appendingPathComponent("Export.mov").path) == first + appended)
+    }
+
     /// A device uploading a large file announces its chunks as the server stores them, in order from the
     /// first, so that the other devices download them while the rest still uploads.
     @Test func aLargeFilesStoredChunksAreAnnouncedInOrder() async throws {

@@ -3,6 +3,7 @@ import Crypto
 import Foundation
 import NimbusCore
 import NimbusKit
+import Synchronization
 
 /// Keeps one container's folder and the server in agreement: each round reads the server's changes
 /// and the disk into the remote and local trees, asks the planner what to do, and does it — the server's
@@ -23,6 +24,9 @@ package final class SyncEngine: Sendable {
     /// Large files another device is still uploading, downloaded meanwhile; nil while new files arrive as
     /// placeholders.
     private let incoming: IncomingDownloads?
+    /// Large files read to their end and stored while they were still being written, by item: when the next
+    /// scan finds exactly those bytes (the same SHA-256), their chunks are known and stored already.
+    private let readWhileWritten = Mutex<[ItemID: DocumentContent]>([:])
     /// The device root whose file coordination locks (`CoordinationLock`) the engine takes, so an app's
     /// coordinated read never sees a file being placed and its coordinated write is never overwritten: the
     /// folder's root when it is `ROOT/Mobile Documents/<container>`.
@@ -39,6 +43,10 @@ package final class SyncEngine: Sendable {
     static let diskSlice = 500
     /// Chunks of a large file asked about together while it is read once.
     static let chunksPerQuestion = 8
+    /// Chunk hashes in one `missing` question (the server's limit).
+    static let hashesPerQuestion = 10_000
+    /// Files read while they were written whose chunks are remembered (`readWhileWritten`).
+    static let readWhileWrittenLimit = 16
     /// A large file's stored chunks are announced to the other devices once this many more are stored
     /// (and the rest once all are).
     static let chunksPerAnnouncement = 8
@@ -243,10 +251,7 @@ package final class SyncEngine: Sendable {
                 if large { sent.insert(step.item) }
             }
             let hashes = Array(Set(contents.filter { !sent.contains($0.key) }.values.flatMap { $0.content.chunks.map(\.hash) }))
-            var missing = Set<String>()
-            for start in stride(from: 0, to: hashes.count, by: 10_000) {
-                missing.formUnion(try await client.missing(Array(hashes[start..<min(start + 10_000, hashes.count)])))
-            }
+            let missing = Set(try await self.missing(hashes))
             let unchanged = try await uploadBundled(
                 batch.compactMap { step in
                     contents[step.item].flatMap { sent.contains(step.item) ? nil : (step.item, $0.path, $0.content) }
@@ -320,23 +325,51 @@ package final class SyncEngine: Sendable {
             contentHash: whole, size: chunks.reduce(0) { $0 + $1.size }, chunks: chunks, modifiedAt: before.modified / 1_000_000)
     }
 
+    /// Which of the chunks the server lacks, asked in questions of the size it takes.
+    private func missing(_ hashes: [String]) async throws -> [String] {
+        var missing: [String] = []
+        for start in stride(from: 0, to: hashes.count, by: Self.hashesPerQuestion) {
+            missing += try await client.missing(Array(hashes[start..<min(hashes.count, start + Self.hashesPerQuestion)]))
+        }
+        return missing
+    }
+
+    /// Tells the other devices that these chunks of the item's coming version, from position `from`, are stored.
+    private func announce(_ id: ItemID, _ chunks: ArraySlice<DocumentChunk>, from: Int) async throws {
+        for start in stride(from: chunks.startIndex, to: chunks.endIndex, by: ChunksAnnouncement.maxChunks) {
+            let run = Array(chunks[start..<min(chunks.endIndex, start + ChunksAnnouncement.maxChunks)])
+            try await client.announce(id.rawValue, from: from + (start - chunks.startIndex), chunks: run)
+        }
+    }
+
     /// Reads the file once: every few chunks, asks the server which it lacks and sends those (a few in
     /// flight) while reading on, and announces the chunks stored so far to the other devices
     /// (`ChunksAnnouncement`), which download them meanwhile. The file's content, or nil when it is not what
     /// the planner saw.
     ///
-    /// With `unchangedSince`, the file must still be the one the scan saw: checked before each question, so
-    /// a file still being written (its creation woke the round) is left for the next round after a few
-    /// chunks, not read and sent whole only to fail its hash at the end.
+    /// With `unchangedSince`, the file must still be the one the scan saw, or that file grown: checked before
+    /// each question, so a file changed otherwise is left for the next round after a few chunks. A file still
+    /// being written (its creation woke the round) is read and sent as it grows, to its end: when the next
+    /// round's scan finds exactly the bytes read (the same SHA-256), that round saves them without reading the
+    /// file again (`readWhileWritten`), and the other devices have downloaded most of it meanwhile.
     private func send(
         _ id: ItemID, at path: String, expecting hash: String?,
         unchangedSince scan: LocalScanner.Scan?
     ) async throws -> DocumentContent? {
         let file = folder.appendingPathComponent(path)
         func stillScanned() -> Bool { scan.map { unchanged(id, at: path, scan: $0) } ?? true }
-        guard stillScanned(), let before = LocalScanner.stat(file.path, path: path) else { return nil }
+        func onlyGrown() -> Bool { scan.map { grown(id, at: path, scan: $0) } ?? false }
+        guard stillScanned() || onlyGrown(), let before = LocalScanner.stat(file.path, path: path) else { return nil }
         let (client, activity) = (client, activity)
         await activity.started(id, bytes: before.size)
+        if let read = readWhileWritten.withLock({ $0.removeValue(forKey: id) }), read.contentHash == hash, stillScanned(),
+            try await missing(read.chunks.map(\.hash)).isEmpty
+        {
+            await activity.moved(id, bytes: read.size)
+            try? await self.announce(id, read.chunks[...], from: 0)
+            return DocumentContent(
+                contentHash: read.contentHash, size: read.size, chunks: read.chunks, modifiedAt: before.modified / 1_000_000)
+        }
         var chunks: [DocumentChunk] = []
         var asked = Set<String>()
         // The chunks the server holds, and how many from the first it holds in a row (`stored`) and were announced.
@@ -345,11 +378,8 @@ package final class SyncEngine: Sendable {
         func announce(all: Bool) async {
             while stored < chunks.count && held.contains(chunks[stored].hash) { stored += 1 }
             guard stored - announced >= (all ? 1 : Self.chunksPerAnnouncement) else { return }
-            for start in stride(from: announced, to: stored, by: ChunksAnnouncement.maxChunks) {
-                let run = Array(chunks[start..<min(stored, start + ChunksAnnouncement.maxChunks)])
-                // A hint: a device that misses it downloads these chunks once the version is saved.
-                try? await client.announce(id.rawValue, from: start, chunks: run)
-            }
+            // A hint: a device that misses it downloads these chunks once the version is saved.
+            try? await self.announce(id, chunks[announced..<stored], from: announced)
             announced = stored
         }
         // No coordination lock here: it would be held across the network for the whole upload. What is sent
@@ -379,7 +409,7 @@ package final class SyncEngine: Sendable {
                     chunks.append(DocumentChunk(hash: chunk, size: Int64(bytes.count)))
                     window.append((bytes, chunk))
                     guard window.count == Self.chunksPerQuestion else { return }
-                    guard stillScanned() else { throw ChangedWhileSent() }
+                    guard stillScanned() || onlyGrown() else { throw ChangedWhileSent() }
                     let toSend = try await ask()
                     await announce(all: false)
                     for (bytes, chunk) in toSend {
@@ -404,9 +434,19 @@ package final class SyncEngine: Sendable {
         } catch is ChangedWhileSent {
             return nil
         }
-        guard whole == hash else { return nil }
-        return DocumentContent(
+        let content = DocumentContent(
             contentHash: whole, size: chunks.reduce(0) { $0 + $1.size }, chunks: chunks, modifiedAt: before.modified / 1_000_000)
+        guard whole == hash else {
+            // Read to its end while it grew, every chunk stored: the next round needs only to find these bytes.
+            if scan != nil {
+                readWhileWritten.withLock {
+                    if $0.count >= Self.readWhileWrittenLimit { $0.removeAll() }
+                    $0[id] = content
+                }
+            }
+            return nil
+        }
+        return content
     }
 
     /// Uploads the files' chunks that are in `missing`, many to a request (`ChunkBundle`) and a few
@@ -721,6 +761,14 @@ package final class SyncEngine: Sendable {
             (now.size, now.modified) = details
         }
         return now.inode == known.inode && now.size == known.size && now.modified == known.modified
+    }
+
+    /// Whether the file is the one the scan saw, grown since: a file still being written.
+    private func grown(_ id: ItemID, at path: String, scan: LocalScanner.Scan) -> Bool {
+        guard let known = scan.files[id], known.path == path, scan.tree[id]?.kind == .file,
+            let now = LocalScanner.stat(folder.appendingPathComponent(path).path, path: path)
+        else { return false }
+        return now.inode == known.inode && now.size > known.size
     }
 
     /// Renames without ever replacing what is at the target.
