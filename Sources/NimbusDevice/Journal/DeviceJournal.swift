@@ -191,13 +191,8 @@ package final class DeviceJournal: Sendable {
         try await database.read { db in
             // Columns by position: by name, GRDB looks each up per row (a third of a second at 100,000 files).
             var files: [LocalFile] = []
-            let rows = try Row.fetchCursor(db, sql: "SELECT item_id, path, inode, size, modified, content FROM local")
-            while let row = try rows.next() {
-                files.append(
-                    LocalFile(
-                        id: ItemID(row[0]), path: row[1], inode: UInt64(bitPattern: row[2]), size: row[3], modified: row[4],
-                        content: row[5]))
-            }
+            let rows = try Row.fetchCursor(db, sql: "SELECT \(Self.localColumns) FROM local")
+            while let row = try rows.next() { files.append(Self.localFile(row)) }
             return files
         }
     }
@@ -205,15 +200,17 @@ package final class DeviceJournal: Sendable {
     /// The item's file on this device as the last scan recorded it.
     package func localFile(_ id: ItemID) async throws -> LocalFile? {
         try await database.read { db in
-            try Row.fetchOne(
-                db, sql: "SELECT item_id, path, inode, size, modified, content FROM local WHERE item_id = ?",
-                arguments: [id.rawValue]
-            ).map {
-                LocalFile(
-                    id: ItemID($0[0]), path: $0[1], inode: UInt64(bitPattern: $0[2]), size: $0[3], modified: $0[4], content: $0[5]
-                )
-            }
+            try Row.fetchOne(db, sql: "SELECT \(Self.localColumns) FROM local WHERE item_id = ?", arguments: [id.rawValue])
+                .map(Self.localFile)
         }
+    }
+
+    private static let localColumns = "item_id, path, inode, size, modified, content"
+
+    /// A `local` row read as `localColumns`, by position.
+    private static func localFile(_ row: Row) -> LocalFile {
+        LocalFile(
+            id: ItemID(row[0]), path: row[1], inode: UInt64(bitPattern: row[2]), size: row[3], modified: row[4], content: row[5])
     }
 
     /// Makes the journal's local files those of a scan, writing only what differs from `known` (what the

@@ -360,9 +360,10 @@ package final class SyncEngine: Sendable {
         unchangedSince scan: LocalScanner.Scan?
     ) async throws -> DocumentContent? {
         let file = folder.appendingPathComponent(path)
-        func stillScanned() -> Bool { scan.map { unchanged(id, at: path, scan: $0) } ?? true }
-        func onlyGrown() -> Bool { scan.map { grown(id, at: path, scan: $0) } ?? false }
-        guard stillScanned() || onlyGrown(), let before = LocalScanner.stat(file.path, path: path) else { return nil }
+        func stillScanned(orGrown: Bool = false) -> Bool {
+            scan.map { unchanged(id, at: path, scan: $0, orGrown: orGrown) } ?? true
+        }
+        guard stillScanned(orGrown: true), let before = LocalScanner.stat(file.path, path: path) else { return nil }
         let (client, activity) = (client, activity)
         await activity.started(id, bytes: before.size)
         if let read = readWhileWritten.withLock({ $0.removeValue(forKey: id) }), read.contentHash == hash, stillScanned(),
@@ -412,7 +413,7 @@ package final class SyncEngine: Sendable {
                     chunks.append(DocumentChunk(hash: chunk, size: Int64(bytes.count)))
                     window.append((bytes, chunk))
                     guard window.count == Self.chunksPerQuestion else { return }
-                    guard stillScanned() || onlyGrown() else { throw ChangedWhileSent() }
+                    guard stillScanned(orGrown: true) else { throw ChangedWhileSent() }
                     let toSend = try await ask()
                     await announce(all: false)
                     for (bytes, chunk) in toSend {
@@ -754,24 +755,19 @@ package final class SyncEngine: Sendable {
     }
 
     /// Whether the file at `path` is still the one the scan read (same inode, size and time; for a
-    /// package, its files' total size and latest time).
-    private func unchanged(_ id: ItemID, at path: String, scan: LocalScanner.Scan) -> Bool {
+    /// package, its files' total size and latest time), or with `orGrown` that file grown since (a file
+    /// still being written).
+    private func unchanged(_ id: ItemID, at path: String, scan: LocalScanner.Scan, orGrown: Bool = false) -> Bool {
         guard let known = scan.files[id], known.path == path,
-            var now = LocalScanner.stat(folder.appendingPathComponent(path).path, path: path)
+            var now = LocalScanner.stat(folder.appendingPathComponent(path).path, path: path), now.inode == known.inode
         else { return false }
         if scan.tree[id]?.kind == .package {
             guard let details = try? PackageArchive.details(of: folder.appendingPathComponent(path)) else { return false }
             (now.size, now.modified) = details
+        } else if orGrown && now.size > known.size {
+            return true
         }
-        return now.inode == known.inode && now.size == known.size && now.modified == known.modified
-    }
-
-    /// Whether the file is the one the scan saw, grown since: a file still being written.
-    private func grown(_ id: ItemID, at path: String, scan: LocalScanner.Scan) -> Bool {
-        guard let known = scan.files[id], known.path == path, scan.tree[id]?.kind == .file,
-            let now = LocalScanner.stat(folder.appendingPathComponent(path).path, path: path)
-        else { return false }
-        return now.inode == known.inode && now.size > known.size
+        return now.size == known.size && now.modified == known.modified
     }
 
     /// Renames without ever replacing what is at the target.
@@ -792,7 +788,7 @@ package final class SyncEngine: Sendable {
         var written: [(ItemID, URL)] = []
         do {
             for (id, content) in files {
-                written.append((id, try await write(content) { chunks[content.chunks[$0].hash] ?? Data() }))
+                written.append((id, try write(content, from: chunks)))
             }
         } catch {
             for (_, file) in written { unlink(file.path) }
@@ -839,12 +835,12 @@ package final class SyncEngine: Sendable {
     /// A new empty file at the folder's root, under a name scans skip.
     private func createTemporary() throws -> (URL, FileHandle) { try VersionFile.create(in: folder) }
 
-    /// Writes a version into a new temporary file (not yet synced), checking every chunk and the whole
-    /// against their hashes; `bytesOf` gives each chunk's bytes by its position, in order.
-    private func write(_ content: DocumentContent, chunk bytesOf: (Int) async throws -> Data) async throws -> URL {
+    /// Writes a version into a new temporary file (not yet synced) from its chunks' bytes by hash, checking
+    /// every chunk and the whole against their hashes.
+    private func write(_ content: DocumentContent, from chunks: [String: Data]) throws -> URL {
         let file = try VersionFile(in: folder)
         do {
-            for (index, chunk) in content.chunks.enumerated() { try file.append(try await bytesOf(index), as: chunk) }
+            for chunk in content.chunks { try file.append(chunks[chunk.hash] ?? Data(), as: chunk) }
             return try file.finish(content)
         } catch {
             file.discard()
