@@ -63,11 +63,14 @@ import Testing
                 client: DocumentClient(client: NimbusClient(session: session, apiToken: app.apiToken), container: app.container))
         }
 
-        /// Another device of the fixture's user, with a folder and journal of its own.
+        /// Another device of the fixture's user, with a folder and journal of its own, reaching the server
+        /// through `entry` when given (a relay in front of it).
         static func device(
-            _ name: String, deployment: TestDeployment, app: TestServer.SeededApp, onDemand: Bool = false
+            _ name: String, deployment: TestDeployment, app: TestServer.SeededApp, onDemand: Bool = false,
+            through entry: URL? = nil
         ) async throws -> Device {
-            let session = try await deployment.signIn(email: "ann@example.com", device: name)
+            var session = try await deployment.signIn(email: "ann@example.com", device: name)
+            if let entry { session.server = entry }
             let root = TestResources.temporaryDirectory(prefix: "nimbus-device")
             try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
             let folder = root.appendingPathComponent("Mobile Documents/iCloud~com~example~Cloudy")
@@ -223,29 +226,31 @@ import Testing
     /// A large file still being written is sent as it grows: the round that began on its first part reads on
     /// to its end, storing what was appended meanwhile, and saves nothing (the file is no longer what the scan
     /// saw); the next round saves the whole file as one version, and the other device gets exactly its bytes.
-    /// (The first part is large so that the round is still reading it when the test, seeing its first chunks
-    /// stored, appends the rest: reading runs at most 16 chunks ahead of the stored ones.)
+    /// (A's upload stalls after its first 8 MB, so the round is still reading the first part when the test
+    /// appends: reading runs at most 24 chunks, 16 in flight and 8 being asked about, ahead of the uploaded ones,
+    /// and the first part is 96 MB, about 90 chunks.)
     @Test func aLargeFileStillBeingWrittenIsSentAsItGrows() async throws {
-        let fixture = try await Fixture.make()
+        let plain = try await Fixture.make()
+        // A reaches the server through a relay that stalls its upload midway, while the test appends.
+        let relay = try await HoldingRelay.start(to: plain.deployment.url.port!)
+        let a = try await Fixture.device("tablet", deployment: plain.deployment, app: plain.app, through: relay.url)
+        let fixture = Fixture(deployment: plain.deployment, app: plain.app, a: a, b: plain.b, client: plain.client)
         var generator = SeededGenerator(seed: 21)
         let (first, appended) = (generator.bytes(96 << 20), generator.bytes(8 << 20))
         let url = fixture.a.folder.appendingPathComponent("Export.mov")
         try FileManager.default.createDirectory(at: fixture.a.folder, withIntermediateDirectories: true)
         try first.write(to: url)
-        var cut: [String] = []
-        _ = try await FileContent.chunks(of: url) { _, hash in cut.append(hash) }
-        let firstChunks = cut
 
+        relay.hold(after: 8 << 20)
         let round = Task { try await fixture.a.engine.syncOnce() }
         let client = fixture.client
-        let uploading = await eventually {
-            (try? await client.missing(firstChunks).count).map { $0 < firstChunks.count } ?? false
-        }
-        #expect(uploading, "A began uploading the first part")
+        // Only chunk uploads are this large: A is uploading the first part.
+        #expect(await eventually { relay.isHolding }, "A's upload stalled after its first 8 MB")
         let handle = try FileHandle(forWritingTo: url)
         try handle.seekToEnd()
         try handle.write(contentsOf: appended)
         try handle.close()
+        relay.release()
         _ = try await round.value
         var wholeChunks: [String] = []
         let whole = try await FileContent.chunks(of: url) { _, hash in wholeChunks.append(hash) }
