@@ -84,10 +84,6 @@ package final class DeviceJournal: Sendable {
         }
     }
 
-    package func setSynced(_ id: ItemID, _ item: SyncItem?) async throws {
-        try await database.write { db in try Self.storeSynced(id, item, db) }
-    }
-
     // MARK: - Remote tree
 
     package var syncToken: String? {
@@ -235,18 +231,33 @@ package final class DeviceJournal: Sendable {
 
     /// Records a file or folder the engine itself wrote, moved or created, so the next scan knows it.
     package func setLocalFile(_ file: LocalFile) async throws {
-        let displaced = try await database.write { db in
-            let displaced = try String.fetchAll(db, sql: "SELECT item_id FROM local WHERE path = ?", arguments: [file.path])
-            try db.execute(sql: "DELETE FROM local WHERE item_id = ? OR path = ?", arguments: [file.id.rawValue, file.path])
-            try Self.insertLocal(file, db)
-            return displaced
-        }
-        changed([file.id] + displaced.map(ItemID.init))
+        let displaced = try await database.write { db in try Self.storeLocal(file, db) }
+        changed([file.id] + displaced)
     }
 
-    package func removeLocalFile(_ id: ItemID) async throws {
-        try await database.write { db in try db.execute(sql: "DELETE FROM local WHERE item_id = ?", arguments: [id.rawValue]) }
-        changed([id])
+    /// What a step on the disk did to an item's file.
+    package enum LocalChange: Sendable {
+        /// The file or folder is now here, as the engine wrote or moved it.
+        case placed(LocalFile)
+        case removed
+        case unchanged
+    }
+
+    /// A step the engine did on the disk: where it left the item's file and the synced state the step
+    /// reached, in one transaction.
+    package func recordDiskStep(_ id: ItemID, _ change: LocalChange, synced: SyncItem?) async throws {
+        let displaced = try await database.write { db in
+            var displaced: [ItemID] = []
+            switch change {
+            case .placed(let file): displaced = try Self.storeLocal(file, db)
+            case .removed: try db.execute(sql: "DELETE FROM local WHERE item_id = ?", arguments: [id.rawValue])
+            case .unchanged: break
+            }
+            try Self.storeSynced(id, synced, db)
+            return displaced
+        }
+        if case .unchanged = change { return }
+        changed([id] + displaced)
     }
 
     /// What the server answered to a batch of this device's operations, in one transaction: each
@@ -344,6 +355,14 @@ package final class DeviceJournal: Sendable {
                 item.current?.content.contentHash, item.conflicts.count, item.current?.content.size ?? 0,
                 item.current?.content.modifiedAt, item.createdAt,
             ])
+    }
+
+    /// Stores where a file is, in place of what the journal knew at that path; the items it displaced.
+    private static func storeLocal(_ file: LocalFile, _ db: Database) throws -> [ItemID] {
+        let displaced = try String.fetchAll(db, sql: "SELECT item_id FROM local WHERE path = ?", arguments: [file.path])
+        try db.execute(sql: "DELETE FROM local WHERE item_id = ? OR path = ?", arguments: [file.id.rawValue, file.path])
+        try insertLocal(file, db)
+        return displaced.map(ItemID.init)
     }
 
     private static func insertLocal(_ file: LocalFile, _ db: Database) throws {

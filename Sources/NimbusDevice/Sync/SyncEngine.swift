@@ -651,11 +651,14 @@ package final class SyncEngine: Sendable {
         case .moveLocal(let place): if let target = path(of: place, in: paths) { touched.append(target) }
         default: break
         }
-        var working = paths
+        // Moved out and back rather than copied: a copy of every item's path a step cost a round over
+        // thousands of files more than its renames.
+        var working: [ItemID: String] = [:]
+        swap(&working, &paths)
+        defer { swap(&working, &paths) }
         try await coordinated(touched, exclusive: true) {
             try await runOnDiskCoordinated(step, scan: scan, fetched: fetched, remote: remote, paths: &working)
         }
-        paths = working
     }
 
     private func runOnDiskCoordinated(
@@ -664,6 +667,8 @@ package final class SyncEngine: Sendable {
     ) async throws {
         let id = step.item
         let current = paths[id]
+        // Where the step left the item on the disk, recorded with its synced state in one transaction.
+        var local = DeviceJournal.LocalChange.unchanged
         switch step.action {
         case .download(let item):
             guard let target = path(of: item.place, in: paths) else { return }
@@ -674,6 +679,7 @@ package final class SyncEngine: Sendable {
                 } else {
                     guard mkdir(folder.appendingPathComponent(target).path, 0o755) == 0 else { return }
                 }
+                local = placed(id, at: target, content: nil, details: nil, paths: &paths)
             } else if staysEvicted(step, scan: scan) {
                 let stub = Placeholder.path(for: target)
                 let placeholder = Placeholder(
@@ -681,25 +687,21 @@ package final class SyncEngine: Sendable {
                 guard let file = try? writeTemporary(try placeholder.encoded()),
                     let written = LocalScanner.stat(file.path, path: stub), place(file, at: stub, replacing: current)
                 else { return }
-                try await placed(id, at: stub, content: item.content, details: written, paths: &paths)
-                break
+                local = placed(id, at: stub, content: item.content, details: written, paths: &paths)
             } else if item.kind == .package {
                 guard let archive = fetched[id],
                     let written = try placePackage(
                         archive, at: target, replacing: current,
                         unchanged: { current.map { self.unchanged(id, at: $0, scan: scan) } ?? true })
                 else { return }
-                try await placed(id, at: target, content: item.content, details: written, paths: &paths)
-                break
+                local = placed(id, at: target, content: item.content, details: written, paths: &paths)
             } else {
                 // The file's details as written, taken before it has a name anyone can edit it under.
                 guard let file = fetched[id], let written = LocalScanner.stat(file.path, path: target),
                     place(file, at: target, replacing: current)
                 else { return }
-                try await placed(id, at: target, content: item.content, details: written, paths: &paths)
-                break
+                local = placed(id, at: target, content: item.content, details: written, paths: &paths)
             }
-            try await placed(id, at: target, content: nil, details: nil, paths: &paths)
         case .moveLocal(let place):
             guard let current, let real = path(of: place, in: paths) else { return }
             let target = Placeholder.isPlaceholder(path: current) ? Placeholder.path(for: real) : real
@@ -710,7 +712,7 @@ package final class SyncEngine: Sendable {
                 LocalScanner.Entry(
                     path: target, isFolder: $0.content == nil, inode: $0.inode, size: $0.size, modified: $0.modified)
             }
-            try await placed(id, at: target, content: scan.tree[id]?.content, details: scanned, paths: &paths)
+            local = placed(id, at: target, content: scan.tree[id]?.content, details: scanned, paths: &paths)
         case .deleteLocal:
             guard let current, unchanged(id, at: current, scan: scan) else { return }
             let url = folder.appendingPathComponent(current)
@@ -722,29 +724,29 @@ package final class SyncEngine: Sendable {
                 guard unlink(url.path) == 0 else { return }
             }
             paths[id] = nil
-            try await journal.removeLocalFile(id)
+            local = .removed
         case .record:
             break
         case .upload, .moveRemote, .deleteRemote:
             return
         }
-        try await journal.setSynced(id, step.synced)
+        try await journal.recordDiskStep(id, local, synced: step.synced)
         await activity.finished(id)
     }
 
-    /// Notes where the engine put an item (and a folder's contents, which moved with it), so the rest
-    /// of the round and the next scan know it.
+    /// Notes where the engine put an item (and a folder's contents, which moved with it) for the rest of the
+    /// round, and what the journal is to record of it for the next scan.
     private func placed(
         _ id: ItemID, at target: String, content: String?, details: LocalScanner.Entry?, paths: inout [ItemID: String]
-    ) async throws {
+    ) -> DeviceJournal.LocalChange {
         if let old = paths[id], old != target {
             for (other, path) in paths where path.hasPrefix(old + "/") { paths[other] = target + path.dropFirst(old.count) }
         }
         paths[id] = target
         guard let entry = details ?? LocalScanner.stat(folder.appendingPathComponent(target).path, path: target) else {
-            return
+            return .unchanged
         }
-        try await journal.setLocalFile(
+        return .placed(
             LocalFile(id: id, path: target, inode: entry.inode, size: entry.size, modified: entry.modified, content: content))
     }
 
