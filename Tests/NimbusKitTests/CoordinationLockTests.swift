@@ -6,7 +6,7 @@ import Testing
 @testable import NimbusKit
 
 /// File coordination's locks: a write excludes reads and writes of its item and of what is inside it (a
-/// folder), reads share, and a lock ends with its holder.
+/// folder), reads share, a lock is taken whether or not it must be waited for, and a lock ends with its holder.
 @Suite(.cleansUp) struct CoordinationLockTests {
     /// Takes `accesses` on a thread of its own and returns when it holds them, recording that moment.
     final class Waiter: Sendable {
@@ -54,6 +54,27 @@ import Testing
         let other = Waiter(root: root, [(root.appendingPathComponent("Mobile Documents/c/b.txt").path, true)])
         #expect(await eventually { second.instant != nil && other.instant != nil })
         withExtendedLifetime(reading) {}
+    }
+
+    /// `acquire`, as the engine and apps take locks: a free one at once, a held one once its holder lets go.
+    @Test func acquireTakesAFreeLockAndWaitsForAHeldOne() async throws {
+        let root = try root()
+        let item = root.appendingPathComponent("Mobile Documents/c/a.txt").path
+        var writer: CoordinationLock? = try await CoordinationLock.acquire(root: root, accesses: [(item, true)])
+        let acquired = Mutex<ContinuousClock.Instant?>(nil)
+        let reader = Task {
+            let lock = try await CoordinationLock.acquire(root: root, accesses: [(item, false)])
+            acquired.withLock { $0 = ContinuousClock.now }
+            return lock
+        }
+        // Holding on long enough that a reader the lock did not stop would have got through.
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(acquired.withLock { $0 } == nil, "the read waits while the item is written")
+        let released = ContinuousClock.now
+        _ = writer
+        writer = nil
+        withExtendedLifetime(try await reader.value) {}
+        #expect(try #require(acquired.withLock { $0 }) >= released, "and goes on once the write is done")
     }
 
     @Test func aLockEndsWithItsHolder() async throws {
