@@ -6,7 +6,7 @@ import Testing
 @testable import NimbusKit
 
 /// File coordination's locks: a write excludes reads and writes of its item and of what is inside it (a
-/// folder), reads share, a lock is taken whether or not it must be waited for, and a lock ends with its holder.
+/// folder), reads share, `acquire` waits for a held lock, and a lock ends with its holder.
 @Suite(.cleansUp) struct CoordinationLockTests {
     /// Takes `accesses` on a thread of its own and returns when it holds them, recording that moment.
     final class Waiter: Sendable {

@@ -21,13 +21,7 @@ package final class CoordinationLock: Sendable {
     }
 
     /// Waits for and takes the locks for `accesses` (absolute paths under `root`; `exclusive` to write).
-    package convenience init(root: URL, accesses: [(path: String, exclusive: Bool)]) throws {
-        try self.init(root: root, accesses: accesses, waiting: true)!
-    }
-
-    /// Takes the locks for `accesses`, waiting for them only when `waiting`: without, nil when another
-    /// holds one of them.
-    private init?(root: URL, accesses: [(path: String, exclusive: Bool)], waiting: Bool) throws {
+    package init(root: URL, accesses: [(path: String, exclusive: Bool)]) throws {
         var bytes: [Int64: Bool] = [:]
         let top = root.standardizedFileURL.path
         for access in accesses {
@@ -47,11 +41,7 @@ package final class CoordinationLock: Sendable {
         }
         guard descriptor >= 0 else { throw UnixSocket.failure("cannot open the coordination lock \(path)") }
         for (offset, exclusive) in bytes.sorted(by: { $0.key < $1.key }) {
-            while nimbus_lock_byte(descriptor, offset, exclusive ? 2 : 1, waiting ? 1 : 0) != 0 {
-                if !waiting && (errno == EAGAIN || errno == EACCES) {
-                    close(descriptor)
-                    return nil
-                }
+            while nimbus_lock_byte(descriptor, offset, exclusive ? 2 : 1, 1) != 0 {
                 guard errno == EINTR else {
                     let failure = UnixSocket.failure("cannot lock \(path)")
                     close(descriptor)
@@ -62,11 +52,9 @@ package final class CoordinationLock: Sendable {
         self.descriptor = descriptor
     }
 
-    /// `init`, waiting on a thread of its own (never blocking Swift's cooperative pool) when another holds
-    /// one of the locks: the locks free now are taken here, without starting a thread.
+    /// `init`, waiting on a thread of its own (never blocking Swift's cooperative pool).
     package static func acquire(root: URL, accesses: [(path: String, exclusive: Bool)]) async throws -> CoordinationLock {
-        if let free = try CoordinationLock(root: root, accesses: accesses, waiting: false) { return free }
-        return try await withCheckedThrowingContinuation { continuation in
+        try await withCheckedThrowingContinuation { continuation in
             Thread.detachNewThread {
                 continuation.resume(with: Result { try CoordinationLock(root: root, accesses: accesses) })
             }
