@@ -37,7 +37,9 @@ package final class HoldingRelay: Sendable {
                         for try await client in clients {
                             group.addTask { await Self.relay(client, to: port, allowance: allowance) }
                         }
-                    } catch {}
+                    } catch {
+                        // The listener failed or was closed: no more clients either way.
+                    }
                     group.cancelAll()
                 }
             }
