@@ -131,6 +131,8 @@ open class Document: FilePresenter, @unchecked Sendable {
     public func save(to target: URL, for operation: SaveOperation) async throws {
         let target = target.standardizedFileURL
         let saved = lock.withLock { changeCount }
+        // A save opens a closed document; one still under way when `close()` runs leaves it closed.
+        let opening = documentState.contains(.closed)
         do {
             let staging = temporaryURL(beside: target)
             let type = fileType
@@ -148,7 +150,7 @@ open class Document: FilePresenter, @unchecked Sendable {
                 changeCount -= saved
             }
             if operation == .forCreating { FileCoordinator.addFilePresenter(self) }
-            set(removing: [.savingError, .closed])
+            set(removing: opening ? [.savingError, .closed] : .savingError)
         } catch {
             set(adding: .savingError)
             handleError(error)
