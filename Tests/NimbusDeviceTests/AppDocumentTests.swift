@@ -251,26 +251,13 @@ import Testing
         var writer: CoordinationLock? = try CoordinationLock(root: a.root, accesses: [(url.path, true)])
         let saving = Task { try await note.save(to: url, for: .forOverwriting) }
         let lockFile = CoordinationLock.file(root: a.root).path
-        #expect(await eventually { Self.aLockIsAwaited(on: lockFile) }, "the save waits for the other writer")
+        #expect(await eventually { FileLocks.isAwaited(on: lockFile) }, "the save waits for the other writer")
         try await note.close()
         #expect(note.documentState == .closed)
         _ = writer
         writer = nil
         try await saving.value
         #expect(note.documentState == .closed, "the save that ended after the close left the document closed")
-    }
-
-    /// Whether a lock on `file` is being waited for (a blocked request, "->" in `/proc/locks`).
-    static func aLockIsAwaited(on file: String) -> Bool {
-        var status = stat()
-        guard stat(file, &status) == 0, let locks = try? String(contentsOfFile: "/proc/locks", encoding: .utf8) else {
-            return false
-        }
-        // "1: -> OFDLCK ADVISORY WRITE -1 08:01:1234 5 5": the request's file is named by device and inode.
-        return locks.split(separator: "\n").contains { line in
-            let fields = line.split(separator: " ")
-            return fields.contains("->") && fields.contains { $0.hasSuffix(":\(status.st_ino)") }
-        }
     }
 
     @Test func aPackageDocumentSavesWholeAndOpensOnTheOtherDevice() async throws {

@@ -22,6 +22,8 @@ import Testing
         var instant: ContinuousClock.Instant? { acquired.withLock { $0 } }
     }
 
+    func lockFile(_ root: URL) -> String { CoordinationLock.file(root: root).path }
+
     func root() throws -> URL {
         let root = TestResources.temporaryDirectory(prefix: "nimbus-locks")
         try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
@@ -35,9 +37,8 @@ import Testing
         for (held, wanted) in [(item, item), (folder, item)] {
             var writer: CoordinationLock? = try CoordinationLock(root: root, accesses: [(held, true)])
             let reader = Waiter(root: root, [(wanted, false)])
-            // Holding on long enough that a reader the lock did not stop would have got through.
-            try await Task.sleep(for: .milliseconds(200))
-            #expect(reader.instant == nil, "the read waits while \(held) is written")
+            #expect(await eventually { FileLocks.isAwaited(on: lockFile(root)) }, "the read waits while \(held) is written")
+            #expect(reader.instant == nil)
             let released = ContinuousClock.now
             _ = writer
             writer = nil
@@ -56,7 +57,7 @@ import Testing
         withExtendedLifetime(reading) {}
     }
 
-    /// `acquire`, as the engine and apps take locks: a free one at once, a held one once its holder lets go.
+    /// `acquire`, as the sync engine takes locks: a free one at once, a held one once its holder lets go.
     @Test func acquireTakesAFreeLockAndWaitsForAHeldOne() async throws {
         let root = try root()
         let item = root.appendingPathComponent("Mobile Documents/c/a.txt").path
@@ -67,9 +68,8 @@ import Testing
             acquired.withLock { $0 = ContinuousClock.now }
             return lock
         }
-        // Holding on long enough that a reader the lock did not stop would have got through.
-        try await Task.sleep(for: .milliseconds(200))
-        #expect(acquired.withLock { $0 } == nil, "the read waits while the item is written")
+        #expect(await eventually { FileLocks.isAwaited(on: lockFile(root)) }, "the read waits while the item is written")
+        #expect(acquired.withLock { $0 } == nil)
         let released = ContinuousClock.now
         _ = writer
         writer = nil
