@@ -38,6 +38,10 @@ package final class DeviceDaemon: Sendable {
     /// core, each keeping what it freed). Call once, early, in a process that is mostly a daemon.
     package static func tuneMemory() { nimbus_set_malloc_arena_max(2) }
 
+    /// A round over a large folder builds its trees afresh; between rounds the daemon idles (or, offline,
+    /// waits to try again), so what they took goes back to the system instead of sitting in the heaps.
+    private static func releaseRoundMemory() { nimbus_release_free_memory() }
+
     /// Syncs until cancelled, on the device's threads.
     package func run() async throws {
         try await DeviceExecutor.run { try await runHere() }
@@ -87,9 +91,7 @@ package final class DeviceDaemon: Sendable {
                 // between the scan and the watch made no event.
                 watcher.watch(folder)
                 let settled = try await engine.sync()
-                // A round over a large folder builds its trees afresh; between rounds the daemon idles, so
-                // what they took goes back to the system instead of sitting in the heaps.
-                nimbus_release_free_memory()
+                Self.releaseRoundMemory()
                 if watcher.watch(folder) { wake.yield() }
                 if settled {
                     backoff = .milliseconds(250)
@@ -100,6 +102,7 @@ package final class DeviceDaemon: Sendable {
                     wake.yield()
                 }
             } catch {
+                Self.releaseRoundMemory()
                 logger.warning("sync round failed; trying again", metadata: ["error": "\(error)", "retryIn": "\(backoff)"])
                 try? await Task.sleep(for: backoff)
                 backoff = min(backoff * 2, .seconds(30))

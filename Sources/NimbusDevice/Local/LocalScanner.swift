@@ -32,12 +32,22 @@ package struct LocalScanner: Sendable {
     }
 
     package func scan(known: [LocalFile]) throws -> Scan {
-        let byInode = Dictionary(known.map { ($0.inode, $0) }, uniquingKeysWith: { first, _ in first })
-        let byPath = Dictionary(known.map { ($0.path, $0) }, uniquingKeysWith: { first, _ in first })
+        // Positions in `known`, not copies of its files: at 100,000 files copies were 45 MB of a round's peak.
+        var byInode: [UInt64: Int] = [:]
+        var byPath: [String: Int] = [:]
+        byInode.reserveCapacity(known.count)
+        byPath.reserveCapacity(known.count)
+        for (index, file) in known.enumerated() {
+            if byInode[file.inode] == nil { byInode[file.inode] = index }
+            if byPath[file.path] == nil { byPath[file.path] = index }
+        }
         var scan = Scan(tree: SyncTree(), files: [:])
         var claimed = Set<ItemID>()
         var folders: [String: ItemID] = [:]
         let entries = try entries()
+        // Sized once: grown as it fills, a table of 100,000 items is held twice while it moves to its last size.
+        scan.tree.items.reserveCapacity(entries.count)
+        scan.files.reserveCapacity(entries.count)
         let paths = Set(entries.map(\.path))
         for entry in entries {
             let parentPath = Self.split(entry.path).folder
@@ -59,9 +69,8 @@ package struct LocalScanner: Sendable {
             if let details { (entry.size, entry.modified) = details }
             // An eviction or download cut short leaves the other form of the path than the journal knows.
             let otherForm = placeholder != nil ? Placeholder.realPath(of: entry.path) : Placeholder.path(for: entry.path)
-            let previous = [byInode[entry.inode], byPath[entry.path], byPath[otherForm]].compactMap { $0 }.first {
-                !claimed.contains($0.id) && ($0.content == nil) == (entry.isFolder && !isPackage)
-            }
+            let previous = [byInode[entry.inode], byPath[entry.path], byPath[otherForm]].lazy.compactMap { $0.map { known[$0] } }
+                .first { !claimed.contains($0.id) && ($0.content == nil) == (entry.isFolder && !isPackage) }
             let id = previous?.id ?? ItemID.random()
             var content: String?
             if isPackage {

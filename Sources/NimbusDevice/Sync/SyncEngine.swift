@@ -126,11 +126,7 @@ package final class SyncEngine: Sendable {
             offline = error
         }
         let synced = try await journal.syncedTree()
-        let scanner = LocalScanner(folder: folder, packageExtensions: try await journal.packageExtensions)
-        let known = try await journal.localFiles()
-        var scan = try scanner.scan(known: known)
-        if try renameCollidingNames(scan, synced: synced) { scan = try scanner.scan(known: known) }
-        try await journal.updateLocalFiles(from: known, to: scan.files)
+        let scan = try await scanDisk(synced: synced)
         let remote = try await journal.remoteTree()
         let plan = SyncPlanner.plan(remote: remote, local: scan.tree, synced: synced)
         var itemPaths = scan.files.mapValues { $0.isPlaceholder ? Placeholder.realPath(of: $0.path) : $0.path }
@@ -158,6 +154,17 @@ package final class SyncEngine: Sendable {
         }
         if let refused { throw refused }
         return !plan.isEmpty
+    }
+
+    /// The disk as it is now, recorded in the journal. What the journal knew is let go on return: at 100,000
+    /// files it is tens of megabytes the rest of the round does not need.
+    private func scanDisk(synced: SyncTree) async throws -> LocalScanner.Scan {
+        let scanner = LocalScanner(folder: folder, packageExtensions: try await journal.packageExtensions)
+        let known = try await journal.localFiles()
+        var scan = try scanner.scan(known: known)
+        if try renameCollidingNames(scan, synced: synced) { scan = try scanner.scan(known: known) }
+        try await journal.updateLocalFiles(from: known, to: scan.files)
+        return scan
     }
 
     /// Names that differ only by case or Unicode normalisation are one name on the server (and on Apple's

@@ -150,6 +150,8 @@ private struct Planning {
     /// an item leaving a place a new item waits for steps aside at once, since where it is going may be
     /// inside that new item, and a folder being deleted may hold items going into it.
     mutating func waitForOccupiedPlaces() {
+        // A round with nothing to do needs no index of places (at 100,000 items, 25 MB).
+        guard !steps.isEmpty else { return }
         let occupants = (local: local.occupants(), remote: remote.occupants())
         for id in steps.keys.sorted() {
             guard let step = steps[id] else { continue }

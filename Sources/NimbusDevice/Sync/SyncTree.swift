@@ -75,7 +75,10 @@ public struct SyncTree: Equatable, Sendable {
 
     /// Which item holds each place, for finding collisions without a scan per item.
     func occupants() -> [Place: ItemID] {
-        Dictionary(items.map { ($0.value.place, $0.key) }, uniquingKeysWith: { first, _ in first })
+        var occupants: [Place: ItemID] = [:]
+        occupants.reserveCapacity(items.count)
+        for (id, item) in items where occupants[item.place] == nil { occupants[item.place] = id }
+        return occupants
     }
 
     /// The items whose parent is each folder.
