@@ -307,6 +307,11 @@ package final class DeviceJournal: Sendable {
         try await database.read { db in
             var remote: [ItemID: RemoteFacts] = [:]
             var local: [ItemID: LocalFacts] = [:]
+            if ids == nil {
+                // Sized once: grown as they fill, the tables of every item are rehashed again and again.
+                remote.reserveCapacity(try Int.fetchOne(db, sql: "SELECT count(*) FROM remote") ?? 0)
+                local.reserveCapacity(try Int.fetchOne(db, sql: "SELECT count(*) FROM local") ?? 0)
+            }
             let batches: [[String]?] =
                 ids.map { ids in
                     stride(from: 0, to: ids.count, by: 500).map { Array(ids.map(\.rawValue)[$0..<min($0 + 500, ids.count)]) }
