@@ -3,7 +3,8 @@ import Foundation
 import NimbusCore
 
 /// Reads the container's folder into the local tree. Items keep their IDs across renames and moves by
-/// their inode, and across a save that replaces the file (a new inode at the same path) by their path;
+/// their inode (a file also by its size and time: `isSameFile`), and across a save that replaces the file
+/// (a new inode at the same path) by their path;
 /// a file's content hash is computed again only when its size or modification time changed. A folder
 /// whose extension is one of the container's package extensions is one item, a file package.
 package struct LocalScanner: Sendable {
@@ -69,8 +70,11 @@ package struct LocalScanner: Sendable {
             if let details { (entry.size, entry.modified) = details }
             // An eviction or download cut short leaves the other form of the path than the journal knows.
             let otherForm = placeholder != nil ? Placeholder.realPath(of: entry.path) : Placeholder.path(for: entry.path)
-            let previous = [byInode[entry.inode], byPath[entry.path], byPath[otherForm]].lazy.compactMap { $0.map { known[$0] } }
-                .first { !claimed.contains($0.id) && ($0.content == nil) == (entry.isFolder && !isPackage) }
+            let moved = byInode[entry.inode].map { known[$0] }.flatMap { file in
+                Self.isSameFile(file, as: entry, isPlainFolder: entry.isFolder && !isPackage) ? file : nil
+            }
+            let previous = [moved, byPath[entry.path].map { known[$0] }, byPath[otherForm].map { known[$0] }].lazy
+                .compactMap { $0 }.first { !claimed.contains($0.id) && ($0.content == nil) == (entry.isFolder && !isPackage) }
             let id = previous?.id ?? ItemID.random()
             var content: String?
             if isPackage {
@@ -104,6 +108,15 @@ package struct LocalScanner: Sendable {
                 id: id, path: entry.path, inode: entry.inode, size: entry.size, modified: entry.modified, content: content)
         }
         return scan
+    }
+
+    /// Whether `known`, the file the journal knew with the entry's inode, is the entry: at its path, or moved
+    /// there. A rename keeps a file's size and modification time, so a file known elsewhere with others is
+    /// another file whose inode the system gave out again (a folder restored by copying, a file deleted and
+    /// another written): taken as moved, it would give the entry that file's identity and history. Folders
+    /// change their time as their contents change, so a folder is taken by its inode alone.
+    static func isSameFile(_ known: LocalFile, as entry: Entry, isPlainFolder: Bool) -> Bool {
+        known.path == entry.path || isPlainFolder || (known.size == entry.size && known.modified == entry.modified)
     }
 
     /// A relative path's folder part ("" at the top) and last name (Foundation's `NSString` path calls

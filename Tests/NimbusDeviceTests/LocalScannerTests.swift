@@ -1,0 +1,66 @@
+import Foundation
+import NimbusCore
+import NimbusDevice
+import NimbusTestingCore
+import Testing
+
+/// How a scan tells which item each file on the disk is, from what the journal knew of the folder.
+@Suite(.cleansUp) struct LocalScannerTests {
+    /// A folder holding `files` (name → text), written in order, each with its own modification time.
+    private func folder(_ files: [(String, String)]) throws -> URL {
+        let folder = TestResources.temporaryDirectory()
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        for (index, (name, text)) in files.enumerated() {
+            let url = folder.appendingPathComponent(name)
+            try Data(text.utf8).write(to: url)
+            let time = Date(timeIntervalSince1970: 1_700_000_000 + Double(index))
+            try FileManager.default.setAttributes([.modificationDate: time], ofItemAtPath: url.path)
+        }
+        return folder
+    }
+
+    /// The file at `path` as a scan records it, under `id`.
+    private func recorded(_ id: String, _ path: String, in folder: URL) throws -> LocalFile {
+        let scan = try LocalScanner(folder: folder).scan(known: [])
+        var file = try #require(scan.files.values.first { $0.path == path })
+        file.id = ItemID(id)
+        return file
+    }
+
+    @Test func aRenamedFileKeepsItsItem() throws {
+        let folder = try folder([("Draft.txt", "words")])
+        let known = try recorded("draft", "Draft.txt", in: folder)
+        try FileManager.default.moveItem(
+            at: folder.appendingPathComponent("Draft.txt"), to: folder.appendingPathComponent("Final.txt"))
+        let scan = try LocalScanner(folder: folder).scan(known: [known])
+        #expect(scan.files[ItemID("draft")]?.path == "Final.txt")
+    }
+
+    /// Files replaced by copies (a folder restored from a backup, say) get new inodes, which may be ones other
+    /// files of the folder had: each file stays the item at its path, none takes another's identity.
+    @Test func aFileGivenAnotherFilesOldInodeStaysTheItemAtItsPath() throws {
+        let folder = try folder([("Alpha.txt", "alpha"), ("Beta.txt", "beta!")])
+        let alpha = try recorded("alpha", "Alpha.txt", in: folder)
+        let beta = try recorded("beta", "Beta.txt", in: folder)
+        // The journal knew each file with the other's inode now: as if both were deleted and written again.
+        var knownAlpha = alpha
+        var knownBeta = beta
+        (knownAlpha.inode, knownBeta.inode) = (beta.inode, alpha.inode)
+        let scan = try LocalScanner(folder: folder).scan(known: [knownAlpha, knownBeta])
+        #expect(scan.files[ItemID("alpha")]?.path == "Alpha.txt")
+        #expect(scan.files[ItemID("beta")]?.path == "Beta.txt")
+        #expect(scan.tree[ItemID("alpha")]?.content == alpha.content)
+    }
+
+    @Test func aRenamedFolderKeepsItsItemThoughWhatItHoldsChanged() throws {
+        let folder = try folder([])
+        try FileManager.default.createDirectory(
+            at: folder.appendingPathComponent("Trips"), withIntermediateDirectories: true)
+        let known = try recorded("trips", "Trips", in: folder)
+        try Data("new".utf8).write(to: folder.appendingPathComponent("Trips/Rome.txt"))
+        try FileManager.default.moveItem(
+            at: folder.appendingPathComponent("Trips"), to: folder.appendingPathComponent("Travel"))
+        let scan = try LocalScanner(folder: folder).scan(known: [known])
+        #expect(scan.files[ItemID("trips")]?.path == "Travel")
+    }
+}
