@@ -260,6 +260,37 @@ import Testing
         #expect(note.documentState == .closed, "the save that ended after the close left the document closed")
     }
 
+    /// A revert a change of the file started, still waiting to read it when the document is closed, ends
+    /// before the close does: the closed document is neither left `editingDisabled` nor loaded into after.
+    @Test func aRevertUnderWayWhenTheDocumentClosesEndsFirst() async throws {
+        let (_, a, _) = try await AppDevice.pair()
+        try FileManager.default.createDirectory(at: a.documents, withIntermediateDirectories: true)
+        let url = a.documents.appendingPathComponent("Changed.note").standardizedFileURL
+        let note = TextDocument(fileURL: url)
+        note.text = "milk"
+        try await note.save(to: url, for: .forCreating)
+
+        // Another writer changes the file and still holds its lock, so the revert the change starts waits.
+        var writer: CoordinationLock? = try CoordinationLock(root: a.root, accesses: [(url.path, true)])
+        try Data("milk and eggs".utf8).write(to: url)
+        note.presentedItemDidChange()
+        #expect(await eventually { note.documentState.contains(.editingDisabled) }, "the revert began")
+        // The writer lets go only once the close has begun: a close that does not wait for the revert has
+        // ended by then, with the revert still waiting.
+        let closeBegan = Mutex(false)
+        let closing = Task {
+            closeBegan.withLock { $0 = true }
+            try await note.close()
+            return (note.documentState, note.text)
+        }
+        #expect(await eventually { closeBegan.withLock { $0 } })
+        _ = writer
+        writer = nil
+        let (state, text) = try await closing.value
+        #expect(state == .closed, "closed, not still reverting")
+        #expect(text == "milk and eggs", "the revert read the file before the close")
+    }
+
     @Test func aPackageDocumentSavesWholeAndOpensOnTheOtherDevice() async throws {
         let (_, a, b) = try await AppDevice.pair()
         try FileManager.default.createDirectory(at: a.documents, withIntermediateDirectories: true)

@@ -56,6 +56,12 @@ open class Document: FilePresenter, @unchecked Sendable {
     private var state: State = .closed
     private var changeCount = 0
     private var autosaveTask: Task<Void, Never>?
+    /// The reverts changes of the file started, one after another (`UIDocument` runs its file operations so):
+    /// a close waits for them, or one still reading would mark the closed document `editingDisabled` and load
+    /// into it.
+    private var reverting: Task<Void, Never>?
+    /// While `close()` runs: changes of the file start no revert.
+    private var closing = false
     /// The file as this document last read or wrote it (inode, size, modification time), so its own saves
     /// are not taken for someone else's.
     private var known: FileIdentity?
@@ -121,6 +127,12 @@ open class Document: FilePresenter, @unchecked Sendable {
     /// Saves unsaved changes, then closes.
     public func close() async throws {
         cancelAutosave()
+        let pending = lock.withLock {
+            closing = true
+            return reverting
+        }
+        defer { lock.withLock { closing = false } }
+        await pending?.value
         if hasUnsavedChanges { try await save(to: fileURL, for: .forOverwriting) }
         FileCoordinator.removeFilePresenter(self)
         set(adding: .closed)
@@ -192,7 +204,14 @@ open class Document: FilePresenter, @unchecked Sendable {
         guard !documentState.contains(.closed), !hasUnsavedChanges else { return }
         let url = fileURL
         guard FileIdentity(url) != lock.withLock({ known }), FileManager.default.fileExists(atPath: url.path) else { return }
-        Task { try? await self.revert() }
+        lock.withLock {
+            guard !closing else { return }
+            let previous = reverting
+            reverting = Task {
+                await previous?.value
+                try? await self.revert()
+            }
+        }
     }
 
     public func presentedItemDidMove(to newURL: URL) { lock.withLock { url = newURL.standardizedFileURL } }
