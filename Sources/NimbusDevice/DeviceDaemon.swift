@@ -50,7 +50,7 @@ package final class DeviceDaemon: Sendable {
     private func runHere() async throws {
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         let wake = wake
-        let watcher = try FolderWatcher { wake.yield() }
+        let watcher = try FolderWatcher(ignoring: engine.ownChanges) { wake.yield() }
         let (container, environment, engine) = (container, engine.client.environment, engine)
         let (announcements, announce) = AsyncStream.makeStream(
             of: ChunksAnnouncement.self, bufferingPolicy: .bufferingNewest(256))

@@ -1,17 +1,23 @@
 import Foundation
+import NimbusCore
 import Synchronization
 
 /// Tells when anything changes under a folder, through inotify: a watch on every folder in it (added
-/// again after each round, as folders come and go), read on a thread of its own.
+/// again after each round, as folders come and go), read on a thread of its own. Changes no scan would see
+/// (names of the engine's and apps' temporary files) and the engine's own placements (`OwnChanges`) are
+/// not reported.
 package final class FolderWatcher: Sendable {
     private let descriptor: Int32
-    private let watched = Mutex<[String: Int32]>([:])
+    /// Watched folders by path, and their paths by watch (events name the watch).
+    private let watched = Mutex<(handles: [String: Int32], paths: [Int32: String])>(([:], [:]))
     private let stopped = Atomic(false)
+    private let ownChanges: OwnChanges?
     private let onChange: @Sendable () -> Void
 
-    package init(onChange: @escaping @Sendable () -> Void) throws {
+    package init(ignoring ownChanges: OwnChanges? = nil, onChange: @escaping @Sendable () -> Void) throws {
         descriptor = inotify_init1(Int32(IN_CLOEXEC))
         guard descriptor >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+        self.ownChanges = ownChanges
         self.onChange = onChange
         let thread = Thread { [self] in readEvents() }
         thread.name = "nimbus.folder-watcher"
@@ -28,7 +34,13 @@ package final class FolderWatcher: Sendable {
             | UInt32(IN_DONT_FOLLOW) | UInt32(IN_ONLYDIR)
         while let path = pending.popLast() {
             let handle = inotify_add_watch(descriptor, path, mask)
-            if handle >= 0, watched.withLock({ $0.updateValue(handle, forKey: path) }) != handle { added = true }
+            if handle >= 0 {
+                let previous: Int32? = watched.withLock { watched in
+                    watched.paths[handle] = path
+                    return watched.handles.updateValue(handle, forKey: path)
+                }
+                if previous != handle { added = true }
+            }
             pending += Self.folders(in: path)
         }
         return added
@@ -66,8 +78,41 @@ package final class FolderWatcher: Sendable {
             // Woken at least twice a second to see whether it was stopped.
             guard poll(&poller, 1, 500) > 0 else { continue }
             let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
-            if count > 0 { onChange() }
+            if count > 0, buffer.withUnsafeBytes({ reportsChange(Array($0.prefix(count))) }) { onChange() }
         }
         close(descriptor)
+    }
+
+    /// Whether any of the events read (`struct inotify_event`s, each a header and its padded name) is a
+    /// change a scan would see that the engine did not announce. Anything not understood is reported.
+    private func reportsChange(_ events: [UInt8]) -> Bool {
+        let header = MemoryLayout<inotify_event>.size
+        var reports = false
+        var offset = 0
+        while offset + header <= events.count {
+            let (handle, mask, length) = events.withUnsafeBytes { bytes in
+                (
+                    bytes.loadUnaligned(fromByteOffset: offset, as: Int32.self),
+                    bytes.loadUnaligned(fromByteOffset: offset + 4, as: UInt32.self),
+                    Int(bytes.loadUnaligned(fromByteOffset: offset + 12, as: UInt32.self))
+                )
+            }
+            let nameBytes = events[(offset + header)..<min(offset + header + length, events.count)]
+            let name = String(decoding: nameBytes.prefix { $0 != 0 }, as: UTF8.self)
+            offset += header + length
+            // Every event of one read is looked at, so each announcement its rename made is used up.
+            if !isUnseen(handle: handle, mask: mask, name: name) { reports = true }
+        }
+        return reports || offset != events.count
+    }
+
+    /// Whether an event is of what scans skip (a temporary file's name) or an announced placement.
+    private func isUnseen(handle: Int32, mask: UInt32, name: String) -> Bool {
+        guard !name.isEmpty else { return false }
+        if name.hasPrefix(DocumentNames.temporaryPrefix) { return true }
+        guard mask & UInt32(IN_MOVED_TO) != 0, let ownChanges, let folder = watched.withLock({ $0.paths[handle] }) else {
+            return false
+        }
+        return ownChanges.take(folder + "/" + name)
     }
 }

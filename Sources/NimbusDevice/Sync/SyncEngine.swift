@@ -21,6 +21,8 @@ package final class SyncEngine: Sendable {
     private let turns = AsyncLock()
     /// What the engine is doing and what stopped it, for the control socket.
     package let activity = SyncActivity()
+    /// The files it renames into place, for the daemon's folder watcher to pass over (`OwnChanges`).
+    package let ownChanges = OwnChanges()
     /// Large files another device is still uploading, downloaded meanwhile; nil while new files arrive as
     /// placeholders.
     private let incoming: IncomingDownloads?
@@ -117,6 +119,8 @@ package final class SyncEngine: Sendable {
         assert(DeviceExecutor.isCurrent, "a round blocks its thread: it runs on the device's (DeviceExecutor)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         removeTemporaryFiles()
+        // This round's scan sees what earlier placements did: any announcement not met yet is moot.
+        ownChanges.forgetAll()
         // Offline, the disk is still scanned and planned against the server's last known tree, so status and
         // apps' queries show what waits (and why) before the round gives up.
         var offline: NimbusError?
@@ -885,10 +889,16 @@ package final class SyncEngine: Sendable {
     /// Renames a downloaded file into place, so no reader ever sees half a file. It replaces only
     /// `current` (the item's own file, checked unchanged), and removes that file when the item moved.
     func place(_ file: URL, at target: String, replacing current: String?) -> Bool {
-        let targetURL = folder.appendingPathComponent(target)
-        if current == target { return rename(file.path, targetURL.path) == 0 }
-        guard nimbus_rename_noreplace(file.path, targetURL.path) == 0 else { return false }
-        if let current { unlink(folder.appendingPathComponent(current).path) }
+        let targetPath = folder.appendingPathComponent(target).path
+        ownChanges.expect(targetPath)
+        let renamed =
+            current == target
+            ? rename(file.path, targetPath) == 0 : nimbus_rename_noreplace(file.path, targetPath) == 0
+        guard renamed else {
+            ownChanges.withdraw(targetPath)
+            return false
+        }
+        if let current, current != target { unlink(folder.appendingPathComponent(current).path) }
         return true
     }
 }
