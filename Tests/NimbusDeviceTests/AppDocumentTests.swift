@@ -236,15 +236,21 @@ import Testing
         #expect(states.all.first == .normal, "opened by its first save")
     }
 
-    /// A save still waiting for its file when the document is closed does not open it again when it ends
-    /// (an app's autosave and its close can overlap so).
-    @Test func aSaveUnderWayWhenTheDocumentClosesLeavesItClosed() async throws {
+    /// A note reading "milk", created (so open) on device A of a new pair, and its file.
+    private static func savedNote(_ name: String) async throws -> (AppDevice, TextDocument, URL) {
         let (_, a, _) = try await AppDevice.pair()
         try FileManager.default.createDirectory(at: a.documents, withIntermediateDirectories: true)
-        let url = a.documents.appendingPathComponent("Held.note").standardizedFileURL
+        let url = a.documents.appendingPathComponent(name).standardizedFileURL
         let note = TextDocument(fileURL: url)
         note.text = "milk"
         try await note.save(to: url, for: .forCreating)
+        return (a, note, url)
+    }
+
+    /// A save still waiting for its file when the document is closed does not open it again when it ends
+    /// (an app's autosave and its close can overlap so).
+    @Test func aSaveUnderWayWhenTheDocumentClosesLeavesItClosed() async throws {
+        let (a, note, url) = try await Self.savedNote("Held.note")
         #expect(note.documentState == .normal)
 
         // Another writer of the file holds its lock, so the next save waits for it.
@@ -263,12 +269,7 @@ import Testing
     /// A revert a change of the file started, still waiting to read it when the document is closed, ends
     /// before the close does: the closed document is neither left `editingDisabled` nor loaded into after.
     @Test func aRevertUnderWayWhenTheDocumentClosesEndsFirst() async throws {
-        let (_, a, _) = try await AppDevice.pair()
-        try FileManager.default.createDirectory(at: a.documents, withIntermediateDirectories: true)
-        let url = a.documents.appendingPathComponent("Changed.note").standardizedFileURL
-        let note = TextDocument(fileURL: url)
-        note.text = "milk"
-        try await note.save(to: url, for: .forCreating)
+        let (a, note, url) = try await Self.savedNote("Changed.note")
 
         // Another writer changes the file and still holds its lock, so the revert the change starts waits.
         var writer: CoordinationLock? = try CoordinationLock(root: a.root, accesses: [(url.path, true)])
