@@ -10,9 +10,12 @@ import Synchronization
 /// resumes without losing a local edit or sending again what the server has.
 package final class DeviceJournal: Sendable {
     private let database: DatabaseQueue
+    /// The database file, for a reader of its own (`allMetadata`).
+    private let path: String
     private let observers = Mutex<[@Sendable (Set<ItemID>) -> Void]>([])
 
     package init(path: String) throws {
+        self.path = path
         var configuration = Configuration()
         configuration.busyMode = .timeout(5)
         database = try DatabaseQueue(path: path, configuration: configuration)
@@ -304,40 +307,67 @@ package final class DeviceJournal: Sendable {
 
     /// The remote and local facts of `ids` (nil: of every item) that apps' metadata queries list.
     package func metadata(of ids: Set<ItemID>?) async throws -> (remote: [ItemID: RemoteFacts], local: [ItemID: LocalFacts]) {
-        try await database.read { db in
+        guard let ids else { return try await allMetadata() }
+        return try await database.read { db in
             var remote: [ItemID: RemoteFacts] = [:]
             var local: [ItemID: LocalFacts] = [:]
-            if ids == nil {
-                // Sized once: grown as they fill, the tables of every item are rehashed again and again.
-                remote.reserveCapacity(try Int.fetchOne(db, sql: "SELECT count(*) FROM remote") ?? 0)
-                local.reserveCapacity(try Int.fetchOne(db, sql: "SELECT count(*) FROM local") ?? 0)
-            }
-            let batches: [[String]?] =
-                ids.map { ids in
-                    stride(from: 0, to: ids.count, by: 500).map { Array(ids.map(\.rawValue)[$0..<min($0 + 500, ids.count)]) }
-                }
-                ?? [nil]
-            for batch in batches {
-                let filter =
-                    batch.map { "WHERE item_id IN (\(Array(repeating: "?", count: $0.count).joined(separator: ",")))" } ?? ""
-                let arguments = StatementArguments(batch ?? [])
-                let remoteRows = try Row.fetchCursor(
-                    db,
-                    sql:
-                        "SELECT item_id, parent_id, name, kind, content, conflicts, size, modified, created FROM remote \(filter)",
-                    arguments: arguments)
-                while let row = try remoteRows.next() {
-                    remote[ItemID(row[0])] = RemoteFacts(
-                        parent: (row[1] as String?).map(ItemID.init), name: row[2], kind: ItemKind(rawValue: row[3]) ?? .file,
-                        content: row[4], conflicts: row[5], size: row[6], modified: row[7], created: row[8])
-                }
-                let localRows = try Row.fetchCursor(
-                    db, sql: "SELECT item_id, path, size, modified, content FROM local \(filter)", arguments: arguments)
-                while let row = try localRows.next() {
-                    local[ItemID(row[0])] = LocalFacts(path: row[1], size: row[2], modified: row[3], content: row[4])
-                }
+            let all = ids.map(\.rawValue)
+            for start in stride(from: 0, to: all.count, by: 500) {
+                let batch = Array(all[start..<min(start + 500, all.count)])
+                let filter = "WHERE item_id IN (\(Array(repeating: "?", count: batch.count).joined(separator: ",")))"
+                try Self.readRemoteFacts(db, filter, StatementArguments(batch), into: &remote)
+                try Self.readLocalFacts(db, filter, StatementArguments(batch), into: &local)
             }
             return (remote, local)
+        }
+    }
+
+    /// Every item's facts, the two tables read at once: the local one through a read-only connection of its
+    /// own (in WAL mode readers share the file). Reading 100,000 rows of each is most of the wait for an
+    /// app's first query. The two reads may see commits between them; each commit's notice makes the index
+    /// read its items again.
+    private func allMetadata() async throws -> (remote: [ItemID: RemoteFacts], local: [ItemID: LocalFacts]) {
+        var configuration = Configuration()
+        configuration.readonly = true
+        configuration.busyMode = .timeout(5)
+        let reader = try DatabaseQueue(path: path, configuration: configuration)
+        async let local = reader.read { db in
+            var local: [ItemID: LocalFacts] = [:]
+            local.reserveCapacity(try Int.fetchOne(db, sql: "SELECT count(*) FROM local") ?? 0)
+            try Self.readLocalFacts(db, "", [], into: &local)
+            return local
+        }
+        let remote = try await database.read { db in
+            var remote: [ItemID: RemoteFacts] = [:]
+            remote.reserveCapacity(try Int.fetchOne(db, sql: "SELECT count(*) FROM remote") ?? 0)
+            try Self.readRemoteFacts(db, "", [], into: &remote)
+            return remote
+        }
+        return (remote, try await local)
+    }
+
+    /// Adds the `remote` rows `filter` selects to `facts`, columns read by position.
+    private static func readRemoteFacts(
+        _ db: Database, _ filter: String, _ arguments: StatementArguments, into facts: inout [ItemID: RemoteFacts]
+    ) throws {
+        let rows = try Row.fetchCursor(
+            db, sql: "SELECT item_id, parent_id, name, kind, content, conflicts, size, modified, created FROM remote \(filter)",
+            arguments: arguments)
+        while let row = try rows.next() {
+            facts[ItemID(row[0])] = RemoteFacts(
+                parent: (row[1] as String?).map(ItemID.init), name: row[2], kind: ItemKind(rawValue: row[3]) ?? .file,
+                content: row[4], conflicts: row[5], size: row[6], modified: row[7], created: row[8])
+        }
+    }
+
+    /// Adds the `local` rows `filter` selects to `facts`, columns read by position.
+    private static func readLocalFacts(
+        _ db: Database, _ filter: String, _ arguments: StatementArguments, into facts: inout [ItemID: LocalFacts]
+    ) throws {
+        let rows = try Row.fetchCursor(
+            db, sql: "SELECT item_id, path, size, modified, content FROM local \(filter)", arguments: arguments)
+        while let row = try rows.next() {
+            facts[ItemID(row[0])] = LocalFacts(path: row[1], size: row[2], modified: row[3], content: row[4])
         }
     }
 
