@@ -451,11 +451,19 @@ import Testing
         let reader = Task {
             var seen = 0
             while !Task.isCancelled {
-                let text = try await FileCoordinator().coordinate(readingItemAt: target) { url in
-                    String(decoding: (try? Data(contentsOf: url)) ?? Data(), as: UTF8.self)
+                let (text, failure) = try await FileCoordinator().coordinate(readingItemAt: target) { url -> (String, String?) in
+                    do {
+                        return (String(decoding: try Data(contentsOf: url), as: UTF8.self), nil)
+                    } catch {
+                        // What the folder held instead, for the failure's message.
+                        let names = (try? FileManager.default.contentsOfDirectory(atPath: url.deletingLastPathComponent().path))
+                        return ("", "\(error); the folder held \((names ?? []).sorted())")
+                    }
                 }
                 let whole = text.count == size && Set(text).count == 1
-                #expect(whole || text == "written on B", "a read saw \(text.count) bytes of \(Set(text).count) versions")
+                #expect(
+                    whole || text == "written on B",
+                    "a read saw \(text.count) bytes of \(Set(text).count) versions\(failure.map { ": " + $0 } ?? "")")
                 seen += 1
             }
             return seen
