@@ -116,6 +116,16 @@ extension PostgresStore: AccountStore {
         try await rows("UPDATE sessions SET revoked = true WHERE device_id = \(deviceID) AND NOT revoked RETURNING 1").count
     }
 
+    package func signedInDevices(accountID: String, at date: Date) async throws -> Set<String> {
+        var devices = Set<String>()
+        for row in try await rows(
+            "SELECT DISTINCT device_id FROM sessions WHERE account_id = \(accountID) AND NOT revoked AND expires_at > \(date.milliseconds)"
+        ) {
+            devices.insert(try row.makeRandomAccess()[0].decode(String.self))
+        }
+        return devices
+    }
+
     package func credentials(sessionDigest: String?, apiTokenDigest: String?) async throws -> StoredCredentials {
         // One statement, one round trip: the session, and the token with its app and the app's containers.
         let row = try await rows(

@@ -80,11 +80,12 @@ package struct NimbusServer: Sendable {
         return router
     }
 
-    /// Everything served over HTTP: the API and the dashboard's pages (HTML for people, tested in a browser
-    /// rather than described to clients).
+    /// Everything served over HTTP: the API, the dashboard's pages (HTML for people, tested in a browser
+    /// rather than described to clients) and WebDAV (RFC 4918's protocol, tested with its own clients).
     func makeServedRouter() -> Router<AppRequestContext> {
         let router = makeRouter()
         DashboardRoutes(server: state).register(on: router)
+        DAVRoutes(server: state).register(on: router)
         return router
     }
 

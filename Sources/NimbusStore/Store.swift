@@ -60,6 +60,8 @@ package protocol AccountStore: Sendable {
     func revokeSession(tokenDigest: String) async throws
     /// Signs a device out everywhere: revokes every session it holds; how many were still valid.
     @discardableResult func revokeSessions(deviceID: String) async throws -> Int
+    /// The account's devices that hold a session neither revoked nor expired at `date`.
+    func signedInDevices(accountID: String, at date: Date) async throws -> Set<String>
 
     /// Everything a request's credentials name, read together (one round trip on the hot path):
     /// the session, the API token, and the token's app with its entitlements.

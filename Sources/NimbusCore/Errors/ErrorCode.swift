@@ -41,6 +41,11 @@ public struct ErrorCode: RawRepresentable, Hashable, Codable, Sendable, CustomSt
     public static let chunkMissing = ErrorCode(rawValue: "CHUNK_MISSING")
     /// A `Range` header asks only for bytes past the end of the body.
     public static let rangeNotSatisfiable = ErrorCode(rawValue: "RANGE_NOT_SATISFIABLE")
+    /// A condition the request set (`If-Match`, `If-None-Match`, WebDAV's `If`, `Overwrite: F`) does not hold:
+    /// nothing was changed.
+    public static let preconditionFailed = ErrorCode(rawValue: "PRECONDITION_FAILED")
+    /// A WebDAV lock holds the resource and the request did not submit its token.
+    public static let locked = ErrorCode(rawValue: "LOCKED")
     /// The path is a WebSocket; the request must ask to upgrade to one.
     public static let upgradeRequired = ErrorCode(rawValue: "UPGRADE_REQUIRED")
 
@@ -64,7 +69,8 @@ public struct ErrorCode: RawRepresentable, Hashable, Codable, Sendable, CustomSt
         case .quotaExceeded, .kvLimitExceeded, .requestTooLarge: 413
         case .throttled: 429
         case .tryAgainLater: 503
-        case .validatingReferenceError, .chunkMissing: 412
+        case .validatingReferenceError, .chunkMissing, .preconditionFailed: 412
+        case .locked: 423
         case .changeTokenExpired: 410
         case .methodNotAllowed: 405
         case .uriTooLong: 414

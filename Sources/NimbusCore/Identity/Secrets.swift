@@ -25,6 +25,14 @@ package enum Secrets {
     /// A session token: 32 random bytes, base64url without padding (safe in query strings).
     package static func sessionToken() -> String { Base64.encode(randomBytes(32), .url) }
 
+    /// What every app password starts with. HTTP Basic takes only app passwords, never session tokens
+    /// (which the account password signs in to), and the prefix tells the two apart before any lookup.
+    package static let appPasswordPrefix = "nimbus-app-"
+
+    /// An app password: what a program that can only send a user name and a password (a WebDAV client)
+    /// signs in with; shown once, stored as its digest like a session token.
+    package static func appPassword() -> String { appPasswordPrefix + Base64.encode(randomBytes(24), .url) }
+
     /// The stored form of a secret: hexadecimal SHA-256.
     package static func digest(_ secret: String) -> String { hex(Array(SHA256.hash(data: Data(secret.utf8)))) }
 

@@ -45,6 +45,39 @@ package struct SignInResponse: Codable, Sendable {
     }
 }
 
+/// `POST /auth/1/app-passwords`: a password for one program or device that signs in with HTTP Basic
+/// (a WebDAV client), revocable on its own.
+package struct AppPasswordRequest: Codable, Sendable {
+    package var name: String
+    package init(name: String) { self.name = name }
+}
+
+/// An app password as the account's list shows it; `password` only in the answer that created it.
+public struct AppPassword: Codable, Sendable, Hashable {
+    /// The device the password signs in as: its versions and its place in the device list carry this ID.
+    public var deviceID: String
+    public var name: String
+    /// Milliseconds since 1970.
+    public var createdAt: Int64
+    /// Shown once; the server keeps only its digest.
+    public var password: String?
+    /// The user name to send with it (the account's email).
+    public var userName: String
+
+    public init(deviceID: String, name: String, createdAt: Int64, password: String? = nil, userName: String) {
+        self.deviceID = deviceID
+        self.name = name
+        self.createdAt = createdAt
+        self.password = password
+        self.userName = userName
+    }
+}
+
+package struct AppPasswordList: Codable, Sendable {
+    package var appPasswords: [AppPassword]
+    package init(appPasswords: [AppPassword]) { self.appPasswords = appPasswords }
+}
+
 /// `GET /auth/1/me`.
 package struct CallerResponse: Codable, Sendable {
     package var userRecordName: String

@@ -81,6 +81,25 @@ public enum NimbusAccount {
             .PUT, "/auth/1/profile", body: profile)
     }
 
+    /// A new app password named `name`: what a WebDAV client signs in with (HTTP Basic, the account's email as
+    /// the user name). The password is in the answer only.
+    public static func createAppPassword(_ session: NimbusSession, name: String) async throws -> AppPassword {
+        try await NimbusClient(session: session, apiToken: nil).send(
+            .POST, "/auth/1/app-passwords", body: AppPasswordRequest(name: name))
+    }
+
+    /// The account's app passwords that still sign in (without the passwords themselves).
+    public static func appPasswords(_ session: NimbusSession) async throws -> [AppPassword] {
+        let list: AppPasswordList = try await NimbusClient(session: session, apiToken: nil).send(.GET, "/auth/1/app-passwords")
+        return list.appPasswords
+    }
+
+    /// Revokes an app password: the client using it is signed out at once.
+    public static func revokeAppPassword(_ session: NimbusSession, deviceID: String) async throws {
+        try await NimbusClient(session: session, apiToken: nil).send(
+            .DELETE, "/auth/1/app-passwords/\(deviceID.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? deviceID)")
+    }
+
     /// Revokes the session on the server.
     public static func signOut(_ session: NimbusSession) async throws {
         try await NimbusClient(session: session, apiToken: nil).send(.POST, "/auth/1/signout")

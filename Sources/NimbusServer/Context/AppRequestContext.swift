@@ -1,3 +1,4 @@
+import NIOCore
 import NimbusStore
 import Hummingbird
 import HummingbirdWebSocket
@@ -8,10 +9,13 @@ package struct AppRequestContext: CredentialContext, WebSocketRequestContext {
     package var coreContext: CoreRequestContextStorage
     package var credentials = Credentials()
     package let webSocket: WebSocketHandlerReference<Self>
+    /// The peer's address (nil when the channel has none).
+    package let remoteAddress: SocketAddress?
 
     package init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)
         webSocket = .init()
+        remoteAddress = source.channel.remoteAddress
     }
 
     package var requestDecoder: WireDecoder { WireDecoder() }

@@ -10,7 +10,7 @@ extension RequestBody {
     /// `drainLimit`) and discarded before `tooLarge` is thrown, so a client that sends its whole body
     /// before reading the answer receives it: Hummingbird reads past an unread body only to reach the
     /// next request, so on a connection the request asked to close, the client would block sending.
-    func collect(upTo limit: Int, orThrow tooLarge: @autoclosure () -> NimbusError) async throws -> ByteBuffer {
+    func collect(upTo limit: Int, orThrow tooLarge: @autoclosure () -> any Error) async throws -> ByteBuffer {
         var collected = ByteBuffer()
         var length = 0
         for try await var chunk in self {

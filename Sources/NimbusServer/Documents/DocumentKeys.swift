@@ -13,6 +13,10 @@ import NimbusStore
 ///   download. Until a version names it, it counts its bytes against the quota; once one does, the
 ///   version counts them. `DocumentExpiry` removes holdings no version names any more, and uploads no
 ///   version named within a day.
+/// - `dav/p/<item>` (`dav/p/` for the root): the WebDAV dead properties clients set on an item
+///   (`DAVProperties`); devices never see them.
+/// - `dav/l/<token>`: a WebDAV lock (`DAVLocks`), indexed as `davlock` so that every node finds the zone's
+///   locks in one read.
 enum DocumentKeys {
     static let itemPrefix = "i/"
 
@@ -41,6 +45,11 @@ enum DocumentKeys {
 
     static let chunkRows = [IndexEntry(field: "held", value: .text("1"))]
 
+    static func davProperties(_ item: String?) -> String { "dav/p/" + (item ?? "") }
+    static let davLockPrefix = "dav/l/"
+    static let davLockKind = "davlock"
+    static let davLockRows = [IndexEntry(field: "lock", value: .text("1"))]
+
     /// The index rows an entry of a documents zone must have (`nimbus check`), by its key and payload.
     static func expectedIndex(key: String, payload: Data) throws -> ExpectedIndexRows? {
         let (kind, rows): (String, [IndexEntry])
@@ -50,6 +59,8 @@ enum DocumentKeys {
             (kind, rows) = (versionKind, versionRows(item: String(item)))
         } else if key.hasPrefix("c/") {
             (kind, rows) = (chunkKind, chunkRows)
+        } else if key.hasPrefix(davLockPrefix) {
+            (kind, rows) = (davLockKind, davLockRows)
         } else {
             return nil
         }

@@ -81,6 +81,8 @@ struct AuthenticationMiddleware<Context: CredentialContext>: RouterMiddleware {
         if let authorization = request.headers[.authorization] {
             let parts = authorization.split(separator: " ", maxSplits: 1)
             if parts.count == 2, parts[0].lowercased() == "bearer" { return String(parts[1]) }
+            // HTTP Basic carries app passwords only: the account's password never signs a request in.
+            if let basic = BasicCredentials(authorization: authorization), basic.isAppPassword { return basic.password }
         }
         return request.uri.queryParameters.get("ckWebAuthToken")
     }
@@ -129,4 +131,23 @@ struct AuthenticationMiddleware<Context: CredentialContext>: RouterMiddleware {
         }
         return credentials
     }
+}
+
+/// The user name and password of an `Authorization: Basic` header (RFC 7617).
+struct BasicCredentials: Sendable, Equatable {
+    var userName: String
+    var password: String
+
+    init?(authorization: String) {
+        let parts = authorization.split(separator: " ", maxSplits: 1)
+        guard parts.count == 2, parts[0].lowercased() == "basic", parts[1].utf8.count <= 1024,
+            let decoded = Data(base64Encoded: String(parts[1]).trimmingCharacters(in: .whitespaces)),
+            let text = String(data: decoded, encoding: .utf8), let colon = text.firstIndex(of: ":")
+        else { return nil }
+        userName = String(text[..<colon])
+        password = String(text[text.index(after: colon)...])
+    }
+
+    /// Whether the password is shaped like an app password (`Secrets.appPasswordPrefix`).
+    var isAppPassword: Bool { password.hasPrefix(Secrets.appPasswordPrefix) }
 }

@@ -36,5 +36,14 @@ struct AuthRoutes {
             try await service.updateProfile(context.session, try await request.decode(as: AccountProfile.self, context: context))
         }
         user.get("devices") { _, context in try await service.devices(context.session) }
+        user.post("app-passwords") { request, context in
+            try await service.createAppPassword(
+                context.session, try await request.decode(as: AppPasswordRequest.self, context: context))
+        }
+        user.get("app-passwords") { _, context in try await service.appPasswords(context.session) }
+        user.delete("app-passwords/:device") { _, context in
+            try await service.revokeAppPassword(context.session, deviceID: try context.parameters.require("device"))
+            return HTTPResponse.Status.noContent
+        }
     }
 }

@@ -6,6 +6,8 @@ extension SignUpResponse: ResponseEncodable {}
 extension SignInResponse: ResponseEncodable {}
 extension CallerResponse: ResponseEncodable {}
 extension DeviceList: ResponseEncodable {}
+extension AppPassword: ResponseEncodable {}
+extension AppPasswordList: ResponseEncodable {}
 extension KeyValueSnapshot: ResponseEncodable {}
 extension KeyValueChangesResponse: ResponseEncodable {}
 extension Team: ResponseEncodable {}

@@ -69,6 +69,56 @@ struct AuthService: Sendable {
         return true
     }
 
+    /// How long an app password lasts: until its owner revokes it, in practice (ten years).
+    static let appPasswordLifetime: TimeInterval = 10 * 365 * 86_400
+    /// App passwords sign in as devices of their own, whose IDs start so: only those are listed and
+    /// revoked as app passwords, never a device that signed in with the account's password.
+    static let appPasswordDevicePrefix = "app-"
+
+    /// A new app password for the caller's account: a device of its own named `name`, whose one session is
+    /// the password. Revoking it signs that device out and nothing else.
+    func createAppPassword(_ session: AuthenticatedSession, _ request: AppPasswordRequest) async throws -> AppPassword {
+        let name = request.name.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard !name.isEmpty, name.utf8.count <= 200, !Identifiers.containsControlCharacter(name) else {
+            throw NimbusError.badRequest("an app password's name is 1 to 200 bytes without control characters")
+        }
+        guard let account = try await server.store.account(id: session.accountID) else {
+            throw NimbusError.authenticationFailed("the account no longer exists")
+        }
+        let now = server.configuration.now()
+        let deviceID = Self.appPasswordDevicePrefix + UUIDString.random()
+        try await server.store.saveDevice(DeviceRecord(id: deviceID, accountID: account.id, name: name, lastSeenAt: now))
+        let password = Secrets.appPassword()
+        try await server.store.createSession(
+            SessionRecord(
+                tokenDigest: Secrets.digest(password), accountID: account.id, deviceID: deviceID,
+                expiresAt: now.addingTimeInterval(Self.appPasswordLifetime)))
+        server.logger.info("app password created", metadata: ["account": "\(account.id)", "device": "\(deviceID)"])
+        return AppPassword(
+            deviceID: deviceID, name: name, createdAt: now.milliseconds, password: password, userName: account.email)
+    }
+
+    /// The caller's app passwords that still sign in.
+    func appPasswords(_ session: AuthenticatedSession) async throws -> AppPasswordList {
+        guard let account = try await server.store.account(id: session.accountID) else {
+            throw NimbusError.authenticationFailed("the account no longer exists")
+        }
+        let live = try await server.store.signedInDevices(accountID: account.id, at: server.configuration.now())
+        let devices = try await server.store.devices(accountID: account.id).filter {
+            $0.id.hasPrefix(Self.appPasswordDevicePrefix) && live.contains($0.id)
+        }
+        return AppPasswordList(
+            appPasswords: devices.map {
+                AppPassword(deviceID: $0.id, name: $0.name, createdAt: $0.lastSeenAt.milliseconds, userName: account.email)
+            })
+    }
+
+    /// Revokes one of the caller's app passwords (by its device ID).
+    func revokeAppPassword(_ session: AuthenticatedSession, deviceID: String) async throws {
+        guard deviceID.hasPrefix(Self.appPasswordDevicePrefix), try await signOut(deviceID: deviceID, of: session.accountID)
+        else { throw NimbusError.notFound("no app password \(deviceID.prefix(80)) in this account") }
+    }
+
     func caller(_ session: AuthenticatedSession) async throws -> CallerResponse {
         guard let account = try await server.store.account(id: session.accountID) else {
             throw NimbusError.authenticationFailed("the account no longer exists")

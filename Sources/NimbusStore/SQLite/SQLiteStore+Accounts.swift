@@ -154,6 +154,16 @@ extension SQLiteStore: AccountStore {
         }
     }
 
+    package func signedInDevices(accountID: String, at date: Date) async throws -> Set<String> {
+        try await read { db in
+            Set(
+                try String.fetchAll(
+                    try db.cachedStatement(
+                        sql: "SELECT DISTINCT device_id FROM sessions WHERE account_id = ? AND revoked = 0 AND expires_at > ?"),
+                    arguments: [accountID, date.milliseconds]))
+        }
+    }
+
     private static func account(_ row: Row) -> AccountRecord {
         AccountRecord(
             id: row["id"], email: row["email"], passwordHash: row["password_hash"],

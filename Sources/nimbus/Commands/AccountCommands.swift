@@ -78,10 +78,13 @@ struct LogOut: AsyncParsableCommand {
 struct Profile: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "profile",
-        abstract: "Show or change your names, phone number and whether other users may discover you.",
+        abstract: "Show or change your names, phone number and whether other users may discover you; manage app passwords.",
         discussion: """
             Other users find you (CloudKit's users/discover) by email, phone number or user record name only
             with --discoverable; --no-discoverable hides you again. Options not given keep their values.
+
+            An app password signs one program in with HTTP Basic (a WebDAV client at /dav/, with your email as
+            the user name); it is shown once. --app-passwords lists them, --revoke-app-password signs one out.
             """)
 
     @OptionGroup var client: ClientOptions
@@ -89,10 +92,17 @@ struct Profile: AsyncParsableCommand {
     @Option(help: "Your last name (empty to remove it).") var lastName: String?
     @Option(help: "Your phone number in international form, like +44 20 7946 0958 (empty to remove it).") var phoneNumber: String?
     @Flag(inversion: .prefixedNo, help: "Whether other users may discover you.") var discoverable: Bool?
+    @Option(help: "Create an app password with this name (for a WebDAV client) and print it once.") var appPassword: String?
+    @Flag(help: "List your app passwords.") var appPasswords = false
+    @Option(help: "Revoke the app password with this name or device ID.") var revokeAppPassword: String?
 
     func run() async throws {
         do {
             let session = try client.profile().session
+            if appPassword != nil || appPasswords || revokeAppPassword != nil {
+                try await manageAppPasswords(session)
+                return
+            }
             var profile = try await NimbusAccount.profile(session)
             let changes = firstName != nil || lastName != nil || phoneNumber != nil || discoverable != nil
             if let firstName { profile.firstName = firstName.isEmpty ? nil : firstName }
@@ -109,6 +119,33 @@ struct Profile: AsyncParsableCommand {
             }
         } catch {
             fail(error)
+        }
+    }
+
+    private func manageAppPasswords(_ session: NimbusSession) async throws {
+        if let name = appPassword {
+            let created = try await NimbusAccount.createAppPassword(session, name: name)
+            if client.json {
+                print(ValueText.json(created))
+            } else {
+                print("user name: \(created.userName)")
+                print("app password: \(created.password ?? "")")
+                print("WebDAV: \(session.server.appendingPathComponent("dav").absoluteString)/")
+            }
+        }
+        if let revoked = revokeAppPassword {
+            let matching = try await NimbusAccount.appPasswords(session).filter { $0.name == revoked || $0.deviceID == revoked }
+            guard !matching.isEmpty else { throw NimbusError.notFound("no app password named \(revoked)") }
+            for password in matching { try await NimbusAccount.revokeAppPassword(session, deviceID: password.deviceID) }
+            print("revoked \(matching.count) app password\(matching.count == 1 ? "" : "s")")
+        }
+        if appPasswords {
+            let list = try await NimbusAccount.appPasswords(session)
+            if client.json {
+                print(ValueText.json(list))
+            } else {
+                for password in list { print("\(password.name)\t\(password.deviceID)") }
+            }
         }
     }
 }

@@ -1,0 +1,333 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import NIOCore
+import NimbusCore
+import NimbusStore
+
+/// PROPFIND, GET and HEAD.
+extension DAVHandler {
+    /// What a PROPFIND asks for.
+    enum PropertyRequest {
+        case all
+        case names
+        case some([DAVPropertyName])
+    }
+
+    func propfind() async throws -> Response {
+        // A listing of a whole tree in one answer is refused, as RFC 4918 allows: a container may hold a
+        // million items.
+        let depth = try depth(otherwise: .infinity)
+        guard depth != .infinity else {
+            throw DAVError(
+                .forbidden, .badRequest, "PROPFIND with Depth: infinity is not served; list one folder at a time (Depth: 1)",
+                condition: "propfind-finite-depth")
+        }
+        let asked: PropertyRequest
+        if let body = try await xmlBody() {
+            guard body.namespace == DAVPropertyName.dav, body.name == "propfind" else {
+                throw DAVError.badRequest("a PROPFIND body is a DAV:propfind element")
+            }
+            if body.child("propname") != nil {
+                asked = .names
+            } else if let prop = body.child("prop") {
+                asked = .some(prop.children.map(\.key))
+            } else {
+                asked = .all
+            }
+        } else {
+            asked = .all
+        }
+        var xml = DAVXMLWriter()
+        xml.open("multistatus", attributes: DAVXMLWriter.multistatusOpening)
+        guard container != nil else {
+            try await writeContainers(depth: depth, asked: asked, into: &xml)
+            xml.close("multistatus")
+            return Self.multistatus(xml)
+        }
+        let node = try await requireNode()
+        let allLocks = try await locks.all()
+        try await writeResponse(node, path: path, asked: asked, locks: allLocks, into: &xml)
+        if depth == .one, node.isCollection {
+            for child in try await tree.children(of: node.itemID) {
+                try await writeResponse(.item(child), path: path + [child.name], asked: asked, locks: allLocks, into: &xml)
+            }
+        }
+        xml.close("multistatus")
+        return Self.multistatus(xml)
+    }
+
+    static func multistatus(_ xml: DAVXMLWriter) -> Response {
+        Response(
+            status: DAVError.multiStatus, headers: [.contentType: "application/xml; charset=utf-8"],
+            body: ResponseBody(byteBuffer: ByteBuffer(string: xml.text)))
+    }
+
+    /// `/dav/` itself, and at depth 1 each container the user keeps documents in.
+    private func writeContainers(depth: DAVDepth, asked: PropertyRequest, into xml: inout DAVXMLWriter) async throws {
+        let collection: [DAVPropertyName: String] = [.dav("resourcetype"): "<D:collection/>"]
+        Self.writeResponse(
+            href: Self.href(container: nil, [], collection: true), live: collection, dead: [:], asked: asked, into: &xml)
+        guard depth == .one else { return }
+        for container in try await server.store.containers() {
+            let service = ZoneAddress.Service.documents(container: container.identifier, environment: DAVRoutes.environment)
+            guard try await !server.store.zones(accountID: session.accountID, service: service).isEmpty else { continue }
+            var live = collection
+            live[.dav("displayname")] = DAVXMLWriter.escape(container.identifier)
+            Self.writeResponse(
+                href: Self.href(container: container.identifier, [], collection: true), live: live, dead: [:], asked: asked,
+                into: &xml)
+        }
+    }
+
+    private func writeResponse(
+        _ node: DAVTree.Node, path: [String], asked: PropertyRequest, locks: [DAVLock], into xml: inout DAVXMLWriter
+    ) async throws {
+        var live = liveProperties(node, path: path, locks: locks)
+        if node.isCollection, case .some(let names) = asked,
+            names.contains(.dav("quota-used-bytes")) || names.contains(.dav("quota-available-bytes"))
+        {
+            let used = try await usedBytes()
+            live[.dav("quota-used-bytes")] = String(used)
+            live[.dav("quota-available-bytes")] = String(max(0, Int(server.configuration.userQuotaBytes) - used))
+        }
+        let dead = try await properties.read(node.itemID)
+        Self.writeResponse(href: href(path, collection: node.isCollection), live: live, dead: dead, asked: asked, into: &xml)
+    }
+
+    /// One `response` element: the properties asked for that exist under 200, the others under 404.
+    static func writeResponse(
+        href: String, live: [DAVPropertyName: String], dead: [DAVPropertyName: String], asked: PropertyRequest,
+        into xml: inout DAVXMLWriter
+    ) {
+        xml.open("response")
+        xml.element("href", href)
+        var found: [(DAVPropertyName, String?)] = []
+        var missing: [DAVPropertyName] = []
+        switch asked {
+        case .all:
+            // RFC 4918 leaves lockdiscovery and supportedlock in allprop; RFC 4331's quota properties are not.
+            found =
+                live.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
+                + dead.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
+        case .names:
+            found = (Array(live.keys) + Array(dead.keys)).sorted().map { ($0, nil) }
+        case .some(let names):
+            for name in names {
+                if let value = live[name] {
+                    found.append((name, value))
+                } else if let value = dead[name] {
+                    found.append((name, value))
+                } else {
+                    missing.append(name)
+                }
+            }
+        }
+        let deadNames = Set(dead.keys)
+        if !found.isEmpty || missing.isEmpty {
+            xml.open("propstat")
+            xml.open("prop")
+            for (name, value) in found {
+                switch value {
+                case nil: xml.empty(name)
+                case let value? where deadNames.contains(name) && live[name] == nil: xml.raw(value)
+                case let value?: xml.raw("<D:\(name.name)>\(value)</D:\(name.name)>")
+                }
+            }
+            xml.close("prop")
+            xml.element("status", "HTTP/1.1 200 OK")
+            xml.close("propstat")
+        }
+        if !missing.isEmpty {
+            xml.open("propstat")
+            xml.open("prop")
+            for name in missing { xml.empty(name) }
+            xml.close("prop")
+            xml.element("status", "HTTP/1.1 404 Not Found")
+            xml.close("propstat")
+        }
+        xml.close("response")
+    }
+
+    /// The live properties of a node, as XML inside their elements (all of RFC 4918's `DAV:` namespace).
+    func liveProperties(_ node: DAVTree.Node, path: [String], locks: [DAVLock]) -> [DAVPropertyName: String] {
+        var live: [DAVPropertyName: String] = [
+            .dav("resourcetype"): node.isCollection ? "<D:collection/>" : "",
+            .dav("supportedlock"): Self.supportedLock,
+            .dav("lockdiscovery"): Self.lockDiscovery(locks.filter { $0.covers(DAVLock.key(path)) }, href: self),
+            .dav("displayname"): DAVXMLWriter.escape(path.last ?? container ?? ""),
+        ]
+        guard let item = node.item else { return live }
+        let created = item.createdAt ?? item.current?.savedAt ?? 0
+        live[.dav("creationdate")] = DAVDates.iso8601(milliseconds: created)
+        if let version = item.current, !node.isCollection {
+            live[.dav("getcontentlength")] = String(version.content.size)
+            live[.dav("getetag")] = DAVXMLWriter.escape(Self.etag(version))
+            live[.dav("getlastmodified")] = DAVDates.http(milliseconds: version.content.modifiedAt)
+            live[.dav("getcontenttype")] = DAVXMLWriter.escape(DAVContentTypes.type(of: item.name))
+        } else {
+            live[.dav("getlastmodified")] = DAVDates.http(milliseconds: created)
+        }
+        return live
+    }
+
+    /// A version's entity tag: the first 128 bits of its content's SHA-256, quoted. Short enough for the
+    /// `If` headers clients build from two tags and a lock token in a fixed buffer (litmus's is 200 bytes).
+    static func etag(_ version: DocumentVersion) -> String { etag(version.content) }
+    static func etag(_ content: DocumentContent) -> String { "\"\(content.contentHash.prefix(32))\"" }
+
+    static let supportedLock =
+        "<D:lockentry><D:lockscope><D:exclusive/></D:lockscope><D:locktype><D:write/></D:locktype></D:lockentry>"
+        + "<D:lockentry><D:lockscope><D:shared/></D:lockscope><D:locktype><D:write/></D:locktype></D:lockentry>"
+
+    static func lockDiscovery(_ locks: [DAVLock], href handler: DAVHandler) -> String {
+        locks.map { lock in
+            var xml = "<D:activelock><D:locktype><D:write/></D:locktype>"
+            xml += "<D:lockscope>\(lock.exclusive ? "<D:exclusive/>" : "<D:shared/>")</D:lockscope>"
+            xml += "<D:depth>\(lock.depthInfinity ? "infinity" : "0")</D:depth>"
+            if let owner = lock.owner { xml += owner }
+            xml += "<D:timeout>Second-\(lock.timeoutSeconds)</D:timeout>"
+            xml += "<D:locktoken><D:href>\(DAVXMLWriter.escape(lock.token))</D:href></D:locktoken>"
+            xml += "<D:lockroot><D:href>\(DAVXMLWriter.escape(handler.href(lock.path, collection: false)))</D:href></D:lockroot>"
+            return xml + "</D:activelock>"
+        }.joined()
+    }
+
+    /// Bytes the user holds in all their documents, records and key-value stores: what the quota counts.
+    func usedBytes() async throws -> Int {
+        do {
+            return try await server.store.transact(zone, creating: false, reading: []) { try $0.ownerBytes() }.result
+        } catch StoreError.missing {
+            return 0
+        }
+    }
+
+    func get(withBody: Bool) async throws -> Response {
+        let node = try await requireNode()
+        guard let item = node.item, item.kind != .folder else {
+            return try await collectionPage(node, withBody: withBody)
+        }
+        guard let version = item.current else { throw DAVError.notFound("\(item.name) has no content") }
+        let etag = Self.etag(version)
+        var headers: HTTPFields = [
+            .eTag: etag, .lastModified: DAVDates.http(milliseconds: version.content.modifiedAt),
+            .contentType: DAVContentTypes.type(of: item.name), .acceptRanges: "bytes",
+        ]
+        if let noneMatch = request.headers[.ifNoneMatch], Self.matches(noneMatch, etag: etag) {
+            return Response(status: .notModified, headers: headers)
+        }
+        if let match = request.headers[.ifMatch], !Self.matches(match, etag: etag) {
+            throw DAVError.preconditionFailed("\(item.name) is no longer the version \(match.prefix(80))")
+        }
+        let size = version.content.size
+        var range: ClosedRange<Int64>?
+        // A range applies only while the content is the one If-Range names.
+        let rangeApplies = request.headers[HTTPField.Name("If-Range")!].map { $0 == etag } ?? true
+        if let header = request.headers[.range], rangeApplies, let asked = ByteRange(header: header) {
+            guard let bounds = asked.bounds(size: Int(size)) else {
+                var error = DAVError(
+                    .rangeNotSatisfiable, .rangeNotSatisfiable, "\(item.name) holds \(size) bytes; the range lies beyond them")
+                error.headers[.contentRange] = "bytes */\(size)"
+                throw error
+            }
+            range = Int64(bounds.lowerBound)...Int64(bounds.upperBound)
+            headers[.contentRange] = "bytes \(bounds.lowerBound)-\(bounds.upperBound)/\(size)"
+        }
+        let length = range.map { Int64($0.count) } ?? size
+        let status: HTTPResponse.Status = range == nil ? .ok : .partialContent
+        guard withBody else {
+            headers[.contentLength] = String(length)
+            return Response(status: status, headers: headers)
+        }
+        let blobs = server.blobs
+        let chunks = version.content.chunks
+        let wanted = range ?? 0...max(0, size - 1)
+        return Response(
+            status: status, headers: headers,
+            body: ResponseBody(contentLength: Int(length)) { writer in
+                var offset: Int64 = 0
+                for chunk in chunks {
+                    defer { offset += chunk.size }
+                    let chunkRange = offset...(offset + chunk.size - 1)
+                    guard chunkRange.overlaps(wanted) else { continue }
+                    let from = max(wanted.lowerBound, chunkRange.lowerBound) - offset
+                    let to = min(wanted.upperBound, chunkRange.upperBound) - offset
+                    try await blobs.read(chunk.hash, range: from...to) { piece in try await writer.write(piece) }
+                }
+                try await writer.finish(nil)
+            })
+    }
+
+    /// A folder asked for with GET: a plain page listing what it holds, for a browser pointed at it.
+    private func collectionPage(_ node: DAVTree.Node, withBody: Bool) async throws -> Response {
+        var html = "<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>"
+        html += DAVXMLWriter.escape(path.last ?? container ?? "Nimbus") + "</title></head><body><ul>"
+        if container == nil {
+            for container in try await server.store.containers() {
+                let service = ZoneAddress.Service.documents(container: container.identifier, environment: DAVRoutes.environment)
+                guard try await !server.store.zones(accountID: session.accountID, service: service).isEmpty else { continue }
+                let link = Self.href(container: container.identifier, [], collection: true)
+                html += "<li><a href=\"\(DAVXMLWriter.escape(link))\">\(DAVXMLWriter.escape(container.identifier))/</a></li>"
+            }
+        } else {
+            for child in try await tree.children(of: node.itemID) {
+                let collection = child.kind == .folder
+                let link = href(path + [child.name], collection: collection)
+                html +=
+                    "<li><a href=\"\(DAVXMLWriter.escape(link))\">\(DAVXMLWriter.escape(child.name))\(collection ? "/" : "")</a></li>"
+            }
+        }
+        html += "</ul></body></html>"
+        let headers: HTTPFields = [.contentType: "text/html; charset=utf-8", .contentLength: String(html.utf8.count)]
+        return Response(
+            status: .ok, headers: headers, body: withBody ? ResponseBody(byteBuffer: ByteBuffer(string: html)) : ResponseBody())
+    }
+
+    /// Whether an `If-Match` or `If-None-Match` header's list names `etag` (or is `*`).
+    static func matches(_ header: String, etag: String) -> Bool {
+        header.split(separator: ",").contains { candidate in
+            let tag = candidate.trimmingCharacters(in: .whitespaces)
+            return tag == "*" || tag == etag || tag == "W/" + etag
+        }
+    }
+}
+
+/// The dates WebDAV properties and HTTP headers carry.
+enum DAVDates {
+    static func http(milliseconds: Int64) -> String {
+        httpFormat.string(from: Date(timeIntervalSince1970: Double(milliseconds) / 1000))
+    }
+
+    static func iso8601(milliseconds: Int64) -> String {
+        isoFormat.string(from: Date(timeIntervalSince1970: Double(milliseconds) / 1000))
+    }
+
+    nonisolated(unsafe) private static let httpFormat: DateFormatter = {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
+        return formatter
+    }()
+
+    nonisolated(unsafe) private static let isoFormat: ISO8601DateFormatter = ISO8601DateFormatter()
+}
+
+/// A file's media type by its extension, for `getcontenttype` and `Content-Type`.
+enum DAVContentTypes {
+    static func type(of name: String) -> String {
+        guard let dot = name.lastIndex(of: "."), dot != name.startIndex else { return "application/octet-stream" }
+        return types[name[name.index(after: dot)...].lowercased()] ?? "application/octet-stream"
+    }
+
+    private static let types: [String: String] = [
+        "txt": "text/plain; charset=utf-8", "md": "text/markdown; charset=utf-8", "html": "text/html; charset=utf-8",
+        "htm": "text/html; charset=utf-8", "css": "text/css", "csv": "text/csv", "json": "application/json",
+        "xml": "application/xml", "pdf": "application/pdf", "zip": "application/zip", "png": "image/png",
+        "jpg": "image/jpeg", "jpeg": "image/jpeg", "gif": "image/gif", "heic": "image/heic", "svg": "image/svg+xml",
+        "webp": "image/webp", "mp3": "audio/mpeg", "m4a": "audio/mp4", "mp4": "video/mp4", "mov": "video/quicktime",
+        "doc": "application/msword", "xls": "application/vnd.ms-excel",
+        "docx": "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+        "xlsx": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+    ]
+}

@@ -1,0 +1,90 @@
+import Foundation
+import NimbusCore
+import NimbusStore
+
+/// Dead properties (RFC 4918 §4): whatever a client sets with PROPPATCH on an item (Windows' `Win32*`
+/// times and attributes, an editor's own notes), kept as the XML it sent under the item's ID, so they
+/// follow the item through moves and renames, whichever door moved it.
+struct DAVProperties: Sendable {
+    let store: any Store
+    let zone: ZoneKey
+    /// The owner's storage quota in bytes.
+    let quota: Int
+
+    /// Bytes of dead properties one item may hold; they count against the owner's storage.
+    static let maxBytesPerItem = 64 << 10
+
+    struct Stored: Codable, Sendable {
+        var properties: [Property] = []
+
+        struct Property: Codable, Sendable {
+            var name: DAVPropertyName
+            /// The property's element as XML that stands alone (`DAVElement.serialized`).
+            var xml: String
+        }
+    }
+
+    /// The item's dead properties (nil: the container's root).
+    func read(_ item: String?) async throws -> [DAVPropertyName: String] {
+        let entries = try await store.entries(zone, keys: [DocumentKeys.davProperties(item)])
+        guard let payload = entries.first?.payload else { return [:] }
+        let stored = try JSONDecoder().decode(Stored.self, from: payload)
+        return Dictionary(stored.properties.map { ($0.name, $0.xml) }, uniquingKeysWith: { _, last in last })
+    }
+
+    /// Sets and removes properties in one transaction: all of them or, when they would not fit, none.
+    func update(_ item: String?, set: [DAVPropertyName: String], remove: Set<DAVPropertyName>) async throws {
+        let (key, quota) = (DocumentKeys.davProperties(item), quota)
+        try await store.transact(zone, creating: true) { transaction in
+            let before = try transaction.ownerBytes()
+            var properties: [DAVPropertyName: String] = [:]
+            if let payload = try transaction.entry(key)?.payload {
+                for property in try JSONDecoder().decode(Stored.self, from: payload).properties {
+                    properties[property.name] = property.xml
+                }
+            }
+            for name in remove { properties[name] = nil }
+            properties.merge(set) { _, new in new }
+            try Self.write(properties, key: key, in: transaction)
+            let used = try transaction.ownerBytes()
+            guard used <= quota || used <= before else {
+                throw DAVError(
+                    DAVError.insufficientStorage, .quotaExceeded, "the owner's storage is full; delete documents first")
+            }
+        }
+    }
+
+    /// Gives `target` the dead properties `source` has (COPY copies them, RFC 4918 §9.8.2).
+    func copy(from source: String?, to target: String) async throws {
+        let properties = try await read(source)
+        guard !properties.isEmpty else { return }
+        try await update(target, set: properties, remove: [])
+    }
+
+    /// Forgets an item's dead properties (it was deleted through WebDAV).
+    func forget(_ item: String) async throws {
+        let key = DocumentKeys.davProperties(item)
+        guard try await store.entries(zone, keys: [key]).first?.payload != nil else { return }
+        try await store.transact(zone, creating: false) { transaction in
+            try transaction.put(key, payload: nil, size: 0)
+        }
+    }
+
+    private static func write(
+        _ properties: [DAVPropertyName: String], key: String, in transaction: any ZoneTransaction
+    ) throws {
+        guard !properties.isEmpty else {
+            if try transaction.entry(key)?.payload != nil { try transaction.put(key, payload: nil, size: 0) }
+            return
+        }
+        let stored = Stored(
+            properties: properties.sorted { $0.key < $1.key }.map { Stored.Property(name: $0.key, xml: $0.value) })
+        let payload = try JSONEncoder().encode(stored)
+        guard payload.count <= maxBytesPerItem else {
+            throw DAVError(
+                DAVError.insufficientStorage, .quotaExceeded,
+                "an item holds at most \(maxBytesPerItem) bytes of properties; remove some first")
+        }
+        try transaction.put(key, payload: payload, size: payload.count)
+    }
+}

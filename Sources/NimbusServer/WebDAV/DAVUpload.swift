@@ -1,0 +1,84 @@
+import Crypto
+import Foundation
+import Hummingbird
+import NimbusCore
+import NimbusStore
+
+/// A PUT's body made into a document version's content as it arrives: cut by the chunker every device
+/// uses (so a file uploaded here and on a device is stored once), each chunk stored and synced in the blob
+/// store and held by the user before the version names it. Memory stays at a few chunks whatever the
+/// file's size.
+struct DAVUpload {
+    let server: ServerState
+    let zone: ZoneKey
+
+    /// Bytes of chunks stored together: one sync for several small chunks, a bounded buffer for large ones.
+    static let batchBytes = 8 << 20
+    private let chunker = ContentDefinedChunker.standard
+
+    func store(_ body: RequestBody, modifiedAt: Int64) async throws -> DocumentContent {
+        var pending: [UInt8] = []
+        pending.reserveCapacity(chunker.maximumSize * 2)
+        var whole = SHA256()
+        var chunks: [DocumentChunk] = []
+        var batch: [ChunkBundle.Chunk] = []
+        var size: Int64 = 0
+
+        func cut(all: Bool) {
+            var start = 0
+            while pending.count - start >= chunker.maximumSize || (all && start < pending.count) {
+                let length = pending.withUnsafeBytes {
+                    chunker.nextChunkLength(in: UnsafeRawBufferPointer(rebasing: $0[start...]))
+                }
+                let bytes = Data(pending[start..<start + length])
+                whole.update(data: bytes)
+                let hash = Secrets.hex(SHA256.hash(data: bytes))
+                chunks.append(DocumentChunk(hash: hash, size: Int64(length)))
+                batch.append(ChunkBundle.Chunk(hash: hash, bytes: bytes))
+                start += length
+            }
+            if start > 0 { pending.removeFirst(start) }
+        }
+
+        var buffers = body.makeAsyncIterator()
+        while true {
+            let buffer: ByteBuffer?
+            do {
+                buffer = try await buffers.next()
+            } catch {
+                throw DAVError.badRequest("the upload ended before it was complete; nothing was saved")
+            }
+            guard let buffer else { break }
+            size += Int64(buffer.readableBytes)
+            guard size <= DocumentNames.maxFileBytes else {
+                throw DAVError(
+                    .contentTooLarge, .requestTooLarge, "a file holds at most \(DocumentNames.maxFileBytes) bytes")
+            }
+            buffer.withUnsafeReadableBytes { pending.append(contentsOf: $0) }
+            cut(all: false)
+            if batch.reduce(0, { $0 + $1.bytes.count }) >= Self.batchBytes {
+                try await keep(batch)
+                batch.removeAll(keepingCapacity: true)
+            }
+        }
+        cut(all: true)
+        if !batch.isEmpty { try await keep(batch) }
+        guard chunks.count <= DocumentNames.maxChunks else {
+            throw DAVError(.contentTooLarge, .requestTooLarge, "a file holds at most \(DocumentNames.maxChunks) chunks")
+        }
+        return DocumentContent(
+            contentHash: Secrets.hex(whole.finalize()), size: size, chunks: chunks, modifiedAt: modifiedAt)
+    }
+
+    /// An empty file's content: no chunks.
+    static func emptyContent(modifiedAt: Int64) -> DocumentContent {
+        DocumentContent(contentHash: Secrets.hex(SHA256.hash(data: Data())), size: 0, chunks: [], modifiedAt: modifiedAt)
+    }
+
+    /// Stores the chunks (synced) and records that the user holds them; over the quota, none is held.
+    private func keep(_ batch: [ChunkBundle.Chunk]) async throws {
+        try await server.blobs.storeChunks(batch)
+        try await ChunkTransfers(server: server).hold(
+            zone, Dictionary(batch.map { ($0.hash, Int64($0.bytes.count)) }, uniquingKeysWith: { first, _ in first }))
+    }
+}
