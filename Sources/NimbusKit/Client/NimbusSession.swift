@@ -97,7 +97,7 @@ public enum NimbusAccount {
     /// Revokes an app password: the client using it is signed out at once.
     public static func revokeAppPassword(_ session: NimbusSession, deviceID: String) async throws {
         try await NimbusClient(session: session, apiToken: nil).send(
-            .DELETE, "/auth/1/app-passwords/\(deviceID.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? deviceID)")
+            .DELETE, "/auth/1/app-passwords/\(deviceID)")
     }
 
     /// Revokes the session on the server.

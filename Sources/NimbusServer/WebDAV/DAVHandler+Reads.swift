@@ -69,14 +69,11 @@ extension DAVHandler {
         Self.writeResponse(
             href: Self.href(container: nil, [], collection: true), live: collection, dead: [:], asked: asked, into: &xml)
         guard depth == .one else { return }
-        for container in try await server.store.containers() {
-            let service = ZoneAddress.Service.documents(container: container.identifier, environment: DAVRoutes.environment)
-            guard try await !server.store.zones(accountID: session.accountID, service: service).isEmpty else { continue }
+        for folder in try await DAVContainerFolder.all(of: session.accountID, in: server.store) {
             var live = collection
-            live[.dav("displayname")] = DAVXMLWriter.escape(container.identifier)
+            live[.dav("displayname")] = DAVXMLWriter.escape(folder.name)
             Self.writeResponse(
-                href: Self.href(container: container.identifier, [], collection: true), live: live, dead: [:], asked: asked,
-                into: &xml)
+                href: Self.href(container: folder.name, [], collection: true), live: live, dead: [:], asked: asked, into: &xml)
         }
     }
 
@@ -263,11 +260,9 @@ extension DAVHandler {
         var html = "<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>"
         html += DAVXMLWriter.escape(path.last ?? container ?? "Nimbus") + "</title></head><body><ul>"
         if container == nil {
-            for container in try await server.store.containers() {
-                let service = ZoneAddress.Service.documents(container: container.identifier, environment: DAVRoutes.environment)
-                guard try await !server.store.zones(accountID: session.accountID, service: service).isEmpty else { continue }
-                let link = Self.href(container: container.identifier, [], collection: true)
-                html += "<li><a href=\"\(DAVXMLWriter.escape(link))\">\(DAVXMLWriter.escape(container.identifier))/</a></li>"
+            for folder in try await DAVContainerFolder.all(of: session.accountID, in: server.store) {
+                let link = Self.href(container: folder.name, [], collection: true)
+                html += "<li><a href=\"\(DAVXMLWriter.escape(link))\">\(DAVXMLWriter.escape(folder.name))/</a></li>"
             }
         } else {
             for child in try await tree.children(of: node.itemID) {

@@ -167,6 +167,9 @@ extension DAVHandler {
             text = String(text[afterHost...])
         }
         if let query = text.firstIndex(where: { $0 == "?" || $0 == "#" }) { text = String(text[..<query]) }
+        guard text.hasPrefix(Self.prefix + "/") else {
+            throw DAVError.badRequest("the Destination is an absolute URL or path under \(Self.prefix)/")
+        }
         let (destinationContainer, names) = try Self.parse(text)
         guard destinationContainer == container else {
             throw DAVError(

@@ -12,7 +12,7 @@ struct DAVHandler: Sendable {
     let request: Request
     let session: AuthenticatedSession
     let userName: String
-    /// The container the URL names; nil for `/dav/` itself.
+    /// The container folder the URL names (its first name); nil for `/dav/` itself.
     let container: String?
     /// The names below the container.
     let path: [String]
@@ -26,8 +26,9 @@ struct DAVHandler: Sendable {
     {
         let (container, path) = try parse(request.uri.path)
         if let container {
-            guard try await server.store.container(identifier: container) != nil else {
-                throw DAVError.notFound("no container \(container)")
+            let identifier = DAVContainerFolder(name: container).identifier
+            guard try await server.store.container(identifier: identifier) != nil else {
+                throw DAVError.notFound("no container \(identifier)")
             }
         }
         return DAVHandler(
@@ -71,7 +72,7 @@ struct DAVHandler: Sendable {
         ZoneKey(
             accountID: session.accountID,
             address: ZoneAddress(
-                service: .documents(container: container ?? "", environment: DAVRoutes.environment),
+                service: DAVContainerFolder(name: container ?? "").service,
                 name: DocumentService.zoneName))
     }
 
@@ -170,4 +171,42 @@ struct DAVHandler: Sendable {
 
 enum DAVDepth: Sendable {
     case zero, one, infinity
+}
+
+/// A container's documents as a folder of `/dav/`: named as `nimbus device run` names its folders, the
+/// container's identifier for its development environment (the one devices sync by default) and the
+/// identifier with " (production)" for its production one.
+struct DAVContainerFolder: Sendable, Hashable {
+    var identifier: String
+    var environment: String
+
+    static let productionSuffix = " (production)"
+
+    init(name: String) {
+        if name.hasSuffix(Self.productionSuffix) {
+            (identifier, environment) = (String(name.dropLast(Self.productionSuffix.count)), "production")
+        } else {
+            (identifier, environment) = (name, "development")
+        }
+    }
+
+    init(identifier: String, environment: String) {
+        self.identifier = identifier
+        self.environment = environment
+    }
+
+    var name: String { environment == "production" ? identifier + Self.productionSuffix : identifier }
+    var service: ZoneAddress.Service { .documents(container: identifier, environment: environment) }
+
+    /// The folders of the containers in which the user keeps documents.
+    static func all(of accountID: String, in store: any Store) async throws -> [DAVContainerFolder] {
+        var folders: [DAVContainerFolder] = []
+        for container in try await store.containers() {
+            for environment in ["development", "production"] {
+                let folder = DAVContainerFolder(identifier: container.identifier, environment: environment)
+                if try await !store.zones(accountID: accountID, service: folder.service).isEmpty { folders.append(folder) }
+            }
+        }
+        return folders
+    }
 }

@@ -19,8 +19,6 @@ struct DAVRoutes {
         "OPTIONS", "PROPFIND", "PROPPATCH", "GET", "HEAD", "PUT", "DELETE", "MKCOL", "COPY", "MOVE", "LOCK", "UNLOCK",
     ]
     static let realm = "Nimbus"
-    /// The documents a WebDAV client sees: a container's production environment, as an app's users do.
-    static let environment = "production"
 
     func register(on router: Router<AppRequestContext>) {
         for name in Self.methods {

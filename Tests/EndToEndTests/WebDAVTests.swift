@@ -1,0 +1,170 @@
+import AsyncHTTPClient
+import Foundation
+import NIOHTTP1
+import NimbusCore
+import NimbusKit
+import NimbusTesting
+import NimbusTestingCore
+import Testing
+
+/// `/dav/`: a container's documents over WebDAV, signed in with app passwords, checked with real clients
+/// (litmus, rclone) and against real devices (`nimbus device run`).
+@Suite(.cleansUp) struct WebDAVTests {
+    /// A WebDAV client's view: the user name and app password it sends with every request.
+    struct Client {
+        let server: TestServer
+        let userName: String
+        let password: String
+        let container: String
+
+        var url: String { server.url.absoluteString + "/dav/\(container)/" }
+
+        func request(
+            _ method: HTTPMethod, _ path: String, headers: [(String, String)] = [], body: Data? = nil,
+            password: String? = nil
+        ) async throws -> RawResponse {
+            let credentials = Data("\(userName):\(password ?? self.password)".utf8).base64EncodedString()
+            return try await server.request(
+                method, "/dav/\(container)/\(path)", headers: [("Authorization", "Basic \(credentials)")] + headers, body: body)
+        }
+    }
+
+    static func client(_ server: TestServer, _ app: TestServer.SeededApp, name: String = "WebDAV") async throws -> Client {
+        let session = try await server.signIn(email: "ann@example.com", device: "settings")
+        let created = try await NimbusAccount.createAppPassword(session, name: name)
+        return Client(
+            server: server, userName: created.userName, password: try #require(created.password), container: app.container)
+    }
+
+    /// litmus, the WebDAV test suite Apache's and WsgiDAV's authors test with: every one of its 104 tests
+    /// (basic, copymove, props, locks, http) passes.
+    @Test func litmusPassesEveryTest() async throws {
+        let server = try await TestServer.start()
+        let app = try await server.seedApp()
+        let client = try await Self.client(server, app)
+        // litmus writes its traces (debug.log, child.log) into the folder it runs in.
+        let folder = TestServer.temporaryDirectory()
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let litmus = ChildProcess(
+            executable: URL(fileURLWithPath: "/usr/bin/litmus"), arguments: [client.url, client.userName, client.password],
+            workingDirectory: folder)
+        let output = try await litmus.run()
+        let summaries = output.stdout.split(separator: "\n").filter { $0.contains("<- summary for") }
+        let passed = summaries.compactMap { line -> Int? in
+            guard let run = line.range(of: " tests run: ") else { return nil }
+            return Int(line[run.upperBound...].prefix { $0.isNumber })
+        }
+        #expect(output.status == 0, "\(output.stdout.suffix(4000))\(output.stderr)")
+        #expect(summaries.count == 5 && summaries.allSatisfy { $0.contains(" 0 failed") }, "\(summaries)")
+        #expect(passed.reduce(0, +) == 104, "\(summaries)")
+    }
+
+    /// Only app passwords sign in: the account's password is refused with a reason, a missing one is
+    /// challenged, and a revoked one stops working at once.
+    @Test func appPasswordsSignInUntilRevoked() async throws {
+        let server = try await TestServer.start()
+        let app = try await server.seedApp()
+        let client = try await Self.client(server, app, name: "Laptop Finder")
+        let listing = try await client.request(.RAW(value: "PROPFIND"), "", headers: [("Depth", "0")])
+        #expect(listing.status == 207, "\(String(decoding: listing.body, as: UTF8.self))")
+
+        let account = try await client.request(
+            .RAW(value: "PROPFIND"), "", headers: [("Depth", "0")], password: TestServer.password)
+        #expect(account.status == 401 && account.errorCode == .authenticationFailed)
+        #expect(String(decoding: account.body, as: UTF8.self).contains("app password"))
+        let anonymous = try await server.request(.RAW(value: "PROPFIND"), "/dav/\(app.container)/", headers: [("Depth", "0")])
+        #expect(anonymous.status == 401 && anonymous.headers["WWW-Authenticate"].first?.hasPrefix("Basic realm=") == true)
+        let wrongName = Client(server: server, userName: "bob@example.com", password: client.password, container: app.container)
+        #expect(try await wrongName.request(.RAW(value: "PROPFIND"), "", headers: [("Depth", "0")]).status == 401)
+
+        let session = try await server.signIn(email: "ann@example.com", device: "settings")
+        let passwords = try await NimbusAccount.appPasswords(session)
+        #expect(passwords.map(\.name) == ["Laptop Finder"] && passwords.allSatisfy { $0.password == nil })
+        try await NimbusAccount.revokeAppPassword(session, deviceID: try #require(passwords.first?.deviceID))
+        let revoked = try await client.request(.RAW(value: "PROPFIND"), "", headers: [("Depth", "0")])
+        #expect(revoked.status == 401 && revoked.errorCode == .authenticationFailed)
+        #expect(try await NimbusAccount.appPasswords(session).isEmpty)
+        // A session signed in with the account's password is no app password: it is never revoked as one.
+        await #expect(throws: NimbusError.self) {
+            try await NimbusAccount.revokeAppPassword(session, deviceID: session.deviceID)
+        }
+    }
+
+    /// Bad input gets a clear answer and changes nothing.
+    @Test func badRequestsAreRefusedWithoutChanges() async throws {
+        let server = try await TestServer.start()
+        let app = try await server.seedApp()
+        let client = try await Self.client(server, app)
+        let infinite = try await client.request(.RAW(value: "PROPFIND"), "", headers: [("Depth", "infinity")])
+        #expect(infinite.status == 403 && String(decoding: infinite.body, as: UTF8.self).contains("propfind-finite-depth"))
+        let malformed = try await client.request(
+            .RAW(value: "PROPFIND"), "", headers: [("Depth", "1")], body: Data("<D:propfind xmlns:D=\"DAV:\">".utf8))
+        #expect(malformed.status == 400 && malformed.errorCode == .badRequest)
+        let orphan = try await client.request(.PUT, "No%20such%20folder/a.txt", body: Data("x".utf8))
+        #expect(orphan.status == 409)
+        let badIf = try await client.request(.PUT, "a.txt", headers: [("If", "(<urn:x")], body: Data("x".utf8))
+        #expect(badIf.status == 400)
+        #expect(try await client.request(.PUT, "kept.txt", body: Data("kept".utf8)).status == 201)
+        let elsewhere = try await client.request(
+            .MOVE, "kept.txt", headers: [("Destination", "http://elsewhere/dav/iCloud.other/kept.txt")])
+        #expect(elsewhere.status == 502)
+        let relative = try await client.request(.COPY, "kept.txt", headers: [("Destination", "kept.txt")])
+        #expect(relative.status == 400)
+        let onto = try await client.request(.COPY, "kept.txt", headers: [("Destination", "/dav/\(app.container)/kept.txt")])
+        #expect(onto.status == 403)
+        let listing = try await client.request(.RAW(value: "PROPFIND"), "", headers: [("Depth", "1")])
+        let text = String(decoding: listing.body, as: UTF8.self)
+        #expect(listing.status == 207 && text.components(separatedBy: "<D:response>").count == 3, "\(text)")
+        #expect(try await client.request(.GET, "kept.txt").body == Data("kept".utf8))
+    }
+
+    /// A file written over WebDAV reaches a device's folder, a device's file is readable over WebDAV at once,
+    /// and a PUT based on a version a device has since replaced keeps both versions, as two devices' edits do.
+    @Test func webDAVAndDevicesShareOneContainer() async throws {
+        let server = try await TestServer.start()
+        let app = try await server.seedApp()
+        let phone = try await DocumentCommandLineTests.devices(["phone"], server: server, app: app)[0]
+        let client = try await Self.client(server, app)
+        let daemon = try CommandLineTests.process(phone.run, server: server)
+        _ = try await daemon.whileRunning(within: .seconds(30)) { printed in
+            #expect(try await client.request(.RAW(value: "MKCOL"), "Documents").status == 201)
+            let put = try await client.request(.PUT, "Documents/Caf%C3%A9%20list.txt", body: Data("milk".utf8))
+            #expect(put.status == 201)
+            let arrived = phone.folder.appendingPathComponent("Documents/Café list.txt")
+            #expect(
+                await eventually(timeout: .seconds(60)) {
+                    FileManager.default.contents(atPath: arrived.path) == Data("milk".utf8)
+                },
+                "\(printed.errors)")
+
+            try Data("milk, eggs".utf8).write(to: arrived)
+            #expect(
+                await eventually(timeout: .seconds(60)) {
+                    let get = try? await client.request(.GET, "Documents/Caf%C3%A9%20list.txt")
+                    return get?.body == Data("milk, eggs".utf8)
+                })
+            let seen = try await client.request(.GET, "Documents/Caf%C3%A9%20list.txt")
+            let etag = try #require(seen.headers["ETag"].first)
+
+            // The phone saves again; a WebDAV client still editing the version it read saves after it.
+            try Data("milk, eggs, bread".utf8).write(to: arrived)
+            #expect(
+                await eventually(timeout: .seconds(60)) {
+                    let head = try? await client.request(.HEAD, "Documents/Caf%C3%A9%20list.txt")
+                    return head?.headers["ETag"].first.map { $0 != etag } ?? false
+                })
+            let stale = try await client.request(
+                .PUT, "Documents/Caf%C3%A9%20list.txt", headers: [("If-Match", etag)], body: Data("milk, eggs, tea".utf8))
+            #expect(stale.status == 204)
+            let inspector = try await DocumentCommandLineTests.inspector(server, app)
+            let item = try #require(
+                try await inspector.changes(since: nil).items.first { $0.name == "Café list.txt" })
+            let contents = ([item.current] + item.conflicts).compactMap { $0?.content.size }
+            #expect(item.conflicts.count == 1 && Set(contents) == [17, 15], "\(item)")
+
+            let missingBase = try await client.request(
+                .PUT, "Documents/Caf%C3%A9%20list.txt", headers: [("If-Match", "\"0000\"")], body: Data("x".utf8))
+            #expect(missingBase.status == 412 && missingBase.errorCode == .preconditionFailed)
+        }
+    }
+}
