@@ -3,6 +3,7 @@ import Foundation
 import NIOHTTP1
 import NimbusCore
 import NimbusKit
+import NimbusServer
 import NimbusTesting
 import NimbusTestingCore
 import Testing
@@ -165,6 +166,70 @@ import Testing
             let missingBase = try await client.request(
                 .PUT, "Documents/Caf%C3%A9%20list.txt", headers: [("If-Match", "\"0000\"")], body: Data("x".utf8))
             #expect(missingBase.status == 412 && missingBase.errorCode == .preconditionFailed)
+        }
+    }
+
+    /// rclone, a WebDAV client people sync with: 1,000 files up, a second sync that finds nothing to do, and
+    /// the same files down again, identical, and on a device's folder through `nimbus device run`.
+    @Test func rcloneSyncsAThousandFilesBothWays() async throws {
+        // The test server's clock stands still, so a session's rate limit never refills: its burst must hold
+        // every request of the three syncs (about 3,300; a real one refills at 1,000 a second).
+        let server = try await TestServer.start { $0.sessionRateLimit = RateLimit(perSecond: 1000, burst: 10_000) }
+        let app = try await server.seedApp()
+        let phone = try await DocumentCommandLineTests.devices(["phone"], server: server, app: app)[0]
+        let client = try await Self.client(server, app, name: "rclone")
+        let (up, down) = (TestServer.temporaryDirectory(), TestServer.temporaryDirectory())
+        var generator = SeededGenerator(seed: 31)
+        var files: [String: Data] = [:]
+        for index in 0..<1000 {
+            let name = index == 0 ? "Notes/Été/Café crème.txt" : "Photos/\(index / 100)/IMG_\(index).bin"
+            files[name] = generator.bytes(index == 0 ? 12 : 4096)
+        }
+        for (name, bytes) in files {
+            let file = up.appendingPathComponent(name)
+            try FileManager.default.createDirectory(at: file.deletingLastPathComponent(), withIntermediateDirectories: true)
+            try bytes.write(to: file)
+        }
+        let rclone = try Self.rclone(client)
+        let first = try await rclone(["sync", up.path, "nimbus:Backup", "-v"])
+        #expect(first.status == 0, "\(first.stderr.suffix(2000))")
+        #expect(first.stderr.components(separatedBy: "Copied (new)").count - 1 == 1000, "\(first.stderr.suffix(2000))")
+        let again = try await rclone(["sync", up.path, "nimbus:Backup", "-v"])
+        #expect(again.status == 0 && !again.stderr.contains("Copied") && again.stderr.contains("Checks:"), "\(again.stderr)")
+        let back = try await rclone(["sync", "nimbus:Backup", down.path, "-v"])
+        #expect(back.status == 0, "\(back.stderr.suffix(2000))")
+        for (name, bytes) in files {
+            #expect(FileManager.default.contents(atPath: down.appendingPathComponent(name).path) == bytes, "\(name)")
+        }
+
+        let daemon = try CommandLineTests.process(phone.run, server: server)
+        let written = files
+        _ = try await daemon.whileRunning(within: .seconds(30)) { printed in
+            let folder = phone.folder.appendingPathComponent("Backup")
+            #expect(
+                await eventually(timeout: .seconds(120)) {
+                    written.allSatisfy {
+                        FileManager.default.contents(atPath: folder.appendingPathComponent($0.key).path) == $0.value
+                    }
+                }, "\(printed.errors.suffix(2000))")
+        }
+    }
+
+    /// rclone with a remote `nimbus:` for the client, configured in its environment (no file of the user's).
+    static func rclone(_ client: Client) throws -> ([String]) async throws -> ChildProcess.Output {
+        let configuration = TestServer.temporaryDirectory()
+        try FileManager.default.createDirectory(at: configuration, withIntermediateDirectories: true)
+        let file = configuration.appendingPathComponent("rclone.conf")
+        try Data().write(to: file)
+        let rclone = URL(fileURLWithPath: "/usr/bin/rclone")
+        return { arguments in
+            let obscured = try await ChildProcess(executable: rclone, arguments: ["obscure", client.password]).run()
+            let environment: [String: String?] = [
+                "RCLONE_CONFIG": file.path, "RCLONE_CONFIG_NIMBUS_TYPE": "webdav", "RCLONE_CONFIG_NIMBUS_URL": client.url,
+                "RCLONE_CONFIG_NIMBUS_VENDOR": "other", "RCLONE_CONFIG_NIMBUS_USER": client.userName,
+                "RCLONE_CONFIG_NIMBUS_PASS": obscured.stdout.trimmingCharacters(in: .whitespacesAndNewlines),
+            ]
+            return try await ChildProcess(executable: rclone, arguments: arguments, environment: environment).run()
         }
     }
 }

@@ -88,6 +88,16 @@ enum OpenAPIDocument {
                 method: "get", path: "/auth/1/devices", summary: "The account's devices and their watermarks",
                 access: .session, response: "DeviceList"),
             Operation(
+                method: "post", path: "/auth/1/app-passwords",
+                summary: "Create an app password (HTTP Basic for WebDAV clients); the password is in this answer only",
+                access: .session, request: "AppPasswordRequest", response: "AppPassword"),
+            Operation(
+                method: "get", path: "/auth/1/app-passwords", summary: "The account's app passwords that still sign in",
+                access: .session, response: "AppPasswordList"),
+            Operation(
+                method: "delete", path: "/auth/1/app-passwords/{device}", summary: "Revoke an app password",
+                access: .session, status: 204, errors: [404]),
+            Operation(
                 method: "get", path: "/push/1", summary: "WebSocket of zone-moved messages for this device",
                 access: .session, status: 101, errors: [426]),
             Operation(

@@ -56,6 +56,14 @@ enum WireSchemas {
                 [("firstName", string), ("lastName", string), ("phoneNumber", string), ("discoverable", boolean)],
                 required: ["discoverable"])
         ),
+        ("AppPasswordRequest", object([("name", string)], required: ["name"])),
+        (
+            "AppPassword",
+            object(
+                [("deviceID", string), ("name", string), ("createdAt", integer), ("password", string), ("userName", string)],
+                required: ["deviceID", "name", "createdAt", "userName"])
+        ),
+        ("AppPasswordList", object([("appPasswords", array(of: ref("AppPassword")))], required: ["appPasswords"])),
         ("ZoneAddress", object([("service", string), ("name", string)], required: ["service", "name"])),
         (
             "DeviceList",
