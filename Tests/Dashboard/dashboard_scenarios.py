@@ -10,6 +10,7 @@ container, apiToken, nimbus, screenshots). Each scenario checks what a person se
 what the API and the CLI answer, and exits non-zero with the reason when they disagree. Nothing here
 waits a fixed time: every wait is for a condition, with a deadline.
 """
+import base64
 import hashlib
 import json
 import os
@@ -980,6 +981,44 @@ def contrast(a, b):
     return (la + 0.05) / (lb + 0.05)
 
 
+
+def webdav_propfind(user_name, password):
+    """A WebDAV client's PROPFIND of the container's folder, signed in with HTTP Basic: its status."""
+    request = urllib.request.Request(URL + "/dav/" + FIXTURE["container"] + "/", method="PROPFIND")
+    request.add_header("Depth", "0")
+    token = base64.b64encode(f"{user_name}:{password}".encode()).decode()
+    request.add_header("Authorization", "Basic " + token)
+    try:
+        with urllib.request.urlopen(request, timeout=DEADLINE) as response:
+            return response.status
+    except urllib.error.HTTPError as error:
+        return error.code
+
+
+def scenario_app_passwords(browser):
+    """A user makes an app password on their own page, a WebDAV client signs in with it, and signing it out
+    revokes it alone."""
+    bob = sign_up_and_in("bob@example.com", "Bob's phone")
+    check(webdav_propfind("bob@example.com", PASSWORD) == 401, "the account's password must not open WebDAV")
+    browser.sign_in("bob@example.com")
+    browser.open("/dashboard/users/" + bob["userRecordName"])
+    form = browser.find("#app-password-form")
+    browser.fill(form, "name", "Laptop Finder")
+    browser.submit(form)
+    password = browser.find("#app-password").text
+    shown = browser.find("#created-app-password").text
+    check("bob@example.com" in shown and "/dav/" in shown, f"the page names the user name and address: {shown!r}")
+    check(webdav_propfind("bob@example.com", password) == 207, "the app password opens WebDAV")
+    browser.open("/dashboard/users/" + bob["userRecordName"])
+    check(not browser.all("#app-password"), "the password is shown once, not on the page's next visit")
+    rows = [row for row in browser.all("#devices tbody tr") if "Laptop Finder" in row.text]
+    check(len(rows) == 1 and "(app password)" in rows[0].text, f"the devices list the app password: {[r.text for r in rows]}")
+    browser.submit(rows[0].find_element(By.CSS_SELECTOR, "form"), confirm="Sign Laptop Finder out everywhere")
+    browser.expect_notice("signed out everywhere")
+    check(webdav_propfind("bob@example.com", password) == 401, "a revoked app password no longer opens WebDAV")
+    status, _ = call("GET", "/auth/1/me", session=bob["sessionToken"], api_token=False)
+    check(status == 200, f"the phone, signed in with the account's password, stays signed in: {status}")
+
 SCENARIOS = {
     "signIn": scenario_sign_in,
     "tutorial": scenario_tutorial,
@@ -997,6 +1036,7 @@ SCENARIOS = {
     "injection": scenario_injection,
     "layout": scenario_layout,
     "darkTheme": scenario_dark_theme,
+    "appPasswords": scenario_app_passwords,
 }
 
 

@@ -18,7 +18,7 @@ import Testing
         arguments: [
             "signIn", "tutorial", "recordEdits", "deploy", "revoke", "access", "roles", "developers", "documents", "tokens",
             "activity",
-            "exportImport", "formToken", "injection", "layout", "darkTheme",
+            "exportImport", "formToken", "injection", "layout", "darkTheme", "appPasswords",
         ])
     func scenario(_ name: String) async throws {
         let server = try await TestServer.start()

@@ -50,6 +50,29 @@ struct UserPages {
                 return DashboardRenderer.shared.page("user", model, status: status)
             }
         }
+        router.post("users/:user/app-passwords") { request, context in
+            let viewer = try await viewer(context)
+            let user = try context.parameters.require("user")
+            let form = try await DashboardForm.read(request)
+            // An app password signs in as its owner: only they make one, never an administrator for them.
+            guard viewer.account.id == user else {
+                throw NimbusError.accessDenied("only a user creates their own app passwords")
+            }
+            do {
+                let created = try await AuthService(server: server).createAppPassword(
+                    viewer.session, AppPasswordRequest(name: form.trimmed("name") ?? ""))
+                var model = try await userPage(viewer, user: user, notice: nil)
+                let base = PublicURL.base(
+                    for: request, configured: server.configuration.publicURL, tls: server.configuration.tls != nil)
+                model.createdAppPassword = UserPageModel.CreatedAppPassword(
+                    name: created.name, userName: created.userName, password: created.password ?? "", webDAV: base + "/dav/")
+                return DashboardRenderer.shared.page("user", model)
+            } catch let error as NimbusError where error.code == .badRequest {
+                var model = try await userPage(viewer, user: user, notice: nil)
+                model.chrome.error = error.reason
+                return DashboardRenderer.shared.page("user", model, status: .badRequest)
+            }
+        }
         router.get("keyvalue") { request, context in
             let viewer = try await viewer(context)
             let user = request.uri.queryParameters.get("user") ?? viewer.account.id
@@ -75,13 +98,16 @@ struct UserPages {
                 pendingChanges: pending,
                 revokeAction:
                     "/dashboard/users/\(DashboardLinks.encoded(user))/devices/\(DashboardLinks.encoded(device.deviceID))/revoke",
-                isThisBrowser: device.deviceID == viewer.session.deviceID)
+                isThisBrowser: device.deviceID == viewer.session.deviceID,
+                isAppPassword: device.deviceID.hasPrefix(AuthService.appPasswordDevicePrefix))
         }
         return UserPageModel(
             chrome: DashboardChrome(
                 title: account.email, viewer: viewer, section: viewer.account.id == user ? "" : "users", notice: notice),
             email: account.email, userRecordName: account.id, isAdministrator: account.isAdministrator, devices: devices,
-            keyValueLink: "/dashboard/keyvalue?user=" + DashboardLinks.encoded(user))
+            keyValueLink: "/dashboard/keyvalue?user=" + DashboardLinks.encoded(user),
+            appPasswordAction: viewer.account.id == user
+                ? "/dashboard/users/\(DashboardLinks.encoded(user))/app-passwords" : nil)
     }
 
     private func keyValuePage(_ viewer: DashboardViewer, user: String) async throws -> KeyValuePageModel {
@@ -142,6 +168,17 @@ struct UserPageModel: DashboardPageModel {
     var isAdministrator: Bool
     var devices: [DeviceRow]
     var keyValueLink: String
+    /// Where the user's own page creates app passwords (nil on someone else's page).
+    var appPasswordAction: String?
+    /// An app password just created: shown on this page once, never again.
+    var createdAppPassword: CreatedAppPassword?
+
+    struct CreatedAppPassword: Sendable {
+        var name: String
+        var userName: String
+        var password: String
+        var webDAV: String
+    }
 
     struct DeviceRow: Sendable {
         var name: String
@@ -152,6 +189,7 @@ struct UserPageModel: DashboardPageModel {
         var pendingChanges: Int64
         var revokeAction: String
         var isThisBrowser: Bool
+        var isAppPassword: Bool
     }
 
     struct ZoneRow: Sendable {
