@@ -53,7 +53,7 @@ package final class ServerProcess: @unchecked Sendable {
         apiToken = first.apiToken
     }
 
-    /// Runs a `nimbus` command (`login`, say) to its end; throws unless it exits 0.
+    /// Runs a `nimbus` command (`login`, say), or another program, to its end; throws unless it exits 0.
     package static func runCommand(_ nimbus: URL, _ arguments: [String]) throws {
         let process = Process()
         process.executableURL = nimbus
@@ -61,7 +61,9 @@ package final class ServerProcess: @unchecked Sendable {
         process.standardOutput = FileHandle.nullDevice
         try process.run()
         process.waitUntilExit()
-        guard process.terminationStatus == 0 else { throw BenchmarkError("nimbus \(arguments[0]) failed") }
+        guard process.terminationStatus == 0 else {
+            throw BenchmarkError("\(nimbus.lastPathComponent) \(arguments.first ?? "") failed")
+        }
     }
 
     /// Starts `nimbus serve` and waits until it answers `/health`; its address.

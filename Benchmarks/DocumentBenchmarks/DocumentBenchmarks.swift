@@ -12,6 +12,7 @@ import NimbusKit
 ///     scripts/benchmark docs [propagation|apps|query|commit|small|large|edit]...
 ///     scripts/benchmark docs scale    (100,000 files; only when named: it takes minutes)
 ///     scripts/benchmark docs peers    (beside Syncthing; peers-scale adds 100,000 files; only when named)
+///     scripts/benchmark docs webdav   (/dav/ beside Apache's mod_dav; only when named)
 @main
 enum DocumentBenchmarks {
     static func main() async throws {
@@ -134,6 +135,9 @@ enum DocumentBenchmarks {
             table.add(
                 "Bytes sent for a 1-byte edit in a 64 MB file", String(format: "%.2f MB (bound %.2f MB)", mb(sent), mb(bound)),
                 target: "≤ 2 chunks + 64 KiB", met: sent <= bound)
+        }
+        if selected.contains("webdav") {
+            try await WebDAVComparison(server: server).run(into: &table)
         }
         if selected.contains("peers") || selected.contains("peers-scale") {
             try await PeerComparison(server: server, nimbus: nimbus, scale: selected.contains("peers-scale")).run(into: &table)
