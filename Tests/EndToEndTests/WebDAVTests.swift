@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import Foundation
+import NIOCore
 import NIOHTTP1
 import NimbusCore
 import NimbusKit
@@ -231,5 +232,43 @@ import Testing
             ]
             return try await ChildProcess(executable: rclone, arguments: arguments, environment: environment).run()
         }
+    }
+
+    /// A large file sent with chunked transfer encoding (no length known ahead) streams through the chunker
+    /// into the chunks a device would cut from the same bytes, and reads back whole and by range.
+    @Test func largeFilesStreamInAndReadByRange() async throws {
+        let server = try await TestServer.start()
+        let app = try await server.seedApp()
+        let client = try await Self.client(server, app)
+        var generator = SeededGenerator(seed: 7)
+        let bytes = generator.bytes(20 << 20)
+        var request = HTTPClientRequest(url: client.url + "Movie%20%C3%A9.bin")
+        request.method = .PUT
+        request.headers.add(
+            name: "Authorization", value: "Basic " + Data("\(client.userName):\(client.password)".utf8).base64EncodedString())
+        let pieces = stride(from: 0, to: bytes.count, by: 100_000).map {
+            ByteBuffer(bytes: bytes[$0..<min($0 + 100_000, bytes.count)])
+        }
+        request.body = .stream(
+            AsyncStream { continuation in
+                for piece in pieces { continuation.yield(piece) }
+                continuation.finish()
+            }, length: .unknown)
+        let put = try await HTTPClient.shared.execute(request, timeout: .seconds(120))
+        _ = try await put.body.collect(upTo: 1 << 20)
+        #expect(put.status.code == 201)
+
+        let whole = try await client.request(.GET, "Movie%20%C3%A9.bin")
+        #expect(whole.status == 200 && whole.body == bytes)
+        let range = try await client.request(.GET, "Movie%20%C3%A9.bin", headers: [("Range", "bytes=5000000-5999999")])
+        #expect(range.status == 206 && range.body == bytes[5_000_000..<6_000_000])
+        #expect(range.headers["Content-Range"].first == "bytes 5000000-5999999/\(bytes.count)")
+        let beyond = try await client.request(.GET, "Movie%20%C3%A9.bin", headers: [("Range", "bytes=\(bytes.count)-")])
+        #expect(beyond.status == 416)
+
+        let inspector = try await DocumentCommandLineTests.inspector(server, app)
+        let item = try #require(try await inspector.changes(since: nil).items.first { $0.name == "Movie é.bin" })
+        let cut = bytes.withUnsafeBytes { ContentDefinedChunker.standard.chunkLengths(of: $0) }
+        #expect(item.current?.content.chunks.map(\.size) == cut.map(Int64.init) && cut.count > 5)
     }
 }

@@ -50,16 +50,22 @@ struct DAVRoutes {
         }
     }
 
-    /// A password crosses the wire with every WebDAV request, so plain HTTP is refused unless the client
-    /// is on this machine or the operator says a proxy in front terminates TLS (an https public URL).
     private func requireSecureTransport(_ request: Request, _ context: AppRequestContext) throws {
-        if server.configuration.tls != nil || server.configuration.publicURL?.lowercased().hasPrefix("https://") == true {
-            return
+        guard
+            Self.allowsPasswords(
+                tls: server.configuration.tls != nil, publicURL: server.configuration.publicURL, peer: context.remoteAddress)
+        else {
+            throw DAVError(
+                .forbidden, .accessDenied,
+                "WebDAV signs in with a password, so it is served over HTTPS only (or from this machine); start the server with TLS"
+            )
         }
-        if context.remoteAddress?.isLoopback == true { return }
-        throw DAVError(
-            .forbidden, .accessDenied,
-            "WebDAV signs in with a password, so it is served over HTTPS only (or from this machine); start the server with TLS")
+    }
+
+    /// A password crosses the wire with every WebDAV request, so plain HTTP is refused unless the client is on
+    /// this machine or the operator says a proxy in front terminates TLS (an https public URL).
+    static func allowsPasswords(tls: Bool, publicURL: String?, peer: SocketAddress?) -> Bool {
+        tls || publicURL?.lowercased().hasPrefix("https://") == true || peer?.isLoopback == true
     }
 
     private func signIn(_ request: Request, _ context: AppRequestContext) async throws -> (AuthenticatedSession, AccountRecord) {

@@ -9,12 +9,21 @@ import Foundation
 struct DAVElement: Sendable, Hashable {
     var namespace: String
     var name: String
-    var attributes: [String: String] = [:]
+    var attributes: [Attribute] = []
     var children: [DAVElement] = []
     /// The text directly inside the element.
     var text: String = ""
 
     var key: DAVPropertyName { DAVPropertyName(namespace: namespace, name: name) }
+
+    /// An attribute by its namespace (empty: none) and local name.
+    struct Attribute: Sendable, Hashable {
+        var namespace: String
+        var name: String
+        var value: String
+    }
+
+    static let xmlNamespace = "http://www.w3.org/XML/1998/namespace"
 
     func child(_ name: String, namespace: String = DAVPropertyName.dav) -> DAVElement? {
         children.first { $0.name == name && $0.namespace == namespace }
@@ -32,20 +41,26 @@ struct DAVElement: Sendable, Hashable {
     private func write(to output: inout String, prefixes: inout [String: String], declared: Set<String>) {
         var declared = declared
         var declarations = ""
-        let prefix = namespace.isEmpty ? nil : prefixes[namespace] ?? "n\(prefixes.count)"
-        if let prefix {
+        func prefix(for namespace: String) -> String {
+            let prefix = prefixes[namespace] ?? "n\(prefixes.count)"
             prefixes[namespace] = prefix
-            if !declared.contains(namespace) {
+            if declared.insert(namespace).inserted {
                 declarations += " xmlns:\(prefix)=\"\(DAVXMLWriter.escape(namespace))\""
-                declared.insert(namespace)
             }
+            return prefix
         }
-        let qualified = prefix.map { "\($0):\(name)" } ?? name
-        output += "<\(qualified)\(declarations)"
-        for (attribute, value) in attributes.sorted(by: { $0.key < $1.key }) {
-            output += " \(attribute)=\"\(DAVXMLWriter.escape(value))\""
+        let qualified = namespace.isEmpty ? name : "\(prefix(for: namespace)):\(name)"
+        var attributeText = ""
+        for attribute in attributes.sorted(by: { ($0.namespace, $0.name) < ($1.namespace, $1.name) }) {
+            let qualifiedAttribute =
+                switch attribute.namespace {
+                case "": attribute.name
+                case Self.xmlNamespace: "xml:\(attribute.name)"
+                default: "\(prefix(for: attribute.namespace)):\(attribute.name)"
+                }
+            attributeText += " \(qualifiedAttribute)=\"\(DAVXMLWriter.escape(attribute.value))\""
         }
-        output += ">" + DAVXMLWriter.escape(text)
+        output += "<\(qualified)\(declarations)\(attributeText)>" + DAVXMLWriter.escape(text)
         for child in children { child.write(to: &output, prefixes: &prefixes, declared: declared) }
         output += "</\(qualified)>"
     }
@@ -54,6 +69,7 @@ struct DAVElement: Sendable, Hashable {
     static func parse(_ data: Data) -> DAVElement? {
         let parser = XMLParser(data: data)
         parser.shouldProcessNamespaces = true
+        parser.shouldReportNamespacePrefixes = true
         parser.shouldResolveExternalEntities = false
         let builder = TreeBuilder()
         parser.delegate = builder
@@ -65,6 +81,17 @@ struct DAVElement: Sendable, Hashable {
         var stack: [DAVElement] = []
         var root: DAVElement?
         var failed = false
+        /// The namespaces each prefix stands for where the parser is, innermost last: attributes arrive with
+        /// their prefixes only.
+        var namespaces: [String: [String]] = [:]
+
+        func parser(_ parser: XMLParser, didStartMappingPrefix prefix: String, toURI namespaceURI: String) {
+            namespaces[prefix, default: []].append(namespaceURI)
+        }
+
+        func parser(_ parser: XMLParser, didEndMappingPrefix prefix: String) {
+            _ = namespaces[prefix]?.popLast()
+        }
 
         func parser(
             _ parser: XMLParser, didStartElement elementName: String, namespaceURI: String?, qualifiedName: String?,
@@ -75,8 +102,22 @@ struct DAVElement: Sendable, Hashable {
                 parser.abortParsing()
                 return
             }
-            // Namespace declarations are the serializer's to write again; other attributes are kept.
-            let kept = attributes.filter { !$0.key.hasPrefix("xmlns") }
+            var kept: [Attribute] = []
+            // Namespace declarations are the serializer's to write again.
+            for (qualified, value) in attributes where qualified != "xmlns" && !qualified.hasPrefix("xmlns:") {
+                let parts = qualified.split(separator: ":", maxSplits: 1).map(String.init)
+                guard parts.count == 2 else {
+                    kept.append(Attribute(namespace: "", name: qualified, value: value))
+                    continue
+                }
+                let namespace = parts[0] == "xml" ? DAVElement.xmlNamespace : namespaces[parts[0]]?.last
+                guard let namespace else {
+                    failed = true
+                    parser.abortParsing()
+                    return
+                }
+                kept.append(Attribute(namespace: namespace, name: parts[1], value: value))
+            }
             stack.append(DAVElement(namespace: namespaceURI ?? "", name: elementName, attributes: kept))
         }
 
