@@ -131,10 +131,13 @@ struct WebDAVComparison {
 final class ApacheDAV: @unchecked Sendable {
     let root: URL
     let endpoint: WebDAVComparison.Endpoint
+    /// httpd in the foreground, a child of this process: stopped with SIGTERM (its graceful stop).
+    private let process: Process
 
-    private init(root: URL, endpoint: WebDAVComparison.Endpoint) {
+    private init(root: URL, endpoint: WebDAVComparison.Endpoint, process: Process) {
         self.root = root
         self.endpoint = endpoint
+        self.process = process
     }
 
     static func start() throws -> ApacheDAV {
@@ -179,11 +182,14 @@ final class ApacheDAV: @unchecked Sendable {
             ["-b", "-c", root.appendingPathComponent("htpasswd").path, "bench", password])
         try ServerProcess.runCommand(
             URL(fileURLWithPath: "/bin/chown"), ["-R", "www-data:www-data", files.path, root.appendingPathComponent("lock").path])
-        try ServerProcess.runCommand(
-            URL(fileURLWithPath: "/usr/sbin/apache2"), ["-f", root.appendingPathComponent("httpd.conf").path, "-k", "start"])
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/sbin/apache2")
+        process.arguments = ["-f", root.appendingPathComponent("httpd.conf").path, "-DFOREGROUND"]
+        try process.run()
         let apache = ApacheDAV(
             root: root,
-            endpoint: WebDAVComparison.Endpoint(base: "http://127.0.0.1:\(port)/dav/", user: "bench", password: password))
+            endpoint: WebDAVComparison.Endpoint(base: "http://127.0.0.1:\(port)/dav/", user: "bench", password: password),
+            process: process)
         let deadline = ContinuousClock.now + .seconds(20)
         while (try? String(contentsOf: root.appendingPathComponent("run/httpd.pid"), encoding: .utf8)) == nil {
             guard ContinuousClock.now < deadline else {
@@ -195,7 +201,8 @@ final class ApacheDAV: @unchecked Sendable {
     }
 
     func stop() {
-        try? ServerProcess.runCommand(
-            URL(fileURLWithPath: "/usr/sbin/apache2"), ["-f", root.appendingPathComponent("httpd.conf").path, "-k", "stop"])
+        process.terminate()
+        process.waitUntilExit()
+        try? FileManager.default.removeItem(at: root)
     }
 }

@@ -31,9 +31,11 @@ import Testing
         }
     }
 
-    static func client(_ server: TestServer, _ app: TestServer.SeededApp, name: String = "WebDAV") async throws -> Client {
+    static func client(
+        _ server: TestServer, _ app: TestServer.SeededApp, name: String = "WebDAV", keepFinderFiles: Bool = false
+    ) async throws -> Client {
         let session = try await server.signIn(email: "ann@example.com", device: "settings")
-        let created = try await NimbusAccount.createAppPassword(session, name: name)
+        let created = try await NimbusAccount.createAppPassword(session, name: name, keepFinderFiles: keepFinderFiles)
         return Client(
             server: server, userName: created.userName, password: try #require(created.password), container: app.container)
     }
@@ -270,5 +272,44 @@ import Testing
         let item = try #require(try await inspector.changes(since: nil).items.first { $0.name == "Movie é.bin" })
         let cut = bytes.withUnsafeBytes { ContentDefinedChunker.standard.chunkLengths(of: $0) }
         #expect(item.current?.content.chunks.map(\.size) == cut.map(Int64.init) && cut.count > 5)
+    }
+
+    /// Finder's own files (`._name`, `.DS_Store`) are kept out of sync: readable, lockable and deletable at
+    /// their paths as Finder expects, but never items, so no device and no listing sees them; an app password
+    /// made to keep them stores them as documents.
+    @Test func finderFilesStayOutOfSyncUnlessKept() async throws {
+        let server = try await TestServer.start()
+        let app = try await server.seedApp()
+        let client = try await Self.client(server, app, name: "Finder")
+        let attributes = Data("Mac OS X        ATTR".utf8)
+        #expect(try await client.request(.PUT, "Report.txt", body: Data("report".utf8)).status == 201)
+        #expect(try await client.request(.PUT, "._Report.txt", body: attributes).status == 201)
+        #expect(try await client.request(.PUT, ".DS_Store", body: Data(repeating: 7, count: 6148)).status == 201)
+        #expect(try await client.request(.GET, "._Report.txt").body == attributes)
+        #expect(try await client.request(.RAW(value: "PROPFIND"), ".DS_Store", headers: [("Depth", "0")]).status == 207)
+        let lockInfo = Data(
+            #"<?xml version="1.0"?><D:lockinfo xmlns:D="DAV:"><D:lockscope><D:exclusive/></D:lockscope><D:locktype><D:write/></D:locktype></D:lockinfo>"#
+                .utf8)
+        let lock = try await client.request(.RAW(value: "LOCK"), "._New.txt", headers: [("Depth", "0")], body: lockInfo)
+        let token = try #require(lock.headers["Lock-Token"].first)
+        #expect(lock.status == 201)
+        #expect(try await client.request(.PUT, "._New.txt", body: Data("x".utf8)).status == 423)
+        #expect(try await client.request(.PUT, "._New.txt", headers: [("If", "(\(token))")], body: Data("x".utf8)).status == 204)
+        #expect(try await client.request(.RAW(value: "UNLOCK"), "._New.txt", headers: [("Lock-Token", token)]).status == 204)
+
+        let listing = String(
+            decoding: try await client.request(.RAW(value: "PROPFIND"), "", headers: [("Depth", "1")]).body, as: UTF8.self)
+        #expect(listing.contains("Report.txt") && !listing.contains("._") && !listing.contains(".DS_Store"), "\(listing)")
+        let inspector = try await DocumentCommandLineTests.inspector(server, app)
+        #expect(try await inspector.changes(since: nil).items.map(\.name) == ["Report.txt"])
+        let move = try await client.request(
+            .MOVE, "._New.txt", headers: [("Destination", "/dav/\(app.container)/New.txt")])
+        #expect(move.status == 403)
+        #expect(try await client.request(.DELETE, "._Report.txt").status == 204)
+        #expect(try await client.request(.GET, "._Report.txt").status == 404)
+
+        let keeping = try await Self.client(server, app, name: "Finder, keeping its files", keepFinderFiles: true)
+        #expect(try await keeping.request(.PUT, "._Kept.txt", body: attributes).status == 201)
+        #expect(Set(try await inspector.changes(since: nil).items.map(\.name)) == ["Report.txt", "._Kept.txt"])
     }
 }

@@ -49,7 +49,12 @@ package struct SignInResponse: Codable, Sendable {
 /// (a WebDAV client), revocable on its own.
 package struct AppPasswordRequest: Codable, Sendable {
     package var name: String
-    package init(name: String) { self.name = name }
+    /// Store Finder's own files (`._name`, `.DS_Store`) as documents; by default they are kept out of sync.
+    package var keepFinderFiles: Bool?
+    package init(name: String, keepFinderFiles: Bool? = nil) {
+        self.name = name
+        self.keepFinderFiles = keepFinderFiles
+    }
 }
 
 /// An app password as the account's list shows it; `password` only in the answer that created it.
@@ -63,13 +68,20 @@ public struct AppPassword: Codable, Sendable, Hashable {
     public var password: String?
     /// The user name to send with it (the account's email).
     public var userName: String
+    /// Whether Finder's own files (`._name`, `.DS_Store`) written with it are stored as documents (else they
+    /// are kept out of sync).
+    public var keepsFinderFiles: Bool
 
-    public init(deviceID: String, name: String, createdAt: Int64, password: String? = nil, userName: String) {
+    public init(
+        deviceID: String, name: String, createdAt: Int64, password: String? = nil, userName: String,
+        keepsFinderFiles: Bool = false
+    ) {
         self.deviceID = deviceID
         self.name = name
         self.createdAt = createdAt
         self.password = password
         self.userName = userName
+        self.keepsFinderFiles = keepsFinderFiles
     }
 }
 

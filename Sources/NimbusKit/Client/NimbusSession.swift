@@ -83,9 +83,13 @@ public enum NimbusAccount {
 
     /// A new app password named `name`: what a WebDAV client signs in with (HTTP Basic, the account's email as
     /// the user name). The password is in the answer only.
-    public static func createAppPassword(_ session: NimbusSession, name: String) async throws -> AppPassword {
+    /// `keepFinderFiles` stores Finder's own files (`._name`, `.DS_Store`) written with it as documents; by
+    /// default they are kept out of sync (readable over WebDAV, never on devices).
+    public static func createAppPassword(_ session: NimbusSession, name: String, keepFinderFiles: Bool = false)
+        async throws -> AppPassword
+    {
         try await NimbusClient(session: session, apiToken: nil).send(
-            .POST, "/auth/1/app-passwords", body: AppPasswordRequest(name: name))
+            .POST, "/auth/1/app-passwords", body: AppPasswordRequest(name: name, keepFinderFiles: keepFinderFiles))
     }
 
     /// The account's app passwords that still sign in (without the passwords themselves).

@@ -60,7 +60,8 @@ struct UserPages {
             }
             do {
                 let created = try await AuthService(server: server).createAppPassword(
-                    viewer.session, AppPasswordRequest(name: form.trimmed("name") ?? ""))
+                    viewer.session,
+                    AppPasswordRequest(name: form.trimmed("name") ?? "", keepFinderFiles: form.isChecked("keepFinderFiles")))
                 var model = try await userPage(viewer, user: user, notice: nil)
                 let base = PublicURL.base(
                     for: request, configured: server.configuration.publicURL, tls: server.configuration.tls != nil)

@@ -15,6 +15,8 @@ import NimbusStore
 ///   version named within a day.
 /// - `dav/p/<item>` (`dav/p/` for the root): the WebDAV dead properties clients set on an item
 ///   (`DAVProperties`); devices never see them.
+/// - `dav/f/<parent>/<collision key>`: one of Finder's own files (`._name`, `.DS_Store`) kept out of sync
+///   for WebDAV (`DAVHandler.FinderFile`: its name and content; its size counts against the quota).
 /// - `dav/l/<token>`: a WebDAV lock (`DAVLocks`), indexed as `davlock` so that every node finds the zone's
 ///   locks in one read.
 enum DocumentKeys {
@@ -46,6 +48,9 @@ enum DocumentKeys {
     static let chunkRows = [IndexEntry(field: "held", value: .text("1"))]
 
     static func davProperties(_ item: String?) -> String { "dav/p/" + (item ?? "") }
+    static func finderFile(parent: String?, name: String) -> String {
+        "dav/f/\(parent ?? "")/\(DocumentNames.collisionKey(name))"
+    }
     static let davLockPrefix = "dav/l/"
     static let davLockKind = "davlock"
     static let davLockRows = [IndexEntry(field: "lock", value: .text("1"))]

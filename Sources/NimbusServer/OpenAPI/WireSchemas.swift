@@ -56,12 +56,15 @@ enum WireSchemas {
                 [("firstName", string), ("lastName", string), ("phoneNumber", string), ("discoverable", boolean)],
                 required: ["discoverable"])
         ),
-        ("AppPasswordRequest", object([("name", string)], required: ["name"])),
+        ("AppPasswordRequest", object([("name", string), ("keepFinderFiles", boolean)], required: ["name"])),
         (
             "AppPassword",
             object(
-                [("deviceID", string), ("name", string), ("createdAt", integer), ("password", string), ("userName", string)],
-                required: ["deviceID", "name", "createdAt", "userName"])
+                [
+                    ("deviceID", string), ("name", string), ("createdAt", integer), ("password", string), ("userName", string),
+                    ("keepsFinderFiles", boolean),
+                ],
+                required: ["deviceID", "name", "createdAt", "userName", "keepsFinderFiles"])
         ),
         ("AppPasswordList", object([("appPasswords", array(of: ref("AppPassword")))], required: ["appPasswords"])),
         ("ZoneAddress", object([("service", string), ("name", string)], required: ["service", "name"])),

@@ -74,6 +74,9 @@ struct AuthService: Sendable {
     /// App passwords sign in as devices of their own, whose IDs start so: only those are listed and
     /// revoked as app passwords, never a device that signed in with the account's password.
     static let appPasswordDevicePrefix = "app-"
+    /// The device ID of an app password that stores Finder's own files (`._name`, `.DS_Store`) as documents
+    /// starts so: the password's one setting lives in its ID, so it needs no column and goes with it.
+    static let finderFilesDevicePrefix = "app-finder-"
 
     /// A new app password for the caller's account: a device of its own named `name`, whose one session is
     /// the password. Revoking it signs that device out and nothing else.
@@ -86,7 +89,8 @@ struct AuthService: Sendable {
             throw NimbusError.authenticationFailed("the account no longer exists")
         }
         let now = server.configuration.now()
-        let deviceID = Self.appPasswordDevicePrefix + UUIDString.random()
+        let deviceID =
+            (request.keepFinderFiles == true ? Self.finderFilesDevicePrefix : Self.appPasswordDevicePrefix) + UUIDString.random()
         try await server.store.saveDevice(DeviceRecord(id: deviceID, accountID: account.id, name: name, lastSeenAt: now))
         let password = Secrets.appPassword()
         try await server.store.createSession(
@@ -95,7 +99,8 @@ struct AuthService: Sendable {
                 expiresAt: now.addingTimeInterval(Self.appPasswordLifetime)))
         server.logger.info("app password created", metadata: ["account": "\(account.id)", "device": "\(deviceID)"])
         return AppPassword(
-            deviceID: deviceID, name: name, createdAt: now.milliseconds, password: password, userName: account.email)
+            deviceID: deviceID, name: name, createdAt: now.milliseconds, password: password, userName: account.email,
+            keepsFinderFiles: request.keepFinderFiles == true)
     }
 
     /// The caller's app passwords that still sign in.
@@ -109,7 +114,9 @@ struct AuthService: Sendable {
         }
         return AppPasswordList(
             appPasswords: devices.map {
-                AppPassword(deviceID: $0.id, name: $0.name, createdAt: $0.lastSeenAt.milliseconds, userName: account.email)
+                AppPassword(
+                    deviceID: $0.id, name: $0.name, createdAt: $0.lastSeenAt.milliseconds, userName: account.email,
+                    keepsFinderFiles: $0.id.hasPrefix(Self.finderFilesDevicePrefix))
             })
     }
 

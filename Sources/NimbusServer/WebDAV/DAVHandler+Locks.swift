@@ -12,6 +12,21 @@ extension DAVHandler {
         guard container != nil, !path.isEmpty else {
             throw DAVError.methodNotAllowed("a container's root is not locked; lock what is inside it")
         }
+        return try await lock(mapped: try await tree.node(at: path) != nil) {
+            let name = path[path.count - 1]
+            try DocumentNames.validate(name)
+            let parent = try await tree.parent(of: path)
+            let empty = DAVUpload.emptyContent(modifiedAt: server.configuration.now().milliseconds)
+            try await apply([
+                DocumentOperation(
+                    .save, itemID: Self.newItemID(), parentID: parent.itemID, name: name, kind: .file, content: empty)
+            ])
+        }
+    }
+
+    /// Takes or refreshes a lock on the request's path; `makeEmpty` puts an empty file at a path that holds
+    /// nothing (`mapped` false) before a new lock is granted there.
+    func lock(mapped: Bool, makeEmpty: () async throws -> Void) async throws -> Response {
         let timeout = timeoutSeconds()
         guard let body = try await xmlBody() else { return try await refreshLock(timeout: timeout) }
         guard body.namespace == DAVPropertyName.dav, body.name == "lockinfo", let scope = body.child("lockscope"),
@@ -26,18 +41,11 @@ extension DAVHandler {
         let depth = try depth(otherwise: .infinity)
         guard depth != .one else { throw DAVError.badRequest("a lock's Depth is 0 or infinity") }
         var status = HTTPResponse.Status.ok
-        if try await tree.node(at: path) == nil {
+        if !mapped {
             // Locking a name that holds nothing makes an empty file there (RFC 4918 §7.3), so the client can
             // write it without another client taking the name.
             try await checkWrite(path, membership: true)
-            let name = path[path.count - 1]
-            try DocumentNames.validate(name)
-            let parent = try await tree.parent(of: path)
-            let empty = DAVUpload.emptyContent(modifiedAt: server.configuration.now().milliseconds)
-            try await apply([
-                DocumentOperation(
-                    .save, itemID: Self.newItemID(), parentID: parent.itemID, name: name, kind: .file, content: empty)
-            ])
+            try await makeEmpty()
             status = .created
         } else if let header = try ifHeader() {
             try await evaluate(header, locks: try await locks.all())

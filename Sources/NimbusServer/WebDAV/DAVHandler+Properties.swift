@@ -9,6 +9,11 @@ extension DAVHandler {
     func proppatch() async throws -> Response {
         guard container != nil else { throw DAVError(.forbidden, .accessDenied, "/dav/ itself has no properties") }
         let node = try await requireNode()
+        return try await proppatch(propertiesOf: node.itemID, collection: node.isCollection)
+    }
+
+    /// Applies the request's property updates to the dead properties kept under `key` (an item's ID).
+    func proppatch(propertiesOf key: String?, collection: Bool) async throws -> Response {
         guard let body = try await xmlBody(), body.namespace == DAVPropertyName.dav, body.name == "propertyupdate" else {
             throw DAVError.badRequest("a PROPPATCH body is a DAV:propertyupdate")
         }
@@ -36,9 +41,9 @@ extension DAVHandler {
         var xml = DAVXMLWriter()
         xml.open("multistatus", attributes: DAVXMLWriter.multistatusOpening)
         xml.open("response")
-        xml.element("href", href(path, collection: node.isCollection))
+        xml.element("href", href(path, collection: collection))
         if protected.isEmpty {
-            try await properties.update(node.itemID, set: set, remove: remove)
+            try await properties.update(key, set: set, remove: remove)
             Self.writePropstat(order, status: "HTTP/1.1 200 OK", into: &xml)
         } else {
             Self.writePropstat(protected, status: "HTTP/1.1 403 Forbidden", into: &xml)

@@ -23,21 +23,7 @@ extension DAVHandler {
                 .forbidden, .badRequest, "PROPFIND with Depth: infinity is not served; list one folder at a time (Depth: 1)",
                 condition: "propfind-finite-depth")
         }
-        let asked: PropertyRequest
-        if let body = try await xmlBody() {
-            guard body.namespace == DAVPropertyName.dav, body.name == "propfind" else {
-                throw DAVError.badRequest("a PROPFIND body is a DAV:propfind element")
-            }
-            if body.child("propname") != nil {
-                asked = .names
-            } else if let prop = body.child("prop") {
-                asked = .some(prop.children.map(\.key))
-            } else {
-                asked = .all
-            }
-        } else {
-            asked = .all
-        }
+        let asked = try await propertyRequest()
         var xml = DAVXMLWriter()
         xml.open("multistatus", attributes: DAVXMLWriter.multistatusOpening)
         guard container != nil else {
@@ -55,6 +41,17 @@ extension DAVHandler {
         }
         xml.close("multistatus")
         return Self.multistatus(xml)
+    }
+
+    /// What a PROPFIND's body asks for (no body: all properties).
+    func propertyRequest() async throws -> PropertyRequest {
+        guard let body = try await xmlBody() else { return .all }
+        guard body.namespace == DAVPropertyName.dav, body.name == "propfind" else {
+            throw DAVError.badRequest("a PROPFIND body is a DAV:propfind element")
+        }
+        if body.child("propname") != nil { return .names }
+        if let prop = body.child("prop") { return .some(prop.children.map(\.key)) }
+        return .all
     }
 
     static func multistatus(_ xml: DAVXMLWriter) -> Response {
@@ -205,25 +202,30 @@ extension DAVHandler {
             return try await collectionPage(node, withBody: withBody)
         }
         guard let version = item.current else { throw DAVError.notFound("\(item.name) has no content") }
-        let etag = Self.etag(version)
+        return try await contentResponse(version.content, name: item.name, withBody: withBody)
+    }
+
+    /// A file's bytes as GET and HEAD answer them: validators, conditions and one range.
+    func contentResponse(_ content: DocumentContent, name: String, withBody: Bool) async throws -> Response {
+        let etag = Self.etag(content)
         var headers: HTTPFields = [
-            .eTag: etag, .lastModified: DAVDates.http(milliseconds: version.content.modifiedAt),
-            .contentType: DAVContentTypes.type(of: item.name), .acceptRanges: "bytes",
+            .eTag: etag, .lastModified: DAVDates.http(milliseconds: content.modifiedAt),
+            .contentType: DAVContentTypes.type(of: name), .acceptRanges: "bytes",
         ]
         if let noneMatch = request.headers[.ifNoneMatch], Self.matches(noneMatch, etag: etag) {
             return Response(status: .notModified, headers: headers)
         }
         if let match = request.headers[.ifMatch], !Self.matches(match, etag: etag) {
-            throw DAVError.preconditionFailed("\(item.name) is no longer the version \(match.prefix(80))")
+            throw DAVError.preconditionFailed("\(name) is no longer the version \(match.prefix(80))")
         }
-        let size = version.content.size
+        let size = content.size
         var range: ClosedRange<Int64>?
         // A range applies only while the content is the one If-Range names.
         let rangeApplies = request.headers[HTTPField.Name("If-Range")!].map { $0 == etag } ?? true
         if let header = request.headers[.range], rangeApplies, let asked = ByteRange(header: header) {
             guard let bounds = asked.bounds(size: Int(size)) else {
                 var error = DAVError(
-                    .rangeNotSatisfiable, .rangeNotSatisfiable, "\(item.name) holds \(size) bytes; the range lies beyond them")
+                    .rangeNotSatisfiable, .rangeNotSatisfiable, "\(name) holds \(size) bytes; the range lies beyond them")
                 error.headers[.contentRange] = "bytes */\(size)"
                 throw error
             }
@@ -237,7 +239,7 @@ extension DAVHandler {
             return Response(status: status, headers: headers)
         }
         let blobs = server.blobs
-        let chunks = version.content.chunks
+        let chunks = content.chunks
         let wanted = range ?? 0...max(0, size - 1)
         return Response(
             status: status, headers: headers,

@@ -87,6 +87,9 @@ struct DAVHandler: Sendable {
     var documents: DocumentService { DocumentService(server: server) }
 
     func respond() async throws -> Response {
+        if container != nil, let name = path.last, Self.isFinderFile(name), keepsFinderFilesOutOfSync {
+            return try await respondToFinderFile(name)
+        }
         switch request.method.rawValue {
         case "PROPFIND": return try await propfind()
         case "GET": return try await get(withBody: true)

@@ -85,6 +85,8 @@ struct Profile: AsyncParsableCommand {
 
             An app password signs one program in with HTTP Basic (a WebDAV client at /dav/, with your email as
             the user name); it is shown once. --app-passwords lists them, --revoke-app-password signs one out.
+            Finder's own files (._name, .DS_Store) written through a password are kept out of sync unless it was
+            made with --keep-finder-files.
             """)
 
     @OptionGroup var client: ClientOptions
@@ -93,6 +95,8 @@ struct Profile: AsyncParsableCommand {
     @Option(help: "Your phone number in international form, like +44 20 7946 0958 (empty to remove it).") var phoneNumber: String?
     @Flag(inversion: .prefixedNo, help: "Whether other users may discover you.") var discoverable: Bool?
     @Option(help: "Create an app password with this name (for a WebDAV client) and print it once.") var appPassword: String?
+    @Flag(help: "With --app-password: store Finder's own files (._name, .DS_Store) as documents, not out of sync.")
+    var keepFinderFiles = false
     @Flag(help: "List your app passwords.") var appPasswords = false
     @Option(help: "Revoke the app password with this name or device ID.") var revokeAppPassword: String?
 
@@ -124,7 +128,7 @@ struct Profile: AsyncParsableCommand {
 
     private func manageAppPasswords(_ session: NimbusSession) async throws {
         if let name = appPassword {
-            let created = try await NimbusAccount.createAppPassword(session, name: name)
+            let created = try await NimbusAccount.createAppPassword(session, name: name, keepFinderFiles: keepFinderFiles)
             if client.json {
                 print(ValueText.json(created))
             } else {
