@@ -2,6 +2,7 @@ import AsyncHTTPClient
 import BenchmarkSupport
 import Foundation
 import NIOCore
+import NimbusCore
 import NimbusKit
 
 /// `docs webdav`: Nimbus's `/dav/` beside Apache's mod_dav (Debian's `apache2`, mod_dav_fs) on loopback,
@@ -30,11 +31,8 @@ struct WebDAVComparison {
             "WebDAV floor: 4 KiB write + fdatasync in the data directory", String(format: "%.0f µs", sync),
             target: "(reference)", met: true)
         let client = HTTPClient.shared
-        var generator = SystemRandomNumberGenerator()
-        let small = (0..<Self.smallFiles).map { _ in
-            Data((0..<Self.smallBytes).map { _ in UInt8.random(in: 0...255, using: &generator) })
-        }
-        let large = Data((0..<Self.largeBytes).map { _ in UInt8.random(in: 0...255, using: &generator) })
+        let small = (0..<Self.smallFiles).map { _ in Data(Secrets.randomBytes(Self.smallBytes)) }
+        let large = Data(Secrets.randomBytes(Self.largeBytes))
         for (name, endpoint) in [("Nimbus", nimbus), ("Apache mod_dav", apache.endpoint)] {
             let put = try await Self.timed { try await endpoint.putAll(small, client: client) }
             let get = try await Self.timed { try await endpoint.getAll(count: small.count, expecting: small, client: client) }
@@ -200,8 +198,10 @@ final class ApacheDAV: @unchecked Sendable {
         return apache
     }
 
+    /// Ends httpd and its workers with SIGKILL: started from this process it inherits a signal mask that
+    /// blocks SIGTERM (seen: `terminate()` and `apache2 -k stop` left it running), and nothing of it is kept.
     func stop() {
-        process.terminate()
+        try? ServerProcess.runCommand(URL(fileURLWithPath: "/usr/bin/pkill"), ["-KILL", "-f", root.path])
         process.waitUntilExit()
         try? FileManager.default.removeItem(at: root)
     }

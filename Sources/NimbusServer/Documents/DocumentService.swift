@@ -50,7 +50,11 @@ struct DocumentService: Sendable {
     }
 
     /// Applies a batch, as the device `deviceID` unless the request names another of the caller's.
-    func modify(_ zone: ZoneKey, _ request: DocumentModifyRequest, deviceID: String) async throws -> DocumentModifyResponse {
+    /// `holding` (hash → size) are chunks the caller has just stored in the blob store: recorded as theirs
+    /// in the batch's own transaction, one synced commit for both (WebDAV's uploads).
+    func modify(
+        _ zone: ZoneKey, _ request: DocumentModifyRequest, deviceID: String, holding: [String: Int64] = [:]
+    ) async throws -> DocumentModifyResponse {
         guard !request.operations.isEmpty else { throw NimbusError.badRequest("operations must not be empty") }
         guard request.operations.count <= Self.maxOperationsPerBatch else {
             throw NimbusError.badRequest("a batch holds at most \(Self.maxOperationsPerBatch) operations; split it")
@@ -66,6 +70,10 @@ struct DocumentService: Sendable {
         let (results, state) = try await server.store.transact(zone, creating: true) { transaction in
             let writer = DocumentWriter(transaction: transaction, device: device, now: now)
             let usedBefore = try transaction.ownerBytes()
+            for (hash, size) in holding.sorted(by: { $0.key < $1.key }) where try ChunkHolding.read(hash, in: transaction) == nil
+            {
+                try ChunkHolding(size: size, uploadedAt: now, named: false).write(hash, in: transaction)
+            }
             let results = operations.map { operation in
                 do {
                     // One malformed operation fails alone: a device's batch carries its other changes on.

@@ -32,7 +32,7 @@ extension DAVHandler {
         case "PUT":
             try await checkWrite(path)
             let existed = try await finderFile(key) != nil
-            let content = try await DAVUpload(server: server, zone: zone).store(
+            let (content, _) = try await DAVUpload(server: server, zone: zone).store(
                 request.body, modifiedAt: server.configuration.now().milliseconds)
             try await storeFinderFile(FinderFile(name: name, content: content), key: key)
             return Response(
@@ -101,17 +101,19 @@ extension DAVHandler {
         return try JSONDecoder().decode(FinderFile.self, from: payload)
     }
 
-    /// Writes the file; its chunks' holdings are marked named, so its bytes count once (through the file).
+    /// Writes the file and holds its chunks as named ones, so its bytes count once (through the file).
     private func storeFinderFile(_ file: FinderFile, key: String) async throws {
         let payload = try JSONEncoder().encode(file)
-        let quota = Int(server.configuration.userQuotaBytes)
+        let (quota, now) = (Int(server.configuration.userQuotaBytes), server.configuration.now().milliseconds)
         try await server.store.transact(zone, creating: true) { transaction in
             let before = try transaction.ownerBytes()
             try transaction.put(key, payload: payload, size: Int(file.content.size))
-            for hash in Set(file.content.chunks.map(\.hash)) {
-                guard var held = try ChunkHolding.read(hash, in: transaction) else { continue }
+            for chunk in file.content.chunks {
+                var held =
+                    try ChunkHolding.read(chunk.hash, in: transaction)
+                    ?? ChunkHolding(size: chunk.size, uploadedAt: now, named: true)
                 held.named = true
-                try held.write(hash, in: transaction)
+                try held.write(chunk.hash, in: transaction)
             }
             let used = try transaction.ownerBytes()
             guard used <= quota || used <= before else {

@@ -43,11 +43,11 @@ extension DAVHandler {
             modifiedAt = seconds * 1000
             headers[HTTPField.Name("X-OC-Mtime")!] = "accepted"
         }
-        let content = try await DAVUpload(server: server, zone: zone).store(request.body, modifiedAt: modifiedAt)
+        let (content, unheld) = try await DAVUpload(server: server, zone: zone).store(request.body, modifiedAt: modifiedAt)
         let operation = DocumentOperation(
             .save, itemID: existing?.itemID ?? Self.newItemID(), parentID: parent.itemID, name: existing?.name ?? name,
             kind: .file, baseContentHash: base, content: content)
-        try await apply([operation])
+        try await apply([operation], holding: unheld)
         headers[.eTag] = Self.etag(content)
         headers[.contentLength] = "0"
         return Response(status: existing == nil ? .created : .noContent, headers: headers)

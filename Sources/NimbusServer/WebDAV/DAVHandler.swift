@@ -159,13 +159,15 @@ struct DAVHandler: Sendable {
     }
 
     /// Applies document operations in batches the service takes, each checked.
+    /// `holding`: chunks just stored for the first batch's saves, held in its commit.
     @discardableResult
-    func apply(_ operations: [DocumentOperation]) async throws -> [DocumentItem?] {
+    func apply(_ operations: [DocumentOperation], holding: [String: Int64] = [:]) async throws -> [DocumentItem?] {
         var items: [DocumentItem?] = []
         for start in stride(from: 0, to: operations.count, by: DocumentService.maxOperationsPerBatch) {
             let batch = Array(operations[start..<min(start + DocumentService.maxOperationsPerBatch, operations.count)])
             let response = try await documents.modify(
-                zone, DocumentModifyRequest(operations: batch), deviceID: session.deviceID)
+                zone, DocumentModifyRequest(operations: batch), deviceID: session.deviceID,
+                holding: start == 0 ? holding : [:])
             items += try response.results.map(requireApplied)
         }
         return items

@@ -16,7 +16,9 @@ struct DAVUpload {
     static let batchBytes = 8 << 20
     private let chunker = ContentDefinedChunker.standard
 
-    func store(_ body: RequestBody, modifiedAt: Int64) async throws -> DocumentContent {
+    /// The content, and the chunks of its last batch (hash → size): stored, but left for the caller to hold
+    /// in the commit that names them, so a small file costs one synced commit rather than two.
+    func store(_ body: RequestBody, modifiedAt: Int64) async throws -> (content: DocumentContent, unheld: [String: Int64]) {
         var pending: [UInt8] = []
         pending.reserveCapacity(chunker.maximumSize * 2)
         var whole = SHA256()
@@ -62,12 +64,13 @@ struct DAVUpload {
             }
         }
         cut(all: true)
-        if !batch.isEmpty { try await keep(batch) }
+        if !batch.isEmpty { try await server.blobs.storeChunks(batch) }
         guard chunks.count <= DocumentNames.maxChunks else {
             throw DAVError(.contentTooLarge, .requestTooLarge, "a file holds at most \(DocumentNames.maxChunks) chunks")
         }
-        return DocumentContent(
+        let content = DocumentContent(
             contentHash: Secrets.hex(whole.finalize()), size: size, chunks: chunks, modifiedAt: modifiedAt)
+        return (content, Self.sizes(batch))
     }
 
     /// An empty file's content: no chunks.
@@ -75,10 +78,14 @@ struct DAVUpload {
         DocumentContent(contentHash: Secrets.hex(SHA256.hash(data: Data())), size: 0, chunks: [], modifiedAt: modifiedAt)
     }
 
-    /// Stores the chunks (synced) and records that the user holds them; over the quota, none is held.
+    /// Stores the chunks (synced) and records that the user holds them, so a file over the quota is refused
+    /// before the rest of it arrives; over the quota, none is held.
     private func keep(_ batch: [ChunkBundle.Chunk]) async throws {
         try await server.blobs.storeChunks(batch)
-        try await ChunkTransfers(server: server).hold(
-            zone, Dictionary(batch.map { ($0.hash, Int64($0.bytes.count)) }, uniquingKeysWith: { first, _ in first }))
+        try await ChunkTransfers(server: server).hold(zone, Self.sizes(batch))
+    }
+
+    private static func sizes(_ batch: [ChunkBundle.Chunk]) -> [String: Int64] {
+        Dictionary(batch.map { ($0.hash, Int64($0.bytes.count)) }, uniquingKeysWith: { first, _ in first })
     }
 }
