@@ -38,7 +38,9 @@ extension DAVHandler {
         try await checkWrite(path, membership: existing == nil)
         var modifiedAt = server.configuration.now().milliseconds
         var headers = HTTPFields()
-        if let stated = request.headers[HTTPField.Name("X-OC-Mtime")!], let seconds = Int64(stated), seconds >= 0 {
+        if let stated = request.headers[HTTPField.Name("X-OC-Mtime")!], let seconds = Int64(stated),
+            (0...Self.latestModificationSeconds).contains(seconds)
+        {
             // rclone and the ownCloud/Nextcloud clients keep a file's modification time this way.
             modifiedAt = seconds * 1000
             headers[HTTPField.Name("X-OC-Mtime")!] = "accepted"
@@ -178,6 +180,9 @@ extension DAVHandler {
         }
         return names
     }
+
+    /// The latest modification time a client may state (`X-OC-Mtime`): the last second of year 9999.
+    static let latestModificationSeconds: Int64 = 253_402_300_799
 
     /// A new item's ID (96 random bits), as devices mint theirs for the items they create.
     static func newItemID() -> String { Secrets.hex(Secrets.randomBytes(12)) }
