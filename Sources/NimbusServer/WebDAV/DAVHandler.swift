@@ -11,7 +11,6 @@ struct DAVHandler: Sendable {
     let server: ServerState
     let request: Request
     let session: AuthenticatedSession
-    let userName: String
     /// The container folder the URL names (its first name); nil for `/dav/` itself.
     let container: String?
     /// The names below the container.
@@ -21,7 +20,7 @@ struct DAVHandler: Sendable {
     /// Request bodies of XML (PROPFIND, PROPPATCH, LOCK) read at most.
     static let maxXMLBytes = 1 << 20
 
-    static func make(server: ServerState, request: Request, session: AuthenticatedSession, userName: String) async throws
+    static func make(server: ServerState, request: Request, session: AuthenticatedSession) async throws
         -> DAVHandler
     {
         let (container, path) = try parse(request.uri.path)
@@ -32,7 +31,7 @@ struct DAVHandler: Sendable {
             }
         }
         return DAVHandler(
-            server: server, request: request, session: session, userName: userName, container: container, path: path)
+            server: server, request: request, session: session, container: container, path: path)
     }
 
     /// The container and names a `/dav/…` path (percent-encoded, as sent) points at.

@@ -7,8 +7,9 @@ import NimbusStore
 
 /// `/dav/{container}/…`: every container's documents over WebDAV (RFC 4918, classes 1 and 2), one more door
 /// onto the document service: a write here is a document commit (versions, conflicts, Recently Deleted,
-/// quota and push to the user's devices apply), and a device's change shows here at once. `/dav/` lists the
-/// containers the user keeps documents in.
+/// quota and push to the user's devices apply), and a device's change shows here at once. A container's
+/// development documents are at `/dav/{container}/`, its production ones at `/dav/{container} (production)/`
+/// (`DAVContainerFolder`); `/dav/` lists the folders of the containers the user keeps documents in.
 ///
 /// Clients sign in with HTTP Basic and an app password (`nimbus profile --app-password NAME`), never the
 /// account's password, and only over TLS, except from this machine.
@@ -33,9 +34,8 @@ struct DAVRoutes {
         do {
             if request.method == .options { return DAVHandler.options() }
             try requireSecureTransport(request, context)
-            let (session, account) = try await signIn(request, context)
-            let handler = try await DAVHandler.make(
-                server: server, request: request, session: session, userName: account.email)
+            let session = try await signIn(request, context)
+            let handler = try await DAVHandler.make(server: server, request: request, session: session)
             return try await handler.respond()
         } catch {
             let davError = DAVError.from(error, request: request)
@@ -68,7 +68,7 @@ struct DAVRoutes {
         tls || publicURL?.lowercased().hasPrefix("https://") == true || peer?.isLoopback == true
     }
 
-    private func signIn(_ request: Request, _ context: AppRequestContext) async throws -> (AuthenticatedSession, AccountRecord) {
+    private func signIn(_ request: Request, _ context: AppRequestContext) async throws -> AuthenticatedSession {
         let basic = request.headers[.authorization].flatMap(BasicCredentials.init(authorization:))
         if let basic, !basic.isAppPassword {
             throw DAVError(
@@ -88,7 +88,7 @@ struct DAVRoutes {
         if let basic, basic.userName.lowercased() != account.email.lowercased(), basic.userName != account.id {
             throw DAVError(.unauthorized, .authenticationFailed, "this app password belongs to another user name")
         }
-        return (session, account)
+        return session
     }
 }
 
