@@ -122,6 +122,13 @@ import Testing
         let text = String(decoding: listing.body, as: UTF8.self)
         #expect(listing.status == 207 && text.components(separatedBy: "<D:response>").count == 3, "\(text)")
         #expect(try await client.request(.GET, "kept.txt").body == Data("kept".utf8))
+
+        // A user's HTML page is served as content in a sandbox, never as a page of the server's origin.
+        #expect(try await client.request(.PUT, "page.html", body: Data("<script>alert(1)</script>".utf8)).status == 201)
+        let page = try await client.request(.GET, "page.html")
+        #expect(page.headers["Content-Security-Policy"].first?.contains("sandbox") == true)
+        #expect(page.headers["X-Content-Type-Options"].first == "nosniff")
+
     }
 
     /// A file written over WebDAV reaches a device's folder, a device's file is readable over WebDAV at once,
@@ -313,5 +320,20 @@ import Testing
         let keeping = try await Self.client(server, app, name: "Finder, keeping its files", keepFinderFiles: true)
         #expect(try await keeping.request(.PUT, "._Kept.txt", body: attributes).status == 201)
         #expect(Set(try await inspector.changes(since: nil).items.map(\.name)) == ["Report.txt", "._Kept.txt"])
+    }
+
+    /// A COPY over an existing file that the account's quota refuses leaves the destination as it was: what it
+    /// held and what replaces it go in one commit.
+    @Test func aRefusedCopyLeavesItsDestinationInPlace() async throws {
+        let server = try await TestServer.start { $0.userQuotaBytes = 10_000 }
+        let app = try await server.seedApp()
+        let client = try await Self.client(server, app)
+        var generator = SeededGenerator(seed: 11)
+        let (big, small) = (generator.bytes(6000), generator.bytes(3000))
+        #expect(try await client.request(.PUT, "big.bin", body: big).status == 201)
+        #expect(try await client.request(.PUT, "small.bin", body: small).status == 201)
+        let copy = try await client.request(.COPY, "big.bin", headers: [("Destination", "/dav/\(app.container)/small.bin")])
+        #expect(copy.status == 507 && copy.errorCode == .quotaExceeded)
+        #expect(try await client.request(.GET, "small.bin").body == small)
     }
 }

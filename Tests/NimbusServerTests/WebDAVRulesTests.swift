@@ -53,6 +53,19 @@ struct WebDAVRulesTests {
         #expect(DAVElement.parse(Data("<a><b></a>".utf8)) == nil)
     }
 
+    /// A body that declares entities expanding into each other (a billion laughs) does not blow up: entities
+    /// are not expanded into the tree.
+    @Test func entitiesDoNotExpand() {
+        var declarations = #"<!ENTITY a0 "laugh">"#
+        for level in 1...9 {
+            declarations += "<!ENTITY a\(level) \"" + String(repeating: "&a\(level - 1);", count: 10) + "\">"
+        }
+        let body = Data(
+            "<?xml version=\"1.0\"?><!DOCTYPE p [\(declarations)]><D:propfind xmlns:D=\"DAV:\">&a9;</D:propfind>".utf8)
+        let parsed = DAVElement.parse(body)
+        #expect((parsed?.text.utf8.count ?? 0) < 1 << 20)
+    }
+
     /// Container folders are named as the device daemon names its folders.
     @Test func containerFoldersNameTheirEnvironment() {
         let development = DAVContainerFolder(name: "iCloud.com.example.Notes")

@@ -40,7 +40,11 @@ struct DAVError: Error, Sendable {
     /// a full account is 507 as RFC 4918 has it, a missing sign-in is a Basic challenge.
     static func from(_ error: any Error, request: Request) -> DAVError {
         if let error = error as? DAVError { return error }
-        let wire = ErrorMiddleware<AppRequestContext>.wireError(for: error, request: request)
+        return from(ErrorMiddleware<AppRequestContext>.wireError(for: error, request: request))
+    }
+
+    /// The WebDAV form of a Nimbus error: its code's status, but 507 for a full account and 401 for sign-in.
+    static func from(_ wire: NimbusError) -> DAVError {
         var status = HTTPResponse.Status(code: wire.code.httpStatus)
         switch wire.code {
         case .quotaExceeded: status = insufficientStorage

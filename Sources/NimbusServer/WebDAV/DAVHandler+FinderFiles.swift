@@ -44,18 +44,14 @@ extension DAVHandler {
             guard try await finderFile(key) != nil else { throw DAVError.notFound("no \(name) here") }
             try await checkWrite(path)
             try await server.store.transact(zone, creating: false) { try $0.put(key, payload: nil, size: 0) }
-            try await properties.forget(Self.finderPropertiesKey(key))
+            try await properties.forget([Self.finderPropertiesKey(key)])
             try await locks.releaseAll(within: path)
             return Response(status: .noContent)
         case "PROPFIND":
             guard let file = try await finderFile(key) else { throw DAVError.notFound("no \(name) here") }
             let asked = try await propertyRequest()
-            var live = liveProperties(.root, path: path, locks: try await locks.all())
-            live[.dav("resourcetype")] = ""
-            live[.dav("getcontentlength")] = String(file.content.size)
-            live[.dav("getetag")] = DAVXMLWriter.escape(Self.etag(file.content))
-            live[.dav("getlastmodified")] = DAVDates.http(milliseconds: file.content.modifiedAt)
-            live[.dav("getcontenttype")] = "application/octet-stream"
+            let live = commonProperties(path: path, collection: false, locks: try await locks.all())
+                .merging(Self.contentProperties(file.content, name: name)) { _, content in content }
             var xml = DAVXMLWriter()
             xml.open("multistatus", attributes: DAVXMLWriter.multistatusOpening)
             Self.writeResponse(
@@ -83,11 +79,14 @@ extension DAVHandler {
             if existed, request.headers[HTTPField.Name("Overwrite")!]?.uppercased() == "F" {
                 throw DAVError.preconditionFailed("\(target) exists and Overwrite is F")
             }
+            let moving = request.method.rawValue == "MOVE"
             try await checkWrite(destination)
-            if request.method.rawValue == "MOVE" { try await checkWrite(path) }
-            try await storeFinderFile(FinderFile(name: target, content: file.content), key: targetKey)
-            if request.method.rawValue == "MOVE" {
-                try await server.store.transact(zone, creating: false) { try $0.put(key, payload: nil, size: 0) }
+            if moving { try await checkWrite(path) }
+            try await storeFinderFile(
+                FinderFile(name: target, content: file.content), key: targetKey, replacing: moving ? key : nil)
+            try await properties.copy([(from: Self.finderPropertiesKey(key), to: Self.finderPropertiesKey(targetKey))])
+            if moving {
+                try await properties.forget([Self.finderPropertiesKey(key)])
                 try await locks.releaseAll(within: path)
             }
             return Response(status: existed ? .noContent : .created, headers: [.contentLength: "0"])
@@ -101,12 +100,14 @@ extension DAVHandler {
         return try JSONDecoder().decode(FinderFile.self, from: payload)
     }
 
-    /// Writes the file and holds its chunks as named ones, so its bytes count once (through the file).
-    private func storeFinderFile(_ file: FinderFile, key: String) async throws {
+    /// Writes the file and holds its chunks as named ones, so its bytes count once (through the file); a move
+    /// removes its old entry (`replacing`) in the same commit.
+    private func storeFinderFile(_ file: FinderFile, key: String, replacing old: String? = nil) async throws {
         let payload = try JSONEncoder().encode(file)
         let (quota, now) = (Int(server.configuration.userQuotaBytes), server.configuration.now().milliseconds)
         try await server.store.transact(zone, creating: true) { transaction in
             let before = try transaction.ownerBytes()
+            if let old { try transaction.put(old, payload: nil, size: 0) }
             try transaction.put(key, payload: payload, size: Int(file.content.size))
             for chunk in file.content.chunks {
                 var held =

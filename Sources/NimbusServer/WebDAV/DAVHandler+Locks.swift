@@ -171,12 +171,8 @@ extension DAVHandler {
 
     /// The path an `If` header's resource tag names (nil: the request's own).
     private func resourcePath(_ tag: String?) throws -> [String] {
-        guard var text = tag else { return path }
-        if let scheme = text.range(of: "://") {
-            text = String(text[(text[scheme.upperBound...].firstIndex(of: "/") ?? text.endIndex)...])
-        }
-        let (tagged, names) = try Self.parse(text)
-        guard tagged == container else { throw DAVError.badRequest("another container") }
+        guard let tag else { return path }
+        guard let names = try pathInContainer(tag) else { throw DAVError.badRequest("another container") }
         return names
     }
 

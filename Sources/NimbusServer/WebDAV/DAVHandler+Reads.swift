@@ -32,12 +32,28 @@ extension DAVHandler {
             return Self.multistatus(xml)
         }
         let node = try await requireNode()
-        let allLocks = try await locks.all()
-        try await writeResponse(node, path: path, asked: asked, locks: allLocks, into: &xml)
+        var listed: [(node: DAVTree.Node, path: [String])] = [(node, path)]
         if depth == .one, node.isCollection {
-            for child in try await tree.children(of: node.itemID) {
-                try await writeResponse(.item(child), path: path + [child.name], asked: asked, locks: allLocks, into: &xml)
-            }
+            listed += try await tree.children(of: node.itemID).map { (.item($0), path + [$0.name]) }
+        }
+        // Read once for the whole answer: the zone's locks, every listed item's dead properties, and the
+        // quota when it is asked for (Windows asks it of every folder it lists).
+        let allLocks = try await locks.all()
+        let dead = try await properties.read(listed.map(\.node.itemID))
+        var quota: [DAVPropertyName: String] = [:]
+        if case .some(let names) = asked,
+            names.contains(.dav("quota-used-bytes")) || names.contains(.dav("quota-available-bytes"))
+        {
+            let used = try await usedBytes()
+            quota[.dav("quota-used-bytes")] = String(used)
+            quota[.dav("quota-available-bytes")] = String(max(0, Int(server.configuration.userQuotaBytes) - used))
+        }
+        for (node, path) in listed {
+            var live = liveProperties(node, path: path, locks: allLocks)
+            if node.isCollection { live.merge(quota) { _, quota in quota } }
+            Self.writeResponse(
+                href: href(path, collection: node.isCollection), live: live, dead: dead[node.itemID] ?? [:], asked: asked,
+                into: &xml)
         }
         xml.close("multistatus")
         return Self.multistatus(xml)
@@ -72,21 +88,6 @@ extension DAVHandler {
             Self.writeResponse(
                 href: Self.href(container: folder.name, [], collection: true), live: live, dead: [:], asked: asked, into: &xml)
         }
-    }
-
-    private func writeResponse(
-        _ node: DAVTree.Node, path: [String], asked: PropertyRequest, locks: [DAVLock], into xml: inout DAVXMLWriter
-    ) async throws {
-        var live = liveProperties(node, path: path, locks: locks)
-        if node.isCollection, case .some(let names) = asked,
-            names.contains(.dav("quota-used-bytes")) || names.contains(.dav("quota-available-bytes"))
-        {
-            let used = try await usedBytes()
-            live[.dav("quota-used-bytes")] = String(used)
-            live[.dav("quota-available-bytes")] = String(max(0, Int(server.configuration.userQuotaBytes) - used))
-        }
-        let dead = try await properties.read(node.itemID)
-        Self.writeResponse(href: href(path, collection: node.isCollection), live: live, dead: dead, asked: asked, into: &xml)
     }
 
     /// One `response` element: the properties asked for that exist under 200, the others under 404.
@@ -145,24 +146,36 @@ extension DAVHandler {
 
     /// The live properties of a node, as XML inside their elements (all of RFC 4918's `DAV:` namespace).
     func liveProperties(_ node: DAVTree.Node, path: [String], locks: [DAVLock]) -> [DAVPropertyName: String] {
-        var live: [DAVPropertyName: String] = [
-            .dav("resourcetype"): node.isCollection ? "<D:collection/>" : "",
-            .dav("supportedlock"): Self.supportedLock,
-            .dav("lockdiscovery"): Self.lockDiscovery(locks.filter { $0.covers(DAVLock.key(path)) }, href: self),
-            .dav("displayname"): DAVXMLWriter.escape(path.last ?? container ?? ""),
-        ]
+        var live = commonProperties(path: path, collection: node.isCollection, locks: locks)
         guard let item = node.item else { return live }
         let created = item.createdAt ?? item.current?.savedAt ?? 0
         live[.dav("creationdate")] = DAVDates.iso8601(milliseconds: created)
         if let version = item.current, !node.isCollection {
-            live[.dav("getcontentlength")] = String(version.content.size)
-            live[.dav("getetag")] = DAVXMLWriter.escape(Self.etag(version))
-            live[.dav("getlastmodified")] = DAVDates.http(milliseconds: version.content.modifiedAt)
-            live[.dav("getcontenttype")] = DAVXMLWriter.escape(DAVContentTypes.type(of: item.name))
+            live.merge(Self.contentProperties(version.content, name: item.name)) { _, content in content }
         } else {
             live[.dav("getlastmodified")] = DAVDates.http(milliseconds: created)
         }
         return live
+    }
+
+    /// What every resource has: its type, its locks and its name.
+    func commonProperties(path: [String], collection: Bool, locks: [DAVLock]) -> [DAVPropertyName: String] {
+        [
+            .dav("resourcetype"): collection ? "<D:collection/>" : "",
+            .dav("supportedlock"): Self.supportedLock,
+            .dav("lockdiscovery"): Self.lockDiscovery(locks.filter { $0.covers(DAVLock.key(path)) }, href: self),
+            .dav("displayname"): DAVXMLWriter.escape(path.last ?? container ?? ""),
+        ]
+    }
+
+    /// What a file's bytes give it: length, entity tag, modification time and media type.
+    static func contentProperties(_ content: DocumentContent, name: String) -> [DAVPropertyName: String] {
+        [
+            .dav("getcontentlength"): String(content.size),
+            .dav("getetag"): DAVXMLWriter.escape(etag(content)),
+            .dav("getlastmodified"): DAVDates.http(milliseconds: content.modifiedAt),
+            .dav("getcontenttype"): DAVXMLWriter.escape(DAVContentTypes.type(of: name)),
+        ]
     }
 
     /// A version's entity tag: the first 128 bits of its content's SHA-256, quoted. Short enough for the
@@ -208,10 +221,11 @@ extension DAVHandler {
     /// A file's bytes as GET and HEAD answer them: validators, conditions and one range.
     func contentResponse(_ content: DocumentContent, name: String, withBody: Bool) async throws -> Response {
         let etag = Self.etag(content)
-        var headers: HTTPFields = [
-            .eTag: etag, .lastModified: DAVDates.http(milliseconds: content.modifiedAt),
-            .contentType: DAVContentTypes.type(of: name), .acceptRanges: "bytes",
-        ]
+        var headers = Self.sandboxed
+        headers[.eTag] = etag
+        headers[.lastModified] = DAVDates.http(milliseconds: content.modifiedAt)
+        headers[.contentType] = DAVContentTypes.type(of: name)
+        headers[.acceptRanges] = "bytes"
         if let noneMatch = request.headers[.ifNoneMatch], Self.matches(noneMatch, etag: etag) {
             return Response(status: .notModified, headers: headers)
         }
@@ -275,10 +289,20 @@ extension DAVHandler {
             }
         }
         html += "</ul></body></html>"
-        let headers: HTTPFields = [.contentType: "text/html; charset=utf-8", .contentLength: String(html.utf8.count)]
+        var headers = Self.sandboxed
+        headers[.contentType] = "text/html; charset=utf-8"
+        headers[.contentLength] = String(html.utf8.count)
         return Response(
             status: .ok, headers: headers, body: withBody ? ResponseBody(byteBuffer: ByteBuffer(string: html)) : ResponseBody())
     }
+
+    /// Headers of every body a GET serves: a user's file (an HTML page among them) is shown as content, in an
+    /// origin of its own with no script, never as a page of this server's origin, where the dashboard's
+    /// session lives.
+    static let sandboxed: HTTPFields = [
+        .contentSecurityPolicy: "default-src 'none'; style-src 'unsafe-inline'; img-src data:; sandbox",
+        HTTPField.Name("X-Content-Type-Options")!: "nosniff",
+    ]
 
     /// Whether an `If-Match` or `If-None-Match` header's list names `etag` (or is `*`).
     static func matches(_ header: String, etag: String) -> Bool {
@@ -289,25 +313,25 @@ extension DAVHandler {
     }
 }
 
-/// The dates WebDAV properties and HTTP headers carry.
+/// The dates WebDAV properties and HTTP headers carry, written without a shared formatter (a PROPFIND writes
+/// one per item, on any thread).
 enum DAVDates {
+    /// RFC 9110's IMF-fixdate: `Sun, 06 Nov 1994 08:49:37 GMT`.
     static func http(milliseconds: Int64) -> String {
-        httpFormat.string(from: Date(timeIntervalSince1970: Double(milliseconds) / 1000))
+        var seconds = time_t(max(0, milliseconds / 1000))
+        var parts = tm()
+        gmtime_r(&seconds, &parts)
+        let two = { (value: Int32) in value < 10 ? "0\(value)" : "\(value)" }
+        return "\(days[Int(parts.tm_wday)]), \(two(parts.tm_mday)) \(months[Int(parts.tm_mon)]) \(1900 + parts.tm_year) "
+            + "\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec)) GMT"
     }
 
     static func iso8601(milliseconds: Int64) -> String {
-        isoFormat.string(from: Date(timeIntervalSince1970: Double(milliseconds) / 1000))
+        Date(timeIntervalSince1970: Double(milliseconds) / 1000).formatted(Date.ISO8601FormatStyle())
     }
 
-    nonisolated(unsafe) private static let httpFormat: DateFormatter = {
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "GMT")
-        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
-        return formatter
-    }()
-
-    nonisolated(unsafe) private static let isoFormat: ISO8601DateFormatter = ISO8601DateFormatter()
+    private static let days = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"]
+    private static let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
 }
 
 /// A file's media type by its extension, for `getcontenttype` and `Content-Type`.

@@ -80,20 +80,26 @@ extension DAVHandler {
         }
         guard case .item(let item) = try await requireNode() else { throw DAVError.notFound("nothing to delete") }
         try await checkWrite(path, membership: true, subtree: true)
-        try await remove(item, at: path)
+        let removal = try await removal(of: item)
+        try await apply(removal.operations)
+        try await forget(removal.doomed, at: path)
         return Response(status: .noContent)
     }
 
-    /// Moves an item and everything in it to Recently Deleted (deepest first, as the document service
-    /// deletes folders once empty), forgetting its dead properties and locks.
-    func remove(_ item: DocumentItem, at path: [String]) async throws {
+    /// The operations moving an item and everything in it to Recently Deleted (deepest first, as the document
+    /// service deletes folders once empty), and the items they delete.
+    private func removal(of item: DocumentItem) async throws -> (operations: [DocumentOperation], doomed: [String]) {
         var doomed: [DocumentItem] = [item]
         if item.kind == .folder { doomed += try await tree.descendants(of: item.itemID).map(\.item) }
-        try await apply(
-            doomed.reversed().map {
-                DocumentOperation(.delete, itemID: $0.itemID, baseContentHash: $0.current?.content.contentHash)
-            })
-        for gone in doomed { try await properties.forget(gone.itemID) }
+        let operations = doomed.reversed().map {
+            DocumentOperation(.delete, itemID: $0.itemID, baseContentHash: $0.current?.content.contentHash)
+        }
+        return (operations, doomed.map(\.itemID))
+    }
+
+    /// What WebDAV kept of deleted items beside them: their dead properties and the locks on their paths.
+    private func forget(_ doomed: [String], at path: [String]) async throws {
+        try await properties.forget(doomed)
         try await locks.releaseAll(within: path)
     }
 
@@ -126,24 +132,33 @@ extension DAVHandler {
         }
         if moving { try await checkWrite(path, membership: true, subtree: true) }
         try await checkWrite(destination, membership: existing == nil, subtree: true)
-        if let existing { try await remove(existing, at: destination) }
+        // What the destination held goes in the same commit as what replaces it: a copy refused (a full
+        // account) leaves the destination as it was.
+        var removal: (operations: [DocumentOperation], doomed: [String]) = ([], [])
+        if let existing { removal = try await self.removal(of: existing) }
         if moving {
-            try await apply([DocumentOperation(.move, itemID: source.itemID, parentID: parent.itemID, name: name)])
+            try await apply(
+                removal.operations + [DocumentOperation(.move, itemID: source.itemID, parentID: parent.itemID, name: name)])
             try await locks.releaseAll(within: path)
         } else {
-            try await copy(source, into: parent.itemID, name: name, deep: depth == .infinity)
+            let (operations, copies) = try await copies(of: source, into: parent.itemID, name: name, deep: depth == .infinity)
+            try await apply(removal.operations + operations)
+            try await properties.copy(copies)
         }
+        if existing != nil { try await forget(removal.doomed, at: destination) }
         return Response(status: existing == nil ? .created : .noContent, headers: [.contentLength: "0"])
     }
 
-    /// New items holding what `source` (and, when `deep`, everything in it) holds now, with its dead
-    /// properties; the chunks are the user's already, so nothing is uploaded again.
-    private func copy(_ source: DocumentItem, into parent: String?, name: String, deep: Bool) async throws {
-        var copies: [String: String] = [source.itemID: Self.newItemID()]
+    /// The saves of new items holding what `source` (and, when `deep`, everything in it) holds now, and which
+    /// item each copies; the chunks are the user's already, so nothing is uploaded again.
+    private func copies(of source: DocumentItem, into parent: String?, name: String, deep: Bool) async throws
+        -> (operations: [DocumentOperation], copies: [(from: String?, to: String)])
+    {
+        let copyID = Self.newItemID()
+        var copies: [String: String] = [source.itemID: copyID]
         var operations = [
             DocumentOperation(
-                .save, itemID: copies[source.itemID]!, parentID: parent, name: name, kind: source.kind,
-                content: source.current?.content)
+                .save, itemID: copyID, parentID: parent, name: name, kind: source.kind, content: source.current?.content)
         ]
         if deep, source.kind == .folder {
             for (item, _) in try await tree.descendants(of: source.itemID) {
@@ -155,30 +170,35 @@ extension DAVHandler {
                         kind: item.kind, content: item.current?.content))
             }
         }
-        try await apply(operations)
-        for (original, copy) in copies { try await properties.copy(from: original, to: copy) }
+        return (operations, copies.map { (from: $0.key, to: $0.value) })
     }
 
     /// The path the `Destination` header names in this container (a URL or an absolute path).
     func destinationPath() throws -> [String] {
-        guard var text = request.headers[HTTPField.Name("Destination")!] else {
+        guard let text = request.headers[HTTPField.Name("Destination")!] else {
             throw DAVError.badRequest("COPY and MOVE name their Destination")
         }
-        if let scheme = text.range(of: "://") {
-            let afterHost = text[scheme.upperBound...].firstIndex(of: "/") ?? text.endIndex
-            text = String(text[afterHost...])
-        }
-        if let query = text.firstIndex(where: { $0 == "?" || $0 == "#" }) { text = String(text[..<query]) }
-        guard text.hasPrefix(Self.prefix + "/") else {
-            throw DAVError.badRequest("the Destination is an absolute URL or path under \(Self.prefix)/")
-        }
-        let (destinationContainer, names) = try Self.parse(text)
-        guard destinationContainer == container else {
+        guard let names = try pathInContainer(text) else {
             throw DAVError(
                 HTTPResponse.Status(code: 502, reasonPhrase: "Bad Gateway"), .badRequest,
                 "the destination is not in this container; copy between containers by downloading and uploading")
         }
         return names
+    }
+
+    /// The names below this container that a URL or absolute path (`Destination`, an `If` header's resource
+    /// tag) points at; nil when it points into another container.
+    func pathInContainer(_ reference: String) throws -> [String]? {
+        var text = reference
+        if let scheme = text.range(of: "://") {
+            text = String(text[(text[scheme.upperBound...].firstIndex(of: "/") ?? text.endIndex)...])
+        }
+        if let query = text.firstIndex(where: { $0 == "?" || $0 == "#" }) { text = String(text[..<query]) }
+        guard text.hasPrefix(Self.prefix + "/") else {
+            throw DAVError.badRequest("\(reference.prefix(80)) is not an absolute URL or path under \(Self.prefix)/")
+        }
+        let (named, names) = try Self.parse(text)
+        return named == container ? names : nil
     }
 
     /// The latest modification time a client may state (`X-OC-Mtime`): the last second of year 9999.

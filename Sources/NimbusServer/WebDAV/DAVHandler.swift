@@ -151,10 +151,8 @@ struct DAVHandler: Sendable {
     /// Throws the error a document operation's result carries, if it failed.
     func requireApplied(_ result: DocumentResult) throws -> DocumentItem? {
         guard result.outcome == .failed else { return result.item }
-        let code = result.serverErrorCode ?? .internalError
-        let reason = result.reason ?? "the change could not be applied"
-        throw DAVError(
-            code == .quotaExceeded ? DAVError.insufficientStorage : HTTPResponse.Status(code: code.httpStatus), code, reason)
+        throw DAVError.from(
+            NimbusError(result.serverErrorCode ?? .internalError, result.reason ?? "the change could not be applied"))
     }
 
     /// Applies document operations in batches the service takes, each checked.

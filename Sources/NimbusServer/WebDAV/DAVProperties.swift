@@ -26,10 +26,20 @@ struct DAVProperties: Sendable {
 
     /// The item's dead properties (nil: the container's root).
     func read(_ item: String?) async throws -> [DAVPropertyName: String] {
-        let entries = try await store.entries(zone, keys: [DocumentKeys.davProperties(item)])
-        guard let payload = entries.first?.payload else { return [:] }
-        let stored = try JSONDecoder().decode(Stored.self, from: payload)
-        return Dictionary(stored.properties.map { ($0.name, $0.xml) }, uniquingKeysWith: { _, last in last })
+        try await read([item])[item] ?? [:]
+    }
+
+    /// The dead properties of several items, read at once; items without any are left out.
+    func read(_ items: [String?]) async throws -> [String?: [DAVPropertyName: String]] {
+        let owners = Dictionary(items.map { (DocumentKeys.davProperties($0), $0) }, uniquingKeysWith: { first, _ in first })
+        var found: [String?: [DAVPropertyName: String]] = [:]
+        let decoder = JSONDecoder()
+        for entry in try await store.entries(zone, keys: Array(owners.keys)) {
+            guard let payload = entry.payload, let owner = owners[entry.key] else { continue }
+            let stored = try decoder.decode(Stored.self, from: payload)
+            found[owner] = Dictionary(stored.properties.map { ($0.name, $0.xml) }, uniquingKeysWith: { _, last in last })
+        }
+        return found
     }
 
     /// Sets and removes properties in one transaction: all of them or, when they would not fit, none.
@@ -54,19 +64,31 @@ struct DAVProperties: Sendable {
         }
     }
 
-    /// Gives `target` the dead properties `source` has (COPY copies them, RFC 4918 §9.8.2).
-    func copy(from source: String?, to target: String) async throws {
-        let properties = try await read(source)
-        guard !properties.isEmpty else { return }
-        try await update(target, set: properties, remove: [])
+    /// Gives each target the dead properties its source has (COPY copies them, RFC 4918 §9.8.2; a Finder file
+    /// moved takes its own), in one transaction.
+    func copy(_ pairs: [(from: String?, to: String)]) async throws {
+        let sources = try await read(pairs.map(\.from))
+        let copies = pairs.compactMap { pair in sources[pair.from].map { (DocumentKeys.davProperties(pair.to), $0) } }
+        guard !copies.isEmpty else { return }
+        let quota = quota
+        try await store.transact(zone, creating: true) { transaction in
+            let before = try transaction.ownerBytes()
+            for (key, properties) in copies { try Self.write(properties, key: key, in: transaction) }
+            let used = try transaction.ownerBytes()
+            guard used <= quota || used <= before else {
+                throw DAVError(
+                    DAVError.insufficientStorage, .quotaExceeded, "the owner's storage is full; delete documents first")
+            }
+        }
     }
 
-    /// Forgets an item's dead properties (it was deleted through WebDAV).
-    func forget(_ item: String) async throws {
-        let key = DocumentKeys.davProperties(item)
-        guard try await store.entries(zone, keys: [key]).first?.payload != nil else { return }
+    /// Forgets the dead properties of items deleted through WebDAV, in one transaction.
+    func forget(_ items: [String]) async throws {
+        let keys = try await store.entries(zone, keys: items.map { DocumentKeys.davProperties($0) })
+            .filter { $0.payload != nil }.map(\.key)
+        guard !keys.isEmpty else { return }
         try await store.transact(zone, creating: false) { transaction in
-            try transaction.put(key, payload: nil, size: 0)
+            for key in keys { try transaction.put(key, payload: nil, size: 0) }
         }
     }
 
