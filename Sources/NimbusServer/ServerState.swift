@@ -18,7 +18,13 @@ final class ServerState: Sendable {
     let blobs: any BlobStore
     /// Signs asset download URLs.
     let urlSigningKey: [UInt8]
-    let credentialCache = CredentialCache(lifetime: .seconds(1))
+    /// What session and API tokens resolved to. Expiry is never cached: a session's expiry date is checked on
+    /// every request.
+    let credentialCache = ExpiringCache<CredentialKey, StoredCredentials>(lifetime: .seconds(1), keepsMisses: true)
+    /// Accounts' emails by account ID and containers by identifier, as every WebDAV request checks them (a
+    /// read each otherwise). Neither changes once made.
+    let accountEmails = ExpiringCache<String, String>(lifetime: .seconds(1), keepsMisses: false)
+    let containers = ExpiringCache<String, Container>(lifetime: .seconds(1), keepsMisses: false)
     /// What this node served lately, for the dashboard's activity page.
     let activity = ActivityRecorder()
     let jobs: BackgroundJobs

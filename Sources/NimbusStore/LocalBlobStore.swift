@@ -3,7 +3,6 @@ import Crypto
 import Foundation
 import NIOCore
 import NimbusCore
-import _NIOFileSystem
 
 /// Blobs as files in a directory: written to a temporary name, synced, then renamed into place.
 package final class LocalBlobStore: BlobStore {
@@ -34,7 +33,7 @@ package final class LocalBlobStore: BlobStore {
     package func storeChunks(_ chunks: [ChunkBundle.Chunk]) async throws {
         let directory = directory
         try await BlockingWork.run {
-            for chunk in chunks {
+            for chunk in chunks where !chunk.isHashed {
                 let actual = Secrets.hex(SHA256.hash(data: chunk.bytes))
                 guard actual == chunk.hash else { throw BlobMismatch(actual: actual) }
             }
@@ -90,21 +89,25 @@ package final class LocalBlobStore: BlobStore {
         }
     }
 
+    /// Bytes read at once: each piece is one trip to a blocking thread, so a small file takes one (open, size
+    /// and its bytes together) and a chunk (4 MiB at most) eight, while a large asset streams in bounded memory.
+    static let readPieceBytes = 512 << 10
+
     package func read(_ id: String, range: ClosedRange<Int64>?, into consume: (ByteBuffer) async throws -> Void)
         async throws
     {
         guard let path = Self.path(of: id, in: directory) else { throw StoreError.missing("blob \(id.prefix(80))") }
-        do {
-            try await FileSystem.shared.withFileHandle(forReadingAt: FilePath(path)) { handle in
-                let size = try await handle.info().size
-                guard size > 0 else { return }
-                let whole: ClosedRange<Int64> = 0...(size - 1)
-                for try await piece in handle.readChunks(in: range?.clamped(to: whole) ?? whole, chunkLength: .kibibytes(128)) {
-                    try await consume(piece)
-                }
-            }
-        } catch let error as FileSystemError where error.code == .notFound {
-            throw StoreError.missing("blob \(id)")
+        let file = try await BlockingWork.run { try BlobFile(opening: path, id: id) }
+        defer { file.close() }
+        guard file.size > 0 else { return }
+        let wanted = range?.clamped(to: 0...(file.size - 1)) ?? 0...(file.size - 1)
+        var offset = wanted.lowerBound
+        while offset <= wanted.upperBound {
+            let length = Int(min(Int64(Self.readPieceBytes), wanted.upperBound - offset + 1))
+            let start = offset
+            let piece = try await BlockingWork.run { try file.read(at: start, length: length) }
+            offset += Int64(length)
+            try await consume(piece)
         }
     }
 
@@ -320,4 +323,49 @@ final class LocalBlobWriter: BlobWriter, @unchecked Sendable {
         try? handle.close()
         try? FileManager.default.removeItem(at: temporary)
     }
+}
+
+/// A finished blob's file open for reading, and its size when opened.
+private final class BlobFile: Sendable {
+    let descriptor: Int32
+    let size: Int64
+    private let id: String
+
+    init(opening path: String, id: String) throws {
+        self.id = id
+        descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else {
+            if errno == ENOENT { throw StoreError.missing("blob \(id)") }
+            throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
+        }
+        var status = stat()
+        guard fstat(descriptor, &status) == 0 else {
+            let error = POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
+            Foundation.close(descriptor)
+            throw error
+        }
+        size = Int64(status.st_size)
+    }
+
+    /// `length` bytes from `offset`; a file that ends sooner (blobs never shrink) is an error.
+    func read(at offset: Int64, length: Int) throws -> ByteBuffer {
+        var buffer = ByteBufferAllocator().buffer(capacity: length)
+        while buffer.readableBytes < length {
+            let wanted = length - buffer.readableBytes
+            let position = offset + Int64(buffer.readableBytes)
+            var count = 0
+            buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: wanted) { bytes in
+                count = pread(descriptor, bytes.baseAddress, wanted, off_t(position))
+                return max(count, 0)
+            }
+            if count < 0 && errno == EINTR { continue }
+            guard count > 0 else {
+                throw count < 0
+                    ? POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) : StoreError.missing("blob \(id) ends early")
+            }
+        }
+        return buffer
+    }
+
+    func close() { Foundation.close(descriptor) }
 }

@@ -283,6 +283,23 @@ import Testing
         #expect(item.current?.content.chunks.map(\.size) == cut.map(Int64.init) && cut.count > 5)
     }
 
+    /// A file larger than what the account has left (its chunks stored and held batch by batch, each batch
+    /// while the next arrives) is refused with a 507 and leaves no item and room for what does fit.
+    @Test func aFileOverTheQuotaIsRefusedAsItUploads() async throws {
+        let server = try await TestServer.start { $0.userQuotaBytes = 12 << 20 }
+        let app = try await server.seedApp()
+        let client = try await Self.client(server, app)
+        var generator = SeededGenerator(seed: 12)
+        let put = try await client.request(.PUT, "Too%20big.bin", body: generator.bytes(30 << 20))
+        #expect(put.status == 507 && put.errorCode == .quotaExceeded)
+        #expect(try await client.request(.GET, "Too%20big.bin").status == 404)
+        let small = generator.bytes(1000)
+        #expect(try await client.request(.PUT, "Small.txt", body: small).status == 201)
+        #expect(try await client.request(.GET, "Small.txt").body == small)
+        let inspector = try await DocumentCommandLineTests.inspector(server, app)
+        #expect(try await inspector.changes(since: nil).items.map(\.name) == ["Small.txt"])
+    }
+
     /// Finder's own files (`._name`, `.DS_Store`) are kept out of sync: readable, lockable and deletable at
     /// their paths as Finder expects, but never items, so no device and no listing sees them; an app password
     /// made to keep them stores them as documents.

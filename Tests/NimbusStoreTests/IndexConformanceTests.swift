@@ -516,4 +516,25 @@ import Testing
             zones: [zone], kind: "Items", conditions: [IndexCondition(field: "code", .equal(.text("naïve")))], limit: 10)
         #expect(try await keys(store, prefix).isEmpty, "equality is on the whole text")
     }
+
+    /// Queries of more shapes than a connection keeps prepared (`IN` lists of every length up to past the
+    /// bound) answer as those it keeps do, and asking again, now prepared, answers the same.
+    @Test(arguments: StoreBackend.allCases)
+    func queriesOfManyShapesAnswerAlike(_ backend: StoreBackend) async throws {
+        let store = try await backend.makeStore()
+        let zone = try await makeZone(store)
+        for number in 1...3 {
+            try await saveItem(store, zone, "\(number)", name: "item \(number)", number: Int64(number), list: "groceries")
+        }
+        let lengths = 1...(SQLiteStore.maxPreparedQueryTexts + 20)
+        for _ in 0..<2 {
+            for length in lengths {
+                // 2, then 2 and 3, … with numbers no item has after them.
+                let wanted = (0..<length).map { IndexValue.integer(Int64($0 + 2)) }
+                let query = IndexQuery(
+                    zones: [zone], kind: "Items", conditions: [IndexCondition(field: "number", .oneOf(wanted))], limit: 10)
+                #expect(try await keys(store, query) == (length == 1 ? ["2"] : ["2", "3"]), "\(length) values")
+            }
+        }
+    }
 }

@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 
 /// Many chunks in one body (`/blobs/1/…/upload` and `/fetch`), so that a thousand small files cost a
@@ -13,13 +14,27 @@ package enum ChunkBundle {
     package static let maxBodyBytes = maxBytes + maxChunks * headerBytes
 
     package struct Chunk: Sendable, Equatable {
-        package var hash: String
-        package var bytes: Data
+        package let hash: String
+        package let bytes: Data
+        /// Whether `hash` was computed from `bytes` here rather than claimed by a sender, so a blob store
+        /// need not hash them again to check it.
+        package let isHashed: Bool
 
+        /// A chunk as a sender names it: its hash is checked before it is stored.
         package init(hash: String, bytes: Data) {
             self.hash = hash
             self.bytes = bytes
+            isHashed = false
         }
+
+        /// A chunk named by its own bytes' SHA-256.
+        package init(hashing bytes: Data) {
+            hash = Secrets.hex(SHA256.hash(data: bytes))
+            self.bytes = bytes
+            isHashed = true
+        }
+
+        package static func == (left: Chunk, right: Chunk) -> Bool { left.hash == right.hash && left.bytes == right.bytes }
     }
 
     /// The body's framing is broken: a reason a person can act on.

@@ -386,7 +386,7 @@ struct DocumentPages {
             var offset = 0
             for length in ContentDefinedChunker.standard.chunkLengths(of: buffer) {
                 let slice = bytes.subdata(in: offset..<offset + length)
-                chunks.append(ChunkBundle.Chunk(hash: Secrets.hex(SHA256.hash(data: slice)), bytes: slice))
+                chunks.append(ChunkBundle.Chunk(hashing: slice))
                 offset += length
             }
         }

@@ -95,9 +95,11 @@ struct AuthenticationMiddleware<Context: CredentialContext>: RouterMiddleware {
         do {
             let sessionDigest = sessionShaped ? sessionToken.map(Secrets.digest) : nil
             let apiTokenDigest = apiTokenShaped ? apiToken.map { Secrets.digest($0.lowercased()) } : nil
-            stored = try await server.credentialCache.credentials(sessionDigest: sessionDigest, apiTokenDigest: apiTokenDigest) {
-                try await server.store.credentials(sessionDigest: sessionDigest, apiTokenDigest: apiTokenDigest)
-            }
+            let key = CredentialKey(sessionDigest: sessionDigest, apiTokenDigest: apiTokenDigest)
+            stored =
+                try await server.credentialCache.value(for: key) {
+                    try await server.store.credentials(sessionDigest: sessionDigest, apiTokenDigest: apiTokenDigest)
+                } ?? StoredCredentials(session: nil, apiToken: nil, app: nil)
         } catch {
             server.logger.error("credential lookup failed", metadata: ["error": "\(error)"])
             let unavailable = NimbusError(.tryAgainLater, "could not check credentials; retry", retryAfter: 1)

@@ -26,7 +26,11 @@ struct DAVHandler: Sendable {
         let (container, path) = try parse(request.uri.path)
         if let container {
             let identifier = DAVContainerFolder(name: container).identifier
-            guard try await server.store.container(identifier: identifier) != nil else {
+            guard
+                try await server.containers.value(
+                    for: identifier, load: { try await server.store.container(identifier: identifier) })
+                    != nil
+            else {
                 throw DAVError.notFound("no container \(identifier)")
             }
         }

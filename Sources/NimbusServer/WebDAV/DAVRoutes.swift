@@ -80,12 +80,13 @@ struct DAVRoutes {
             throw DAVError(.unauthorized, .authenticationRequired, "sign in with your email and an app password")
         }
         let session = try context.credentials.requireSession()
-        guard let account = try await server.store.account(id: session.accountID) else {
-            throw DAVError(.unauthorized, .authenticationFailed, "the account no longer exists")
+        let email = try await server.accountEmails.value(for: session.accountID) {
+            try await server.store.account(id: session.accountID)?.email
         }
+        guard let email else { throw DAVError(.unauthorized, .authenticationFailed, "the account no longer exists") }
         // The user name must be the password's own account, so a password pasted under the wrong name fails
         // loudly instead of opening someone's documents under another's name.
-        if let basic, basic.userName.lowercased() != account.email.lowercased(), basic.userName != account.id {
+        if let basic, basic.userName.lowercased() != email.lowercased(), basic.userName != session.accountID {
             throw DAVError(.unauthorized, .authenticationFailed, "this app password belongs to another user name")
         }
         return session

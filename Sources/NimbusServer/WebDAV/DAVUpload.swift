@@ -8,7 +8,7 @@ import NimbusStore
 /// uses (so a file uploaded here and on a device is stored once), each chunk stored and synced in the blob
 /// store and held by the user before the version names it. Memory stays at a few chunks whatever the
 /// file's size.
-struct DAVUpload {
+struct DAVUpload: Sendable {
     let server: ServerState
     let zone: ZoneKey
 
@@ -19,8 +19,9 @@ struct DAVUpload {
     /// The content, and the chunks of its last batch (hash → size): stored, but left for the caller to hold
     /// in the commit that names them, so a small file costs one synced commit rather than two.
     func store(_ body: RequestBody, modifiedAt: Int64) async throws -> (content: DocumentContent, unheld: [String: Int64]) {
+        // Grown as bytes arrive, not reserved up front: two chunks' worth (8 MiB) mapped and unmapped for every
+        // small file cost it a system call or two and page faults.
         var pending: [UInt8] = []
-        pending.reserveCapacity(chunker.maximumSize * 2)
         var whole = SHA256()
         var chunks: [DocumentChunk] = []
         var batch: [ChunkBundle.Chunk] = []
@@ -32,36 +33,47 @@ struct DAVUpload {
                 let length = pending.withUnsafeBytes {
                     chunker.nextChunkLength(in: UnsafeRawBufferPointer(rebasing: $0[start...]))
                 }
-                let bytes = Data(pending[start..<start + length])
-                whole.update(data: bytes)
-                let hash = Secrets.hex(SHA256.hash(data: bytes))
-                chunks.append(DocumentChunk(hash: hash, size: Int64(length)))
-                batch.append(ChunkBundle.Chunk(hash: hash, bytes: bytes))
+                let chunk = ChunkBundle.Chunk(hashing: Data(pending[start..<start + length]))
+                whole.update(data: chunk.bytes)
+                chunks.append(DocumentChunk(hash: chunk.hash, size: Int64(length)))
+                batch.append(chunk)
                 start += length
             }
             if start > 0 { pending.removeFirst(start) }
         }
 
-        var buffers = body.makeAsyncIterator()
-        while true {
-            let buffer: ByteBuffer?
-            do {
-                buffer = try await buffers.next()
-            } catch {
-                throw DAVError.badRequest("the upload ended before it was complete; nothing was saved")
+        // A full batch is stored (written, synced, held) while the next one arrives and is cut: one batch in
+        // flight at a time, so memory stays at two batches.
+        var storing: Task<Void, any Error>?
+        do {
+            var buffers = body.makeAsyncIterator()
+            while true {
+                let buffer: ByteBuffer?
+                do {
+                    buffer = try await buffers.next()
+                } catch {
+                    throw DAVError.badRequest("the upload ended before it was complete; nothing was saved")
+                }
+                guard let buffer else { break }
+                size += Int64(buffer.readableBytes)
+                guard size <= DocumentNames.maxFileBytes else {
+                    throw DAVError(
+                        .contentTooLarge, .requestTooLarge, "a file holds at most \(DocumentNames.maxFileBytes) bytes")
+                }
+                buffer.withUnsafeReadableBytes { pending.append(contentsOf: $0) }
+                // Cut only once two chunks' worth is pending, so the bytes left over move once per few chunks.
+                if pending.count >= 2 * chunker.maximumSize { cut(all: false) }
+                if batch.reduce(0, { $0 + $1.bytes.count }) >= Self.batchBytes {
+                    try await storing?.value
+                    let full = batch
+                    storing = Task { try await keep(full) }
+                    batch.removeAll(keepingCapacity: true)
+                }
             }
-            guard let buffer else { break }
-            size += Int64(buffer.readableBytes)
-            guard size <= DocumentNames.maxFileBytes else {
-                throw DAVError(
-                    .contentTooLarge, .requestTooLarge, "a file holds at most \(DocumentNames.maxFileBytes) bytes")
-            }
-            buffer.withUnsafeReadableBytes { pending.append(contentsOf: $0) }
-            cut(all: false)
-            if batch.reduce(0, { $0 + $1.bytes.count }) >= Self.batchBytes {
-                try await keep(batch)
-                batch.removeAll(keepingCapacity: true)
-            }
+            try await storing?.value
+        } catch {
+            _ = try? await storing?.value
+            throw error
         }
         cut(all: true)
         if !batch.isEmpty { try await server.blobs.storeChunks(batch) }

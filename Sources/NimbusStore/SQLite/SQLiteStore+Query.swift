@@ -1,6 +1,7 @@
 import Foundation
-import NimbusCore
 import GRDB
+import NimbusCore
+import Synchronization
 
 extension SQLiteStore {
     package func query(_ query: IndexQuery) async throws -> [QueryMatch] {
@@ -57,7 +58,7 @@ extension SQLiteStore {
     }
 
     private static func matches(_ sql: IndexQuerySQL, _ db: Database) throws -> [QueryMatch] {
-        try Row.fetchAll(db, sql: sql.text, arguments: StatementArguments(sql.arguments)).map { row in
+        try Row.fetchAll(try statement(sql.text, db), arguments: StatementArguments(sql.arguments)).map { row in
             let zone = ZoneAddress(service: try Self.service(row["service"]), name: row["name"])
             var position = [QueryPosition.Value]()
             for number in sql.orderKeys.indices {
@@ -77,6 +78,24 @@ extension SQLiteStore {
                 entry: Entry(key: row["key"], payload: row["payload"], sequence: row["sequence"], audience: row["audience"]),
                 position: QueryPosition(position))
         }
+    }
+
+    /// The most query texts whose statements a connection keeps prepared.
+    static let maxPreparedQueryTexts = 256
+    private static let preparedQueryTexts = Mutex<Set<String>>([])
+
+    /// An index query's statement, prepared once per connection: its text depends only on the query's shape
+    /// (every value is a parameter), and parsing it cost as much as running it (a tenth of a WebDAV PUT's
+    /// time). The first `maxPreparedQueryTexts` texts seen are kept; others, as queries of many shapes (long
+    /// `IN` lists) make, are prepared each time, so the connections' caches cannot grow without bound.
+    private static func statement(_ text: String, _ db: Database) throws -> Statement {
+        let kept = preparedQueryTexts.withLock { texts in
+            if texts.contains(text) { return true }
+            guard texts.count < maxPreparedQueryTexts else { return false }
+            texts.insert(text)
+            return true
+        }
+        return kept ? try db.cachedStatement(sql: text) : try db.makeStatement(sql: text)
     }
 
     private static func zoneID(of zone: ZoneKey, _ db: Database) throws -> Int64? {
