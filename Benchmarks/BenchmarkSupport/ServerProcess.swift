@@ -193,6 +193,28 @@ package final class ServerProcess: @unchecked Sendable {
         return (ContinuousClock.now - start).milliseconds * 1000 / Double(count)
     }
 
+    /// MiB/s of writing `bytes` to a new file in the data directory in 8 MiB pieces and syncing it: the floor of a
+    /// large file made durable.
+    package func syncedLargeWriteMebibytesPerSecond(bytes: Int) throws -> Double {
+        let path = dataDirectory.appendingPathComponent("large-sync-probe").path
+        let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        guard descriptor >= 0 else { throw NimbusError(.internalError, "cannot create \(path)") }
+        defer {
+            close(descriptor)
+            unlink(path)
+        }
+        let piece = [UInt8](repeating: 0x5A, count: 8 << 20)
+        let start = ContinuousClock.now
+        var written = 0
+        while written < bytes {
+            let count = min(piece.count, bytes - written)
+            guard write(descriptor, piece, count) == count else { throw NimbusError(.internalError, "cannot write \(path)") }
+            written += count
+        }
+        guard fdatasync(descriptor) == 0 else { throw NimbusError(.internalError, "cannot sync \(path)") }
+        return Double(bytes) / Double(1 << 20) / ((ContinuousClock.now - start).milliseconds / 1000)
+    }
+
     /// Rows that show what the machine allows: sequential writes can be no faster than one HTTP round
     /// trip plus one synced disk write each, and a key-value write's commit syncs several pages. Returns
     /// the `/health` round trip in microseconds, for the floors a suite adds of its own.

@@ -24,7 +24,9 @@ struct DAVUpload: Sendable {
         var pending: [UInt8] = []
         var whole = SHA256()
         var chunks: [DocumentChunk] = []
-        var batch: [ChunkBundle.Chunk] = []
+        // Cut, not yet hashed: a chunk's own hash is taken where it is stored.
+        var batch: [Data] = []
+        var batchBytes = 0
         var size: Int64 = 0
 
         func cut(all: Bool) {
@@ -33,18 +35,18 @@ struct DAVUpload: Sendable {
                 let length = pending.withUnsafeBytes {
                     chunker.nextChunkLength(in: UnsafeRawBufferPointer(rebasing: $0[start...]))
                 }
-                let chunk = ChunkBundle.Chunk(hashing: Data(pending[start..<start + length]))
-                whole.update(data: chunk.bytes)
-                chunks.append(DocumentChunk(hash: chunk.hash, size: Int64(length)))
-                batch.append(chunk)
+                let bytes = Data(pending[start..<start + length])
+                whole.update(data: bytes)
+                batch.append(bytes)
+                batchBytes += length
                 start += length
             }
             if start > 0 { pending.removeFirst(start) }
         }
 
-        // A full batch is stored (written, synced, held) while the next one arrives and is cut: one batch in
-        // flight at a time, so memory stays at two batches.
-        var storing: Task<Void, any Error>?
+        // A full batch is hashed, stored (written, synced) and held while the next one arrives and is cut: one
+        // batch in flight at a time, so memory stays at two batches, and the disk's syncs overlap the hashing.
+        var storing: Task<[DocumentChunk], any Error>?
         do {
             var buffers = body.makeAsyncIterator()
             while true {
@@ -63,26 +65,28 @@ struct DAVUpload: Sendable {
                 buffer.withUnsafeReadableBytes { pending.append(contentsOf: $0) }
                 // Cut only once two chunks' worth is pending, so the bytes left over move once per few chunks.
                 if pending.count >= 2 * chunker.maximumSize { cut(all: false) }
-                if batch.reduce(0, { $0 + $1.bytes.count }) >= Self.batchBytes {
-                    try await storing?.value
+                if batchBytes >= Self.batchBytes {
+                    chunks += try await storing?.value ?? []
                     let full = batch
                     storing = Task { try await keep(full) }
-                    batch.removeAll(keepingCapacity: true)
+                    (batch, batchBytes) = ([], 0)
                 }
             }
-            try await storing?.value
+            chunks += try await storing?.value ?? []
         } catch {
             _ = try? await storing?.value
             throw error
         }
         cut(all: true)
-        if !batch.isEmpty { try await server.blobs.storeChunks(batch) }
+        let last = batch.map(ChunkBundle.Chunk.init(hashing:))
+        if !last.isEmpty { try await server.blobs.storeChunks(last) }
+        chunks += last.map { DocumentChunk(hash: $0.hash, size: Int64($0.bytes.count)) }
         guard chunks.count <= DocumentNames.maxChunks else {
             throw DAVError(.contentTooLarge, .requestTooLarge, "a file holds at most \(DocumentNames.maxChunks) chunks")
         }
         let content = DocumentContent(
             contentHash: Secrets.hex(whole.finalize()), size: size, chunks: chunks, modifiedAt: modifiedAt)
-        return (content, Self.sizes(batch))
+        return (content, Self.sizes(last))
     }
 
     /// An empty file's content: no chunks.
@@ -90,11 +94,13 @@ struct DAVUpload: Sendable {
         DocumentContent(contentHash: Secrets.hex(SHA256.hash(data: Data())), size: 0, chunks: [], modifiedAt: modifiedAt)
     }
 
-    /// Stores the chunks (synced) and records that the user holds them, so a file over the quota is refused
-    /// before the rest of it arrives; over the quota, none is held.
-    private func keep(_ batch: [ChunkBundle.Chunk]) async throws {
-        try await server.blobs.storeChunks(batch)
-        try await ChunkTransfers(server: server).hold(zone, Self.sizes(batch))
+    /// Hashes and stores the chunks (synced) and records that the user holds them, so a file over the quota is
+    /// refused before the rest of it arrives; over the quota, none is held. The chunks as the version names them.
+    private func keep(_ batch: [Data]) async throws -> [DocumentChunk] {
+        let chunks = batch.map(ChunkBundle.Chunk.init(hashing:))
+        try await server.blobs.storeChunks(chunks)
+        try await ChunkTransfers(server: server).hold(zone, Self.sizes(chunks))
+        return chunks.map { DocumentChunk(hash: $0.hash, size: Int64($0.bytes.count)) }
     }
 
     private static func sizes(_ batch: [ChunkBundle.Chunk]) -> [String: Int64] {
