@@ -176,43 +176,45 @@ package final class ServerProcess: @unchecked Sendable {
     /// Mean time, in microseconds, to overwrite 4 KiB of a file in the server's data directory and
     /// `fdatasync` it: the disk's floor under every acknowledged commit, which waits for such a sync.
     package func syncedWriteMicroseconds(count: Int) throws -> Double {
-        let path = dataDirectory.appendingPathComponent("sync-probe").path
-        let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-        guard descriptor >= 0 else { throw NimbusError(.internalError, "cannot create \(path)") }
-        defer {
-            close(descriptor)
-            unlink(path)
-        }
-        let page = [UInt8](repeating: 0x5A, count: 4096)
-        let start = ContinuousClock.now
-        for _ in 0..<count {
-            guard pwrite(descriptor, page, page.count, 0) == page.count, fdatasync(descriptor) == 0 else {
-                throw NimbusError(.internalError, "cannot write and sync \(path)")
+        try withProbeFile("sync-probe") { descriptor, path in
+            let page = [UInt8](repeating: 0x5A, count: 4096)
+            let start = ContinuousClock.now
+            for _ in 0..<count {
+                guard pwrite(descriptor, page, page.count, 0) == page.count, fdatasync(descriptor) == 0 else {
+                    throw NimbusError(.internalError, "cannot write and sync \(path)")
+                }
             }
+            return (ContinuousClock.now - start).milliseconds * 1000 / Double(count)
         }
-        return (ContinuousClock.now - start).milliseconds * 1000 / Double(count)
     }
 
     /// MiB/s of writing `bytes` to a new file in the data directory in 8 MiB pieces and syncing it: the floor of a
     /// large file made durable.
     package func syncedLargeWriteMebibytesPerSecond(bytes: Int) throws -> Double {
-        let path = dataDirectory.appendingPathComponent("large-sync-probe").path
+        try withProbeFile("large-sync-probe") { descriptor, path in
+            let piece = [UInt8](repeating: 0x5A, count: 8 << 20)
+            let start = ContinuousClock.now
+            var written = 0
+            while written < bytes {
+                let count = min(piece.count, bytes - written)
+                guard write(descriptor, piece, count) == count else { throw NimbusError(.internalError, "cannot write \(path)") }
+                written += count
+            }
+            guard fdatasync(descriptor) == 0 else { throw NimbusError(.internalError, "cannot sync \(path)") }
+            return Double(bytes) / Double(1 << 20) / ((ContinuousClock.now - start).milliseconds / 1000)
+        }
+    }
+
+    /// A new file in the data directory, open for writing while `body` runs, then gone.
+    private func withProbeFile<T>(_ name: String, _ body: (Int32, String) throws -> T) throws -> T {
+        let path = dataDirectory.appendingPathComponent(name).path
         let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
         guard descriptor >= 0 else { throw NimbusError(.internalError, "cannot create \(path)") }
         defer {
             close(descriptor)
             unlink(path)
         }
-        let piece = [UInt8](repeating: 0x5A, count: 8 << 20)
-        let start = ContinuousClock.now
-        var written = 0
-        while written < bytes {
-            let count = min(piece.count, bytes - written)
-            guard write(descriptor, piece, count) == count else { throw NimbusError(.internalError, "cannot write \(path)") }
-            written += count
-        }
-        guard fdatasync(descriptor) == 0 else { throw NimbusError(.internalError, "cannot sync \(path)") }
-        return Double(bytes) / Double(1 << 20) / ((ContinuousClock.now - start).milliseconds / 1000)
+        return try body(descriptor, path)
     }
 
     /// Rows that show what the machine allows: sequential writes can be no faster than one HTTP round

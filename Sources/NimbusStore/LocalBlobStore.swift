@@ -97,14 +97,26 @@ package final class LocalBlobStore: BlobStore {
         async throws
     {
         guard let path = Self.path(of: id, in: directory) else { throw StoreError.missing("blob \(id.prefix(80))") }
-        let file = try await BlockingWork.run { try BlobFile(opening: path, id: id) }
+        let pieceBytes = Int64(Self.readPieceBytes)
+        // The first piece is read with the opening, in the same trip.
+        let (file, wanted, first) = try await BlockingWork.run { () -> (BlobFile, ClosedRange<Int64>?, ByteBuffer?) in
+            let file = try BlobFile(opening: path, id: id)
+            guard file.size > 0 else { return (file, nil, nil) }
+            let wanted = range?.clamped(to: 0...(file.size - 1)) ?? 0...(file.size - 1)
+            do {
+                let length = Int(min(pieceBytes, Int64(wanted.count)))
+                return (file, wanted, try file.read(at: wanted.lowerBound, length: length))
+            } catch {
+                file.close()
+                throw error
+            }
+        }
         defer { file.close() }
-        guard file.size > 0 else { return }
-        let wanted = range?.clamped(to: 0...(file.size - 1)) ?? 0...(file.size - 1)
-        var offset = wanted.lowerBound
+        guard let wanted, let first else { return }
+        var offset = wanted.lowerBound + Int64(first.readableBytes)
+        try await consume(first)
         while offset <= wanted.upperBound {
-            let length = Int(min(Int64(Self.readPieceBytes), wanted.upperBound - offset + 1))
-            let start = offset
+            let (start, length) = (offset, Int(min(pieceBytes, wanted.upperBound - offset + 1)))
             let piece = try await BlockingWork.run { try file.read(at: start, length: length) }
             offset += Int64(length)
             try await consume(piece)
