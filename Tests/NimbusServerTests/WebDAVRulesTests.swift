@@ -74,4 +74,32 @@ struct WebDAVRulesTests {
         #expect(production.identifier == "iCloud.com.example.Notes" && production.environment == "production")
         #expect(production.name == "iCloud.com.example.Notes (production)" && development.name == "iCloud.com.example.Notes")
     }
+
+    /// What a write's commit refuses: a live lock on what it changes whose token the request did not submit, on
+    /// the target itself, on its folder when the folder's members change, below it when the change reaches
+    /// there; an expired lock guards nothing. Names compare as the document service compares them.
+    @Test func writesAreGuardedByTheLocksOnWhatTheyChange() throws {
+        func lock(_ path: [String], depthInfinity: Bool = false, expiresAt: Int64 = 2_000) -> DAVLock {
+            DAVLock(
+                token: "urn:uuid:\(path.joined(separator: "-"))", path: path, depthInfinity: depthInfinity, exclusive: true,
+                timeoutSeconds: 60, expiresAt: expiresAt)
+        }
+        func refuses(_ target: DAVWriteGuard.Target, _ locks: [DAVLock], submitted: Set<String> = []) -> Bool {
+            (try? DAVWriteGuard(targets: [target], submitted: submitted, now: 1_000).check(locks)) == nil
+        }
+        let file = lock(["Reports", "Q3.txt"])
+        #expect(refuses(.init(path: ["Reports", "Q3.txt"]), [file]))
+        #expect(refuses(.init(path: ["reports", "q3.TXT"]), [file]), "names compare by collision key")
+        #expect(!refuses(.init(path: ["Reports", "Q3.txt"]), [file], submitted: [file.token]))
+        #expect(!refuses(.init(path: ["Reports", "Q3.txt"]), [lock(["Reports", "Q3.txt"], expiresAt: 1_000)]))
+        #expect(!refuses(.init(path: ["Reports", "Q4.txt"]), [file]))
+
+        let folder = lock(["Reports"])
+        #expect(!refuses(.init(path: ["Reports", "Q4.txt"]), [folder]), "a depth-0 lock on a folder guards its own state")
+        #expect(refuses(.init(path: ["Reports", "Q4.txt"], membership: true), [folder]), "but not its members' names")
+        #expect(refuses(.init(path: ["Reports", "2026", "Q4.txt"]), [lock(["Reports"], depthInfinity: true)]))
+
+        #expect(!refuses(.init(path: ["Reports"]), [file]))
+        #expect(refuses(.init(path: ["Reports"], subtree: true), [file]), "a folder's deletion reaches its files")
+    }
 }

@@ -52,9 +52,11 @@ struct DocumentService: Sendable {
     /// Applies a batch, as the device `deviceID` unless the request names another of the caller's.
     /// `holding` (hash → size) are chunks the caller has just stored in the blob store: recorded as theirs
     /// in the batch's own transaction, one synced commit for both (WebDAV's uploads). Just written, they are
-    /// within the collector's grace period as a retained chunk is, so they need no retaining.
+    /// within the collector's grace period as a retained chunk is, so they need no retaining. `precondition`
+    /// runs first in the batch's transaction; when it throws, nothing is applied (WebDAV's locks).
     func modify(
-        _ zone: ZoneKey, _ request: DocumentModifyRequest, deviceID: String, holding: [String: Int64] = [:]
+        _ zone: ZoneKey, _ request: DocumentModifyRequest, deviceID: String, holding: [String: Int64] = [:],
+        precondition: (@Sendable (any ZoneTransaction) throws -> Void)? = nil
     ) async throws -> DocumentModifyResponse {
         guard !request.operations.isEmpty else { throw NimbusError.badRequest("operations must not be empty") }
         guard request.operations.count <= Self.maxOperationsPerBatch else {
@@ -69,6 +71,7 @@ struct DocumentService: Sendable {
         let quota = Int(server.configuration.userQuotaBytes)
         let operations = request.operations
         let (results, state) = try await server.store.transact(zone, creating: true) { transaction in
+            try precondition?(transaction)
             let writer = DocumentWriter(transaction: transaction, device: device, now: now)
             let usedBefore = try transaction.ownerBytes()
             for (hash, size) in holding.sorted(by: { $0.key < $1.key }) where try ChunkHolding.read(hash, in: transaction) == nil

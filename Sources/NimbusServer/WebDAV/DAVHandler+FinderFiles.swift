@@ -30,11 +30,11 @@ extension DAVHandler {
         let key = DocumentKeys.finderFile(parent: parent.itemID, name: name)
         switch request.method.rawValue {
         case "PUT":
-            try await checkWrite(path)
+            let writeGuard = try await writeGuard(.init(path: path))
             let existed = try await finderFile(key) != nil
             let (content, _) = try await DAVUpload(server: server, zone: zone).store(
                 request.body, modifiedAt: server.configuration.now().milliseconds)
-            try await storeFinderFile(FinderFile(name: name, content: content), key: key)
+            try await storeFinderFile(FinderFile(name: name, content: content), key: key, guarding: writeGuard)
             return Response(
                 status: existed ? .noContent : .created, headers: [.eTag: Self.etag(content), .contentLength: "0"])
         case "GET", "HEAD":
@@ -42,8 +42,11 @@ extension DAVHandler {
             return try await contentResponse(file.content, name: name, withBody: request.method == .get)
         case "DELETE":
             guard try await finderFile(key) != nil else { throw DAVError.notFound("no \(name) here") }
-            try await checkWrite(path)
-            try await server.store.transact(zone, creating: false) { try $0.put(key, payload: nil, size: 0) }
+            let writeGuard = try await writeGuard(.init(path: path))
+            try await server.store.transact(zone, creating: false) { transaction in
+                try writeGuard.check(in: transaction)
+                try transaction.put(key, payload: nil, size: 0)
+            }
             try await properties.forget([Self.finderPropertiesKey(key)])
             try await locks.releaseAll(within: path)
             return Response(status: .noContent)
@@ -63,9 +66,9 @@ extension DAVHandler {
             guard try await finderFile(key) != nil else { throw DAVError.notFound("no \(name) here") }
             return try await proppatch(propertiesOf: Self.finderPropertiesKey(key), collection: false)
         case "LOCK":
-            return try await lock(mapped: try await finderFile(key) != nil) {
+            return try await lock(mapped: try await finderFile(key) != nil) { writeGuard in
                 let empty = DAVUpload.emptyContent(modifiedAt: server.configuration.now().milliseconds)
-                try await storeFinderFile(FinderFile(name: name, content: empty), key: key)
+                try await storeFinderFile(FinderFile(name: name, content: empty), key: key, guarding: writeGuard)
             }
         case "UNLOCK": return try await unlock()
         case "COPY", "MOVE":
@@ -80,10 +83,13 @@ extension DAVHandler {
                 throw DAVError.preconditionFailed("\(target) exists and Overwrite is F")
             }
             let moving = request.method.rawValue == "MOVE"
-            try await checkWrite(destination)
-            if moving { try await checkWrite(path) }
+            let writeGuard =
+                moving
+                ? try await self.writeGuard(.init(path: destination), .init(path: path))
+                : try await self.writeGuard(.init(path: destination))
             try await storeFinderFile(
-                FinderFile(name: target, content: file.content), key: targetKey, replacing: moving ? key : nil)
+                FinderFile(name: target, content: file.content), key: targetKey, replacing: moving ? key : nil,
+                guarding: writeGuard)
             try await properties.copy([(from: Self.finderPropertiesKey(key), to: Self.finderPropertiesKey(targetKey))])
             if moving {
                 try await properties.forget([Self.finderPropertiesKey(key)])
@@ -101,11 +107,14 @@ extension DAVHandler {
     }
 
     /// Writes the file and holds its chunks as named ones, so its bytes count once (through the file); a move
-    /// removes its old entry (`replacing`) in the same commit.
-    private func storeFinderFile(_ file: FinderFile, key: String, replacing old: String? = nil) async throws {
+    /// removes its old entry (`replacing`) in the same commit, which the guard's locks may refuse.
+    private func storeFinderFile(
+        _ file: FinderFile, key: String, replacing old: String? = nil, guarding writeGuard: DAVWriteGuard
+    ) async throws {
         let payload = try JSONEncoder().encode(file)
         let (quota, now) = (Int(server.configuration.userQuotaBytes), server.configuration.now().milliseconds)
         try await server.store.transact(zone, creating: true) { transaction in
+            try writeGuard.check(in: transaction)
             let before = try transaction.ownerBytes()
             if let old { try transaction.put(old, payload: nil, size: 0) }
             try transaction.put(key, payload: payload, size: Int(file.content.size))

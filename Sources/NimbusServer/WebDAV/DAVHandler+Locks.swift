@@ -12,21 +12,22 @@ extension DAVHandler {
         guard container != nil, !path.isEmpty else {
             throw DAVError.methodNotAllowed("a container's root is not locked; lock what is inside it")
         }
-        return try await lock(mapped: try await tree.node(at: path) != nil) {
+        return try await lock(mapped: try await tree.node(at: path) != nil) { writeGuard in
             let name = path[path.count - 1]
             try DocumentNames.validate(name)
             let parent = try await tree.parent(of: path)
             let empty = DAVUpload.emptyContent(modifiedAt: server.configuration.now().milliseconds)
-            try await apply([
-                DocumentOperation(
-                    .save, itemID: Self.newItemID(), parentID: parent.itemID, name: name, kind: .file, content: empty)
-            ])
+            try await apply(
+                [
+                    DocumentOperation(
+                        .save, itemID: Self.newItemID(), parentID: parent.itemID, name: name, kind: .file, content: empty)
+                ], guarding: writeGuard)
         }
     }
 
     /// Takes or refreshes a lock on the request's path; `makeEmpty` puts an empty file at a path that holds
-    /// nothing (`mapped` false) before a new lock is granted there.
-    func lock(mapped: Bool, makeEmpty: () async throws -> Void) async throws -> Response {
+    /// nothing (`mapped` false), in a commit that honours the guard, before a new lock is granted there.
+    func lock(mapped: Bool, makeEmpty: (DAVWriteGuard) async throws -> Void) async throws -> Response {
         let timeout = timeoutSeconds()
         guard let body = try await xmlBody() else { return try await refreshLock(timeout: timeout) }
         guard body.namespace == DAVPropertyName.dav, body.name == "lockinfo", let scope = body.child("lockscope"),
@@ -44,8 +45,7 @@ extension DAVHandler {
         if !mapped {
             // Locking a name that holds nothing makes an empty file there (RFC 4918 §7.3), so the client can
             // write it without another client taking the name.
-            try await checkWrite(path, membership: true)
-            try await makeEmpty()
+            try await makeEmpty(try await writeGuard(.init(path: path, membership: true)))
             status = .created
         } else if let header = try ifHeader() {
             try await evaluate(header, locks: try await locks.all())
@@ -118,24 +118,14 @@ extension DAVHandler {
         return header
     }
 
-    /// Refuses a change of `target` unless the `If` header holds and the request submits a token of each
-    /// lock on it: on the resource itself, on its folder when the folder's members change (`membership`),
-    /// and on anything below it when the change reaches there (`subtree`).
-    func checkWrite(_ target: [String], membership: Bool = false, subtree: Bool = false) async throws {
-        let all = try await locks.all()
+    /// Refuses a change unless the `If` header holds, and returns what the change's commit must find: the
+    /// request submits a token of each lock on what it changes (`DAVWriteGuard`: on each target itself, on its
+    /// folder when the folder's members change, on anything below it when the change reaches there).
+    func writeGuard(_ targets: DAVWriteGuard.Target...) async throws -> DAVWriteGuard {
         let header = try ifHeader()
-        if let header { try await evaluate(header, locks: all) }
-        guard !all.isEmpty else { return }
-        let submitted = header?.submittedTokens ?? []
-        let key = DAVLock.key(target)
-        var guarded: Set<String> = [key]
-        if membership { guarded.insert(DAVLock.key(Array(target.dropLast()))) }
-        if subtree { guarded.formUnion(all.map(\.key).filter { $0.hasPrefix(key + "/") }) }
-        for resource in guarded {
-            let holding = all.filter { $0.covers(resource) }
-            guard !holding.isEmpty, !holding.contains(where: { submitted.contains($0.token) }) else { continue }
-            throw DAVError.locked("/\(holding[0].path.joined(separator: "/")) is locked; submit its lock token in an If header")
-        }
+        if let header { try await evaluate(header, locks: try await locks.all()) }
+        return DAVWriteGuard(
+            targets: targets, submitted: header?.submittedTokens ?? [], now: server.configuration.now().milliseconds)
     }
 
     /// Throws 412 unless one of the header's lists holds (RFC 4918 §10.4): every condition of it true of its

@@ -17,7 +17,7 @@ extension DAVHandler {
         guard let body = try await xmlBody(), body.namespace == DAVPropertyName.dav, body.name == "propertyupdate" else {
             throw DAVError.badRequest("a PROPPATCH body is a DAV:propertyupdate")
         }
-        try await checkWrite(path)
+        let writeGuard = try await writeGuard(.init(path: path))
         var set: [DAVPropertyName: String] = [:]
         var remove: Set<DAVPropertyName> = []
         var order: [DAVPropertyName] = []
@@ -43,7 +43,7 @@ extension DAVHandler {
         xml.open("response")
         xml.element("href", href(path, collection: collection))
         if protected.isEmpty {
-            try await properties.update(key, set: set, remove: remove)
+            try await properties.update(key, set: set, remove: remove, guarding: writeGuard)
             Self.writePropstat(order, status: "HTTP/1.1 200 OK", into: &xml)
         } else {
             Self.writePropstat(protected, status: "HTTP/1.1 403 Forbidden", into: &xml)

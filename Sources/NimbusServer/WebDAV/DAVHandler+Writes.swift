@@ -35,7 +35,7 @@ extension DAVHandler {
                 base = edited.content.contentHash
             }
         }
-        try await checkWrite(path, membership: existing == nil)
+        let writeGuard = try await writeGuard(.init(path: path, membership: existing == nil))
         var modifiedAt = server.configuration.now().milliseconds
         var headers = HTTPFields()
         if let stated = request.headers[HTTPField.Name("X-OC-Mtime")!], let seconds = Int64(stated),
@@ -49,7 +49,7 @@ extension DAVHandler {
         let operation = DocumentOperation(
             .save, itemID: existing?.itemID ?? Self.newItemID(), parentID: parent.itemID, name: existing?.name ?? name,
             kind: .file, baseContentHash: base, content: content)
-        try await apply([operation], holding: unheld)
+        try await apply([operation], holding: unheld, guarding: writeGuard)
         headers[.eTag] = Self.etag(content)
         headers[.contentLength] = "0"
         return Response(status: existing == nil ? .created : .noContent, headers: headers)
@@ -67,10 +67,9 @@ extension DAVHandler {
         if try await tree.child(named: name, in: parent.itemID) != nil {
             throw DAVError.methodNotAllowed("\(name) exists already")
         }
-        try await checkWrite(path, membership: true)
-        try await apply([
-            DocumentOperation(.save, itemID: Self.newItemID(), parentID: parent.itemID, name: name, kind: .folder)
-        ])
+        try await apply(
+            [DocumentOperation(.save, itemID: Self.newItemID(), parentID: parent.itemID, name: name, kind: .folder)],
+            guarding: try await writeGuard(.init(path: path, membership: true)))
         return Response(status: .created, headers: [.contentLength: "0"])
     }
 
@@ -79,9 +78,9 @@ extension DAVHandler {
             throw DAVError.methodNotAllowed("a container's root is not deleted over WebDAV")
         }
         guard case .item(let item) = try await requireNode() else { throw DAVError.notFound("nothing to delete") }
-        try await checkWrite(path, membership: true, subtree: true)
+        let writeGuard = try await writeGuard(.init(path: path, membership: true, subtree: true))
         let removal = try await removal(of: item)
-        try await apply(removal.operations)
+        try await apply(removal.operations, guarding: writeGuard)
         try await forget(removal.doomed, at: path)
         return Response(status: .noContent)
     }
@@ -130,19 +129,23 @@ extension DAVHandler {
         if existing != nil, !overwrite {
             throw DAVError.preconditionFailed("\(name) exists and Overwrite is F")
         }
-        if moving { try await checkWrite(path, membership: true, subtree: true) }
-        try await checkWrite(destination, membership: existing == nil, subtree: true)
+        let target = DAVWriteGuard.Target(path: destination, membership: existing == nil, subtree: true)
+        let writeGuard =
+            moving
+            ? try await self.writeGuard(.init(path: path, membership: true, subtree: true), target)
+            : try await self.writeGuard(target)
         // What the destination held goes in the same commit as what replaces it: a copy refused (a full
         // account) leaves the destination as it was.
         var removal: (operations: [DocumentOperation], doomed: [String]) = ([], [])
         if let existing { removal = try await self.removal(of: existing) }
         if moving {
             try await apply(
-                removal.operations + [DocumentOperation(.move, itemID: source.itemID, parentID: parent.itemID, name: name)])
+                removal.operations + [DocumentOperation(.move, itemID: source.itemID, parentID: parent.itemID, name: name)],
+                guarding: writeGuard)
             try await locks.releaseAll(within: path)
         } else {
             let (operations, copies) = try await copies(of: source, into: parent.itemID, name: name, deep: depth == .infinity)
-            try await apply(removal.operations + operations)
+            try await apply(removal.operations + operations, guarding: writeGuard)
             try await properties.copy(copies)
         }
         if existing != nil { try await forget(removal.doomed, at: destination) }

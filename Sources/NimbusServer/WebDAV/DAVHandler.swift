@@ -159,16 +159,18 @@ struct DAVHandler: Sendable {
             NimbusError(result.serverErrorCode ?? .internalError, result.reason ?? "the change could not be applied"))
     }
 
-    /// Applies document operations in batches the service takes, each checked.
-    /// `holding`: chunks just stored for the first batch's saves, held in its commit.
+    /// Applies document operations in batches the service takes, each checked, each commit refused when the
+    /// guard's locks do not allow it. `holding`: chunks just stored for the first batch's saves, held in its commit.
     @discardableResult
-    func apply(_ operations: [DocumentOperation], holding: [String: Int64] = [:]) async throws -> [DocumentItem?] {
+    func apply(_ operations: [DocumentOperation], holding: [String: Int64] = [:], guarding writeGuard: DAVWriteGuard)
+        async throws -> [DocumentItem?]
+    {
         var items: [DocumentItem?] = []
         for start in stride(from: 0, to: operations.count, by: DocumentService.maxOperationsPerBatch) {
             let batch = Array(operations[start..<min(start + DocumentService.maxOperationsPerBatch, operations.count)])
             let response = try await documents.modify(
                 zone, DocumentModifyRequest(operations: batch), deviceID: session.deviceID,
-                holding: start == 0 ? holding : [:])
+                holding: start == 0 ? holding : [:], precondition: writeGuard.check(in:))
             items += try response.results.map(requireApplied)
         }
         return items

@@ -34,6 +34,42 @@ struct DAVLock: Codable, Sendable, Hashable {
     }
 }
 
+/// What a write must find in the commit that makes it: no lock on what it changes but ones whose tokens the
+/// request submitted. Checked inside that commit, so a lock granted meanwhile, on any node, is honoured.
+struct DAVWriteGuard: Sendable {
+    struct Target: Sendable {
+        var path: [String]
+        /// The folder's members change (a name comes or goes): a lock on the folder guards it too.
+        var membership = false
+        /// The change reaches everything below the path: a lock down there guards it too.
+        var subtree = false
+    }
+
+    var targets: [Target]
+    var submitted: Set<String>
+    /// Milliseconds since 1970: locks expired by then guard nothing.
+    var now: Int64
+
+    func check(in transaction: any ZoneTransaction) throws { try check(DAVLocks.held(in: transaction)) }
+
+    func check(_ locks: [DAVLock]) throws {
+        let live = locks.filter { $0.expiresAt > now }
+        guard !live.isEmpty else { return }
+        for target in targets {
+            let key = DAVLock.key(target.path)
+            var guarded: Set<String> = [key]
+            if target.membership { guarded.insert(DAVLock.key(Array(target.path.dropLast()))) }
+            if target.subtree { guarded.formUnion(live.map(\.key).filter { $0.hasPrefix(key + "/") }) }
+            for resource in guarded {
+                let holding = live.filter { $0.covers(resource) }
+                guard !holding.isEmpty, !holding.contains(where: { submitted.contains($0.token) }) else { continue }
+                throw DAVError.locked(
+                    "/\(holding[0].path.joined(separator: "/")) is locked; submit its lock token in an If header")
+            }
+        }
+    }
+}
+
 /// The zone's locks: read, granted, refreshed and released in the zone's own transactions.
 struct DAVLocks: Sendable {
     let store: any Store
@@ -62,7 +98,7 @@ struct DAVLocks: Sendable {
     func grant(_ lock: DAVLock) async throws {
         let now = now()
         try await store.transact(zone, creating: true) { transaction in
-            let held = try Self.locks(in: transaction)
+            let held = try Self.held(in: transaction)
             for other in held where other.expiresAt <= now {
                 try transaction.put(DocumentKeys.davLockPrefix + other.token, payload: nil, size: 0)
             }
@@ -109,13 +145,14 @@ struct DAVLocks: Sendable {
         let key = DAVLock.key(path)
         guard try await all().contains(where: { $0.lies(within: key) }) else { return }
         try await store.transact(zone, creating: false) { transaction in
-            for lock in try Self.locks(in: transaction) where lock.lies(within: key) {
+            for lock in try Self.held(in: transaction) where lock.lies(within: key) {
                 try transaction.put(DocumentKeys.davLockPrefix + lock.token, payload: nil, size: 0)
             }
         }
     }
 
-    private static func locks(in transaction: any ZoneTransaction) throws -> [DAVLock] {
+    /// Every lock the zone keeps, expired ones included, as the transaction sees them.
+    static func held(in transaction: any ZoneTransaction) throws -> [DAVLock] {
         try transaction.keys(kind: DocumentKeys.davLockKind, field: "lock", value: .text("1")).compactMap { key in
             try lock(String(key.dropFirst(DocumentKeys.davLockPrefix.count)), in: transaction)
         }

@@ -42,10 +42,14 @@ struct DAVProperties: Sendable {
         return found
     }
 
-    /// Sets and removes properties in one transaction: all of them or, when they would not fit, none.
-    func update(_ item: String?, set: [DAVPropertyName: String], remove: Set<DAVPropertyName>) async throws {
+    /// Sets and removes properties in one transaction: all of them or, when they would not fit or the guard's
+    /// locks refuse, none.
+    func update(
+        _ item: String?, set: [DAVPropertyName: String], remove: Set<DAVPropertyName>, guarding writeGuard: DAVWriteGuard
+    ) async throws {
         let (key, quota) = (DocumentKeys.davProperties(item), quota)
         try await store.transact(zone, creating: true) { transaction in
+            try writeGuard.check(in: transaction)
             let before = try transaction.ownerBytes()
             var properties: [DAVPropertyName: String] = [:]
             if let payload = try transaction.entry(key)?.payload {
