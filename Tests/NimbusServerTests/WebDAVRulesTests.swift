@@ -85,7 +85,7 @@ struct WebDAVRulesTests {
                 timeoutSeconds: 60, expiresAt: expiresAt)
         }
         func refuses(_ target: DAVWriteGuard.Target, _ locks: [DAVLock], submitted: Set<String> = []) -> Bool {
-            (try? DAVWriteGuard(targets: [target], submitted: submitted, now: 1_000).check(locks)) == nil
+            (try? DAVWriteGuard(targets: [target], submitted: submitted, now: { 1_000 }).check(locks)) == nil
         }
         let file = lock(["Reports", "Q3.txt"])
         #expect(refuses(.init(path: ["Reports", "Q3.txt"]), [file]))

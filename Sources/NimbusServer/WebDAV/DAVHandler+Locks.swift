@@ -124,8 +124,7 @@ extension DAVHandler {
     func writeGuard(_ targets: DAVWriteGuard.Target...) async throws -> DAVWriteGuard {
         let header = try ifHeader()
         if let header { try await evaluate(header, locks: try await locks.all()) }
-        return DAVWriteGuard(
-            targets: targets, submitted: header?.submittedTokens ?? [], now: server.configuration.now().milliseconds)
+        return DAVWriteGuard(targets: targets, submitted: header?.submittedTokens ?? [], now: locks.now)
     }
 
     /// Throws 412 unless one of the header's lists holds (RFC 4918 §10.4): every condition of it true of its

@@ -47,12 +47,14 @@ struct DAVWriteGuard: Sendable {
 
     var targets: [Target]
     var submitted: Set<String>
-    /// Milliseconds since 1970: locks expired by then guard nothing.
-    var now: Int64
+    /// Milliseconds since 1970, read when the commit checks: a lock that expired while a long upload arrived
+    /// guards nothing by then.
+    var now: @Sendable () -> Int64
 
     func check(in transaction: any ZoneTransaction) throws { try check(DAVLocks.held(in: transaction)) }
 
     func check(_ locks: [DAVLock]) throws {
+        let now = now()
         let live = locks.filter { $0.expiresAt > now }
         guard !live.isEmpty else { return }
         for target in targets {
