@@ -51,9 +51,10 @@ struct DocumentService: Sendable {
 
     /// Applies a batch, as the device `deviceID` unless the request names another of the caller's.
     /// `holding` (hash → size) are chunks the caller has just stored in the blob store: recorded as theirs
-    /// in the batch's own transaction, one synced commit for both (WebDAV's uploads). Just written, they are
-    /// within the collector's grace period as a retained chunk is, so they need no retaining. `precondition`
-    /// runs first in the batch's transaction; when it throws, nothing is applied (WebDAV's locks).
+    /// in the batch's own transaction, one synced commit for both (WebDAV's uploads). They are retained like
+    /// every chunk the batch names: a sweep that listed an older copy of one before it was written again
+    /// decides under its lock, and only a retain taken under that lock tells it the chunk is wanted.
+    /// `precondition` runs first in the batch's transaction; when it throws, nothing is applied (WebDAV's locks).
     func modify(
         _ zone: ZoneKey, _ request: DocumentModifyRequest, deviceID: String, holding: [String: Int64] = [:],
         precondition: (@Sendable (any ZoneTransaction) throws -> Void)? = nil
@@ -64,8 +65,8 @@ struct DocumentService: Sendable {
         }
         // The collector spares a chunk written or retained within its grace period: a collection whose
         // scan ran before this commit cannot delete what the commit names.
-        let named = Set(request.operations.flatMap { $0.content?.chunks.map(\.hash) ?? [] }).subtracting(holding.keys)
-        let missing = named.isEmpty ? [] : named.subtracting(try await server.blobs.retain(Array(named)))
+        let named = Set(request.operations.flatMap { $0.content?.chunks.map(\.hash) ?? [] })
+        let missing = named.subtracting(try await server.blobs.retain(Array(named)))
         let device = String((request.device ?? deviceID).prefix(200))
         let now = server.configuration.now().milliseconds
         let quota = Int(server.configuration.userQuotaBytes)
