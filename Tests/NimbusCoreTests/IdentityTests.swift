@@ -54,6 +54,17 @@ import Testing
         #expect(throws: NimbusError.self) { try Identifiers.validatePassword(String(repeating: "p", count: 73)) }
     }
 
+    /// A generated password is typed on a command line (`nimbus login --password …`): one beginning with `-`
+    /// (1 in 64 of base64url's) would be taken for an option there, as a loaded run of the reference deployment
+    /// found. Ten thousand of them, none so.
+    @Test func generatedPasswordsNeverBeginWithADash() throws {
+        for _ in 0..<10_000 {
+            let password = Secrets.password()
+            #expect(!password.hasPrefix("-"), "\(password)")
+            try Identifiers.validatePassword(password)
+        }
+    }
+
     @Test func secretsHaveTheirDocumentedShapes() {
         let token = Secrets.apiToken()
         #expect(Secrets.isAPITokenShaped(token))

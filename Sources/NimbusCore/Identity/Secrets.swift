@@ -39,8 +39,14 @@ package enum Secrets {
     /// An account's user record name: `_` and 32 hexadecimal characters, as CloudKit's.
     package static func userRecordName() -> String { "_" + hex(randomBytes(16)) }
 
-    /// A readable password for generated credentials.
-    package static func password() -> String { Base64.encode(randomBytes(18), .url) }
+    /// A readable password for generated credentials; never one beginning with `-`, which a command line
+    /// (`nimbus login --password …`, as the first administrator's is typed) takes for an option.
+    package static func password() -> String {
+        while true {
+            let password = Base64.encode(randomBytes(18), .url)
+            if !password.hasPrefix("-") { return password }
+        }
+    }
 
     /// Hexadecimal HMAC-SHA256 of `message` under `key`: what signed URLs carry.
     package static func hmac(key: [UInt8], _ message: String) -> String {
