@@ -254,7 +254,7 @@ import Testing
         #expect(note.documentState == .normal)
 
         // Another writer of the file holds its lock, so the next save waits for it.
-        var writer: CoordinationLock? = try CoordinationLock(root: a.root, accesses: [(url.path, true)])
+        var writer: CoordinationLock? = try await CoordinationLock.acquire(root: a.root, accesses: [(url.path, true)])
         let saving = Task { try await note.save(to: url, for: .forOverwriting) }
         let lockFile = CoordinationLock.file(root: a.root).path
         #expect(await eventually { FileLocks.isAwaited(on: lockFile) }, "the save waits for the other writer")
@@ -272,7 +272,7 @@ import Testing
         let (a, note, url) = try await Self.savedNote("Changed.note")
 
         // Another writer changes the file and still holds its lock, so the revert the change starts waits.
-        var writer: CoordinationLock? = try CoordinationLock(root: a.root, accesses: [(url.path, true)])
+        var writer: CoordinationLock? = try await CoordinationLock.acquire(root: a.root, accesses: [(url.path, true)])
         try Data("milk and eggs".utf8).write(to: url)
         note.presentedItemDidChange()
         #expect(await eventually { note.documentState.contains(.editingDisabled) }, "the revert began")
@@ -439,12 +439,22 @@ import Testing
     /// Downloads race coordinated reads at seeded random moments: every read sees one whole version. A
     /// coordinated write made while downloads are in flight is never overwritten: it stays the file's
     /// content or is kept as a conflict version.
+    ///
+    /// A's app writes coordinated too: a plain write truncates the file first, and A's daemon, reading at that
+    /// moment, rightly sends the empty file it found as a version (seen under load as B's reads finding
+    /// `Race.bin` empty).
     @Test(arguments: [11, 12, 13]) func coordinatedReadsRacingDownloadsNeverSeePartialContent(seed: UInt64) async throws {
         var random = SeededGenerator(seed: seed)
         let (_, a, b) = try await AppDevice.pair()
         let size = 300_000
         @Sendable func version(_ n: Int) -> String { String(repeating: Character(UnicodeScalar(UInt8(65 + n))), count: size) }
-        try a.device.write("Documents/Race.bin", version(0))
+        @Sendable func writeOnA(_ n: Int) async throws {
+            try await FileCoordinator().coordinate(writingItemAt: a.documents.appendingPathComponent("Race.bin")) { url in
+                try Data(version(n).utf8).write(to: url)
+            }
+        }
+        try FileManager.default.createDirectory(at: a.documents, withIntermediateDirectories: true)
+        try await writeOnA(0)
         let target = b.documents.appendingPathComponent("Race.bin")
         #expect(try await eventually(timeout: .seconds(20)) { b.device.read("Documents/Race.bin") == version(0) })
 
@@ -469,12 +479,12 @@ import Testing
             return seen
         }
         for n in 1...8 {
-            try a.device.write("Documents/Race.bin", version(n))
+            try await writeOnA(n)
             try await Task.sleep(for: .milliseconds(Int.random(in: 0...60, using: &random)))
         }
         try await FileCoordinator().coordinate(writingItemAt: target) { url in try Data("written on B".utf8).write(to: url) }
         for n in 9...12 {
-            try a.device.write("Documents/Race.bin", version(n))
+            try await writeOnA(n)
             try await Task.sleep(for: .milliseconds(Int.random(in: 0...60, using: &random)))
         }
         #expect(

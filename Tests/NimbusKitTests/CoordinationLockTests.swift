@@ -47,6 +47,21 @@ import Testing
         }
     }
 
+    /// A waiting request is seen however long the kernel's table of locks is: a loaded machine's runs to
+    /// many pages, and tests waiting for "the read waits" would otherwise time out.
+    @Test func aWaitingLockIsSeenAmongManyOthers() async throws {
+        let root = try root()
+        let item = root.appendingPathComponent("Mobile Documents/c/a.txt").path
+        let writer = try CoordinationLock(root: root, accesses: [(item, true)])
+        let others = try self.root()
+        let many = try CoordinationLock(
+            root: others, accesses: (0..<400).map { (others.appendingPathComponent("\($0).txt").path, false) })
+        let reader = Waiter(root: root, [(item, false)])
+        #expect(await eventually { FileLocks.isAwaited(on: lockFile(root)) }, "the read is seen waiting")
+        #expect(reader.instant == nil)
+        withExtendedLifetime((writer, many)) {}
+    }
+
     @Test func readsShareAndOtherItemsAreFree() async throws {
         let root = try root()
         let item = root.appendingPathComponent("Mobile Documents/c/a.txt").path
