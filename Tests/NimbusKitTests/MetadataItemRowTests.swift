@@ -28,6 +28,23 @@ import Testing
         #expect(MetadataItem(row: Array("a\tb\t0\tnot a number\t\t\t2\t0\t0\t1\t\t\t\t\t0".utf8)) == nil)
     }
 
+    /// Dates and percentages come back as the very same numbers, whichever way their text was written.
+    @Test func numbersReadBackExactly() {
+        var random = SystemRandomNumberGenerator()
+        var values: [Double] = [0, 100, 42.5, -1.5, 0.1, 1e-9, 1e300, -0.001, 9e15 / 1000, 1_700_000_000.999]
+        for _ in 0..<20_000 {
+            let milliseconds = Int64.random(in: 0..<4_000_000_000_000, using: &random)
+            values.append(Double(milliseconds) / 1000)
+            values.append(Double(milliseconds * 1_000_000 + Int64.random(in: 0..<1_000_000, using: &random)) / 1e9)
+            values.append(Double.random(in: 0...100, using: &random))
+        }
+        for value in values {
+            var bytes: [UInt8] = []
+            MetadataItem.appendNumber(value, to: &bytes)
+            #expect(Double(String(decoding: bytes, as: UTF8.self))?.bitPattern == value.bitPattern, "\(value)")
+        }
+    }
+
     @Test func anAnswerWithItemsReadsBackWhole() throws {
         let item = MetadataItem(
             id: "i", path: "/p/a.txt", isDirectory: false, size: 3, creationDate: nil, modificationDate: nil,

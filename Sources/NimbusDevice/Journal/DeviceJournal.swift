@@ -306,19 +306,18 @@ package final class DeviceJournal: Sendable {
     // MARK: - Metadata
 
     /// The remote and local facts of `ids` (nil: of every item) that apps' metadata queries list.
-    package func metadata(of ids: Set<ItemID>?) async throws -> (remote: [ItemID: RemoteFacts], local: [ItemID: LocalFacts]) {
+    package func metadata(of ids: Set<ItemID>?) async throws -> MetadataFacts {
         guard let ids else { return try await allMetadata() }
         return try await database.read { db in
-            var remote: [ItemID: RemoteFacts] = [:]
-            var local: [ItemID: LocalFacts] = [:]
+            var facts = MetadataFacts()
             let all = ids.map(\.rawValue)
             for start in stride(from: 0, to: all.count, by: 500) {
                 let batch = Array(all[start..<min(start + 500, all.count)])
                 let filter = "WHERE item_id IN (\(Array(repeating: "?", count: batch.count).joined(separator: ",")))"
-                try Self.readRemoteFacts(db, filter, StatementArguments(batch), into: &remote)
-                try Self.readLocalFacts(db, filter, StatementArguments(batch), into: &local)
+                try Self.readRemoteFacts(db, filter, StatementArguments(batch), into: &facts)
+                try Self.readLocalFacts(db, filter, StatementArguments(batch), into: &facts)
             }
-            return (remote, local)
+            return facts
         }
     }
 
@@ -326,48 +325,60 @@ package final class DeviceJournal: Sendable {
     /// own (in WAL mode readers share the file). Reading 100,000 rows of each is most of the wait for an
     /// app's first query. The two reads may see commits between them; each commit's notice makes the index
     /// read its items again.
-    private func allMetadata() async throws -> (remote: [ItemID: RemoteFacts], local: [ItemID: LocalFacts]) {
+    private func allMetadata() async throws -> MetadataFacts {
         var configuration = Configuration()
         configuration.readonly = true
         configuration.busyMode = .timeout(5)
         let reader = try DatabaseQueue(path: path, configuration: configuration)
         async let local = reader.read { db in
-            var local: [ItemID: LocalFacts] = [:]
-            local.reserveCapacity(try Int.fetchOne(db, sql: "SELECT count(*) FROM local") ?? 0)
-            try Self.readLocalFacts(db, "", [], into: &local)
-            return local
+            var facts = MetadataFacts()
+            let count = try Int.fetchOne(db, sql: "SELECT count(*) FROM local") ?? 0
+            facts.local.reserveCapacity(count)
+            facts.localPaths.reserveCapacity(count)
+            try Self.readLocalFacts(db, "", [], into: &facts)
+            return facts
         }
         let remote = try await database.read { db in
-            var remote: [ItemID: RemoteFacts] = [:]
-            remote.reserveCapacity(try Int.fetchOne(db, sql: "SELECT count(*) FROM remote") ?? 0)
-            try Self.readRemoteFacts(db, "", [], into: &remote)
-            return remote
+            var facts = MetadataFacts()
+            facts.remote.reserveCapacity(try Int.fetchOne(db, sql: "SELECT count(*) FROM remote") ?? 0)
+            try Self.readRemoteFacts(db, "", [], into: &facts)
+            return facts.remote
         }
-        return (remote, try await local)
+        var facts = try await local
+        facts.remote = remote
+        return facts
     }
 
     /// Adds the `remote` rows `filter` selects to `facts`, columns read by position.
     private static func readRemoteFacts(
-        _ db: Database, _ filter: String, _ arguments: StatementArguments, into facts: inout [ItemID: RemoteFacts]
+        _ db: Database, _ filter: String, _ arguments: StatementArguments, into facts: inout MetadataFacts
     ) throws {
         let rows = try Row.fetchCursor(
             db, sql: "SELECT item_id, parent_id, name, kind, content, conflicts, size, modified, created FROM remote \(filter)",
             arguments: arguments)
         while let row = try rows.next() {
-            facts[ItemID(row[0])] = RemoteFacts(
+            let remote = RemoteFacts(
                 parent: (row[1] as String?).map(ItemID.init), name: row[2], kind: ItemKind(rawValue: row[3]) ?? .file,
-                content: row[4], conflicts: row[5], size: row[6], modified: row[7], created: row[8])
+                content: try row.withUnsafeData(atIndex: 4) { $0.map(ContentKey.init(utf8:)) }, conflicts: row[5], size: row[6],
+                modified: row[7], created: row[8])
+            facts.remote[ItemID(row[0])] = remote
         }
     }
 
     /// Adds the `local` rows `filter` selects to `facts`, columns read by position.
     private static func readLocalFacts(
-        _ db: Database, _ filter: String, _ arguments: StatementArguments, into facts: inout [ItemID: LocalFacts]
+        _ db: Database, _ filter: String, _ arguments: StatementArguments, into facts: inout MetadataFacts
     ) throws {
         let rows = try Row.fetchCursor(
             db, sql: "SELECT item_id, path, size, modified, content FROM local \(filter)", arguments: arguments)
         while let row = try rows.next() {
-            facts[ItemID(row[0])] = LocalFacts(path: row[1], size: row[2], modified: row[3], content: row[4])
+            let path: String = row[1]
+            let local = LocalFacts(
+                isPlaceholder: Placeholder.isPlaceholder(path: path), size: row[2], modified: row[3],
+                content: try row.withUnsafeData(atIndex: 4) { $0.map(ContentKey.init(utf8:)) })
+            let id = ItemID(row[0])
+            facts.local[id] = local
+            facts.localPaths[id] = path
         }
     }
 
@@ -455,12 +466,21 @@ package struct LocalFile: Sendable, Hashable {
     package var isPlaceholder: Bool { Placeholder.isPlaceholder(path: path) }
 }
 
+/// What apps' metadata queries list of some items: as the server last described them, and as they are on the disk.
+package struct MetadataFacts: Sendable {
+    var remote: [ItemID: RemoteFacts] = [:]
+    var local: [ItemID: LocalFacts] = [:]
+    /// Each item's path on the disk, relative to the container's folder (a placeholder's own name, when evicted):
+    /// apart from the rest of its local facts, which a query reads for every item while it needs few paths.
+    var localPaths: [ItemID: String] = [:]
+}
+
 /// An item as the server last described it, for apps' metadata queries.
 package struct RemoteFacts: Sendable, Hashable {
     var parent: ItemID?
     var name: String
     var kind: ItemKind
-    var content: String?
+    var content: ContentKey?
     var conflicts: Int
     var size: Int64
     /// Milliseconds since 1970.
@@ -470,10 +490,10 @@ package struct RemoteFacts: Sendable, Hashable {
 
 /// A file or folder on the disk as the journal knows it, for apps' metadata queries.
 package struct LocalFacts: Sendable, Hashable {
-    /// Relative to the container's folder (a placeholder's own name, when evicted).
-    var path: String
+    /// Whether only the item's placeholder is on the disk (it is evicted).
+    var isPlaceholder: Bool
     var size: Int64
     /// Nanoseconds since 1970.
     var modified: Int64
-    var content: String?
+    var content: ContentKey?
 }

@@ -81,18 +81,13 @@ package actor MetadataIndex {
     private func evaluate(_ spec: MetadataQuerySpec, _ snapshot: MetadataSnapshot) async -> (
         items: [MetadataItem], work: [ItemID: SyncActivity.ItemFacts]
     ) {
-        let ids = Array(snapshot.remote.keys) + snapshot.local.keys.filter { snapshot.remote[$0] == nil }
-        let work = await activity.facts(ids)
-        let half = ids.count / 2
+        let work = await activity.allFacts()
+        let folders = snapshot.folderPaths()
         let items = await withTaskGroup(of: [MetadataItem].self) { group in
-            for part in [ids[..<half], ids[half...]] {
+            for part in 0..<2 {
                 group.addTask {
-                    var memo: [ItemID: String] = [:]
-                    return part.compactMap { id in
-                        guard let item = snapshot.item(id, work[id], memo: &memo),
-                            Self.matches(spec, item, folder: snapshot.folder)
-                        else { return nil }
-                        return item
+                    snapshot.items(part: part, of: 2, activity: work, folders: folders) {
+                        Self.matches(spec, $0, folder: snapshot.folder)
                     }
                 }
             }
@@ -110,9 +105,9 @@ package actor MetadataIndex {
             loading = Task {
                 try await DeviceExecutor.run {
                     let all = try await journal.metadata(of: nil)
-                    (facts.remote, facts.local) = all
+                    facts.take(all)
                     children = [:]
-                    for (id, item) in facts.remote { if let parent = item.parent { children[parent, default: []].insert(id) } }
+                    for (id, item) in all.remote { if let parent = item.parent { children[parent, default: []].insert(id) } }
                 }
             }
         }
@@ -132,7 +127,7 @@ package actor MetadataIndex {
         var freshChildren: [ItemID: [ItemID]] = [:]
         for (id, item) in fresh.remote { if let parent = item.parent { freshChildren[parent, default: []].append(id) } }
         var affected = ids
-        for id in ids where facts.remote[id]?.kind == .folder || fresh.remote[id]?.kind == .folder {
+        for id in ids where facts.remote(id)?.kind == .folder || fresh.remote[id]?.kind == .folder {
             affected.formUnion(descendants(of: id, also: freshChildren))
         }
         let work = await activity.facts(affected)
@@ -140,10 +135,9 @@ package actor MetadataIndex {
         var memo: [ItemID: String] = [:]
         let before = Dictionary(uniqueKeysWithValues: affected.map { ($0, facts.item($0, work[$0], memo: &memo)) })
         for id in ids {
-            if let parent = facts.remote[id]?.parent { children[parent]?.remove(id) }
-            facts.remote[id] = fresh.remote[id]
-            facts.local[id] = fresh.local[id]
-            if let parent = facts.remote[id]?.parent { children[parent, default: []].insert(id) }
+            if let parent = facts.remote(id)?.parent { children[parent]?.remove(id) }
+            facts.set(id, from: fresh)
+            if let parent = facts.remote(id)?.parent { children[parent, default: []].insert(id) }
         }
         memo = [:]
         let after = Dictionary(uniqueKeysWithValues: affected.map { ($0, facts.item($0, work[$0], memo: &memo)) })
@@ -207,18 +201,83 @@ package actor MetadataIndex {
 struct MetadataSnapshot: Sendable {
     /// The container's folder, absolute.
     let folder: String
-    var remote: [ItemID: RemoteFacts] = [:]
-    var local: [ItemID: LocalFacts] = [:]
+    /// Every item's facts, as the journal holds them.
+    private var facts = MetadataFacts()
+
+    init(folder: String) { self.folder = folder }
+
+    func remote(_ id: ItemID) -> RemoteFacts? { facts.remote[id] }
+
+    /// Takes every item's facts, as read from the journal.
+    mutating func take(_ facts: MetadataFacts) { self.facts = facts }
+
+    /// Takes `id`'s facts from `fresh`, where it may lack them (the item is gone).
+    mutating func set(_ id: ItemID, from fresh: MetadataFacts) {
+        facts.remote[id] = fresh.remote[id]
+        facts.local[id] = fresh.local[id]
+        facts.localPaths[id] = fresh.localPaths[id]
+    }
 
     /// The item as apps see it, nil when neither the server nor the disk has it.
     func item(
         _ id: ItemID, _ activity: SyncActivity.ItemFacts?,
         memo: inout [ItemID: String]
     ) -> MetadataItem? {
-        let server = remote[id]
-        let disk = local[id]
+        let (server, disk) = (facts.remote[id], facts.local[id])
         guard server != nil || disk != nil, let relative = path(of: id, memo: &memo) else { return nil }
-        let evicted = disk.map { Placeholder.isPlaceholder(path: $0.path) } ?? false
+        return item(id, server, disk, activity, path: folder + "/" + relative)
+    }
+
+    /// The `part`th of `parts` of all the items (`activity` holds every item's that has any), those
+    /// `isWanted` keeps. For queries over 100,000 items: each folder's path is worked out once (`folders`,
+    /// from `folderPaths()`), and each item's facts are read where they lie rather than looked up by ID.
+    func items(
+        part: Int, of parts: Int, activity: [ItemID: SyncActivity.ItemFacts], folders: [ItemID: String],
+        _ isWanted: (MetadataItem) -> Bool
+    ) -> [MetadataItem] {
+        var memo: [ItemID: String] = [:]
+        var found: [MetadataItem] = []
+        for (id, server) in Self.slice(facts.remote, part, of: parts) {
+            let work = activity.isEmpty ? nil : activity[id]
+            let path: String
+            if let parent = server.parent {
+                guard let above = folders[parent] else {
+                    // Below a folder the server does not list (yet): as one item is found.
+                    if let item = item(id, work, memo: &memo), isWanted(item) { found.append(item) }
+                    continue
+                }
+                path = above + "/" + server.name
+            } else {
+                path = folder + "/" + server.name
+            }
+            let item = item(id, server, facts.local[id], work, path: path)
+            if isWanted(item) { found.append(item) }
+        }
+        // Only on the disk (not uploaded yet): where the disk has them.
+        for (id, _) in Self.slice(facts.local, part, of: parts) where facts.remote[id] == nil {
+            if let item = item(id, activity[id], memo: &memo), isWanted(item) { found.append(item) }
+        }
+        return found
+    }
+
+    /// The absolute path of every folder, for `items(part:of:activity:folders:_:)`.
+    func folderPaths() -> [ItemID: String] {
+        var memo: [ItemID: String] = [:]
+        for (id, server) in facts.remote where server.kind == .folder { _ = path(of: id, memo: &memo) }
+        return memo.mapValues { folder + "/" + $0 }
+    }
+
+    /// The `part`th of `parts` of a table's entries, without copying them.
+    private static func slice<Value>(_ table: [ItemID: Value], _ part: Int, of parts: Int) -> Slice<[ItemID: Value]> {
+        let start = table.index(table.startIndex, offsetBy: table.count * part / parts)
+        return table[start..<table.index(start, offsetBy: table.count * (part + 1) / parts - table.count * part / parts)]
+    }
+
+    /// The item from its facts, at the absolute `path`.
+    private func item(
+        _ id: ItemID, _ server: RemoteFacts?, _ disk: LocalFacts?, _ activity: SyncActivity.ItemFacts?, path: String
+    ) -> MetadataItem {
+        let evicted = disk?.isPlaceholder ?? false
         let isFolder = server?.kind == .folder || (server == nil && disk?.content == nil)
         let work = activity?.work
         let percent = activity?.progress.map { $0.total == 0 ? 100 : 100 * Double($0.done) / Double($0.total) }
@@ -236,7 +295,7 @@ struct MetadataSnapshot: Sendable {
             server != nil && work != .upload && (isFolder || evicted || disk == nil || disk?.content == server?.content)
         let onDisk = evicted ? nil : disk
         return MetadataItem(
-            id: id.rawValue, path: folder + "/" + relative, isDirectory: isFolder,
+            id: id.rawValue, path: path, isDirectory: isFolder,
             size: isFolder ? 0 : (onDisk?.size ?? server?.size ?? 0),
             creationDate: server?.created.map { Date(timeIntervalSince1970: Double($0) / 1000) },
             modificationDate: onDisk.map { Date(timeIntervalSince1970: Double($0.modified) / 1_000_000_000) }
@@ -254,17 +313,18 @@ struct MetadataSnapshot: Sendable {
     func path(of id: ItemID, memo: inout [ItemID: String]) -> String? {
         if let known = memo[id] { return known }
         var found: String?
-        if let server = remote[id] {
+        let server = facts.remote[id]
+        if let server {
             if let parent = server.parent {
                 found = path(of: parent, memo: &memo).map { $0 + "/" + server.name }
             } else {
                 found = server.name
             }
         }
-        if found == nil, let disk = local[id] {
-            found = Placeholder.isPlaceholder(path: disk.path) ? Placeholder.realPath(of: disk.path) : disk.path
+        if found == nil, let disk = facts.localPaths[id] {
+            found = Placeholder.isPlaceholder(path: disk) ? Placeholder.realPath(of: disk) : disk
         }
-        if let found, remote[id]?.kind == .folder || (remote[id] == nil && local[id]?.content == nil) { memo[id] = found }
+        if let found, server?.kind == .folder || (server == nil && facts.local[id]?.content == nil) { memo[id] = found }
         return found
     }
 }

@@ -96,6 +96,12 @@ package actor SyncActivity {
         return facts
     }
 
+    /// Where every item that has something left to do, or was refused, stands: few items as a rule, so a query
+    /// over 100,000 takes these rather than asking of each.
+    func allFacts() -> [ItemID: ItemFacts] {
+        facts(Set(pending.keys).union(transfers.keys).union(refusals.keys))
+    }
+
     func item(at path: String) -> ItemID? { paths[path] }
     func work(of id: ItemID) -> Work? { pending[id] }
     func transfer(of id: ItemID) -> Progress? { transfers[id] }
