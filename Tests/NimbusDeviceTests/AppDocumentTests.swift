@@ -92,6 +92,44 @@ import Testing
         query.stop()
     }
 
+    /// The events as their items' paths below `Documents`, for failure messages.
+    static func paths(_ events: [MetadataQuery.Event]) -> [String] {
+        events.map { event in
+            guard case .updated(let added, let changed, let removed) = event else { return "gathered" }
+            let short = { (items: [MetadataItem]) in items.map { $0.path.components(separatedBy: "/Documents/").last! } }
+            return "+\(short(added)) ~\(short(changed)) -\(short(removed))"
+        }
+    }
+
+    /// A folder renamed on another device moves what is inside it: a query hears of each item inside as a change,
+    /// at its new path (`MetadataIndexTests` shows the index does so before the disk catches up).
+    @Test func aRenamedFolderMovesItsItemsInAQuery() async throws {
+        let (_, a, b) = try await AppDevice.pair()
+        try a.device.write("Documents/Trip/Day 1.txt", "sea")
+        try a.device.write("Documents/Trip/Plans/Day 2.txt", "hills")
+        let query = MetadataQuery(device: b.ubiquity)
+        query.predicate = try MetadataPredicate("%K LIKE '*.txt'", [.string(MetadataItem.Key.fsName)])
+        let events = Recorder(query.events)
+        try await query.start()
+        let documents = b.documents.path
+        #expect(
+            await eventually(timeout: .seconds(20)) {
+                Set(query.results.map(\.path)) == [documents + "/Trip/Day 1.txt", documents + "/Trip/Plans/Day 2.txt"]
+            }, "both files listed")
+        try FileManager.default.moveItem(
+            at: a.documents.appendingPathComponent("Trip"), to: a.documents.appendingPathComponent("Voyage"))
+        #expect(
+            await eventually(timeout: .seconds(20)) {
+                Set(query.results.map(\.path)) == [documents + "/Voyage/Day 1.txt", documents + "/Voyage/Plans/Day 2.txt"]
+            }, "both files at their new paths: \(query.results.map(\.path))")
+        let moved = await events.first { event in
+            guard case .updated(_, let changed, _) = event else { return false }
+            return changed.contains { $0.path == documents + "/Voyage/Plans/Day 2.txt" }
+        }
+        #expect(moved != nil, "heard as a change of the item: \(Self.paths(events.all))")
+        query.stop()
+    }
+
     @Test func aQueryListsItemsNotDownloadedAndFiltersBySizeScopeAndStatus() async throws {
         let (_, a, b) = try await AppDevice.pair(onDemandB: true)
         try a.device.write("Documents/big.bin", String(repeating: "x", count: 5000))

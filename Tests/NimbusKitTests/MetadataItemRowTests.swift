@@ -58,4 +58,29 @@ import Testing
         let read = try ControlResponse.read(from: LineReader(pipe[0]))
         #expect(read?.items == [item, item] && read?.itemRows == nil)
     }
+
+    /// Many rows, more than the reader's buffer takes at once, then another answer on the same connection:
+    /// each comes back whole and in order.
+    @Test func manyRowsAndTheAnswerAfterThemReadBack() throws {
+        let items = (0..<20_000).map { index in
+            MetadataItem(
+                id: "item-\(index)", path: "/r/Documents/Folder \(index % 97)/f\(index)\(index % 5 == 0 ? "\ttab" : "").txt",
+                isDirectory: false, size: Int64(index), creationDate: Date(timeIntervalSince1970: 1_700_000_000.125),
+                modificationDate: nil, downloadingStatus: .current, isUploaded: true, hasUnresolvedConflicts: false)
+        }
+        var encoded = try ControlResponse(items: items).encoded()
+        encoded += try ControlResponse(error: "after the rows").encoded()
+        var pipe: [Int32] = [0, 0]
+        #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &pipe) == 0)
+        defer { close(pipe[0]) }
+        let (sender, bytes) = (pipe[1], encoded)
+        Thread.detachNewThread {
+            _ = UnixSocket.send(bytes, on: sender)
+            close(sender)
+        }
+        let lines = LineReader(pipe[0])
+        #expect(try ControlResponse.read(from: lines)?.items == items)
+        #expect(try ControlResponse.read(from: lines)?.error == "after the rows")
+        #expect(try ControlResponse.read(from: lines) == nil, "and nothing after")
+    }
 }

@@ -12,7 +12,9 @@ package actor MetadataIndex {
     private let activity: SyncActivity
     private var facts: MetadataSnapshot
     private var folder: String { facts.folder }
-    private var children: [ItemID: Set<ItemID>] = [:]
+    /// Each folder's items on the server, built when a folder first changes (a query's first answer does
+    /// without it), then kept current.
+    private var children: [ItemID: Set<ItemID>]?
     private var loading: Task<Void, any Error>?
     private var watchers: [UUID: Watcher] = [:]
     private let notices: AsyncStream<Set<ItemID>>.Continuation
@@ -106,8 +108,7 @@ package actor MetadataIndex {
                 try await DeviceExecutor.run {
                     let all = try await journal.metadata(of: nil)
                     facts.take(all)
-                    children = [:]
-                    for (id, item) in all.remote { if let parent = item.parent { children[parent, default: []].insert(id) } }
+                    children = nil
                 }
             }
         }
@@ -135,9 +136,9 @@ package actor MetadataIndex {
         var memo: [ItemID: String] = [:]
         let before = Dictionary(uniqueKeysWithValues: affected.map { ($0, facts.item($0, work[$0], memo: &memo)) })
         for id in ids {
-            if let parent = facts.remote(id)?.parent { children[parent]?.remove(id) }
+            if let parent = facts.remote(id)?.parent { children?[parent]?.remove(id) }
             facts.set(id, from: fresh)
-            if let parent = facts.remote(id)?.parent { children[parent, default: []].insert(id) }
+            if let parent = facts.remote(id)?.parent { children?[parent, default: []].insert(id) }
         }
         memo = [:]
         let after = Dictionary(uniqueKeysWithValues: affected.map { ($0, facts.item($0, work[$0], memo: &memo)) })
@@ -177,6 +178,8 @@ package actor MetadataIndex {
 
     /// Every item below `id` in the index's remote tree or in `extra` (children by parent).
     private func descendants(of id: ItemID, also extra: [ItemID: [ItemID]]) -> Set<ItemID> {
+        let children = children ?? facts.children()
+        self.children = children
         var found: Set<ItemID> = []
         var queue = [id]
         while let next = queue.popLast() {
@@ -207,6 +210,13 @@ struct MetadataSnapshot: Sendable {
     init(folder: String) { self.folder = folder }
 
     func remote(_ id: ItemID) -> RemoteFacts? { facts.remote[id] }
+
+    /// Each folder's items, by the server's tree.
+    func children() -> [ItemID: Set<ItemID>] {
+        var children: [ItemID: Set<ItemID>] = [:]
+        for (id, server) in facts.remote { if let parent = server.parent { children[parent, default: []].insert(id) } }
+        return children
+    }
 
     /// Takes every item's facts, as read from the journal.
     mutating func take(_ facts: MetadataFacts) { self.facts = facts }

@@ -134,6 +134,35 @@ package final class LineReader: @unchecked Sendable {
         chunk = [UInt8](repeating: 0, count: min(256 << 10, limit + 1))
     }
 
+    /// The next `count` lines in one buffer, with where each lies in it (without its newline); nil when the
+    /// connection ends, times out or passes the limit first.
+    package func nextLines(_ count: Int) -> (bytes: [UInt8], lines: [Range<Int>])? {
+        var lines: [Range<Int>] = []
+        lines.reserveCapacity(count)
+        let first = start
+        var searched = start
+        while lines.count < count {
+            if let newline = buffer[searched...].firstIndex(of: 0x0A) {
+                lines.append(start - first..<newline - first)
+                start = newline + 1
+                searched = start
+                continue
+            }
+            searched = buffer.count
+            guard buffer.count - start <= limit else { return nil }
+            let received = recv(connection, &chunk, chunk.count, 0)
+            if received < 0 && errno == EINTR { continue }
+            guard received > 0 else { return nil }
+            buffer.append(contentsOf: chunk[0..<received])
+        }
+        let bytes = Array(buffer[first..<start])
+        if start > 1 << 20 {
+            buffer.removeSubrange(0..<start)
+            start = 0
+        }
+        return (bytes, lines)
+    }
+
     /// The next line without its newline (at the end, what is left); nil at the end, on a timeout, or past the limit.
     package func next() -> Data? { nextBytes().map { Data($0) } }
 

@@ -171,15 +171,18 @@ extension MetadataItem {
 
     /// The item a row describes, nil for a malformed one. Read byte by byte, making strings only of the
     /// text fields: splitting by characters cost more than the rest of a 100,000-item query together.
-    package init?(row bytes: [UInt8]) {
+    package init?(row bytes: [UInt8]) { self.init(row: bytes[...]) }
+
+    /// The item a row describes, among the bytes of many.
+    package init?(row bytes: ArraySlice<UInt8>) {
         var bounds: [Range<Int>] = []
         bounds.reserveCapacity(15)
-        var start = 0
+        var start = bytes.startIndex
         for index in bytes.indices where bytes[index] == 0x09 {
             bounds.append(start..<index)
             start = index + 1
         }
-        bounds.append(start..<bytes.count)
+        bounds.append(start..<bytes.endIndex)
         guard bounds.count == 15 else { return nil }
         func text(_ field: Int) -> String {
             let text = String(decoding: bytes[bounds[field]], as: UTF8.self)

@@ -1,0 +1,52 @@
+import Foundation
+import NimbusCore
+import NimbusDevice
+import NimbusKit
+import NimbusTestingCore
+import Testing
+
+/// The daemon's index of apps' metadata queries, against a real journal: what a watch hears when the journal
+/// records the server's changes.
+@Suite(.cleansUp) struct MetadataIndexTests {
+    static func folder(_ id: String, in parent: String?, named name: String) -> DocumentItem {
+        DocumentItem(itemID: id, parentID: parent, name: name, kind: .folder)
+    }
+
+    /// The server renamed a folder whose items the journal has not heard of again (the disk has not caught up):
+    /// a watch hears at once of each item inside it at its new path, with the one it had before.
+    @Test func aFolderTheServerRenamedMovesWhatIsInsideIt() async throws {
+        let root = TestResources.temporaryDirectory(prefix: "nimbus-index")
+        try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
+        let journal = try DeviceJournal(path: root.appendingPathComponent("journal.sqlite").path)
+        let version = DocumentVersion(
+            versionID: "v1",
+            content: DocumentContent(
+                contentHash: String(repeating: "ab", count: 32), size: 3, chunks: [], modifiedAt: 1_700_000_000_000),
+            device: "a", baseContentHash: nil, savedAt: 1_700_000_000_000)
+        let file = DocumentItem(
+            itemID: "file", parentID: "plans", name: "Day 2.txt", kind: .file, current: version, createdAt: 1_700_000_000_000)
+        try await journal.applyRemote(
+            DocumentChangesResponse(
+                items: [
+                    Self.folder("documents", in: nil, named: "Documents"), Self.folder("trip", in: "documents", named: "Trip"),
+                    Self.folder("plans", in: "trip", named: "Plans"), file,
+                ], removed: [], syncToken: "t0", moreComing: false))
+        let container = root.appendingPathComponent("container")
+        let index = MetadataIndex(journal: journal, activity: SyncActivity(), folder: container)
+        let spec = MetadataQuerySpec(
+            scopes: [.documents], predicate: try MetadataPredicate("%K LIKE '*.txt'", [.string(MetadataItem.Key.fsName)]))
+        let (items, updates) = try await index.watch(spec)
+        let (before, after) = (
+            container.path + "/Documents/Trip/Plans/Day 2.txt", container.path + "/Documents/Voyage/Plans/Day 2.txt"
+        )
+        #expect(items.map(\.path) == [before])
+
+        let heard = Recorder(updates)
+        try await journal.applyRemote(
+            DocumentChangesResponse(
+                items: [Self.folder("trip", in: "documents", named: "Voyage")], removed: [], syncToken: "t1", moreComing: false))
+        let update = await heard.first { $0.update != nil }?.update
+        #expect(update?.changed.map(\.path) == [after], "the item inside, two folders down, at its new path")
+        #expect(update?.previousPaths["file"] == before)
+    }
+}
