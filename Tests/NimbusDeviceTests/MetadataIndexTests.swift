@@ -49,4 +49,49 @@ import Testing
         #expect(update?.changed.map(\.path) == [after], "the item inside, two folders down, at its new path")
         #expect(update?.previousPaths["file"] == before)
     }
+
+    /// Whether the disk holds the server's version is read from the two content hashes: the same, another (an
+    /// older version), a placeholder, or none, whatever the hashes' form.
+    @Test func eachItemSaysWhetherTheDiskHoldsTheServersVersion() async throws {
+        let root = TestResources.temporaryDirectory(prefix: "nimbus-index")
+        try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
+        let journal = try DeviceJournal(path: root.appendingPathComponent("journal.sqlite").path)
+        let (newer, older) = (String(repeating: "0f", count: 32), String(repeating: "e1", count: 32))
+        func file(_ id: String, _ name: String, content: String) -> DocumentItem {
+            let version = DocumentVersion(
+                versionID: "v-" + id,
+                content: DocumentContent(contentHash: content, size: 3, chunks: [], modifiedAt: 1_700_000_000_000),
+                device: "a", baseContentHash: nil, savedAt: 1_700_000_000_000)
+            return DocumentItem(
+                itemID: id, parentID: "documents", name: name, kind: .file, current: version, createdAt: 1_700_000_000_000)
+        }
+        try await journal.applyRemote(
+            DocumentChangesResponse(
+                items: [
+                    Self.folder("documents", in: nil, named: "Documents"), file("same", "same.txt", content: newer),
+                    file("older", "older.txt", content: newer), file("evicted", "evicted.txt", content: newer),
+                    file("remote", "remote.txt", content: newer), file("text", "text.txt", content: "not a hash"),
+                ], removed: [], syncToken: "t0", moreComing: false))
+        func local(_ id: String, _ path: String, content: String?) -> (ItemID, LocalFile) {
+            (ItemID(id), LocalFile(id: ItemID(id), path: path, inode: UInt64(path.count), size: 3, modified: 1, content: content))
+        }
+        try await journal.updateLocalFiles(
+            from: [],
+            to: Dictionary(uniqueKeysWithValues: [
+                local("documents", "Documents", content: nil), local("same", "Documents/same.txt", content: newer),
+                local("older", "Documents/older.txt", content: older),
+                local("evicted", "Documents/.evicted.txt.icloud", content: newer),
+                local("text", "Documents/text.txt", content: "not a hash"),
+            ]))
+        let container = root.appendingPathComponent("container")
+        let index = MetadataIndex(journal: journal, activity: SyncActivity(), folder: container)
+        let items = try await index.query(
+            MetadataQuerySpec(scopes: [.documents], predicate: try MetadataPredicate("TRUEPREDICATE")))
+        let status = Dictionary(uniqueKeysWithValues: items.map { ($0.name, $0.downloadingStatus) })
+        #expect(
+            status == [
+                "same.txt": .current, "older.txt": .downloaded, "evicted.txt": .notDownloaded, "remote.txt": .notDownloaded,
+                "text.txt": .current,
+            ])
+    }
 }
