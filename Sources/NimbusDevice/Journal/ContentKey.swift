@@ -8,11 +8,6 @@ enum ContentKey: Hashable, Sendable {
     case sha256(UInt64, UInt64, UInt64, UInt64)
     case text(String)
 
-    init(_ hash: String) {
-        var hash = hash
-        self = hash.withUTF8 { Self.sha256(of: UnsafeRawBufferPointer($0)) } ?? .text(hash)
-    }
-
     /// The key of the text `bytes` hold (UTF-8), without making a string of a SHA-256's digits.
     init(utf8 bytes: Data) {
         self = bytes.withUnsafeBytes(Self.sha256(of:)) ?? .text(String(decoding: bytes, as: UTF8.self))
