@@ -137,58 +137,54 @@ package final class LineReader: @unchecked Sendable {
     /// The next `count` lines in one buffer, with where each lies in it (without its newline); nil when the
     /// connection ends, times out or passes the limit first.
     package func nextLines(_ count: Int) -> (bytes: [UInt8], lines: [Range<Int>])? {
+        let first = start
         var lines: [Range<Int>] = []
         lines.reserveCapacity(count)
-        let first = start
-        var searched = start
         while lines.count < count {
-            if let newline = buffer[searched...].firstIndex(of: 0x0A) {
-                lines.append(start - first..<newline - first)
-                start = newline + 1
-                searched = start
-                continue
-            }
-            searched = buffer.count
-            guard buffer.count - start <= limit else { return nil }
-            let received = recv(connection, &chunk, chunk.count, 0)
-            if received < 0 && errno == EINTR { continue }
-            guard received > 0 else { return nil }
-            buffer.append(contentsOf: chunk[0..<received])
+            guard let line = nextLine(endingWithTheConnection: false) else { return nil }
+            lines.append(line.lowerBound - first..<line.upperBound - first)
         }
-        let bytes = Array(buffer[first..<start])
-        if start > 1 << 20 {
-            buffer.removeSubrange(0..<start)
-            start = 0
-        }
-        return (bytes, lines)
+        defer { compact() }
+        return (Array(buffer[first..<start]), lines)
     }
 
     /// The next line without its newline (at the end, what is left); nil at the end, on a timeout, or past the limit.
     package func next() -> Data? { nextBytes().map { Data($0) } }
 
     package func nextBytes() -> [UInt8]? {
+        guard let line = nextLine(endingWithTheConnection: true) else { return nil }
+        defer { compact() }
+        return Array(buffer[line])
+    }
+
+    /// Where the next line lies in the buffer (without its newline), receiving until it has arrived; with
+    /// `endingWithTheConnection`, what is left when the connection ends is one too. Nil at the end, on a timeout,
+    /// or past the limit. The buffer keeps what it holds until `compact()`.
+    private func nextLine(endingWithTheConnection: Bool) -> Range<Int>? {
         var searched = start
         while true {
             if let newline = buffer[searched...].firstIndex(of: 0x0A) {
-                let line = Array(buffer[start..<newline])
-                start = newline + 1
-                if start > 1 << 20 {
-                    buffer.removeSubrange(0..<start)
-                    start = 0
-                }
-                return line
+                defer { start = newline + 1 }
+                return start..<newline
             }
             searched = buffer.count
             guard buffer.count - start <= limit else { return nil }
             let count = recv(connection, &chunk, chunk.count, 0)
             if count < 0 && errno == EINTR { continue }
             guard count > 0 else {
-                guard count == 0, start < buffer.count, buffer.count - start <= limit else { return nil }
+                guard endingWithTheConnection, count == 0, start < buffer.count else { return nil }
                 defer { start = buffer.count }
-                return Array(buffer[start...])
+                return start..<buffer.count
             }
             buffer.append(contentsOf: chunk[0..<count])
         }
+    }
+
+    /// Lets go of the lines read, once they are a megabyte.
+    private func compact() {
+        guard start > 1 << 20 else { return }
+        buffer.removeSubrange(0..<start)
+        start = 0
     }
 }
 

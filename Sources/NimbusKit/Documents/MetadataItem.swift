@@ -217,8 +217,8 @@ extension MetadataItem {
     private static func escape(_ text: String) -> String {
         var text = text
         // Over the bytes in place: through `utf8.contains(where:)` this check cost a quarter of a row.
-        let plain = text.withUTF8 { bytes in !bytes.contains { $0 == 0x5C || $0 == 0x09 || $0 == 0x0A || $0 == 0x0D } }
-        guard !plain else { return text }
+        let special = text.withUTF8 { bytes in bytes.contains { $0 == 0x5C || $0 == 0x09 || $0 == 0x0A || $0 == 0x0D } }
+        guard special else { return text }
         return text.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\t", with: "\\t")
             .replacingOccurrences(of: "\n", with: "\\n").replacingOccurrences(of: "\r", with: "\\r")
     }

@@ -99,14 +99,14 @@ public final class MetadataQuery: @unchecked Sendable {
             if !_sortDescriptors.isEmpty { _results.sort(by: order) }
             byID = nil
             gatherings += 1
-            return (_results, gatherings)
+            return (results: _results, number: gatherings)
         }
         Thread.detachNewThread { [weak self] in
-            let table = Self.table(gathered.0)
+            let table = Self.table(gathered.results)
             guard let self else { return }
-            lock.withLock { if gatherings == gathered.1 && byID == nil { byID = table } }
+            lock.withLock { if gatherings == gathered.number && byID == nil { byID = table } }
         }
-        continuation.yield(.gatheringFinished(gathered.0))
+        continuation.yield(.gatheringFinished(gathered.results))
         forwarding = Task { [weak self] in
             do {
                 for try await update in watch.updates { self?.receive(update) }
