@@ -62,14 +62,16 @@ enum DocumentBenchmarks {
             let figures = try await MetadataQueryBenchmarks.largeQuery(
                 items: 100_000, in: server.dataDirectory.deletingLastPathComponent(), session: session,
                 apiToken: server.apiToken, container: server.container)
-            let (warm, selective) = (Percentiles(figures.warmGathering), Percentiles(figures.selectiveGathering))
+            let (cold, warm) = (Percentiles(figures.coldGathering), Percentiles(figures.warmGathering))
+            let selective = Percentiles(figures.selectiveGathering)
             let (updates, socket) = (Percentiles(figures.updates), Percentiles(figures.roundTrip))
             table.add(
                 "Floor: one control-socket request and answer (status), p50", String(format: "%.2f ms", socket.at(50)),
                 target: "(reference)", met: true)
             table.add(
-                "MetadataQuery over 100,000 items: gathering finished, the first (daemon's index built)",
-                String(format: "%.0f ms", figures.coldGathering), target: "≤ 500 ms", met: figures.coldGathering <= 500)
+                "MetadataQuery over 100,000 items: gathering finished, the first after a daemon starts (median of 5 daemons; range)",
+                String(format: "%.0f ms (%.0f–%.0f)", cold.at(50), cold.at(0), cold.at(100)), target: "≤ 500 ms",
+                met: cold.at(50) <= 500)
             table.add(
                 "MetadataQuery over 100,000 items: gathering finished, later queries (median of 5; one match: median)",
                 String(format: "%.0f ms (%.1f ms)", warm.at(50), selective.at(50)), target: "≤ 500 ms",

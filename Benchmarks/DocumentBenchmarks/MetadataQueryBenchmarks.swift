@@ -49,7 +49,8 @@ enum MetadataQueryBenchmarks {
     }
 
     struct LargeQuery {
-        var coldGathering: Double
+        /// The first query of each of several daemons started in turn on the same journal.
+        var coldGathering: [Double]
         var warmGathering: [Double]
         var selectiveGathering: [Double]
         var updates: [Double]
@@ -57,16 +58,17 @@ enum MetadataQueryBenchmarks {
     }
 
     /// A daemon's control socket over a journal holding `items` synced files (100 folders of them), and a
-    /// query of them all: gathering (the first loads the daemon's index), a selective query, and the update
-    /// an app hears after the daemon records one changed item (as a round does when the server's change
-    /// arrives).
+    /// query of them all: gathering (the first after a daemon starts loads its index; five daemons are started
+    /// in turn, since one such figure swings by a fifth run to run), a selective query, and the update an app
+    /// hears after the daemon records one changed item (as a round does when the server's change arrives).
     static func largeQuery(items: Int, in directory: URL, session: NimbusSession, apiToken: String, container: String)
         async throws -> LargeQuery
     {
         let root = directory.appendingPathComponent("nimbus-bench-query-\(UUIDString.random())")
         let folder = root.appendingPathComponent("Mobile Documents/container")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        let journal = try DeviceJournal(path: root.appendingPathComponent("journal.sqlite").path)
+        let journalPath = root.appendingPathComponent("journal.sqlite").path
+        var journal = try DeviceJournal(path: journalPath)
         let folders = 100
         var remote = (0..<folders).map {
             DocumentItem(itemID: "folder-\($0)", parentID: "documents", name: "Folder \($0)", kind: .folder)
@@ -95,10 +97,13 @@ enum MetadataQueryBenchmarks {
         try await journal.updateLocalFiles(from: [], to: local)
 
         let client = DocumentClient(client: NimbusClient(session: session, apiToken: apiToken), container: container)
-        let engine = SyncEngine(client: client, folder: folder, journal: journal, device: "bench")
-        let control = DeviceControl(engine: engine, container: container)
-        let socket = try ControlSocket(path: ControlSocket.path(root: root), handler: DeviceHost.handler([control]))
-        defer { socket.stop() }
+        /// A daemon as `nimbus device run` starts one: its journal opened, its engine, its control socket.
+        func startDaemon() throws -> ControlSocket {
+            journal = try DeviceJournal(path: journalPath)
+            let engine = SyncEngine(client: client, folder: folder, journal: journal, device: "bench")
+            let control = DeviceControl(engine: engine, container: container)
+            return try ControlSocket(path: ControlSocket.path(root: root), handler: DeviceHost.handler([control]))
+        }
         let device = UbiquityDevice(root: root)
 
         func gather(_ predicate: MetadataPredicate) async throws -> (Double, MetadataQuery) {
@@ -109,9 +114,19 @@ enum MetadataQueryBenchmarks {
             return ((ContinuousClock.now - start).milliseconds, query)
         }
         let all = try MetadataPredicate("%K LIKE '*.txt'", [.string(MetadataItem.Key.fsName)])
-        let (cold, first) = try await gather(all)
-        guard first.results.count == items else { throw BenchmarkError("gathered \(first.results.count) of \(items)") }
-        first.stop()
+        var cold: [Double] = []
+        var socket = try startDaemon()
+        for restart in 0..<5 {
+            if restart > 0 {
+                socket.stop()
+                socket = try startDaemon()
+            }
+            let (milliseconds, first) = try await gather(all)
+            guard first.results.count == items else { throw BenchmarkError("gathered \(first.results.count) of \(items)") }
+            cold.append(milliseconds)
+            first.stop()
+        }
+        defer { socket.stop() }
         var warm: [Double] = []
         for _ in 0..<5 {
             let (milliseconds, query) = try await gather(all)

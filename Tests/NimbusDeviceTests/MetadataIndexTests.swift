@@ -57,6 +57,8 @@ import Testing
         try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
         let journal = try DeviceJournal(path: root.appendingPathComponent("journal.sqlite").path)
         let (newer, older) = (String(repeating: "0f", count: 32), String(repeating: "e1", count: 32))
+        // 64 characters, all but the last a digit: kept as text, and equal only to the same text.
+        let nearlyHex = String(newer.dropLast()) + "g"
         func file(_ id: String, _ name: String, content: String) -> DocumentItem {
             let version = DocumentVersion(
                 versionID: "v-" + id,
@@ -71,6 +73,7 @@ import Testing
                     Self.folder("documents", in: nil, named: "Documents"), file("same", "same.txt", content: newer),
                     file("older", "older.txt", content: newer), file("evicted", "evicted.txt", content: newer),
                     file("remote", "remote.txt", content: newer), file("text", "text.txt", content: "not a hash"),
+                    file("upper", "upper.txt", content: newer.uppercased()), file("near", "near.txt", content: nearlyHex),
                 ], removed: [], syncToken: "t0", moreComing: false))
         func local(_ id: String, _ path: String, content: String?) -> (ItemID, LocalFile) {
             (ItemID(id), LocalFile(id: ItemID(id), path: path, inode: UInt64(path.count), size: 3, modified: 1, content: content))
@@ -82,6 +85,7 @@ import Testing
                 local("older", "Documents/older.txt", content: older),
                 local("evicted", "Documents/.evicted.txt.icloud", content: newer),
                 local("text", "Documents/text.txt", content: "not a hash"),
+                local("upper", "Documents/upper.txt", content: newer), local("near", "Documents/near.txt", content: nearlyHex),
             ]))
         let container = root.appendingPathComponent("container")
         let index = MetadataIndex(journal: journal, activity: SyncActivity(), folder: container)
@@ -91,7 +95,7 @@ import Testing
         #expect(
             status == [
                 "same.txt": .current, "older.txt": .downloaded, "evicted.txt": .notDownloaded, "remote.txt": .notDownloaded,
-                "text.txt": .current,
+                "text.txt": .current, "upper.txt": .downloaded, "near.txt": .current,
             ])
     }
 }

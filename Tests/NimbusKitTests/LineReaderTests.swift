@@ -25,6 +25,18 @@ import Testing
         #expect(lines.nextBytes() == nil)
     }
 
+    /// The sender's count of bytes only sizes the buffer: too small, too large or absurd, the same lines come,
+    /// and what follows them is still there for the next read.
+    @Test(arguments: [0, 3, 1 << 20, Int.max])
+    func manyLinesWhateverTheirExpectedLength(expectedBytes: Int) {
+        let rows = (0..<3000).map { "row \($0) " + String(repeating: "r", count: $0 % 200) }
+        let lines = reader(of: Array((rows.joined(separator: "\n") + "\nafter\n").utf8))
+        let read = lines.nextLines(rows.count, expectedBytes: expectedBytes)
+        #expect(read.map { bytes, ranges in ranges.map { String(decoding: bytes[$0], as: UTF8.self) } } == rows)
+        #expect(lines.nextBytes() == Array("after".utf8))
+        #expect(lines.nextBytes() == nil)
+    }
+
     @Test func manyLinesEndingEarlyAreNone() {
         let lines = reader(of: Array("a\nb\nc".utf8))
         #expect(lines.nextLines(3) == nil, "the third line never ended")

@@ -17,18 +17,30 @@ enum ContentKey: Hashable, Sendable {
     /// that two keys are equal exactly when their texts are).
     private static func sha256(of digits: UnsafeRawBufferPointer) -> ContentKey? {
         guard digits.count == 64 else { return nil }
-        func word(from start: Int) -> UInt64? {
-            var word: UInt64 = 0
-            for digit in digits[start..<start + 16] {
-                switch digit {
-                case UInt8(ascii: "0")...UInt8(ascii: "9"): word = word << 4 | UInt64(digit - UInt8(ascii: "0"))
-                case UInt8(ascii: "a")...UInt8(ascii: "f"): word = word << 4 | UInt64(digit - UInt8(ascii: "a") + 10)
-                default: return nil
+        return digitValues.withUnsafeBufferPointer { values in
+            // Without a branch a digit: any byte that is not a digit sets a high bit in `seen`.
+            var seen: UInt8 = 0
+            func word(from start: Int) -> UInt64 {
+                var word: UInt64 = 0
+                for index in start..<start + 16 {
+                    let value = values[Int(digits[index])]
+                    seen |= value
+                    word = word << 4 | UInt64(value & 0x0F)
                 }
+                return word
             }
-            return word
+            let key = ContentKey.sha256(word(from: 0), word(from: 16), word(from: 32), word(from: 48))
+            return seen < 16 ? key : nil
         }
-        guard let a = word(from: 0), let b = word(from: 16), let c = word(from: 32), let d = word(from: 48) else { return nil }
-        return .sha256(a, b, c, d)
+    }
+
+    /// Each byte's value as a lowercase hexadecimal digit, 0xFF for bytes that are not one. A table: reading
+    /// 200,000 hashes when an app first asks, the digit-by-digit comparisons were a sixth of the time.
+    private static let digitValues: [UInt8] = (0...255).map { byte in
+        switch UInt8(byte) {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): UInt8(byte) - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): UInt8(byte) - UInt8(ascii: "a") + 10
+        default: 0xFF
+        }
     }
 }

@@ -132,6 +132,7 @@ package final class ControlSocket: Sendable {
     }
 
     private static func send(_ response: ControlResponse, on connection: Int32) -> Bool {
-        UnixSocket.send((try? response.encoded()) ?? Data("{}\n".utf8), on: connection)
+        let pieces = (try? response.pieces()) ?? [Array("{}\n".utf8)]
+        return pieces.allSatisfy { UnixSocket.send($0, on: connection) }
     }
 }

@@ -135,17 +135,23 @@ package final class LineReader: @unchecked Sendable {
     }
 
     /// The next `count` lines in one buffer, with where each lies in it (without its newline); nil when the
-    /// connection ends, times out or passes the limit first.
-    package func nextLines(_ count: Int) -> (bytes: [UInt8], lines: [Range<Int>])? {
-        let first = start
+    /// connection ends, times out or passes the limit first. With `expectedBytes` (what the sender says the lines
+    /// take) the buffer is sized once rather than grown and copied again and again; it is handed over whole,
+    /// not copied (100,000 rows are megabytes).
+    package func nextLines(_ count: Int, expectedBytes: Int = 0) -> (bytes: [UInt8], lines: [Range<Int>])? {
+        // The sender's word sizes at most 256 MiB ahead; past that the buffer grows as the bytes arrive.
+        buffer.reserveCapacity(start + min(max(expectedBytes, 0), limit, 256 << 20) + chunk.count)
         var lines: [Range<Int>] = []
-        lines.reserveCapacity(count)
+        lines.reserveCapacity(min(count, 1 << 20))
         while lines.count < count {
             guard let line = nextLine(endingWithTheConnection: false) else { return nil }
-            lines.append(line.lowerBound - first..<line.upperBound - first)
+            lines.append(line)
         }
-        defer { compact() }
-        return (Array(buffer[first..<start]), lines)
+        // What arrived after the lines stays for the next read.
+        let rest = Array(buffer[start...])
+        buffer.removeSubrange(start...)
+        defer { (buffer, start) = (rest, 0) }
+        return (buffer, lines)
     }
 
     /// The next line without its newline (at the end, what is left); nil at the end, on a timeout, or past the limit.
@@ -163,7 +169,7 @@ package final class LineReader: @unchecked Sendable {
     private func nextLine(endingWithTheConnection: Bool) -> Range<Int>? {
         var searched = start
         while true {
-            if let newline = buffer[searched...].firstIndex(of: 0x0A) {
+            if let newline = newline(from: searched) {
                 defer { start = newline + 1 }
                 return start..<newline
             }
@@ -180,6 +186,14 @@ package final class LineReader: @unchecked Sendable {
         }
     }
 
+    /// Where the buffer's first newline at or after `index` is.
+    private func newline(from index: Int) -> Int? {
+        buffer.withUnsafeBytes { raw in
+            guard index < raw.count, let found = memchr(raw.baseAddress! + index, 0x0A, raw.count - index) else { return nil }
+            return raw.baseAddress!.distance(to: UnsafeRawPointer(found))
+        }
+    }
+
     /// Lets go of the lines read, once they are a megabyte.
     private func compact() {
         guard start > 1 << 20 else { return }
@@ -191,7 +205,7 @@ package final class LineReader: @unchecked Sendable {
 /// The few Unix socket calls the daemon and its clients share.
 package enum UnixSocket {
     /// Sends all of `bytes`; whether the peer took them.
-    package static func send(_ bytes: Data, on connection: Int32) -> Bool {
+    package static func send(_ bytes: some ContiguousBytes, on connection: Int32) -> Bool {
         bytes.withUnsafeBytes { raw in
             var offset = 0
             while offset < raw.count {
