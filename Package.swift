@@ -113,6 +113,7 @@ let package = Package(
             dependencies: [
                 "NimbusKit", "NimbusCore", "CFileOps", "CProcessTuning",
                 .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ]

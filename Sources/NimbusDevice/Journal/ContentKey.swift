@@ -9,8 +9,8 @@ enum ContentKey: Hashable, Sendable {
     case text(String)
 
     /// The key of the text `bytes` hold (UTF-8), without making a string of a SHA-256's digits.
-    init(utf8 bytes: Data) {
-        self = bytes.withUnsafeBytes(Self.sha256(of:)) ?? .text(String(decoding: bytes, as: UTF8.self))
+    init(utf8 bytes: UnsafeRawBufferPointer) {
+        self = Self.sha256(of: bytes) ?? .text(String(decoding: bytes, as: UTF8.self))
     }
 
     /// The four words of 64 lowercase hexadecimal digits; nil for anything else (which is then kept as text, so
@@ -19,19 +19,24 @@ enum ContentKey: Hashable, Sendable {
         guard digits.count == 64 else { return nil }
         return digitValues.withUnsafeBufferPointer { values in
             // Without a branch a digit: any byte that is not a digit sets a high bit in `seen`.
-            var seen: UInt8 = 0
-            func word(from start: Int) -> UInt64 {
-                var word: UInt64 = 0
-                for index in start..<start + 16 {
-                    let value = values[Int(digits[index])]
-                    seen |= value
-                    word = word << 4 | UInt64(value & 0x0F)
-                }
-                return word
-            }
-            let key = ContentKey.sha256(word(from: 0), word(from: 16), word(from: 32), word(from: 48))
-            return seen < 16 ? key : nil
+            let (a, b, c, d) = (
+                word(digits, 0, values), word(digits, 16, values), word(digits, 32, values), word(digits, 48, values)
+            )
+            return (a.seen | b.seen | c.seen | d.seen) < 16 ? .sha256(a.word, b.word, c.word, d.word) : nil
         }
+    }
+
+    /// The 16 digits from `start` as a word, and every digit's value or'ed together (16 or more: not all digits).
+    private static func word(_ digits: UnsafeRawBufferPointer, _ start: Int, _ values: UnsafeBufferPointer<UInt8>) -> (
+        word: UInt64, seen: UInt8
+    ) {
+        var (word, seen): (UInt64, UInt8) = (0, 0)
+        for index in start..<start + 16 {
+            let value = values[Int(digits[index])]
+            seen |= value
+            word = word << 4 | UInt64(value & 0x0F)
+        }
+        return (word, seen)
     }
 
     /// Each byte's value as a lowercase hexadecimal digit, 0xFF for bytes that are not one. A table: reading

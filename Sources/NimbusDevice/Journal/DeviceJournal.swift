@@ -349,34 +349,32 @@ package final class DeviceJournal: Sendable {
         return facts
     }
 
-    /// Adds the `remote` rows `filter` selects to `facts`, columns read by position.
+    /// Adds the `remote` rows `filter` selects to `facts`.
     private static func readRemoteFacts(
         _ db: Database, _ filter: String, _ arguments: StatementArguments, into facts: inout MetadataFacts
     ) throws {
-        let rows = try Row.fetchCursor(
-            db, sql: "SELECT item_id, parent_id, name, kind, content, conflicts, size, modified, created FROM remote \(filter)",
-            arguments: arguments)
-        while let row = try rows.next() {
+        let sql = "SELECT item_id, parent_id, name, kind, content, conflicts, size, modified, created FROM remote \(filter)"
+        try SQLiteColumns.forEachRow(db, sql, arguments) { row in
             let remote = RemoteFacts(
-                parent: (row[1] as String?).map(ItemID.init), name: row[2], kind: ItemKind(rawValue: row[3]) ?? .file,
-                content: try row.withUnsafeData(atIndex: 4) { $0.map(ContentKey.init(utf8:)) }, conflicts: row[5], size: row[6],
-                modified: row[7], created: row[8])
-            facts.remote[ItemID(row[0])] = remote
+                parent: row.optionalText(1).map(ItemID.init), name: row.text(2),
+                kind: ItemKind(rawValue: row.text(3)) ?? .file,
+                content: row.isNull(4) ? nil : row.bytes(4, ContentKey.init(utf8:)), conflicts: Int(row.int64(5)),
+                size: row.int64(6), modified: row.optionalInt64(7), created: row.optionalInt64(8))
+            facts.remote[ItemID(row.text(0))] = remote
         }
     }
 
-    /// Adds the `local` rows `filter` selects to `facts`, columns read by position.
+    /// Adds the `local` rows `filter` selects to `facts`.
     private static func readLocalFacts(
         _ db: Database, _ filter: String, _ arguments: StatementArguments, into facts: inout MetadataFacts
     ) throws {
-        let rows = try Row.fetchCursor(
-            db, sql: "SELECT item_id, path, size, modified, content FROM local \(filter)", arguments: arguments)
-        while let row = try rows.next() {
-            let path: String = row[1]
+        try SQLiteColumns.forEachRow(db, "SELECT item_id, path, size, modified, content FROM local \(filter)", arguments) {
+            row in
+            let path = row.text(1)
             let local = LocalFacts(
-                isPlaceholder: Placeholder.isPlaceholder(path: path), size: row[2], modified: row[3],
-                content: try row.withUnsafeData(atIndex: 4) { $0.map(ContentKey.init(utf8:)) })
-            let id = ItemID(row[0])
+                isPlaceholder: Placeholder.isPlaceholder(path: path), size: row.int64(2), modified: row.int64(3),
+                content: row.isNull(4) ? nil : row.bytes(4, ContentKey.init(utf8:)))
+            let id = ItemID(row.text(0))
             facts.local[id] = local
             facts.localPaths[id] = path
         }
