@@ -13,6 +13,9 @@ import NimbusKit
 
 struct Result: Encodable {
     var worstMilliseconds: Double
+    /// The worst a plain thread of this process woke late from a 5 ms sleep meanwhile: how long the machine
+    /// itself left the process's threads waiting, which no use of the pool can beat.
+    var worstPlainThreadMilliseconds: Double
     var probes: Int
     var synced: Int
     var scanned: Int
@@ -49,6 +52,34 @@ try await DeviceExecutor.run {
         for index in 0..<count { try Data("file \(index)\n".utf8).write(to: documents.appendingPathComponent("\(index).txt")) }
     }
 }
+/// A thread of its own sleeping 5 ms at a time, keeping the worst it woke late, until `stop`.
+final class PlainThreadLateness: @unchecked Sendable {
+    private let lock = NSLock()
+    private var worst = Duration.zero
+    private var stopped = false
+    private let done = DispatchSemaphore(value: 0)
+
+    init() {
+        Thread.detachNewThread { [self] in
+            while !lock.withLock({ stopped }) {
+                let start = ContinuousClock.now
+                Thread.sleep(forTimeInterval: 0.005)
+                let late = ContinuousClock.now - start - .milliseconds(5)
+                lock.withLock { worst = max(worst, late) }
+            }
+            done.signal()
+        }
+    }
+
+    /// Stops the thread; the worst lateness it saw.
+    func stop() -> Duration {
+        lock.withLock { stopped = true }
+        done.wait()
+        return lock.withLock { worst }
+    }
+}
+
+let plainThread = PlainThreadLateness()
 let delays = try await withThrowingTaskGroup(of: [Duration]?.self) { group in
     group.addTask {
         try await online.engine.syncOnce()
@@ -76,8 +107,10 @@ let delays = try await withThrowingTaskGroup(of: [Duration]?.self) { group in
     group.cancelAll()
     return try await group.next().flatMap { $0 } ?? []
 }
+let plainLateness = plainThread.stop()
 let result = Result(
-    worstMilliseconds: (delays.max() ?? .zero) / .milliseconds(1), probes: delays.count,
+    worstMilliseconds: (delays.max() ?? .zero) / .milliseconds(1),
+    worstPlainThreadMilliseconds: plainLateness / .milliseconds(1), probes: delays.count,
     synced: try await online.journal.syncedTree().items.count,
     scanned: try await offline.journal.localFiles().count)
 print(String(decoding: try JSONEncoder().encode(result), as: UTF8.self))

@@ -7,6 +7,7 @@ import Testing
 @Suite(.cleansUp) struct DeviceResponsivenessTests {
     struct ProbeResult: Decodable {
         var worstMilliseconds: Double
+        var worstPlainThreadMilliseconds: Double
         var probes: Int
         var synced: Int
         var scanned: Int
@@ -33,6 +34,9 @@ import Testing
         #expect(result.synced == count + 1, "the online round did not sync the folder")
         #expect(result.scanned == count + 1, "the offline round did not scan the folder")
         #expect(result.probes > 20, "the rounds were too short to probe")
-        #expect(result.worstMilliseconds < 50, "a task waited \(result.worstMilliseconds) ms for a cooperative thread")
+        #expect(
+            result.worstMilliseconds < 50,
+            "a task waited \(result.worstMilliseconds) ms for a cooperative thread (a plain thread woke at worst \(result.worstPlainThreadMilliseconds) ms late)"
+        )
     }
 }

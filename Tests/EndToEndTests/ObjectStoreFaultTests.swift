@@ -18,15 +18,18 @@ import Testing
         struct Refusal {
             var kind: String
             var error: NimbusError
-            /// Whether the request began before the store was lost (so it may have been cut mid-way).
-            var begunBeforeTheLoss: Bool
+            /// When the request began and failed.
+            var begun: ContinuousClock.Instant
+            var failed: ContinuousClock.Instant
         }
 
         let done = Mutex<[String: Int]>([:])
         let refused = Mutex<[Refusal]>([])
         let stopped = Atomic(false)
-        /// When the object store was lost.
+        /// When the object store was lost, when its restart began, and when it was ready again.
         let lostAt = Mutex<ContinuousClock.Instant?>(nil)
+        let restartingAt = Mutex<ContinuousClock.Instant?>(nil)
+        let backAt = Mutex<ContinuousClock.Instant?>(nil)
 
         func count(_ kind: String) -> Int { done.withLock { $0[kind] ?? 0 } }
 
@@ -43,8 +46,7 @@ import Testing
                         try? await Task.sleep(for: .milliseconds(5))
                     } catch {
                         let error = error as? NimbusError ?? NimbusError(.internalError, "\(error)")
-                        let early = lostAt.withLock { $0.map { begun < $0 } ?? true }
-                        refused.withLock { $0.append(Refusal(kind: kind, error: error, begunBeforeTheLoss: early)) }
+                        refused.withLock { $0.append(Refusal(kind: kind, error: error, begun: begun, failed: .now)) }
                         // As a client does when told to try again: not at once.
                         try? await Task.sleep(for: .milliseconds(50))
                     }
@@ -110,7 +112,9 @@ import Testing
                     && tally.count("document changes") > whileLost["document changes"]! + 10
             }, "what needs no blob goes on while the store is lost")
 
+        tally.restartingAt.withLock { $0 = .now }
         try await objects.restart()
+        tally.backAt.withLock { $0 = .now }
         #expect(
             await eventually(timeout: .seconds(60)) {
                 tally.count("upload") > whileLost["upload"]! + 5 && tally.count("download") > whileLost["download"]! + 5
@@ -118,14 +122,26 @@ import Testing
         tally.stopped.store(true, ordering: .relaxed)
         for task in load { await task.value }
 
+        let (lost, restarting, back) = (
+            try #require(tally.lostAt.withLock { $0 }), try #require(tally.restartingAt.withLock { $0 }),
+            try #require(tally.backAt.withLock { $0 })
+        )
+        /// An instant as milliseconds from the loss, for the messages below.
+        func sinceTheLoss(_ instant: ContinuousClock.Instant) -> String {
+            String(format: "%+.0f ms", (instant - lost) / .milliseconds(1))
+        }
         for refusal in tally.refused.withLock({ $0 }) {
             let (kind, error) = (refusal.kind, refusal.error)
             // A download already streaming when the store went can only be cut short: its client sees the
             // connection end early, as with any interrupted transfer, and asks again.
-            let cutMidway = kind == "download" && refusal.begunBeforeTheLoss && error.code == .networkUnavailable
+            let cutMidway = kind == "download" && refusal.begun < lost && error.code == .networkUnavailable
             #expect(
                 ["upload", "download"].contains(kind) && (cutMidway || error.code == .tryAgainLater && error.retryAfter != nil),
-                "\(kind): \(error.code) \(error.reason)")
+                """
+                \(kind): \(error.code) \(error.reason); begun \(sinceTheLoss(refusal.begun)) and failed \
+                \(sinceTheLoss(refusal.failed)) from the loss (the restart began \(sinceTheLoss(restarting)), ready \
+                \(sinceTheLoss(back)))
+                """)
         }
         #expect(try await downloader.download(chunk: keptHash) == kept)
     }
