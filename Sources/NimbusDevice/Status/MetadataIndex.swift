@@ -248,7 +248,7 @@ struct MetadataSnapshot: Sendable {
         var memo: [ItemID: String] = [:]
         var found: [MetadataItem] = []
         for (id, server) in Self.slice(facts.remote, part, of: parts) {
-            let work = activity.isEmpty ? nil : activity[id]
+            let work = activity[id]
             let path: String
             if let parent = server.parent {
                 guard let above = folders[parent] else {
@@ -331,9 +331,7 @@ struct MetadataSnapshot: Sendable {
                 found = server.name
             }
         }
-        if found == nil, let disk = facts.localPaths[id] {
-            found = Placeholder.isPlaceholder(path: disk) ? Placeholder.realPath(of: disk) : disk
-        }
+        if found == nil, let disk = facts.localPaths[id] { found = Placeholder.realPath(of: disk) }
         if let found, server?.kind == .folder || (server == nil && facts.local[id]?.content == nil) { memo[id] = found }
         return found
     }

@@ -126,11 +126,8 @@ package struct ControlResponse: Codable, Sendable {
 
     package init(_ error: NimbusError) { self.init(error: error.reason, code: error.code) }
 
-    /// The answer as it goes on the socket: its line, then its items' rows.
-    package func encoded() throws -> Data { Data(try pieces().joined()) }
-
-    /// `encoded()` in the pieces it is made of, for sending one after another: joined, 100,000 rows were two more
-    /// copies of several megabytes on the way to the socket.
+    /// The answer as it goes on the socket, its line and then its items' rows, in the pieces it is made of, to be
+    /// sent one after another: joined, 100,000 rows were two more copies of several megabytes on the way.
     package func pieces() throws -> [[UInt8]] {
         let items = items ?? []
         // In two halves at once: 100,000 rows are a good part of a large query's time.

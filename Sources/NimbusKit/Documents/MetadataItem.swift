@@ -171,9 +171,6 @@ extension MetadataItem {
 
     /// The item a row describes, nil for a malformed one. Read byte by byte, making strings only of the
     /// text fields: splitting by characters cost more than the rest of a 100,000-item query together.
-    package init?(row bytes: [UInt8]) { self.init(row: bytes[...]) }
-
-    /// The item a row describes, among the bytes of many.
     package init?(row bytes: ArraySlice<UInt8>) {
         var bounds: [Range<Int>] = []
         bounds.reserveCapacity(15)
