@@ -188,7 +188,7 @@ struct ChunkTransfers: Sendable {
         }
         var headers: HTTPFields = [.contentType: "application/octet-stream", .acceptRanges: "bytes"]
         guard let range = range.flatMap({ ByteRange(header: $0) }) else {
-            return Response(status: .ok, headers: headers, body: server.blobs.responseBody(hash, size: size))
+            return Response(status: .ok, headers: headers, body: try await server.blobs.responseBody(hash, size: size))
         }
         guard let bounds = range.bounds(size: Int(size)) else {
             headers[.contentRange] = "bytes */\(size)"
@@ -197,7 +197,7 @@ struct ChunkTransfers: Sendable {
         headers[.contentRange] = "bytes \(bounds.lowerBound)-\(bounds.upperBound)/\(size)"
         return Response(
             status: .partialContent, headers: headers,
-            body: server.blobs.responseBody(hash, range: Int64(bounds.lowerBound)...Int64(bounds.upperBound)))
+            body: try await server.blobs.responseBody(hash, range: Int64(bounds.lowerBound)...Int64(bounds.upperBound)))
     }
 
     private func heldChunks(_ zone: ZoneKey, _ hashes: [String]) async throws -> [String] {

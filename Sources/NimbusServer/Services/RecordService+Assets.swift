@@ -226,6 +226,6 @@ struct AssetTransfers: Sendable {
         guard let size = try await server.blobs.size(assetID) else { throw NimbusError.notFound("the asset's file is gone") }
         return Response(
             status: .ok, headers: [.contentType: "application/octet-stream", .cacheControl: "private, max-age=3600"],
-            body: server.blobs.responseBody(assetID, size: size))
+            body: try await server.blobs.responseBody(assetID, size: size))
     }
 }

@@ -104,8 +104,8 @@ package struct S3Client: Sendable {
     }
 
     /// Streams an object's bytes, or those at the offsets `range`, to `consume` as they arrive; an
-    /// `S3Error` with code `NoSuchKey` when there is none. Only a call that failed before its first byte is
-    /// tried again.
+    /// `S3Error` with code `NoSuchKey` when there is none, and one with code `Interrupted` when the store's
+    /// answer breaks off. Only a call that failed before its first byte is tried again.
     package func get(_ key: String, range: ClosedRange<Int64>? = nil, into consume: (ByteBuffer) async throws -> Void)
         async throws
     {
@@ -113,7 +113,17 @@ package struct S3Client: Sendable {
         if let range { headers.append(("range", "bytes=\(range.lowerBound)-\(range.upperBound)")) }
         let response = try await send(
             "GET", path: objectPath(key), headers: headers, expecting: range == nil ? [200] : [200, 206], streaming: true)
-        for try await piece in response.body { try await consume(piece) }
+        var pieces = response.body.makeAsyncIterator()
+        while true {
+            let piece: ByteBuffer?
+            do {
+                piece = try await pieces.next()
+            } catch {
+                throw S3Error(status: 0, code: "Interrupted", message: "the object store's answer for \(key) broke off: \(error)")
+            }
+            guard let piece else { return }
+            try await consume(piece)
+        }
     }
 
     /// Starts a multipart upload of an object (for objects too large to send in one request: every part
