@@ -15,8 +15,8 @@ extension BlobStore {
 
     /// Bodies up to this size are read whole before the response is made: a response commits to its status
     /// before its body, so a store that fails under a body already under way can only cut it short, while one
-    /// that fails before it is answered `TRY_AGAIN_LATER` (an object store just back, say, which lists objects
-    /// a few seconds before it serves their bytes). Larger bodies stream, holding little at a time.
+    /// that fails before it is answered `TRY_AGAIN_LATER` (an object store just back, say: SeaweedFS answered
+    /// size requests a few seconds before it served the bytes). Larger bodies stream, holding little at a time.
     static var bodiesReadBeforeAnswering: Int64 { 1 << 20 }
 
     /// A blob swept between the size's reading and the body (never one a live entry names) is a missing blob
