@@ -94,7 +94,7 @@ enum MetadataQueryBenchmarks {
                 modified: 1_700_000_000_000_000_000, content: item.current?.content.contentHash)
         }
         try await journal.applyRemote(DocumentChangesResponse(items: remote, removed: [], syncToken: "t0", moreComing: false))
-        try await journal.updateLocalFiles(from: [], to: local)
+        try await journal.updateLocalFiles(from: [], to: ItemTable(local))
 
         let client = DocumentClient(client: NimbusClient(session: session, apiToken: apiToken), container: container)
         /// A daemon as `nimbus device run` starts one: its journal opened, its engine, its control socket.

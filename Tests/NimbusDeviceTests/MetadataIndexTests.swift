@@ -80,13 +80,15 @@ import Testing
         }
         try await journal.updateLocalFiles(
             from: [],
-            to: Dictionary(uniqueKeysWithValues: [
-                local("documents", "Documents", content: nil), local("same", "Documents/same.txt", content: newer),
-                local("older", "Documents/older.txt", content: older),
-                local("evicted", "Documents/.evicted.txt.icloud", content: newer),
-                local("text", "Documents/text.txt", content: "not a hash"),
-                local("upper", "Documents/upper.txt", content: newer), local("near", "Documents/near.txt", content: nearlyHex),
-            ]))
+            to: ItemTable(
+                Dictionary(uniqueKeysWithValues: [
+                    local("documents", "Documents", content: nil), local("same", "Documents/same.txt", content: newer),
+                    local("older", "Documents/older.txt", content: older),
+                    local("evicted", "Documents/.evicted.txt.icloud", content: newer),
+                    local("text", "Documents/text.txt", content: "not a hash"),
+                    local("upper", "Documents/upper.txt", content: newer),
+                    local("near", "Documents/near.txt", content: nearlyHex),
+                ])))
         let container = root.appendingPathComponent("container")
         let index = MetadataIndex(journal: journal, activity: SyncActivity(), folder: container)
         let items = try await index.query(

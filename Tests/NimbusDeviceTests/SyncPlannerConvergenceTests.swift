@@ -76,7 +76,7 @@ extension ModelDevice {
     /// One thing a user does to the folder: on a disk, so names are unique in a folder and a folder
     /// cannot move into itself.
     mutating func editAtRandom(_ random: inout SeededGenerator, tag: String) {
-        let folders = [nil] + disk.items.filter { $0.value.kind == .folder }.keys.sorted().map { Optional($0) }
+        let folders = [nil] + disk.items.filter { $0.value.kind == .folder }.map(\.key).sorted().map { Optional($0) }
         let parent = folders.randomElement(using: &random)!
         let place = Place(parent: parent, name: ["a", "b", "c", "A"].randomElement(using: &random)!)
         let placeIsFree = !disk.items.values.contains { $0.place == place }

@@ -205,6 +205,23 @@ package final class DeviceJournal: Sendable {
         }
     }
 
+    /// The item at `path` (relative to the container's folder): the one the last scan found there (as its file or
+    /// its placeholder), else the one the server holds at that path.
+    package func itemID(atPath path: String) async throws -> ItemID? {
+        try await database.read { db in
+            let onDisk = try String.fetchOne(
+                db, sql: "SELECT item_id FROM local WHERE path IN (?, ?)", arguments: [path, Placeholder.path(for: path)])
+            if let onDisk { return ItemID(onDisk) }
+            var parent: String?
+            for name in path.split(separator: "/", omittingEmptySubsequences: false) {
+                parent = try String.fetchOne(
+                    db, sql: "SELECT item_id FROM remote WHERE parent_id IS ? AND name = ?", arguments: [parent, String(name)])
+                guard parent != nil else { return nil }
+            }
+            return parent.map(ItemID.init)
+        }
+    }
+
     private static let localColumns = "item_id, path, inode, size, modified, content"
 
     /// A `local` row read as `localColumns`, by position.
@@ -215,7 +232,7 @@ package final class DeviceJournal: Sendable {
 
     /// Makes the journal's local files those of a scan, writing only what differs from `known` (what the
     /// journal held when the scan began): a round with nothing changed writes nothing.
-    package func updateLocalFiles(from known: [LocalFile], to scanned: [ItemID: LocalFile]) async throws {
+    package func updateLocalFiles(from known: [LocalFile], to scanned: ItemTable<LocalFile>) async throws {
         let (changed, removed) = Self.differences(from: known, to: scanned)
         guard !changed.isEmpty || !removed.isEmpty else { return }
         try await database.write { db in
@@ -234,7 +251,7 @@ package final class DeviceJournal: Sendable {
     /// The files `scanned` holds other than `known` had them (new ones too), and the items it no longer has.
     /// Compared in place rather than through a dictionary of `known`: at 100,000 files such a copy was 25 MB
     /// of a round's peak memory.
-    private static func differences(from known: [LocalFile], to scanned: [ItemID: LocalFile]) -> (
+    private static func differences(from known: [LocalFile], to scanned: ItemTable<LocalFile>) -> (
         changed: [LocalFile], removed: [ItemID]
     ) {
         var changed: [LocalFile] = []
@@ -384,7 +401,7 @@ package final class DeviceJournal: Sendable {
 
     /// The tree a table of (item_id, parent_id, name, kind, content) holds, columns read by position.
     private static func tree(_ db: Database, table: String) throws -> SyncTree {
-        var items: [ItemID: SyncItem] = [:]
+        var items = ItemTable<SyncItem>()
         // Sized once: grown as it fills, a table of 100,000 items is held twice while it moves to its last size.
         items.reserveCapacity(try Int.fetchOne(db, sql: "SELECT count(*) FROM \(table)") ?? 0)
         let rows = try Row.fetchCursor(db, sql: "SELECT item_id, parent_id, name, kind, content FROM \(table)")

@@ -75,7 +75,7 @@ package struct DeviceControl: Sendable {
     }
 
     private func itemID(at path: String) async throws -> ItemID {
-        guard let id = await activity.item(at: path) else {
+        guard let id = try await journal.itemID(atPath: path) else {
             throw NimbusError.notFound("\(path) is not an item the server has yet")
         }
         return id
@@ -159,7 +159,7 @@ package struct DeviceControl: Sendable {
             }
         }
         let summary = await activity.summary()
-        guard let id = await activity.item(at: path) else {
+        guard let id = try await journal.itemID(atPath: path) else {
             guard FileManager.default.fileExists(atPath: folder.appendingPathComponent(path).path) else {
                 return ItemStatus(path: path, state: .notFound, reason: "no such item on this device or the server")
             }

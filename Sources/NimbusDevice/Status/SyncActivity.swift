@@ -15,7 +15,6 @@ package actor SyncActivity {
         var total: Int64
     }
 
-    private(set) var paths: [String: ItemID] = [:]
     private(set) var pending: [ItemID: Work] = [:]
     private(set) var transfers: [ItemID: Progress] = [:]
     private(set) var refusals: [ItemID: NimbusError] = [:]
@@ -29,9 +28,8 @@ package actor SyncActivity {
 
     func observe(_ observer: @escaping @Sendable (Set<ItemID>) -> Void) { self.observer = observer }
 
-    /// A round scanned the disk and planned: where each item is, and what is left to do.
-    func planned(paths: [ItemID: String], steps: [SyncOperation]) {
-        self.paths = Dictionary(paths.map { ($1, $0) }, uniquingKeysWith: { a, _ in a })
+    /// A round scanned the disk and planned: what is left to do.
+    func planned(_ steps: [SyncOperation]) {
         let before = pending
         pending = [:]
         for step in steps { if let work = Work(step.action) { pending[step.item] = work } }
@@ -102,7 +100,6 @@ package actor SyncActivity {
         facts(Set(pending.keys).union(transfers.keys).union(refusals.keys))
     }
 
-    func item(at path: String) -> ItemID? { paths[path] }
     func work(of id: ItemID) -> Work? { pending[id] }
     func transfer(of id: ItemID) -> Progress? { transfers[id] }
     func refusal(of id: ItemID) -> NimbusError? { refusals[id] }

@@ -133,9 +133,7 @@ package final class SyncEngine: Sendable {
         let scan = try await scanDisk(synced: synced)
         let remote = try await journal.remoteTree()
         let plan = SyncPlanner.plan(remote: remote, local: scan.tree, synced: synced)
-        var itemPaths = scan.files.mapValues { $0.isPlaceholder ? Placeholder.realPath(of: $0.path) : $0.path }
-        for id in remote.items.keys where itemPaths[id] == nil { itemPaths[id] = remote.path(of: id) }
-        await activity.planned(paths: itemPaths, steps: plan)
+        await activity.planned(plan)
         if let offline { throw offline }
         let (serverSide, diskSide) = (plan.filter(\.isRemote), plan.filter { !$0.isRemote })
         // The server refusing this device's batch (its storage is full, say) must not stop what comes the

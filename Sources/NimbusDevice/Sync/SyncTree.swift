@@ -1,5 +1,3 @@
-import NimbusCore
-
 /// An item's identity in a container, the same on the server and on every device: it survives renames
 /// and moves. A device names the items it creates, so an item created offline has its ID before the
 /// server has seen it.
@@ -64,9 +62,10 @@ public struct SyncItem: Hashable, Sendable, CustomStringConvertible {
 /// A side's view of a container: the remote tree (what the server says), the local tree (what the disk
 /// says) or the synced tree (what both last agreed on).
 public struct SyncTree: Equatable, Sendable {
-    public var items: [ItemID: SyncItem]
+    public var items: ItemTable<SyncItem>
 
-    public init(_ items: [ItemID: SyncItem] = [:]) { self.items = items }
+    public init(_ items: ItemTable<SyncItem> = ItemTable()) { self.items = items }
+    public init(_ items: [ItemID: SyncItem]) { self.items = ItemTable(items) }
 
     public subscript(id: ItemID) -> SyncItem? {
         get { items[id] }
@@ -100,18 +99,6 @@ public struct SyncTree: Equatable, Sendable {
             steps += 1
         }
         return false
-    }
-
-    /// The item's path from the root ("Documents/Notes/a.txt"), or nil when a folder above it is missing.
-    func path(of id: ItemID) -> String? {
-        var components: [String] = []
-        var current: ItemID? = id
-        while let next = current, components.count <= DocumentNames.maxDepth {
-            guard let item = items[next] else { return nil }
-            components.append(item.place.name)
-            current = item.place.parent
-        }
-        return current == nil ? components.reversed().joined(separator: "/") : nil
     }
 
     /// How many folders lie between the item and the root (items whose parent is missing count as at

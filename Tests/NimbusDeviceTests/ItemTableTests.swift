@@ -1,0 +1,52 @@
+import NimbusTestingCore
+import Testing
+
+@testable import NimbusDevice
+
+/// The compact table every round's trees and scanned files are held in: it must answer exactly as a dictionary
+/// would, whatever order items come and go in.
+@Suite struct ItemTableTests {
+    @Test func removingAnItemKeepsEveryOtherOneFound() {
+        var table = ItemTable<String>()
+        for name in ["a", "b", "c", "d"] { table[ItemID(name)] = name.uppercased() }
+        table[ItemID("b")] = nil  // the last item moves into its place
+        table[ItemID("x")] = nil  // absent: nothing changes
+        #expect(table.count == 3)
+        #expect(table[ItemID("b")] == nil)
+        #expect(["a", "c", "d"].allSatisfy { table[ItemID($0)] == $0.uppercased() })
+        table[ItemID("d")] = "D2"
+        table[ItemID("d")] = nil  // now the last one itself
+        table[ItemID("b")] = "B again"
+        #expect(Set(table.keys) == [ItemID("a"), ItemID("c"), ItemID("b")])
+        #expect(Dictionary(uniqueKeysWithValues: table.map { ($0.key, $0.value) }) == table.mapValues { $0 })
+    }
+
+    @Test func tablesWithTheSameItemsAreEqualWhateverTheOrder() {
+        let forwards = ItemTable([ItemID("a"): 1, ItemID("b"): 2])
+        var backwards = ItemTable<Int>()
+        backwards[ItemID("b")] = 2
+        backwards[ItemID("a")] = 1
+        #expect(forwards == backwards)
+        backwards[ItemID("a")] = 3
+        #expect(forwards != backwards)
+        backwards[ItemID("a")] = nil
+        #expect(forwards != backwards)
+    }
+
+    /// Thousands of random writes and removals, each followed by a comparison with a dictionary given the same.
+    @Test(arguments: [1, 2, 3] as [UInt64]) func answersAsADictionaryWould(seed: UInt64) {
+        var random = SeededGenerator(seed: seed)
+        var table = ItemTable<Int>()
+        var model: [ItemID: Int] = [:]
+        for step in 0..<5_000 {
+            let id = ItemID("item-\(Int.random(in: 0..<200, using: &random))")
+            let value = Bool.random(using: &random) ? step : nil
+            table[id] = value
+            model[id] = value
+            #expect(table.count == model.count && table[id] == model[id])
+        }
+        #expect(table.mapValues { $0 } == model)
+        #expect(table.keys.count == Set(table.keys).count)
+        #expect(zip(table.keys, table.values).allSatisfy { model[$0] == $1 })
+    }
+}
