@@ -388,6 +388,18 @@ import Testing
         #expect(try fixture.a.files() == fixture.b.files())
     }
 
+    /// A new name that differs only by case from a synced one: the synced file keeps its name, though the new one
+    /// comes first by name, and the new one is numbered.
+    @Test func theSyncedNameIsKeptWhenANewOneCollidesWithIt() async throws {
+        let fixture = try await Fixture.make()
+        try fixture.a.write("Documents/notes.txt", "synced first")
+        try await fixture.settle()
+        try fixture.a.write("Documents/Notes.txt", "new")
+        try await fixture.settle()
+        #expect(fixture.b.read("Documents/notes.txt") == "synced first" && fixture.b.read("Documents/Notes 2.txt") == "new")
+        #expect(try fixture.a.files() == fixture.b.files())
+    }
+
     /// The daemons, not the test, decide when to sync: a file written into one folder reaches the other
     /// through inotify, the server and the push socket.
     /// A folder and a file of one 255-byte name on two devices: the file steps aside and is numbered within

@@ -87,6 +87,16 @@ package final class DeviceJournal: Sendable {
         }
     }
 
+    /// Which of `ids` the synced tree holds.
+    package func syncedIDs(among ids: [ItemID]) async throws -> Set<ItemID> {
+        try await database.read { db in
+            Set(
+                try ids.filter {
+                    try Bool.fetchOne(db, sql: "SELECT 1 FROM synced WHERE item_id = ?", arguments: [$0.rawValue]) != nil
+                })
+        }
+    }
+
     // MARK: - Remote tree
 
     package var syncToken: String? {
