@@ -182,8 +182,9 @@ package final class SyncEngine: Sendable {
         }
         var seen = Set<Int>(minimumCapacity: scan.tree.items.count)
         var suspects = Set<Int>()
-        for item in scan.tree.items.values where !seen.insert(key(item).hashValue).inserted {
-            suspects.insert(key(item).hashValue)
+        for item in scan.tree.items.values {
+            let hash = key(item).hashValue
+            if !seen.insert(hash).inserted { suspects.insert(hash) }
         }
         guard !suspects.isEmpty else { return false }
         var groups: [String: [ItemID]] = [:]

@@ -65,7 +65,6 @@ public struct SyncTree: Equatable, Sendable {
     public var items: ItemTable<SyncItem>
 
     public init(_ items: ItemTable<SyncItem> = ItemTable()) { self.items = items }
-    public init(_ items: [ItemID: SyncItem]) { self.items = ItemTable(items) }
 
     public subscript(id: ItemID) -> SyncItem? {
         get { items[id] }
