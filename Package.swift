@@ -112,6 +112,7 @@ let package = Package(
             name: "NimbusDevice",
             dependencies: [
                 "NimbusKit", "NimbusCore", "CFileOps", "CProcessTuning",
+                .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
@@ -228,6 +229,7 @@ let package = Package(
             dependencies: [
                 "NimbusDevice", "NimbusTestingCore", "NimbusTesting", "NimbusKit", "NimbusCore", "NimbusServer",
                 .product(name: "Logging", package: "swift-log"), .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "NIOCore", package: "swift-nio"),
             ]),
         .testTarget(
             name: "EndToEndTests",
@@ -238,6 +240,7 @@ let package = Package(
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Subprocess", package: "swift-subprocess"),
                 .product(name: "SystemPackage", package: "swift-system"),
             ]

@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import NIOCore
 import NimbusCore
 import NimbusKit
 import NimbusTesting
@@ -304,7 +305,7 @@ import Testing
         let item = try #require(try await client.changes(since: nil).items.first { $0.name == "Final.txt" })
         let other = Data("edited elsewhere".utf8)
         let hash = SHA256.hash(data: other).map { String(format: "%02x", $0) }.joined()
-        try await client.upload(chunk: other, hash: hash)
+        try await client.upload(chunk: ByteBuffer(bytes: other), hash: hash)
         _ = try await client.modify([
             DocumentOperation(
                 .save, itemID: item.itemID, parentID: item.parentID, name: item.name, kind: .file,

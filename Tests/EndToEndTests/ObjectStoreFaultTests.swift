@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import NIOCore
 import NimbusCore
 import NimbusKit
 import NimbusServer
@@ -74,16 +75,16 @@ import Testing
 
         let kept = Data((0..<300_000).map { UInt8(truncatingIfNeeded: $0 &* 31) })
         let keptHash = Self.hash(kept)
-        try await uploader.upload(chunk: kept, hash: keptHash)
+        try await uploader.upload(chunk: ByteBuffer(bytes: kept), hash: keptHash)
 
         let tally = Tally()
         let load = [
             tally.repeatedly("upload") { number in
                 let bytes = Data("chunk \(number) of the phone, \(UUID())".utf8) + kept.prefix(64 << 10)
-                try await uploader.upload(chunk: bytes, hash: Self.hash(bytes))
+                try await uploader.upload(chunk: ByteBuffer(bytes: bytes), hash: Self.hash(bytes))
             },
             tally.repeatedly("download") { _ in
-                guard try await downloader.download(chunk: keptHash) == kept else { throw Mismatch() }
+                guard try await downloader.download(chunk: keptHash) == ByteBuffer(bytes: kept) else { throw Mismatch() }
             },
             tally.repeatedly("key-value write") { number in
                 _ = try await keys.modify([.set("counter", .int64(Int64(number)))])
@@ -143,7 +144,7 @@ import Testing
                 \(sinceTheLoss(back)))
                 """)
         }
-        #expect(try await downloader.download(chunk: keptHash) == kept)
+        #expect(try await downloader.download(chunk: keptHash) == ByteBuffer(bytes: kept))
     }
 
     struct Mismatch: Error {}

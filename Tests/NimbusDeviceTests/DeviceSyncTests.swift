@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import NIOCore
 import NimbusCore
 import NimbusDevice
 import NimbusKit
@@ -327,7 +328,7 @@ import Testing
             try bytes.write(to: file)
             var chunks: [DocumentChunk] = []
             let whole = try await FileContent.chunks(of: file) { chunk, hash in
-                try await client.upload(chunk: chunk, hash: hash)
+                try await client.upload(chunk: ByteBuffer(bytes: chunk), hash: hash)
                 chunks.append(DocumentChunk(hash: hash, size: Int64(chunk.count)))
             }
             return (bytes, DocumentContent(contentHash: whole, size: Int64(size), chunks: chunks, modifiedAt: 1_000))

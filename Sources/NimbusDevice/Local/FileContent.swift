@@ -22,9 +22,10 @@ package enum FileContent {
     }
 
     /// Calls `body` with each chunk of the file in order (never more than the chunker's largest chunk
-    /// and one read in memory); returns the whole file's SHA-256.
+    /// and one read in memory); returns the whole file's SHA-256. The bytes `body` is given lie in the read
+    /// buffer, valid only until it returns: a caller that keeps them copies them (most need only their size).
     package static func chunks(
-        of file: URL, chunker: ContentDefinedChunker = .standard, _ body: (Data, String) async throws -> Void
+        of file: URL, chunker: ContentDefinedChunker = .standard, _ body: (UnsafeRawBufferPointer, String) async throws -> Void
     ) async throws -> String {
         let descriptor = try open(file)
         defer { close(descriptor) }
@@ -49,7 +50,7 @@ package enum FileContent {
             let chunk = UnsafeRawBufferPointer(rebasing: unread[..<chunker.nextChunkLength(in: unread)])
             whole.update(bufferPointer: chunk)
             start += chunk.count
-            try await body(Data(chunk), Secrets.hex(SHA256.hash(data: chunk)))
+            try await body(chunk, Secrets.hex(SHA256.hash(data: chunk)))
         }
         return Secrets.hex(whole.finalize())
     }

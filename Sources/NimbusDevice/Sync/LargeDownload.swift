@@ -1,4 +1,5 @@
 import Foundation
+import NIOCore
 import NimbusCore
 import NimbusKit
 import Synchronization
@@ -53,9 +54,9 @@ final class LargeDownload: Sendable {
     /// Downloads and writes the known chunks not yet written, those added meanwhile too.
     func run(activity: SyncActivity?) async throws {
         let (client, held, item) = (client, held, item)
-        try await withThrowingTaskGroup(of: (Int, Data).self) { group in
+        try await withThrowingTaskGroup(of: (Int, ByteBuffer).self) { group in
             var (requested, ahead) = (written, 0)
-            var arrived: [Int: Data] = [:]
+            var arrived: [Int: ByteBuffer] = [:]
             while true {
                 try Task.checkCancellation()
                 let (chunks, index) = (self.chunks, written)
@@ -68,7 +69,7 @@ final class LargeDownload: Sendable {
                     }
                     requested += 1
                 }
-                let bytes: Data
+                let bytes: ByteBuffer
                 if held?.holds(chunks[index].hash) == true {
                     // Read again and checked when taken; changed since it was cut, it is downloaded after all.
                     if let local = held?.bytes(of: chunks[index].hash) {
@@ -84,8 +85,8 @@ final class LargeDownload: Sendable {
                     bytes = data
                     ahead -= 1
                 }
-                try output.withLock { try $0.append(bytes, as: chunks[index]) }
-                await activity?.moved(item, bytes: Int64(bytes.count))
+                try output.withLock { output in try bytes.withUnsafeReadableBytes { try output.append($0, as: chunks[index]) } }
+                await activity?.moved(item, bytes: Int64(bytes.readableBytes))
             }
         }
     }

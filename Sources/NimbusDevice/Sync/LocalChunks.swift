@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import NIOCore
 import NimbusCore
 
 /// The chunks of a file this device already holds (an item's previous version, on disk), by hash: a new
@@ -37,16 +38,17 @@ final class LocalChunks: Sendable {
     func holds(_ hash: String) -> Bool { places[hash] != nil }
 
     /// The chunk's bytes from the file, if it holds them still.
-    func bytes(of hash: String) -> Data? {
-        guard let place = places[hash], let bytes = try? read(place), Secrets.hex(SHA256.hash(data: bytes)) == hash
+    func bytes(of hash: String) -> ByteBuffer? {
+        guard let place = places[hash], let bytes = read(place),
+            bytes.withUnsafeReadableBytes({ Secrets.hex(SHA256.hash(data: $0)) }) == hash
         else { return nil }
         return bytes
     }
 
-    private func read(_ place: (offset: UInt64, length: Int)) throws -> Data? {
-        var bytes = Data(count: place.length)
-        let count = bytes.withUnsafeMutableBytes { buffer in
-            pread(file.fileDescriptor, buffer.baseAddress, place.length, off_t(place.offset))
+    private func read(_ place: (offset: UInt64, length: Int)) -> ByteBuffer? {
+        var bytes = ByteBufferAllocator().buffer(capacity: place.length)
+        let count = bytes.writeWithUnsafeMutableBytes(minimumWritableBytes: place.length) { buffer in
+            max(0, pread(file.fileDescriptor, buffer.baseAddress, place.length, off_t(place.offset)))
         }
         return count == place.length ? bytes : nil
     }

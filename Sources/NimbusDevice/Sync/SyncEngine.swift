@@ -1,6 +1,7 @@
 import CFileOps
 import Crypto
 import Foundation
+import NIOCore
 import NimbusCore
 import NimbusKit
 import Synchronization
@@ -416,26 +417,27 @@ package final class SyncEngine: Sendable {
         let whole: String
         do {
             whole = try await withThrowingTaskGroup(of: String.self) { group in
-                var window: [(Data, String)] = []
+                var window: [(ByteBuffer, String)] = []
                 var inFlight = 0
-                func ask() async throws -> [(Data, String)] {
+                func ask() async throws -> [(ByteBuffer, String)] {
                     let fresh = window.filter { asked.insert($0.1).inserted }
                     defer { window = [] }
                     guard !fresh.isEmpty else { return [] }
                     let missing = Set(try await client.missing(fresh.map(\.1)))
                     let present = fresh.filter { !missing.contains($0.1) }
                     held.formUnion(present.map(\.1))
-                    await activity.moved(id, bytes: Int64(present.reduce(0) { $0 + $1.0.count }))
+                    await activity.moved(id, bytes: Int64(present.reduce(0) { $0 + $1.0.readableBytes }))
                     return fresh.filter { missing.contains($0.1) }
                 }
-                @Sendable func upload(_ bytes: Data, _ chunk: String) async throws -> String {
+                @Sendable func upload(_ bytes: ByteBuffer, _ chunk: String) async throws -> String {
                     try await client.upload(chunk: bytes, hash: chunk)
-                    await activity.moved(id, bytes: Int64(bytes.count))
+                    await activity.moved(id, bytes: Int64(bytes.readableBytes))
                     return chunk
                 }
                 let whole = try await FileContent.chunks(of: file) { bytes, chunk in
                     chunks.append(DocumentChunk(hash: chunk, size: Int64(bytes.count)))
-                    window.append((bytes, chunk))
+                    // The one copy of the bytes on their way out: the request sends this buffer as it is.
+                    window.append((ByteBuffer(bytes: bytes), chunk))
                     guard window.count == Self.chunksPerQuestion else { return }
                     guard stillScanned(orGrown: true) else { throw ChangedWhileSent() }
                     let toSend = try await ask()
@@ -511,7 +513,7 @@ package final class SyncEngine: Sendable {
                 let whole = try await FileContent.chunks(of: folder.appendingPathComponent(path)) { data, hash in
                     guard wanted.remove(hash) != nil else { return }
                     if bytes + data.count > ChunkBundle.maxBytes || bundle.count == ChunkBundle.maxChunks { try await flush() }
-                    bundle.append(ChunkBundle.Chunk(hash: hash, bytes: data))
+                    bundle.append(ChunkBundle.Chunk(hash: hash, bytes: Data(data)))
                     bytes += data.count
                 }
                 if whole == content.contentHash { unchanged.insert(id) }
@@ -866,7 +868,7 @@ package final class SyncEngine: Sendable {
     private func write(_ content: DocumentContent, from chunks: [String: Data]) throws -> URL {
         let file = try VersionFile(in: folder)
         do {
-            for chunk in content.chunks { try file.append(chunks[chunk.hash] ?? Data(), as: chunk) }
+            for chunk in content.chunks { try (chunks[chunk.hash] ?? Data()).withUnsafeBytes { try file.append($0, as: chunk) } }
             return try file.finish(content)
         } catch {
             file.discard()

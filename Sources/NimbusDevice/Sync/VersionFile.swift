@@ -35,11 +35,11 @@ final class VersionFile {
         return (file, FileHandle(fileDescriptor: descriptor, closeOnDealloc: true))
     }
 
-    func append(_ bytes: Data, as chunk: DocumentChunk) throws {
+    func append(_ bytes: UnsafeRawBufferPointer, as chunk: DocumentChunk) throws {
         guard Secrets.hex(SHA256.hash(data: bytes)) == chunk.hash else {
             throw NimbusError(.internalError, "chunk \(chunk.hash) arrived with other bytes")
         }
-        hasher.update(data: bytes)
+        hasher.update(bufferPointer: bytes)
         try handle.write(contentsOf: bytes)
         // Only a head start: a failure leaves the bytes to the sync.
         if writesBack { _ = nimbus_start_writeback(handle.fileDescriptor, size, Int64(bytes.count)) }

@@ -71,30 +71,39 @@ package struct NimbusClient: Sendable {
 
     /// Sends raw bytes and returns the raw answer, throwing the server's error for a non-2xx status.
     package func sendRaw(_ method: HTTPMethod, _ path: String, body: Data?) async throws -> Data {
-        try await transfer(method, url: base + path, headers: headers, body: body, contentType: "application/json")
+        Data(
+            try await transfer(
+                method, url: base + path, headers: headers, body: body.map { ByteBuffer(bytes: $0) },
+                contentType: "application/json"
+            ).readableBytesView)
     }
 
-    /// Sends raw bytes (`application/octet-stream`) with the session and API token.
-    package func sendBytes(_ method: HTTPMethod, _ path: String, body: Data) async throws -> Data {
+    /// Sends raw bytes (`application/octet-stream`) with the session and API token, and returns the answer's
+    /// bytes as they arrived: a chunk's bytes are copied once on each side of the request (into the buffer
+    /// sent, out of the buffer received), not again into `Data`.
+    package func sendBytes(_ method: HTTPMethod, _ path: String, body: ByteBuffer?) async throws -> ByteBuffer {
         try await transfer(method, url: base + path, headers: headers, body: body, contentType: "application/octet-stream")
     }
 
     /// Sends bytes to a URL the server handed out (an asset's upload or download URL), which carries its
     /// own credential, so the session and API token are not sent along.
     package func transfer(_ method: HTTPMethod, url: String, body: Data?) async throws -> Data {
-        try await transfer(method, url: url, headers: [:], body: body, contentType: "application/octet-stream")
+        Data(
+            try await transfer(
+                method, url: url, headers: [:], body: body.map { ByteBuffer(bytes: $0) }, contentType: "application/octet-stream"
+            ).readableBytesView)
     }
 
-    private func transfer(_ method: HTTPMethod, url: String, headers: HTTPHeaders, body: Data?, contentType: String) async throws
-        -> Data
-    {
+    private func transfer(
+        _ method: HTTPMethod, url: String, headers: HTTPHeaders, body: ByteBuffer?, contentType: String
+    ) async throws -> ByteBuffer {
         let path = url
         var request = HTTPClientRequest(url: url)
         request.method = method
         request.headers = headers
         if let body {
             request.headers.add(name: "Content-Type", value: contentType)
-            request.body = .bytes(ByteBuffer(bytes: body))
+            request.body = .bytes(body)
         }
         let response: HTTPClientResponse
         let bytes: ByteBuffer
@@ -104,12 +113,11 @@ package struct NimbusClient: Sendable {
         } catch {
             throw NimbusError(.networkUnavailable, "could not reach \(base): \(error)")
         }
-        let data = Data(bytes.readableBytesView)
         guard (200..<300).contains(response.status.code) else {
-            if let error = try? JSONDecoder().decode(NimbusError.self, from: data) { throw error }
+            if let error = try? JSONDecoder().decode(NimbusError.self, from: Data(bytes.readableBytesView)) { throw error }
             throw NimbusError(.internalError, "\(method) \(path) answered HTTP \(response.status.code)")
         }
-        return data
+        return bytes
     }
 }
 

@@ -1,4 +1,5 @@
 import Foundation
+import NIOCore
 import NimbusCore
 
 /// The document and chunk routes of the wire protocol, one call each, for one container environment
@@ -40,7 +41,7 @@ package struct DocumentClient: Sendable {
         return response.missing
     }
 
-    package func upload(chunk bytes: Data, hash: String) async throws {
+    package func upload(chunk bytes: ByteBuffer, hash: String) async throws {
         _ = try await client.sendBytes(.PUT, blobs + "/" + hash, body: bytes)
     }
 
@@ -54,7 +55,7 @@ package struct DocumentClient: Sendable {
 
     /// Uploads many chunks in one request (`ChunkBundle`'s limits).
     package func upload(bundle chunks: [ChunkBundle.Chunk]) async throws {
-        _ = try await client.sendBytes(.POST, blobs + "/upload", body: ChunkBundle.encode(chunks))
+        _ = try await client.sendBytes(.POST, blobs + "/upload", body: ByteBuffer(bytes: ChunkBundle.encode(chunks)))
     }
 
     /// Downloads many chunks in one request, checking that the server sent those asked for, in order.
@@ -67,7 +68,7 @@ package struct DocumentClient: Sendable {
         return chunks
     }
 
-    package func download(chunk hash: String) async throws -> Data {
-        try await client.sendRaw(.GET, blobs + "/" + hash, body: nil)
+    package func download(chunk hash: String) async throws -> ByteBuffer {
+        try await client.sendBytes(.GET, blobs + "/" + hash, body: nil)
     }
 }

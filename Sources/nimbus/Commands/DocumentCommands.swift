@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import NIOCore
 import Logging
 import NimbusCore
 import NimbusDevice
@@ -413,7 +414,7 @@ struct DocsPut: AsyncParsableCommand {
         var missing = Set(try await client.missing(Array(Set(chunks.map(\.hash)))))
         let progress = TransferProgress("up", total: chunks.reduce(0) { $0 + $1.size })
         _ = try await FileContent.chunks(of: file) { bytes, chunk in
-            if missing.remove(chunk) != nil { try await client.upload(chunk: bytes, hash: chunk) }
+            if missing.remove(chunk) != nil { try await client.upload(chunk: ByteBuffer(bytes: bytes), hash: chunk) }
             progress.add(bytes.count)
         }
         progress.finish()
@@ -455,8 +456,8 @@ struct DocsGet: AsyncParsableCommand {
             let progress = TransferProgress("down", total: content.size)
             for chunk in content.chunks {
                 let bytes = try await client.download(chunk: chunk.hash)
-                try handle.write(contentsOf: bytes)
-                progress.add(bytes.count)
+                try bytes.withUnsafeReadableBytes { try handle.write(contentsOf: $0) }
+                progress.add(bytes.readableBytes)
             }
             progress.finish()
             try handle.synchronize()
