@@ -11,6 +11,7 @@ import NimbusKit
 ///
 ///     scripts/benchmark docs [propagation|apps|query|commit|small|large|edit]...
 ///     scripts/benchmark docs scale    (100,000 files; only when named: it takes minutes)
+///     scripts/benchmark docs scan     (a round's scan of 11,000 and 100,000 unchanged files; only when named)
 ///     scripts/benchmark docs peers    (beside Syncthing; peers-scale adds 100,000 files; only when named)
 ///     scripts/benchmark docs webdav   (/dav/ beside Apache's mod_dav; only when named)
 @main
@@ -137,6 +138,17 @@ enum DocumentBenchmarks {
             table.add(
                 "Bytes sent for a 1-byte edit in a 64 MB file", String(format: "%.2f MB (bound %.2f MB)", mb(sent), mb(bound)),
                 target: "≤ 2 chunks + 64 KiB", met: sent <= bound)
+        }
+        if selected.contains("scan") {
+            for files in [11_000, 100_000] {
+                let figures = try ScanBenchmark.run(files: files)
+                table.add(
+                    "A round's scan of \(files.formatted()) unchanged files (median of 5)",
+                    String(
+                        format: "%.0f ms (floor: listing and lstat of every entry, %.0f ms; %.1f×)", figures.scan.milliseconds,
+                        figures.floor.milliseconds, figures.scan.milliseconds / figures.floor.milliseconds),
+                    target: "(reference)", met: true)
+            }
         }
         if selected.contains("webdav") {
             try await WebDAVComparison(server: server).run(into: &table)

@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import NimbusCore
 import NimbusDevice
@@ -50,6 +51,24 @@ import Testing
         #expect(scan.files[ItemID("alpha")]?.path == "Alpha.txt")
         #expect(scan.files[ItemID("beta")]?.path == "Beta.txt")
         #expect(scan.tree[ItemID("alpha")]?.content == alpha.content)
+    }
+
+    /// Paths are cut at their last slash by bytes: names of any script, combining marks and emoji included, keep
+    /// their folder and their whole name.
+    @Test func namesInAnyScriptAreTheirFoldersItems() throws {
+        let folder = try folder([])
+        let names = ["Café", "Re\u{301}sume\u{301}", "日本語", "👩‍👩‍👧 family", "Ünïcödé.txt"]
+        for name in names {
+            try FileManager.default.createDirectory(at: folder.appendingPathComponent(name), withIntermediateDirectories: true)
+            try Data(name.utf8).write(to: folder.appendingPathComponent(name).appendingPathComponent(name + " ✓.txt"))
+        }
+        let tree = try LocalScanner(folder: folder).scan(known: []).tree
+        for name in names {
+            let parent = try #require(tree.items.first { $0.value.place == Place(parent: nil, name: name) }?.key)
+            let child = try #require(tree.items.first { $0.value.place.parent == parent })
+            #expect(child.value.place.name == name + " ✓.txt")
+            #expect(child.value.content == Secrets.hex(SHA256.hash(data: Data(name.utf8))))
+        }
     }
 
     @Test func aRenamedFolderKeepsItsItemThoughWhatItHoldsChanged() throws {

@@ -50,8 +50,8 @@ package struct LocalScanner: Sendable {
         scan.files.reserveCapacity(entries.count)
         let filesBesidePlaceholders = Self.filesBesidePlaceholders(entries)
         for entry in entries {
-            let parentPath = Self.split(entry.path).folder
-            var name = Self.split(entry.path).name
+            let (parentPath, entryName) = Self.split(entry.path)
+            var name = entryName
             let parent = parentPath.isEmpty ? nil : folders[parentPath]
             if !parentPath.isEmpty && parent == nil { continue }  // inside something not synced
             let placeholder = entry.isFolder ? nil : Placeholder.itemName(of: name)
@@ -69,14 +69,21 @@ package struct LocalScanner: Sendable {
             // A package that cannot be read now (an app saving into it, say) keeps what was known of it.
             let details = isPackage ? try? PackageArchive.details(of: folder.appendingPathComponent(entry.path)) : nil
             if let details { (entry.size, entry.modified) = details }
-            // An eviction or download cut short leaves the other form of the path than the journal knows.
-            let otherForm = placeholder != nil ? Placeholder.realPath(of: entry.path) : Placeholder.path(for: entry.path)
+            let isPlainFolder = entry.isFolder && !isPackage
             let moved = byInode[entry.inode].map { known[$0] }.flatMap { file in
-                Self.isSameFile(file, as: entry, isPlainFolder: entry.isFolder && !isPackage) ? file : nil
+                Self.isSameFile(file, as: entry, isPlainFolder: isPlainFolder) ? file : nil
             }
-            // The first of these that no entry scanned before took (that entry is in the tree already).
-            let previous = [moved, byPath[entry.path].map { known[$0] }, byPath[otherForm].map { known[$0] }].lazy
-                .compactMap { $0 }.first { scan.tree[$0.id] == nil && ($0.content == nil) == (entry.isFolder && !isPackage) }
+            // The first of these that no entry scanned before took (that entry is in the tree already), each looked
+            // for only when the ones before are not it: a round scans every file, and most are found by inode.
+            func untaken(_ file: LocalFile?) -> LocalFile? {
+                file.flatMap { scan.tree[$0.id] == nil && ($0.content == nil) == isPlainFolder ? $0 : nil }
+            }
+            // An eviction or download cut short leaves the other form of the path than the journal knows.
+            let previous =
+                untaken(moved) ?? untaken(byPath[entry.path].map { known[$0] })
+                ?? untaken(
+                    byPath[placeholder != nil ? Placeholder.realPath(of: entry.path) : Placeholder.path(for: entry.path)]
+                        .map { known[$0] })
             let id = previous?.id ?? ItemID.random()
             var content: String?
             if isPackage {
@@ -134,8 +141,9 @@ package struct LocalScanner: Sendable {
     /// A relative path's folder part ("" at the top) and last name (Foundation's `NSString` path calls
     /// trapped on some names here).
     static func split(_ path: String) -> (folder: String, name: String) {
-        guard let slash = path.lastIndex(of: "/") else { return ("", path) }
-        return (String(path[..<slash]), String(path[path.index(after: slash)...]))
+        // In UTF-8 bytes: a search by characters weighs grapheme boundaries, a tenth of an unchanged scan's time.
+        guard let slash = path.utf8.lastIndex(of: UInt8(ascii: "/")) else { return ("", path) }
+        return (String(path[..<slash]), String(path[path.utf8.index(after: slash)...]))
     }
 
     struct Entry {
