@@ -7,9 +7,8 @@ import NimbusDevice
 /// (each known to the journal, so none is hashed), beside its floor measured in the same run: listing every
 /// folder and `lstat`-ing every entry, which the scan cannot do without.
 enum ScanBenchmark {
+    /// Medians of the runs.
     struct Figures {
-        let files: Int
-        /// Median of the runs.
         let scan: Duration
         let floor: Duration
     }
@@ -35,7 +34,7 @@ enum ScanBenchmark {
             floors.append(try clock.measure { _ = try listAndStat(folder.path) })
             scans.append(try clock.measure { _ = try scanner.scan(known: known) })
         }
-        return Figures(files: files, scan: scans.sorted()[runs / 2], floor: floors.sorted()[runs / 2])
+        return Figures(scan: scans.sorted()[runs / 2], floor: floors.sorted()[runs / 2])
     }
 
     /// Every entry below `path` listed and `lstat`-ed, folders recursed into: the system calls a scan makes.
