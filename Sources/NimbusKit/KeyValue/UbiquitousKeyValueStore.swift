@@ -38,6 +38,9 @@ public final class UbiquitousKeyValueStore: Sendable {
     private let client: KeyValueClient
     private let state: Mutex<KeyValueStoreState>
     private let stateFile: URL
+    /// Held while the local copy is written: each write takes the state as it is once the lock is held, so
+    /// a write never puts an older state over a newer one another thread wrote.
+    private let writingStateFile = Mutex(())
     private let subscribers = Mutex<[UUID: AsyncStream<KeyValueStoreChange>.Continuation]>([:])
     private let syncWaiters = Mutex<[CheckedContinuation<Bool, Never>]>([])
     private let syncRequests: AsyncStream<Void>.Continuation
@@ -84,7 +87,7 @@ public final class UbiquitousKeyValueStore: Sendable {
         try Data(accountID.utf8).write(to: lastAccountFile, options: .atomic)
         state = Mutex(loaded)
         (syncRequestStream, syncRequests) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
-        try persist(loaded)
+        try persist()
     }
 
     // MARK: Reading
@@ -146,18 +149,23 @@ public final class UbiquitousKeyValueStore: Sendable {
 
     /// Sets (or with nil, removes) a value. A write that would break a limit changes nothing and is
     /// announced as a `quotaViolationChange` for its key, as iCloud does.
+    ///
+    /// Returns once the local copy on disk holds the value (unlike Apple's store, which writes it later), so
+    /// a write survives the app's crash. That is a file write and sync per call: many values at once are
+    /// cheaper as one dictionary value, and calls in a loop belong on a thread of their own, not an async
+    /// task's.
     public func set(_ value: KeyValue?, forKey key: String) {
-        let result: Result<KeyValueStoreState, NimbusError> = state.withLock { state in
+        let result: Result<Void, NimbusError> = state.withLock { state in
             do throws(NimbusError) {
                 try state.write(value, forKey: key, limits: configuration.limits)
-                return .success(state)
+                return .success(())
             } catch {
                 return .failure(error)
             }
         }
         switch result {
-        case .success(let snapshot):
-            try? persist(snapshot)
+        case .success:
+            try? persist()
             requestSync()
         case .failure(let error):
             configuration.logger.warning("write refused", metadata: ["key": "\(key)", "reason": "\(error.reason)"])
@@ -313,19 +321,19 @@ public final class UbiquitousKeyValueStore: Sendable {
         guard let batch = state.withLock({ $0.uploadBatch(maxOperations: 1024) }) else { return false }
         do {
             let answer = try await client.modify(batch.operations)
-            let (snapshot, caughtUp) = state.withLock { state in
+            let (applied, caughtUp) = state.withLock { state in
                 let before = state.appliedSequence
                 state.uploaded(batch, answer: answer)
-                return (state, state.appliedSequence != before)
+                return (state.appliedSequence, state.appliedSequence != before)
             }
-            try persistFromSync(snapshot)
+            try persistFromSync()
             if caughtUp {
-                await pushConnection?.send(PushMessage(type: .applied, zone: zone, sequence: snapshot.appliedSequence))
+                await pushConnection?.send(PushMessage(type: .applied, zone: zone, sequence: applied))
             }
         } catch let error as NimbusError where error.code == .kvLimitExceeded {
             // Refused as a whole: nothing changed on the server; show its values again and say so.
-            let (changed, snapshot) = state.withLock { state in (state.rejected(upTo: batch.upTo), state) }
-            try persistFromSync(snapshot)
+            let changed = state.withLock { $0.rejected(upTo: batch.upTo) }
+            try persistFromSync()
             configuration.logger.warning("batch refused", metadata: ["reason": "\(error.reason)"])
             announce(
                 KeyValueStoreChange(
@@ -347,18 +355,18 @@ public final class UbiquitousKeyValueStore: Sendable {
                 state.withLock { $0.startResync() }
                 continue
             }
-            let (changed, snapshot) = state.withLock { state in
+            let changed = state.withLock { state in
                 let changed = state.apply(response.changes, syncToken: response.syncToken)
                 if initial { state.initialSyncDone = true }
-                return (changed, state)
+                return changed
             }
-            try persistFromSync(snapshot)
+            try persistFromSync()
             changedKeys.formUnion(changed)
             moreComing = response.moreComing
         }
-        let (rewritten, resynced) = state.withLock { state in (state.finishResync(), state) }
+        let rewritten = state.withLock { $0.finishResync() }
         if !rewritten.isEmpty {
-            try persistFromSync(resynced)
+            try persistFromSync()
             configuration.logger.notice("writing again values the restored server lost", metadata: ["keys": "\(rewritten.count)"])
         }
         let replacedKeys = replacedAccountKeys.withLock { keys in
@@ -378,17 +386,20 @@ public final class UbiquitousKeyValueStore: Sendable {
         for continuation in subscribers.withLock({ Array($0.values) }) { continuation.yield(change) }
     }
 
-    /// A sync pass still finishing after `close()` must not write its older snapshot over what another
+    /// A sync pass still finishing after `close()` must not write this instance's state over what another
     /// instance (the app, relaunched) has written since; what it learned is fetched again next time.
     /// Checked and written under the lifecycle lock, so once `close()` returns no pass writes again.
-    private func persistFromSync(_ snapshot: KeyValueStoreState) throws {
+    private func persistFromSync() throws {
         try lifecycle.withLock { lifecycle in
             if case .closed = lifecycle { return }
-            try persist(snapshot)
+            try persist()
         }
     }
 
-    private func persist(_ snapshot: KeyValueStoreState) throws {
-        try JSONEncoder().encode(snapshot).write(to: stateFile, options: .atomic)
+    /// Writes the state as it is now to the local copy (atomically, synced).
+    private func persist() throws {
+        try writingStateFile.withLock { _ in
+            try JSONEncoder().encode(state.withLock { $0 }).write(to: stateFile, options: .atomic)
+        }
     }
 }
