@@ -73,7 +73,8 @@ import Testing
         let keys = KeyValueClient(
             client: NimbusClient(session: laptop, apiToken: app.apiToken), storeIdentifier: app.storeIdentifier)
 
-        let kept = Data((0..<300_000).map { UInt8(truncatingIfNeeded: $0 &* 31) })
+        var generator = SeededGenerator(seed: 31)
+        let kept = generator.bytes(300_000)
         let keptHash = Self.hash(kept)
         try await uploader.upload(chunk: ByteBuffer(bytes: kept), hash: keptHash)
 

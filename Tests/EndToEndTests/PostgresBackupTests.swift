@@ -26,7 +26,8 @@ import Testing
         let database = CloudContainer(identifier: app.container, session: session, apiToken: app.apiToken).privateCloudDatabase
         let zone = try await database.save(RecordZone(zoneName: "Notes")).zoneID
         let image = TestResources.temporaryDirectory(prefix: "photo")
-        let bytes = Data((0..<300_000).map { UInt8(truncatingIfNeeded: $0 &* 13) })
+        var generator = SeededGenerator(seed: 13)
+        let bytes = generator.bytes(300_000)
         try bytes.write(to: image)
         var photo = Record(recordType: "Photos", zoneID: zone)
         photo["image"] = Asset(fileURL: image)

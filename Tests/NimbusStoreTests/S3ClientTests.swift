@@ -30,7 +30,8 @@ import Testing
         let client = self.client(store)
         try await client.createBucket()
         try await client.createBucket()  // already there: fine
-        let bytes = Data((0..<300_000).map { UInt8(truncatingIfNeeded: $0 * 31 + $0 / 256) })
+        var generator = SeededGenerator(seed: 31)
+        let bytes = generator.bytes(300_000)
         // Keys as the blob store names them, and one that needs encoding in a path.
         let keys = ["0a" + String(repeating: "1", count: 62), "dir/a b+c/é ☕︎.bin", "z"]
         for key in keys { try await client.put(key, ByteBuffer(bytes: bytes)) }
@@ -69,7 +70,8 @@ import Testing
         let client = self.client(store)
         try await client.createBucket()
         let part = 5 << 20
-        let bytes = Data((0..<(2 * part + 12_345)).map { UInt8(truncatingIfNeeded: $0 &* 2_654_435_761 >> 11) })
+        var generator = SeededGenerator(seed: 11)
+        let bytes = generator.bytes(2 * part + 12_345)
         let upload = try await client.startUpload("large")
         var tags = [String]()
         for (number, start) in stride(from: 0, to: bytes.count, by: part).enumerated() {
