@@ -94,10 +94,10 @@ package final class DeviceDaemon: Sendable {
         for await _ in wakes {
             if Task.isCancelled { break }
             do {
-                // A folder first watched after a round scanned it gets another round: what changed in it
-                // between the scan and the watch made no event.
-                watcher.watch(folder)
-                let settled = try await engine.sync()
+                // A folder is watched before the next round's scan, which sees what changed in it before its
+                // watch: the folders a round made are watched before the round after it. One first watched
+                // after the last round (an app's, made meanwhile) gets another round.
+                let settled = try await engine.sync { watcher.watch(folder) }
                 Self.releaseRoundMemory()
                 if watcher.watch(folder) { wake.yield() }
                 if settled {

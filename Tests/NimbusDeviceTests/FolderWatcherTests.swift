@@ -53,6 +53,30 @@ import Testing
         #expect(await eventually { watched.wakes >= 1 })
     }
 
+    /// A folder the engine makes (a folder item downloaded) wakes nothing; a file made under that name, or
+    /// another folder, does.
+    @Test func foldersTheEngineAnnouncedWakeNothingButAnAppsDo() async throws {
+        let watched = try WatchedFolder()
+        let (folder, own) = (watched.folder, watched.own)
+        let made = folder.appendingPathComponent("Documents/Made").path
+        own.expectFolder(made)
+        #expect(mkdir(made, 0o755) == 0)
+        #expect(await eventually { own.pending.isEmpty }, "the watcher met the announcement")
+        #expect(watched.wakes == 0)
+
+        // Announced as a folder, made as a file: an app's.
+        let file = folder.appendingPathComponent("Documents/Expected").path
+        own.expectFolder(file)
+        try Data("an app's".utf8).write(to: URL(fileURLWithPath: file))
+        #expect(await eventually { watched.wakes >= 1 })
+        #expect(own.takeFolder(file), "a file's events do not use up a folder's announcement")
+
+        // A folder nothing announced.
+        let before = watched.wakes
+        #expect(mkdir(folder.appendingPathComponent("Documents/By an app").path, 0o755) == 0)
+        #expect(await eventually { watched.wakes > before })
+    }
+
     @Test func aRenameTheEngineDidNotAnnounceWakesTheDaemon() async throws {
         let watched = try WatchedFolder()
         let (folder, own) = (watched.folder, watched.own)

@@ -106,13 +106,14 @@ package final class FolderWatcher: Sendable {
         return reports || offset != events.count
     }
 
-    /// Whether an event is of what scans skip (a temporary file's name) or an announced placement.
+    /// Whether an event is of what scans skip (a temporary file's name) or an announced placement: a file
+    /// renamed into place, or a folder made.
     private func isUnseen(handle: Int32, mask: UInt32, name: String) -> Bool {
         guard !name.isEmpty else { return false }
         if name.hasPrefix(DocumentNames.temporaryPrefix) { return true }
-        guard mask & UInt32(IN_MOVED_TO) != 0, let ownChanges, let folder = watched.withLock({ $0.paths[handle] }) else {
-            return false
-        }
-        return ownChanges.take(folder + "/" + name)
+        guard let ownChanges, let folder = watched.withLock({ $0.paths[handle] }) else { return false }
+        if mask & UInt32(IN_MOVED_TO) != 0 { return ownChanges.take(folder + "/" + name) }
+        if mask & UInt32(IN_CREATE) != 0 && mask & UInt32(IN_ISDIR) != 0 { return ownChanges.takeFolder(folder + "/" + name) }
+        return false
     }
 }

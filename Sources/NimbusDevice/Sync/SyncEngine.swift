@@ -220,9 +220,14 @@ package final class SyncEngine: Sendable {
         return renamed
     }
 
-    /// Runs rounds until one plans nothing (or `rounds` ran); whether it converged.
-    package func sync(rounds: Int = 20) async throws -> Bool {
-        for _ in 0..<rounds where try await !syncOnce() { return true }
+    /// Runs rounds until one plans nothing (or `rounds` ran); whether it converged. `beforeEachRound` runs
+    /// before each round's scan (the daemon watches the folders the round before made, so that scan sees
+    /// whatever changed in them before their watch).
+    package func sync(rounds: Int = 20, beforeEachRound: () -> Void = {}) async throws -> Bool {
+        for _ in 0..<rounds {
+            beforeEachRound()
+            if try await !syncOnce() { return true }
+        }
         return false
     }
 
@@ -703,7 +708,9 @@ package final class SyncEngine: Sendable {
                 if let current {
                     guard current == target || move(current, to: target) else { return }
                 } else {
-                    guard mkdir(folder.appendingPathComponent(target).path, 0o755) == 0 else { return }
+                    let made = folder.appendingPathComponent(target).path
+                    ownChanges.expectFolder(made)
+                    guard mkdir(made, 0o755) == 0 else { return ownChanges.withdrawFolder(made) }
                 }
                 local = placed(id, at: target, content: nil, details: nil, paths: &paths)
             } else if staysEvicted(step, scan: scan) {
