@@ -14,8 +14,7 @@ package final class DeviceDaemon: Sendable {
     private let container: String
     private let rescanInterval: Duration
     private let logger: Logger
-    private let wakes: AsyncStream<Void>
-    private let wake: AsyncStream<Void>.Continuation
+    private let wakes = DaemonWakes()
     /// Answers the control socket for this daemon's folder (`DeviceHost` serves the socket).
     package let control: DeviceControl
 
@@ -23,9 +22,8 @@ package final class DeviceDaemon: Sendable {
         engine: SyncEngine, folder: URL, session: NimbusSession, container: String, rescanInterval: Duration = .seconds(30),
         logger: Logger
     ) {
-        (wakes, wake) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
-        let wake = wake
-        control = DeviceControl(engine: engine, container: container) { wake.yield() }
+        let wakes = wakes
+        control = DeviceControl(engine: engine, container: container) { wakes.wake() }
         self.engine = engine
         self.folder = folder
         self.session = session
@@ -56,19 +54,19 @@ package final class DeviceDaemon: Sendable {
 
     private func runHere() async throws {
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        let wake = wake
-        let watcher = try FolderWatcher(ignoring: engine.ownChanges) { wake.yield() }
+        let wakes = wakes
+        let watcher = try FolderWatcher(ignoring: engine.ownChanges) { wakes.wake() }
         let (container, environment, engine) = (container, engine.client.environment, engine)
         let (announcements, announce) = AsyncStream.makeStream(
             of: ChunksAnnouncement.self, bufferingPolicy: .bufferingNewest(256))
         let push = PushConnection(
-            session: session, logger: logger, onConnect: { wake.yield() },
+            session: session, logger: logger, onConnect: { wakes.wake() },
             onMessage: { message in
                 guard message.zone?.service.kind == .documents && message.zone?.service.container == container else { return }
                 if let announcement = message.announcement {
                     if message.zone?.service.environment == environment { announce.yield(announcement) }
                 } else {
-                    wake.yield()
+                    wakes.pushed(message.sequence)
                 }
             })
         push.start()
@@ -79,7 +77,7 @@ package final class DeviceDaemon: Sendable {
         let timer = Task {
             while !Task.isCancelled {
                 try? await Task.sleep(for: rescanInterval)
-                wake.yield()
+                wakes.wake()
             }
         }
         defer {
@@ -90,30 +88,35 @@ package final class DeviceDaemon: Sendable {
             watcher.stop()
         }
         var backoff = Duration.milliseconds(250)
-        wake.yield()
-        for await _ in wakes {
+        wakes.wake()
+        for await _ in wakes.stream {
             if Task.isCancelled { break }
+            guard wakes.askForRound(fetched: await engine.fetchedSequence) else { continue }
             do {
                 // A folder is watched before the next round's scan, which sees what changed in it before its
                 // watch: the folders a round made are watched before the round after it. One first watched
-                // after the last round (an app's, made meanwhile) gets another round.
-                let settled = try await engine.sync { watcher.watch(folder) }
+                // after the last round (an app's, made meanwhile) gets another round. What woke the daemon
+                // before a round began, that round sees.
+                let settled = try await engine.sync {
+                    watcher.watch(folder)
+                    wakes.roundBegins()
+                }
                 Self.releaseRoundMemory()
-                if watcher.watch(folder) { wake.yield() }
+                if watcher.watch(folder) { wakes.wake() }
                 if settled {
                     backoff = .milliseconds(250)
                 } else {
                     // Steps that keep failing (a folder that cannot be removed, say) are retried, not spun on.
                     try? await Task.sleep(for: backoff)
                     backoff = min(backoff * 2, .seconds(30))
-                    wake.yield()
+                    wakes.wake()
                 }
             } catch {
                 Self.releaseRoundMemory()
                 logger.warning("sync round failed; trying again", metadata: ["error": "\(error)", "retryIn": "\(backoff)"])
                 try? await Task.sleep(for: backoff)
                 backoff = min(backoff * 2, .seconds(30))
-                wake.yield()
+                wakes.wake()
             }
         }
     }

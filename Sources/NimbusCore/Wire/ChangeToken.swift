@@ -2,8 +2,10 @@ import Foundation
 
 /// A position in one zone's change sequence.
 ///
-/// Clients see only the encoded string and must treat it as opaque; the zone's internal id is part of
-/// it, so a token presented to another zone (or to a zone that was recreated) is recognised and refused.
+/// Clients see only the encoded string and must treat it as opaque (the one exception, in this package: a
+/// device daemon reads its token's sequence to tell a push of changes it has fetched already, and takes a
+/// token it cannot read as telling nothing); the zone's internal id is part of it, so a token presented to
+/// another zone (or to a zone that was recreated) is recognised and refused.
 /// So is the zone's epoch, which a restore from a backup advances: the history after the backup was lost,
 /// and the sequence numbers it used are given again to other changes, so a token from that lost history
 /// must be told apart from one handed out since (epoch 0, the first history, is left out of the text).

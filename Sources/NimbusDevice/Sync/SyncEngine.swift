@@ -231,6 +231,15 @@ package final class SyncEngine: Sendable {
         return false
     }
 
+    /// The zone sequence the journal has fetched the server's changes up to, read from its token; nil when
+    /// none was fetched or the token is not one this release reads.
+    package var fetchedSequence: Int64? {
+        get async {
+            guard let token = try? await journal.syncToken else { return nil }
+            return (try? ChangeToken(encoded: token))?.sequence
+        }
+    }
+
     private func fetchRemote() async throws {
         var token = try await journal.syncToken
         while true {
