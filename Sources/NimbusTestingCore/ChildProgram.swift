@@ -7,20 +7,40 @@ public enum ChildProgram {
         public var description: String
     }
 
-    /// A loopback port free at the moment of asking (another process may take it before it is bound: callers
-    /// try again).
+    /// A loopback port free at the moment of asking, below the system's range of ephemeral ports: a port in
+    /// that range may become the source port of any process's outgoing connection while the program that
+    /// listens on it is down, and a test restarting SeaweedFS on its ports found one taken so. Another process
+    /// may still take it before it is bound: callers try again.
     public static func freePort() throws -> Int {
+        let ceiling = ephemeralPortsStart
+        if ceiling > 11_000 {
+            for _ in 0..<100 {
+                let port = Int.random(in: 10_000..<ceiling)
+                if (try? bind(port: port)) != nil { return port }
+            }
+        }
+        return try bind(port: 0)
+    }
+
+    /// Where the system's ephemeral ports begin (Linux's `ip_local_port_range`, 32768 by default).
+    private static let ephemeralPortsStart: Int = {
+        let range = (try? String(contentsOfFile: "/proc/sys/net/ipv4/ip_local_port_range", encoding: .utf8)) ?? ""
+        return range.split(whereSeparator: \.isWhitespace).first.flatMap { Int($0) } ?? 32_768
+    }()
+
+    /// Binds a loopback socket to `port` (0: any the system picks) and closes it; the port bound.
+    private static func bind(port: Int) throws -> Int {
         let socket = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard socket >= 0 else { throw Failure(description: "no socket for a free port") }
         defer { close(socket) }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
+        address.sin_port = UInt16(port).bigEndian
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         let bound = withUnsafeMutablePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
-                bind(socket, pointer, length) == 0 && getsockname(socket, pointer, &length) == 0
+                Glibc.bind(socket, pointer, length) == 0 && getsockname(socket, pointer, &length) == 0
             }
         }
         guard bound else { throw Failure(description: "no free port") }
