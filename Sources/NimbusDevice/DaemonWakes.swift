@@ -6,11 +6,12 @@ import Synchronization
 /// every one for nothing, beside the other device's download of the commit.
 ///
 /// Every wake but a push asks for a round (a folder change, a reconnection, the rescan timer, a retry, an
-/// app's request); a push asks for one while its sequence is beyond the journal's. What woke the daemon
-/// before a round began is what that round fetches and scans, so each round's start uses the reasons up:
-/// changes during a long round (a file written while it uploads) wake no round after it when a later
-/// round of the same sync scanned them. Each reason is noted before its wake is sent, and wakes coalesce,
-/// so a wake whose reasons were used up was served by a round that began after them.
+/// app's request); a push asks for one while its sequence is beyond the journal's. (A restore, which gives
+/// sequences again under a new epoch, restarts the server: the reconnection asks for a round.) What woke
+/// the daemon before a round began is what that round fetches and scans, so each round's start uses the
+/// reasons up: changes during a long round (a file written while it uploads) wake no round after it when a
+/// later round of the same sync scanned them. Each reason is noted before its wake is sent, and wakes
+/// coalesce, so a wake whose reasons were used up was served by a round that began after them.
 package final class DaemonWakes: Sendable {
     package let stream: AsyncStream<Void>
     private let continuation: AsyncStream<Void>.Continuation

@@ -7,9 +7,8 @@ import Synchronization
 ///
 /// Only a rename onto a name and a folder made are announced, each matched only by its own kind of event,
 /// and only what the engine announced is let pass: an app's change of that file afterwards is another event
-/// and wakes the daemon. An announcement not met (the rename failed,
-/// or the folder was not watched yet) is forgotten when the next round begins, as that round's scan sees the
-/// folder as it is.
+/// and wakes the daemon. An announcement not met (the rename failed, or the folder was not watched yet) is
+/// forgotten when the next round begins, as that round's scan sees the folder as it is.
 package final class OwnChanges: Sendable {
     /// Absolute paths the engine is renaming files onto, each with how many such renames are under way.
     private let expected = Mutex<[String: Int]>([:])
