@@ -283,6 +283,32 @@ import Testing
             FileManager.default.contents(atPath: fixture.b.folder.appendingPathComponent("Export.mov").path) == first + appended)
     }
 
+    /// The sequence a device has fetched up to, which its daemon weighs each push against (`DaemonWakes`), is in
+    /// the pushes' own terms: after a sync that committed a change, it is the sequence the change's push carried,
+    /// so that push (the device's own, come back to it) runs no round.
+    @Test func theFetchedSequenceIsThePushesSequence() async throws {
+        let fixture = try await Fixture.make()
+        let pushed = Mutex<[Int64]>([])
+        let listener = PushConnection(
+            session: try await fixture.deployment.signIn(email: "ann@example.com", device: "listener"),
+            logger: Logger(label: "test"),
+            onConnect: {},
+            onMessage: { message in
+                if message.type == .zoneMoved, message.zone?.service.kind == .documents {
+                    pushed.withLock { $0.append(message.sequence) }
+                }
+            })
+        listener.start()
+        defer { listener.stop() }
+        #expect(await eventually { listener.isConnected })
+        try await fixture.a.engine.sync()
+        let before = try #require(await fixture.a.engine.fetchedSequence)
+        try fixture.a.write("Documents/Note.txt", "words")
+        try await fixture.a.engine.sync()
+        #expect(await eventually { pushed.withLock { $0.contains { $0 > before } } })
+        #expect(await fixture.a.engine.fetchedSequence == pushed.withLock { $0.max() })
+    }
+
     /// A device uploading a large file announces its chunks as the server stores them, in order from the
     /// first, so that the other devices download them while the rest still uploads.
     @Test func aLargeFilesStoredChunksAreAnnouncedInOrder() async throws {
