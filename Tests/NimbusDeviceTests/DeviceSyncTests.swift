@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import Logging
 import NIOCore
@@ -331,6 +332,27 @@ import Testing
             announced += announcement.chunks
         }
         #expect(announced == saved.chunks)
+    }
+
+    /// A chunk downloaded into the buffer of one downloaded before it (`LargeDownload` fills them again) is
+    /// its own bytes alone, whether the one before was larger or smaller; a chunk the server does not have is
+    /// the same error as downloaded into a buffer of its own.
+    @Test func aChunkDownloadedIntoAReusedBufferIsItsBytesAlone() async throws {
+        let fixture = try await Fixture.make()
+        func hash(_ bytes: Data) -> String { Secrets.hex(SHA256.hash(data: bytes)) }
+        var generator = SeededGenerator(seed: 9)
+        let (large, small) = (generator.bytes(300_000), generator.bytes(1_000))
+        for bytes in [large, small] { try await fixture.client.upload(chunk: ByteBuffer(bytes: bytes), hash: hash(bytes)) }
+        var buffer = try await fixture.client.download(chunk: hash(large), into: ByteBuffer(bytes: small))
+        #expect(buffer == ByteBuffer(bytes: large))
+        buffer = try await fixture.client.download(chunk: hash(small), into: buffer)
+        #expect(buffer == ByteBuffer(bytes: small))
+        let absent = hash(Data("never uploaded".utf8))
+        let own = await #expect(throws: NimbusError.self) { try await fixture.client.download(chunk: absent) }
+        let reused = await #expect(throws: NimbusError.self) {
+            try await fixture.client.download(chunk: absent, into: ByteBuffer(bytes: large))
+        }
+        #expect(own?.code == reused?.code && reused?.code != .networkUnavailable)
     }
 
     /// A large file another device is uploading is downloaded while it uploads: the announced chunks are

@@ -85,6 +85,16 @@ package struct NimbusClient: Sendable {
         try await transfer(method, url: base + path, headers: headers, body: body, contentType: "application/octet-stream")
     }
 
+    /// `sendBytes` whose answer is written into `buffer` (emptied first) instead of a buffer of its own. A
+    /// buffer the caller hands over alone is written in place: its memory is in use already, where a fresh
+    /// megabyte is mapped afresh and its every page's first touch is a fault.
+    package func sendBytes(
+        _ method: HTTPMethod, _ path: String, body: ByteBuffer?, into buffer: consuming ByteBuffer
+    ) async throws -> ByteBuffer {
+        try await transfer(
+            method, url: base + path, headers: headers, body: body, contentType: "application/octet-stream", into: consume buffer)
+    }
+
     /// Sends bytes to a URL the server handed out (an asset's upload or download URL), which carries its
     /// own credential, so the session and API token are not sent along.
     package func transfer(_ method: HTTPMethod, url: String, body: Data?) async throws -> Data {
@@ -95,7 +105,8 @@ package struct NimbusClient: Sendable {
     }
 
     private func transfer(
-        _ method: HTTPMethod, url: String, headers: HTTPHeaders, body: ByteBuffer?, contentType: String
+        _ method: HTTPMethod, url: String, headers: HTTPHeaders, body: ByteBuffer?, contentType: String,
+        into reused: consuming ByteBuffer? = nil
     ) async throws -> ByteBuffer {
         let path = url
         var request = HTTPClientRequest(url: url)
@@ -109,7 +120,18 @@ package struct NimbusClient: Sendable {
         let bytes: ByteBuffer
         do {
             response = try await http.execute(request, timeout: .seconds(60))
-            bytes = try await response.body.collect(upTo: Self.maxResponseBytes)
+            if var target = consume reused {
+                target.clear()
+                for try await var part in response.body {
+                    guard target.readableBytes + part.readableBytes <= Self.maxResponseBytes else {
+                        throw NIOTooManyBytesError(maxBytes: Self.maxResponseBytes)
+                    }
+                    target.writeBuffer(&part)
+                }
+                bytes = target
+            } else {
+                bytes = try await response.body.collect(upTo: Self.maxResponseBytes)
+            }
         } catch {
             throw NimbusError(.networkUnavailable, "could not reach \(base): \(error)")
         }

@@ -71,4 +71,9 @@ package struct DocumentClient: Sendable {
     package func download(chunk hash: String) async throws -> ByteBuffer {
         try await client.sendBytes(.GET, blobs + "/" + hash, body: nil)
     }
+
+    /// `download(chunk:)` into `buffer`, emptied first (`NimbusClient.sendBytes(_:_:body:into:)`).
+    package func download(chunk hash: String, into buffer: consuming ByteBuffer) async throws -> ByteBuffer {
+        try await client.sendBytes(.GET, blobs + "/" + hash, body: nil, into: consume buffer)
+    }
 }
