@@ -12,6 +12,7 @@ import NimbusKit
 ///     scripts/benchmark docs [propagation|apps|query|commit|small|large|edit]...
 ///     scripts/benchmark docs scale    (100,000 files; only when named: it takes minutes)
 ///     scripts/benchmark docs scan     (a round's scan of 11,000 and 100,000 unchanged files; only when named)
+///     scripts/benchmark docs chunking (a 256 MB file read, cut and hashed, beside its parts; only when named)
 ///     scripts/benchmark docs peers    (beside Syncthing; peers-scale adds 100,000 files; only when named)
 ///     scripts/benchmark docs webdav   (/dav/ beside Apache's mod_dav; only when named)
 @main
@@ -149,6 +150,17 @@ enum DocumentBenchmarks {
                         figures.floor.milliseconds, figures.scan.milliseconds / figures.floor.milliseconds),
                     target: "(reference)", met: true)
             }
+        }
+        if selected.contains("chunking") {
+            let figures = try await ChunkingBenchmark.run()
+            let rate = { (time: Duration) in String(format: "%.0f MB/s", Double(figures.bytes) / time.milliseconds / 1_000) }
+            // The pass does each part once per byte and SHA-256 twice (the chunk's, the whole file's).
+            let floor = figures.cuts + figures.hash * 2 + figures.read
+            table.add(
+                "A 256 MB file read, cut into chunks, each chunk and the whole hashed (median of 5)",
+                "\(rate(figures.pass)) (floor, its parts one after another: \(rate(floor)); cuts \(rate(figures.cuts)), "
+                    + "SHA-256 \(rate(figures.hash)), read \(rate(figures.read)))",
+                target: "(reference)", met: true)
         }
         if selected.contains("webdav") {
             try await WebDAVComparison(server: server).run(into: &table)
