@@ -20,7 +20,8 @@ final class LargeDownload: Sendable {
     private let known = Mutex<[DocumentChunk]>([])
     private let output: Mutex<VersionFile>
     /// Buffers of chunks written, each filled again by a download: a fresh one is mapped afresh (blocks this
-    /// large are), and its pages' first touches cost a 256 MB file ~0.2 s of faults.
+    /// large are), and its pages' first touches cost a 256 MB file ~0.2 s of faults. Only buffers up to
+    /// `SyncEngine.reusedBufferCapacity`.
     private let spare = Mutex<[ByteBuffer]>([])
 
     init(_ item: ItemID, into folder: URL, client: DocumentClient, held: LocalChunks?) throws {
@@ -90,7 +91,7 @@ final class LargeDownload: Sendable {
                 }
                 try output.withLock { output in try bytes.withUnsafeReadableBytes { try output.append($0, as: chunks[index]) } }
                 await activity?.moved(item, bytes: Int64(bytes.readableBytes))
-                spare.withLock { $0.append(bytes) }
+                if bytes.capacity <= SyncEngine.reusedBufferCapacity { spare.withLock { $0.append(bytes) } }
             }
         }
     }
