@@ -20,8 +20,8 @@ final class LargeDownload: Sendable {
     private let known = Mutex<[DocumentChunk]>([])
     private let output: Mutex<VersionFile>
     /// Buffers of chunks written, each filled again by a download: a fresh one is mapped afresh (blocks this
-    /// large are), and its pages' first touches cost a 256 MB file ~0.2 s of faults. Only buffers up to
-    /// `SyncEngine.reusedBufferCapacity`.
+    /// large are), and its pages' first touches cost a 256 MB file ~0.2 s of faults. Only downloaded chunks'
+    /// buffers up to `SyncEngine.reusedBufferCapacity`: never more than were downloading at once.
     private let spare = Mutex<[ByteBuffer]>([])
 
     init(_ item: ItemID, into folder: URL, client: DocumentClient, held: LocalChunks?) throws {
@@ -74,6 +74,9 @@ final class LargeDownload: Sendable {
                     requested += 1
                 }
                 let bytes: ByteBuffer
+                // Only a downloaded chunk's buffer is filled again: one taken from a file this device holds is
+                // of its own, and kept, the buffers of a file's held chunks would hold the whole file.
+                var downloaded = false
                 if held?.holds(chunks[index].hash) == true {
                     // Read again and checked when taken; changed since it was cut, it is downloaded after all.
                     if let local = held?.bytes(of: chunks[index].hash) {
@@ -87,11 +90,12 @@ final class LargeDownload: Sendable {
                         throw NimbusError(.internalError, "chunk \(chunks[index].hash) was never downloaded")
                     }
                     bytes = data
+                    downloaded = true
                     ahead -= 1
                 }
                 try output.withLock { output in try bytes.withUnsafeReadableBytes { try output.append($0, as: chunks[index]) } }
                 await activity?.moved(item, bytes: Int64(bytes.readableBytes))
-                if bytes.capacity <= SyncEngine.reusedBufferCapacity { spare.withLock { $0.append(bytes) } }
+                if downloaded && bytes.capacity <= SyncEngine.reusedBufferCapacity { spare.withLock { $0.append(bytes) } }
             }
         }
     }
