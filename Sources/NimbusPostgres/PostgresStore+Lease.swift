@@ -3,15 +3,21 @@ import PostgresNIO
 import Synchronization
 
 extension PostgresStore {
-    /// How long a call waits for a pooled connection before it answers `StoreError.unavailable`. While
-    /// PostgreSQL cannot be reached, the pool goes on trying to connect and would keep a request waiting for
-    /// up to a minute; a client is better told at once to try again later. A wait this long also means every
-    /// connection is busy for seconds: an overload, for which the answer is the same.
+    /// How long a call waits for a pooled connection, while no leased call finishes, before it answers
+    /// `StoreError.unavailable`. While PostgreSQL cannot be reached, the pool goes on trying to connect and
+    /// would keep a request waiting for up to a minute; a client is better told at once to try again later.
+    /// A call behind others that finish meanwhile waits on (up to `longestLeaseWait`): that queue moves, and
+    /// on a loaded machine it took more than this to serve 64 commits at once on 8 connections, which were
+    /// then refused as if the database were down.
     package static let leaseTimeout: Duration = .seconds(5)
+    /// How long a call waits for a pooled connection at most, however the queue moves: an overload that
+    /// long is answered `StoreError.unavailable`, as a client's request would time out soon after.
+    package static let longestLeaseWait: Duration = .seconds(30)
 
-    /// Runs `body` on a pooled connection, once one is leased within `leaseTimeout`; a lease that fails or
-    /// times out is `StoreError.unavailable` (nothing ran). Once `body` has begun, it runs to its end, or
-    /// until its connection closes: then the caller is answered `StoreError.unavailable` at once.
+    /// Runs `body` on a pooled connection, once one is leased within `leaseTimeout` (or a moving queue's
+    /// `longestLeaseWait`); a lease that fails or times out is `StoreError.unavailable` (nothing ran). Once
+    /// `body` has begun, it runs to its end, or until its connection closes: then the caller is answered
+    /// `StoreError.unavailable` at once.
     ///
     /// The wait for the lease is left behind, not awaited, when the deadline passes: the pool may take until
     /// its own circuit breaker trips (a minute) to answer a cancelled wait while it cannot connect. So is a
@@ -25,14 +31,16 @@ extension PostgresStore {
         cancellable: Bool = false, _ body: @escaping @Sendable (PostgresConnection) async throws -> T
     ) async throws -> T {
         let race = LeaseRace<T>()
-        let client = servers.client
+        let (client, progress) = (servers.client, leaseProgress)
         do {
             return try await withTaskCancellationHandler {
                 try await withCheckedThrowingContinuation { continuation in
-                    race.start(continuation, timeout: Self.leaseTimeout) {
+                    race.start(continuation, timeout: Self.leaseTimeout, longest: Self.longestLeaseWait, progress: progress) {
                         try await client.withConnection { connection in
                             guard race.begin(on: connection) else { throw StoreError.unavailable }
-                            return try await body(connection)
+                            let result = try await body(connection)
+                            progress.finished()
+                            return result
                         }
                     }
                 }
@@ -47,6 +55,15 @@ extension PostgresStore {
             throw error
         }
     }
+}
+
+/// When a leased body last finished on a store's pool: the sign that its queue moves.
+final class LeaseProgress: Sendable {
+    private let last = Mutex<ContinuousClock.Instant?>(nil)
+
+    func finished() { last.withLock { $0 = .now } }
+
+    var latest: ContinuousClock.Instant? { last.withLock { $0 } }
 }
 
 /// A lease's wait against its deadline (and its caller's cancellation): whichever ends first answers the
@@ -66,8 +83,11 @@ private final class LeaseRace<T: Sendable>: Sendable {
     /// The watch on the leased connection's close, while the body runs.
     private let watch = Mutex<ConnectionClosings.Watch?>(nil)
 
+    /// Waits for `work` to answer, until `timeout` has passed with no lease of the pool finishing
+    /// (`progress`), or `longest` in all.
     func start(
-        _ continuation: CheckedContinuation<T, any Error>, timeout: Duration, _ work: @escaping @Sendable () async throws -> T
+        _ continuation: CheckedContinuation<T, any Error>, timeout: Duration, longest: Duration, progress: LeaseProgress,
+        _ work: @escaping @Sendable () async throws -> T
     ) {
         let abandoned: (any Error)? = phase.withLock { phase in
             if case .abandoned(let error) = phase {
@@ -86,7 +106,14 @@ private final class LeaseRace<T: Sendable>: Sendable {
             }
         }
         let timer = Task {
-            guard (try? await Task.sleep(for: timeout)) != nil else { return }
+            let start = ContinuousClock.now
+            var deadline = start + timeout
+            while true {
+                guard (try? await Task.sleep(until: deadline, clock: .continuous)) != nil else { return }
+                let moving = progress.latest.map { $0 + timeout } ?? deadline
+                deadline = min(moving, start + longest)
+                if deadline <= .now { break }
+            }
             self.abandon(throwing: StoreError.unavailable)
         }
         tasks.withLock { $0 = [worker, timer] }

@@ -14,6 +14,8 @@ import PostgresNIO
 /// sequence numbers become visible in order (see `transact`).
 package final class PostgresStore: Sendable {
     let servers: PostgresServers
+    /// When a leased call last finished: a call waiting for a connection meanwhile waits on (`leased`).
+    let leaseProgress = LeaseProgress()
     /// What statements log to: nothing above debug, so a statement's values never reach the logs.
     static let logger = Logger(label: "nimbus.postgres")
 

@@ -239,6 +239,34 @@ extension SharedDatabaseTests {
     }
 }
 
+extension SharedDatabaseTests {
+    /// A call that waits behind a busy pool for longer than the lease's timeout is served, not refused: the
+    /// calls ahead of it finish meanwhile, so the queue moves (a stopped database, above, is refused at once).
+    @Test func aCallQueuedBehindABusyPoolIsServedNotRefused() async throws {
+        let store = try await PostgresStore.open(
+            try PostgresLocation(url: try await TemporaryPostgres.shared().database()), connections: 2)
+        defer { store.close() }
+        // Eight statements of two seconds on two connections: the last two wait six seconds for theirs.
+        let outcomes = await withTaskGroup(of: Result<Int, any Error>.self) { group in
+            for _ in 0..<8 {
+                group.addTask {
+                    do {
+                        return .success(try await store.rows("SELECT pg_sleep(2)").count)
+                    } catch {
+                        return .failure(error)
+                    }
+                }
+            }
+            return await group.reduce(into: [Result<Int, any Error>]()) { $0.append($1) }
+        }
+        let refused = outcomes.compactMap { outcome -> String? in
+            if case .failure(let error) = outcome { "\(error)" } else { nil }
+        }
+        #expect(refused.isEmpty, "\(refused)")
+        #expect(outcomes.count == 8)
+    }
+}
+
 /// How many writers are still writing, shared by the tasks of a test.
 private final class Remaining: Sendable {
     let count: Mutex<Int>
