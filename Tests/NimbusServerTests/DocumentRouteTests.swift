@@ -229,7 +229,7 @@ import Testing
         let fixture = try await Fixture.make()
         let bytes = Data("real bytes".utf8)
         let lying = try await fixture.upload(bytes, as: Fixture.hash(Data("other bytes".utf8)))
-        #expect(lying.status == 400 && lying.errorCode == .badRequest)
+        #expect(lying.status == 400 && lying.errorCode == .chunkMismatch)
         #expect(try await fixture.upload(bytes, as: "..%2F..%2Fetc%2Fpasswd").status == 400)
         let neverUploaded = try await fixture.modify([
             DocumentOperation(.save, itemID: "x", name: "X", kind: .file, content: fixture.content(Data("never".utf8)))
@@ -276,18 +276,22 @@ import Testing
         cut.removeLast()
         var badName = ChunkBundle.encode(fresh)
         badName.replaceSubrange(0..<6, with: Data("../../".utf8))
-        for (body, why) in [
-            (ChunkBundle.encode(fresh + [lying]), "a chunk not hashing to its name"), (cut, "a body cut short"),
-            (badName, "a name that is not a hash"), (Data("{}".utf8), "no bundle at all"),
-            (ChunkBundle.encode(fresh + [ChunkBundle.Chunk(hash: Fixture.hash(Data()), bytes: Data())]), "an empty chunk"),
+        for (body, code, why) in [
+            (ChunkBundle.encode(fresh + [lying]), ErrorCode.chunkMismatch, "a chunk not hashing to its name"),
+            (cut, .badRequest, "a body cut short"), (badName, .badRequest, "a name that is not a hash"),
+            (Data("{}".utf8), .badRequest, "no bundle at all"),
+            (
+                ChunkBundle.encode(fresh + [ChunkBundle.Chunk(hash: Fixture.hash(Data()), bytes: Data())]), .badRequest,
+                "an empty chunk"
+            ),
             (
                 ChunkBundle.encode(
                     fresh + [ChunkBundle.Chunk(hash: Fixture.hash(Data(count: 9 << 20)), bytes: Data(count: 9 << 20))]),
-                "a chunk over 8 MiB"
+                .badRequest, "a chunk over 8 MiB"
             ),
         ] {
             let refused = try await fixture.upload(bundle: body)
-            #expect(refused.status == 400 && refused.errorCode == .badRequest, "\(why)")
+            #expect(refused.status == 400 && refused.errorCode == code, "\(why)")
             #expect(try await fixture.missing(fresh.map(\.hash)) == fresh.map(\.hash), "nothing was stored: \(why)")
         }
         let huge = ChunkBundle.Chunk(

@@ -39,6 +39,9 @@ public struct ErrorCode: RawRepresentable, Hashable, Codable, Sendable, CustomSt
     public static let headersTooLarge = ErrorCode(rawValue: "HEADERS_TOO_LARGE")
     /// A document version names a chunk the caller never uploaded; upload it and save again.
     public static let chunkMissing = ErrorCode(rawValue: "CHUNK_MISSING")
+    /// An uploaded chunk's bytes do not hash to the name it was sent under; nothing was stored. A client that
+    /// read the bytes again after hashing them (a large file's upload) learns that the file changed meanwhile.
+    public static let chunkMismatch = ErrorCode(rawValue: "CHUNK_MISMATCH")
     /// A `Range` header asks only for bytes past the end of the body.
     public static let rangeNotSatisfiable = ErrorCode(rawValue: "RANGE_NOT_SATISFIABLE")
     /// A condition the request set (`If-Match`, `If-None-Match`, WebDAV's `If`, `Overwrite: F`) does not hold:
@@ -61,7 +64,7 @@ public struct ErrorCode: RawRepresentable, Hashable, Codable, Sendable, CustomSt
     public var httpStatus: Int {
         switch self {
         case .accessDenied: 403
-        case .atomicError, .badRequest: 400
+        case .atomicError, .badRequest, .chunkMismatch: 400
         case .authenticationFailed: 401
         case .authenticationRequired: 421
         case .conflict, .exists, .alreadyShared: 409

@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import NIOCore
 import NimbusCore
 
 /// Reading a file's content: its hash, and its chunks. Both read into one buffer of their own and hash the
@@ -29,6 +30,14 @@ package enum FileContent {
     ) async throws -> String {
         let descriptor = try open(file)
         defer { close(descriptor) }
+        return try await chunks(of: descriptor, chunker: chunker, body)
+    }
+
+    /// `chunks(of:)` of a file open for reading, from its current offset.
+    package static func chunks(
+        of descriptor: Int32, chunker: ContentDefinedChunker = .standard,
+        _ body: (UnsafeRawBufferPointer, String) async throws -> Void
+    ) async throws -> String {
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: chunker.maximumSize + readSize, alignment: 16)
         defer { buffer.deallocate() }
         var whole = SHA256()
@@ -55,7 +64,26 @@ package enum FileContent {
         return Secrets.hex(whole.finalize())
     }
 
-    private static func open(_ file: URL) throws -> Int32 {
+    /// Appends the `count` bytes at `offset` of a file open for reading to `buffer`; false when the file ends
+    /// before them.
+    static func bytes(of descriptor: Int32, at offset: Int64, count: Int, into buffer: inout ByteBuffer) throws -> Bool {
+        try buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: count) { space in
+            var done = 0
+            while done < count {
+                let read = pread(descriptor, space.baseAddress! + done, count - done, off_t(offset) + off_t(done))
+                if read > 0 {
+                    done += read
+                } else if read == 0 {
+                    break
+                } else if errno != EINTR {
+                    throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
+                }
+            }
+            return done
+        } == count
+    }
+
+    static func open(_ file: URL) throws -> Int32 {
         let descriptor = Foundation.open(file.path, O_RDONLY | O_CLOEXEC)
         guard descriptor >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
         return descriptor

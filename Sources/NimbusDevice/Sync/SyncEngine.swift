@@ -45,6 +45,10 @@ package final class SyncEngine: Sendable {
     /// 2.66–3.28 s to 2.55–2.87 s in alternating runs, for about 10 MB more at each device's peak; with the
     /// upload as well the runs showed no difference.
     static let largeFileChunksInFlight = 16
+    /// How far a large file's reading runs ahead of its uploads, in bytes (`ReadAhead`): enough to cut and hash
+    /// through a wait on the server's disk (0.4 s of a 256 MB upload, at the chunker's ~370 MB/s), and far less
+    /// than the page cache its chunks are read again from.
+    static let largeFileReadAhead = 256 << 20
     /// Steps of the disk's side downloaded and done together.
     static let diskSlice = 500
     /// Chunks of a large file asked about together while it is read once.
@@ -382,18 +386,8 @@ package final class SyncEngine: Sendable {
         return missing
     }
 
-    /// Tells the other devices that these chunks of the item's coming version, from position `from`, are stored.
-    private func announce(_ id: ItemID, _ chunks: ArraySlice<DocumentChunk>, from: Int) async throws {
-        for start in stride(from: chunks.startIndex, to: chunks.endIndex, by: ChunksAnnouncement.maxChunks) {
-            let run = Array(chunks[start..<min(chunks.endIndex, start + ChunksAnnouncement.maxChunks)])
-            try await client.announce(id.rawValue, from: from + (start - chunks.startIndex), chunks: run)
-        }
-    }
-
-    /// Reads the file once: every few chunks, asks the server which it lacks and sends those (a few in
-    /// flight) while reading on, and announces the chunks stored so far to the other devices
-    /// (`ChunksAnnouncement`), which download them meanwhile. The file's content, or nil when it is not what
-    /// the planner saw.
+    /// Stores a large file's chunks on the server as it reads the file once, announcing them to the other devices
+    /// as they are stored (`LargeUpload`). The file's content, or nil when it is not what the planner saw.
     ///
     /// With `unchangedSince`, the file must still be the one the scan saw, or that file grown: checked before
     /// each question, so a file changed otherwise is left for the next round after a few chunks. A file still
@@ -415,85 +409,27 @@ package final class SyncEngine: Sendable {
             try await missing(read.chunks.map(\.hash)).isEmpty
         {
             await activity.moved(id, bytes: read.size)
-            try? await self.announce(id, read.chunks[...], from: 0)
+            try? await LargeUpload.announce(id, read.chunks[...], from: 0, client: client)
             return DocumentContent(
                 contentHash: read.contentHash, size: read.size, chunks: read.chunks, modifiedAt: before.modified / 1_000_000)
         }
-        var chunks: [DocumentChunk] = []
-        var asked = Set<String>()
-        // The chunks the server holds, and how many from the first it holds in a row (`stored`) and were announced.
-        var held = Set<String>()
-        var (stored, announced) = (0, 0)
-        func announce(all: Bool) async {
-            while stored < chunks.count && held.contains(chunks[stored].hash) { stored += 1 }
-            guard stored - announced >= (all ? 1 : Self.chunksPerAnnouncement) else { return }
-            // A hint: a device that misses it downloads these chunks once the version is saved.
-            try? await self.announce(id, chunks[announced..<stored], from: announced)
-            announced = stored
-        }
         // No coordination lock here: it would be held across the network for the whole upload. What is sent
         // is checked against the hash the planner saw, read under the lock (`read`) or by the scan.
-        struct ChangedWhileSent: Error {}
-        let whole: String
+        let descriptor: Int32
         do {
-            whole = try await withThrowingTaskGroup(of: (String, ByteBuffer).self) { group in
-                var window: [(ByteBuffer, String)] = []
-                var inFlight = 0
-                // Buffers of chunks the server has or was sent, filled again with the next chunks: a fresh one
-                // is mapped afresh (blocks this large are), and its first touches cost a 256 MB file ~0.2 s of
-                // page faults.
-                var spare: [ByteBuffer] = []
-                func copy(_ bytes: UnsafeRawBufferPointer) -> ByteBuffer {
-                    var buffer = spare.popLast() ?? ByteBufferAllocator().buffer(capacity: bytes.count)
-                    buffer.clear()
-                    buffer.writeBytes(bytes)
-                    return buffer
-                }
-                func ask() async throws -> [(ByteBuffer, String)] {
-                    let fresh = window.filter { asked.insert($0.1).inserted }
-                    defer { window = [] }
-                    guard !fresh.isEmpty else { return [] }
-                    let missing = Set(try await client.missing(fresh.map(\.1)))
-                    let present = fresh.filter { !missing.contains($0.1) }
-                    held.formUnion(present.map(\.1))
-                    spare += present.map(\.0).filter { $0.capacity <= Self.reusedBufferCapacity }
-                    await activity.moved(id, bytes: Int64(present.reduce(0) { $0 + $1.0.readableBytes }))
-                    return fresh.filter { missing.contains($0.1) }
-                }
-                @Sendable func upload(_ bytes: ByteBuffer, _ chunk: String) async throws -> (String, ByteBuffer) {
-                    try await client.upload(chunk: bytes, hash: chunk)
-                    await activity.moved(id, bytes: Int64(bytes.readableBytes))
-                    return (chunk, bytes)
-                }
-                let whole = try await FileContent.chunks(of: file) { bytes, chunk in
-                    chunks.append(DocumentChunk(hash: chunk, size: Int64(bytes.count)))
-                    // The one copy of the bytes on their way out: the request sends this buffer as it is.
-                    window.append((copy(bytes), chunk))
-                    guard window.count == Self.chunksPerQuestion else { return }
-                    guard stillScanned(orGrown: true) else { throw ChangedWhileSent() }
-                    let toSend = try await ask()
-                    await announce(all: false)
-                    for (bytes, chunk) in toSend {
-                        if inFlight == Self.largeFileChunksInFlight, let (sent, buffer) = try await group.next() {
-                            held.insert(sent)
-                            if buffer.capacity <= Self.reusedBufferCapacity { spare.append(buffer) }
-                            inFlight -= 1
-                            await announce(all: false)
-                        }
-                        group.addTask { try await upload(bytes, chunk) }
-                        inFlight += 1
-                    }
-                }
-                for (bytes, chunk) in try await ask() { group.addTask { try await upload(bytes, chunk) } }
-                for try await (sent, _) in group {
-                    held.insert(sent)
-                    await announce(all: false)
-                }
-                // Announced only when it is what the planner saw: the round saves it next.
-                if whole == hash { await announce(all: true) }
-                return whole
-            }
-        } catch is ChangedWhileSent {
+            descriptor = try FileContent.open(file)
+        } catch {
+            return nil  // gone since it was scanned: the next round sees what is there
+        }
+        defer { close(descriptor) }
+        let upload = LargeUpload(id, descriptor: descriptor, client: client, activity: activity) { [self] in
+            scan.map { unchanged(id, at: path, scan: $0, orGrown: true) } ?? true
+        }
+        let whole: String
+        let chunks: [DocumentChunk]
+        do {
+            (whole, chunks) = try await upload.run(expecting: hash)
+        } catch is LargeUpload.ChangedWhileSent {
             return nil
         }
         let content = DocumentContent(

@@ -64,7 +64,7 @@ struct ChunkTransfers: Sendable {
         } catch is BlobTooLarge {
             throw NimbusError(.requestTooLarge, "a chunk holds at most \(DocumentService.maxChunkBytes) bytes")
         } catch let mismatch as BlobMismatch {
-            throw NimbusError.badRequest("the chunk's bytes hash to \(mismatch.actual), not \(hash); nothing was stored")
+            throw NimbusError(.chunkMismatch, "the chunk's bytes hash to \(mismatch.actual), not \(hash); nothing was stored")
         } catch let error as NimbusError {
             throw error
         } catch {
@@ -95,7 +95,7 @@ struct ChunkTransfers: Sendable {
         do {
             try await server.blobs.storeChunks(chunks)
         } catch let mismatch as BlobMismatch {
-            throw NimbusError.badRequest("a chunk's bytes hash to \(mismatch.actual), not its name; nothing was stored")
+            throw NimbusError(.chunkMismatch, "a chunk's bytes hash to \(mismatch.actual), not its name; nothing was stored")
         }
         try await hold(zone, Dictionary(chunks.map { ($0.hash, Int64($0.bytes.count)) }, uniquingKeysWith: { a, _ in a }))
     }

@@ -385,14 +385,14 @@ enum OpenAPIDocument {
 
     private static func errorDescription(_ status: Int) -> String {
         switch status {
-        case 400: "BAD_REQUEST: malformed or invalid"
+        case 400: "BAD_REQUEST: malformed or invalid; CHUNK_MISMATCH: a chunk's bytes do not hash to its name"
         case 401: "AUTHENTICATION_FAILED: credentials sent do not check out"
         case 403: "ACCESS_DENIED"
         case 404: "NOT_FOUND or ZONE_NOT_FOUND"
         case 405: "METHOD_NOT_ALLOWED"
         case 409: "CONFLICT or EXISTS"
         case 410: "CHANGE_TOKEN_EXPIRED"
-        case 412: "VALIDATING_REFERENCE_ERROR"
+        case 412: "VALIDATING_REFERENCE_ERROR, CHUNK_MISSING or PRECONDITION_FAILED"
         case 413: "REQUEST_TOO_LARGE, QUOTA_EXCEEDED or KV_LIMIT_EXCEEDED"
         case 414: "URI_TOO_LONG"
         case 421: "AUTHENTICATION_REQUIRED, with redirectURL"

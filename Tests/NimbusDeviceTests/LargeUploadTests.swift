@@ -1,0 +1,93 @@
+import Foundation
+import NimbusCore
+import NimbusDevice
+import NimbusKit
+import NimbusTesting
+import NimbusTestingCore
+import Synchronization
+import Testing
+
+/// A large file's upload reads ahead of its uploads and reads each chunk again to send it.
+@Suite struct LargeUploadTests {
+    /// Bytes changed after they were hashed, before their chunk was read again to be sent, do not reach the
+    /// server under the old chunk's name: the server refuses them (`CHUNK_MISMATCH`) and the upload ends as
+    /// changed while sent, for the next round to read the file again. The file as it is then is stored whole.
+    @Test func bytesChangedAfterTheyWereHashedAreNotSentUnderTheOldHash() async throws {
+        let fixture = try await DeviceSyncTests.Fixture.make()
+        let folder = TestResources.temporaryDirectory(prefix: "nimbus-large-upload")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let file = folder.appendingPathComponent("movie.mov")
+        // At least ten chunks (4 MiB at most each), so the first question is asked after the file is read on.
+        var generator = SeededGenerator(seed: 31)
+        try generator.bytes(40 << 20).write(to: file)
+        var hashed: [DocumentChunk] = []
+        _ = try await FileContent.chunks(of: file) { bytes, hash in
+            hashed.append(DocumentChunk(hash: hash, size: Int64(bytes.count)))
+        }
+
+        // Asked before the first question, when the first chunks are hashed and none is sent yet.
+        let edited = Mutex(false)
+        let editing = try #require(FileHandle(forWritingAtPath: file.path))
+        let changed = try await upload(file, fixture.client) {
+            if !edited.withLock({ $0 }) {
+                try? editing.write(contentsOf: Data("an edit in the first chunk".utf8))
+                edited.withLock { $0 = true }
+            }
+            return true
+        }
+        try editing.close()
+        #expect(edited.withLock { $0 })
+        #expect(changed == nil, "the upload ends as changed while sent")
+        #expect(
+            try await fixture.client.missing([hashed[0].hash]) == [hashed[0].hash], "no chunk under a name it does not hash to")
+
+        var now: [DocumentChunk] = []
+        let whole = try await FileContent.chunks(of: file) { bytes, hash in
+            now.append(DocumentChunk(hash: hash, size: Int64(bytes.count)))
+        }
+        let sent = try #require(try await upload(file, fixture.client) { true })
+        #expect(sent.hash == whole && sent.chunks == now)
+        #expect(try await fixture.client.missing(now.map(\.hash)).isEmpty, "every chunk of the file is stored")
+    }
+
+    /// The file's upload; nil when it changed while it was sent.
+    private func upload(_ file: URL, _ client: DocumentClient, stillPlanned: @escaping @Sendable () -> Bool) async throws
+        -> (hash: String, chunks: [DocumentChunk])?
+    {
+        let descriptor = open(file.path, O_RDONLY | O_CLOEXEC)
+        try #require(descriptor >= 0)
+        defer { close(descriptor) }
+        let upload = LargeUpload(
+            ItemID("movie"), descriptor: descriptor, client: client, activity: SyncActivity(), stillPlanned: stillPlanned)
+        do {
+            return try await upload.run(expecting: nil)
+        } catch is LargeUpload.ChangedWhileSent {
+            return nil
+        }
+    }
+
+    /// The reader waits once the bytes read and not yet given back would pass the limit, and goes on when enough
+    /// are given back, or when the upload ends; a chunk larger than the limit passes when nothing is outstanding.
+    @Test func theReaderWaitsAtTheLimitUntilBytesAreGivenBack() async throws {
+        let readAhead = ReadAhead(limit: 100)
+        await readAhead.take(250)
+        readAhead.give(250)
+        await readAhead.take(60)
+        let taken = Mutex(false)
+        let taker = Task {
+            await readAhead.take(60)
+            taken.withLock { $0 = true }
+        }
+        #expect(await eventually { readAhead.isWaiting })
+        #expect(!taken.withLock { $0 })
+        readAhead.give(60)
+        await taker.value
+        #expect(taken.withLock { $0 } && !readAhead.isWaiting)
+
+        let stuck = Task { await readAhead.take(60) }
+        #expect(await eventually { readAhead.isWaiting })
+        readAhead.close()
+        await stuck.value
+        #expect(!readAhead.isWaiting)
+    }
+}
