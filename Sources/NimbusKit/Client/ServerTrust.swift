@@ -56,7 +56,10 @@ public struct ServerTrust: Sendable, Hashable {
             if let client = clients[self] { return client }
             var configuration = HTTPClient.Configuration(tlsConfiguration: tlsConfiguration)
             configuration.connectionPool.retryConnectionEstablishment = false
-            configuration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = 16
+            // Requests beyond it wait for a connection: a device moving a large file keeps 16 chunk transfers in
+            // flight, and the questions, announcements and commits of its rounds must not queue behind them (a
+            // large upload's reader waited on its questions while the uploads waited on the server's disk).
+            configuration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = 32
             configuration.timeout.connect = .seconds(10)
             let client = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
             clients[self] = client
