@@ -57,8 +57,8 @@ public struct ServerTrust: Sendable, Hashable {
             var configuration = HTTPClient.Configuration(tlsConfiguration: tlsConfiguration)
             configuration.connectionPool.retryConnectionEstablishment = false
             // Requests beyond it wait for a connection: a device moving a large file keeps 16 chunk transfers in
-            // flight, and the questions, announcements and commits of its rounds must not queue behind them (a
-            // large upload's reader waited on its questions while the uploads waited on the server's disk).
+            // flight, and the questions, announcements and commits of its rounds must not wait for one of them to
+            // end (each may wait on the server's disk).
             configuration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = 32
             configuration.timeout.connect = .seconds(10)
             let client = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
