@@ -1,4 +1,5 @@
 import Foundation
+import NIOCore
 import NimbusCore
 import NimbusDevice
 import NimbusKit
@@ -11,7 +12,8 @@ import Testing
 @Suite struct LargeUploadTests {
     /// Bytes changed after they were hashed, before their chunk was read again to be sent, do not reach the
     /// server under the old chunk's name: the server refuses them (`CHUNK_MISMATCH`) and the upload ends as
-    /// changed while sent, for the next round to read the file again. The file as it is then is stored whole.
+    /// changed while sent, for the next round to read the file again. The file as it is then is stored whole, and
+    /// confirmed by a second reading when it is not the content expected (a file read while it grew).
     @Test func bytesChangedAfterTheyWereHashedAreNotSentUnderTheOldHash() async throws {
         let fixture = try await DeviceSyncTests.Fixture.make()
         let folder = TestResources.temporaryDirectory(prefix: "nimbus-large-upload")
@@ -48,19 +50,53 @@ import Testing
         let sent = try #require(try await upload(file, fixture.client) { true })
         #expect(sent.hash == whole && sent.chunks == now)
         #expect(try await fixture.client.missing(now.map(\.hash)).isEmpty, "every chunk of the file is stored")
+        #expect(sent.confirmed?.size == 40 << 20, "not the content expected, but read again and found as sent")
+        let expected = try #require(try await upload(file, fixture.client, expecting: whole) { true })
+        #expect(expected.hash == whole && expected.confirmed == nil, "the content expected needs no second reading")
+    }
+
+    /// A file changed after it was read, in bytes that are not read again to be sent (a chunk the server holds
+    /// already), is not confirmed: its second reading finds other bytes, and the round leaves it for the next.
+    @Test func aFileChangedAfterItWasReadIsNotConfirmed() async throws {
+        let fixture = try await DeviceSyncTests.Fixture.make()
+        let folder = TestResources.temporaryDirectory(prefix: "nimbus-large-upload")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let file = folder.appendingPathComponent("movie.mov")
+        var generator = SeededGenerator(seed: 32)
+        let bytes = generator.bytes(40 << 20)
+        try bytes.write(to: file)
+        var first: (bytes: Data, hash: String)?
+        let whole = try await FileContent.chunks(of: file) { chunk, hash in
+            if first == nil { first = (Data(chunk), hash) }
+        }
+        let held = try #require(first)
+        try await fixture.client.upload(chunk: ByteBuffer(bytes: held.bytes), hash: held.hash)
+
+        let edited = Mutex(false)
+        let editing = try #require(FileHandle(forWritingAtPath: file.path))
+        let sent = try #require(
+            try await upload(file, fixture.client) {
+                if !edited.withLock({ $0 }) {
+                    try? editing.write(contentsOf: Data("an edit in the first chunk".utf8))
+                    edited.withLock { $0 = true }
+                }
+                return true
+            })
+        try editing.close()
+        #expect(edited.withLock { $0 })
+        #expect(sent.hash == whole, "what was read and stored")
+        #expect(sent.confirmed == nil, "the file no longer holds those bytes")
     }
 
     /// The file's upload; nil when it changed while it was sent.
-    private func upload(_ file: URL, _ client: DocumentClient, stillPlanned: @escaping @Sendable () -> Bool) async throws
-        -> (hash: String, chunks: [DocumentChunk])?
-    {
-        let descriptor = open(file.path, O_RDONLY | O_CLOEXEC)
-        try #require(descriptor >= 0)
-        defer { close(descriptor) }
-        let upload = LargeUpload(
-            ItemID("movie"), descriptor: descriptor, client: client, activity: SyncActivity(), stillPlanned: stillPlanned)
+    private func upload(
+        _ file: URL, _ client: DocumentClient, expecting expected: String? = nil,
+        stillPlanned: @escaping @Sendable () -> Bool
+    ) async throws -> LargeUpload.Stored? {
+        let upload = try LargeUpload(
+            ItemID("movie"), file: file, client: client, activity: SyncActivity(), stillPlanned: stillPlanned)
         do {
-            return try await upload.run(expecting: nil)
+            return try await upload.run(expecting: expected)
         } catch is LargeUpload.ChangedWhileSent {
             return nil
         }

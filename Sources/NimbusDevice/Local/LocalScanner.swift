@@ -146,12 +146,12 @@ package struct LocalScanner: Sendable {
         return (String(path[..<slash]), String(path[path.utf8.index(after: slash)...]))
     }
 
-    struct Entry {
-        var path: String
-        var isFolder: Bool
-        var inode: UInt64
-        var size: Int64
-        var modified: Int64
+    package struct Entry: Sendable {
+        package var path: String
+        package var isFolder: Bool
+        package var inode: UInt64
+        package var size: Int64
+        package var modified: Int64
     }
 
     /// Every file and folder, parents before their contents, skipping what is not synced: names ending

@@ -13,11 +13,26 @@ import Synchronization
 /// cache: the uploads wait mostly on the server's syncs, and a reader that waited with them left both cores idle
 /// while the disk was busy. Bytes that changed after they were hashed no longer hash to their chunk's name, which
 /// the server refuses (`chunkMismatch`): the file changed while it was sent (`ChangedWhileSent`).
+///
+/// A file still being written when the round began is read as it grows, to its end, and is then not the content
+/// the round planned with. Its bytes are confirmed by reading it once more while the last uploads finish: the
+/// file unchanged meanwhile and hashing to what was sent, the round saves it (`Stored.confirmed`) instead of
+/// leaving it to the next round, which would read it again after the uploads.
 package final class LargeUpload: Sendable {
     /// The file is not the one the round planned with, or changed while its chunks were read again.
     package struct ChangedWhileSent: Error {}
 
+    /// What the upload stored: the file's SHA-256 and chunks as it was read.
+    package struct Stored: Sendable {
+        package var hash: String
+        package var chunks: [DocumentChunk]
+        /// When the file is not what the round planned with: its details while it held exactly these bytes,
+        /// read again whole after it was sent; nil when it changed meanwhile, or is what was planned.
+        package var confirmed: LocalScanner.Entry?
+    }
+
     private let item: ItemID
+    private let file: URL
     private let descriptor: Int32
     private let client: DocumentClient
     private let activity: SyncActivity
@@ -31,8 +46,8 @@ package final class LargeUpload: Sendable {
         /// Chunks read, in order, with their offsets: of those asked about, the ones the server holds and lacks.
         case asked([(offset: Int64, chunk: DocumentChunk)], held: Set<String>, missing: Set<String>)
         case uploaded(DocumentChunk)
-        /// The whole file read; its SHA-256.
-        case read(String)
+        /// The whole file read: its SHA-256, and its details when it was confirmed (`Stored.confirmed`).
+        case read(String, confirmed: LocalScanner.Entry?)
         case failed(any Error)
     }
 
@@ -65,21 +80,26 @@ package final class LargeUpload: Sendable {
         }
     }
 
-    /// `descriptor`: the file, open for reading, at its start.
+    /// Opens the file; throws `ChangedWhileSent` when it is gone.
     package init(
-        _ item: ItemID, descriptor: Int32, client: DocumentClient, activity: SyncActivity,
+        _ item: ItemID, file: URL, client: DocumentClient, activity: SyncActivity,
         stillPlanned: @escaping @Sendable () -> Bool
-    ) {
+    ) throws {
+        let descriptor = open(file.path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { throw ChangedWhileSent() }
         self.item = item
+        self.file = file
         self.descriptor = descriptor
         self.client = client
         self.activity = activity
         self.stillPlanned = stillPlanned
     }
 
-    /// Stores every chunk of the file on the server; its SHA-256 and chunks. All are announced when it hashes to
-    /// `expected`: the round saves that version next.
-    package func run(expecting expected: String?) async throws -> (hash: String, chunks: [DocumentChunk]) {
+    deinit { close(descriptor) }
+
+    /// Stores every chunk of the file on the server. All are announced when it hashes to `expected`, or was
+    /// confirmed: the round saves that version next.
+    package func run(expecting expected: String?) async throws -> Stored {
         let (events, sink) = AsyncStream.makeStream(of: Event.self)
         return try await withThrowingTaskGroup(of: Void.self) { group in
             // Before the group waits for its tasks: a reader waiting to read on must not wait for ever.
@@ -87,11 +107,11 @@ package final class LargeUpload: Sendable {
                 readAhead.close()
                 sink.finish()
             }
-            group.addTask { await self.read(into: sink) }
+            group.addTask { await self.read(expecting: expected, into: sink) }
             var chunks: [DocumentChunk] = []
             var held = Set<String>()
             var (queued, uploaded, announced) = (0, 0, 0)
-            var whole: String?
+            var finished: (hash: String, confirmed: LocalScanner.Entry?)?
             // A hint, so in order: a device that misses it downloads these chunks once the version is saved.
             func announce(all: Bool) async {
                 var stored = announced
@@ -121,23 +141,24 @@ package final class LargeUpload: Sendable {
                     uploaded += 1
                     held.insert(chunk.hash)
                     readAhead.give(Int(chunk.size))
-                case .read(let hash):
-                    whole = hash
+                case .read(let hash, let confirmed):
+                    finished = (hash, confirmed)
                 case .failed(let error):
                     throw error
                 }
                 await announce(all: false)
-                if let whole, uploaded == queued {
-                    if whole == expected { await announce(all: true) }
-                    return (whole, chunks)
+                if let finished, uploaded == queued {
+                    if finished.hash == expected || finished.confirmed != nil { await announce(all: true) }
+                    return Stored(hash: finished.hash, chunks: chunks, confirmed: finished.confirmed)
                 }
             }
             throw CancellationError()
         }
     }
 
-    /// Cuts and hashes the file, asking the server about its chunks as it goes.
-    private func read(into sink: AsyncStream<Event>.Continuation) async {
+    /// Cuts and hashes the file, asking the server about its chunks as it goes; confirms it when it is not
+    /// `expected`.
+    private func read(expecting expected: String?, into sink: AsyncStream<Event>.Continuation) async {
         var window: [(offset: Int64, chunk: DocumentChunk)] = []
         var asked = Set<String>()
         var offset: Int64 = 0
@@ -158,10 +179,23 @@ package final class LargeUpload: Sendable {
                 try await ask()
             }
             if !window.isEmpty { try await ask() }
-            sink.yield(.read(whole))
+            sink.yield(.read(whole, confirmed: whole == expected ? nil : confirm(whole, size: offset)))
         } catch {
             sink.yield(.failed(error))
         }
+    }
+
+    /// The file's details, if it is the one read (the same inode and `size`), unchanged while it is read again
+    /// whole, and hashes to `whole`: checked as a scan checks a file, and looked at again after it is read. A file
+    /// still growing fails at the first look, before it is read.
+    private func confirm(_ whole: String, size: Int64) -> LocalScanner.Entry? {
+        var status = stat()
+        guard fstat(descriptor, &status) == 0, let before = LocalScanner.stat(file.path, path: ""),
+            before.inode == UInt64(status.st_ino), before.size == size, (try? FileContent.hash(of: file)) == whole,
+            let after = LocalScanner.stat(file.path, path: ""),
+            (after.inode, after.size, after.modified) == (before.inode, before.size, before.modified)
+        else { return nil }
+        return before
     }
 
     /// Uploads waiting chunks, each read again from the file, until none waits.

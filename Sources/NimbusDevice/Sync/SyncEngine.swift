@@ -27,9 +27,6 @@ package final class SyncEngine: Sendable {
     /// Large files another device is still uploading, downloaded meanwhile; nil while new files arrive as
     /// placeholders.
     private let incoming: IncomingDownloads?
-    /// Large files read to their end and stored while they were still being written, by item: when the next
-    /// scan finds exactly those bytes (the same SHA-256), their chunks are known and stored already.
-    private let readWhileWritten = Mutex<[ItemID: DocumentContent]>([:])
     /// The device root whose file coordination locks (`CoordinationLock`) the engine takes, so an app's
     /// coordinated read never sees a file being placed and its coordinated write is never overwritten: the
     /// folder's root when it is `ROOT/Mobile Documents/<container>`.
@@ -55,8 +52,6 @@ package final class SyncEngine: Sendable {
     static let chunksPerQuestion = 8
     /// Chunk hashes in one `missing` question (the server's limit).
     static let hashesPerQuestion = 10_000
-    /// Files read while they were written whose chunks are remembered (`readWhileWritten`).
-    static let readWhileWrittenLimit = 16
     /// A large file's stored chunks are announced to the other devices once this many more are stored
     /// (and the rest once all are).
     static let chunksPerAnnouncement = 8
@@ -314,7 +309,7 @@ package final class SyncEngine: Sendable {
                     guard let (_, content) = contents[step.item], sent.contains(step.item) || unchanged.contains(step.item),
                         let operation = operation(step, content: content)
                     else { continue }
-                    sendable.append((step, operation))
+                    sendable.append((step.uploading(content: content.contentHash), operation))
                 } else if let operation = operation(step, content: nil) {
                     sendable.append((step, operation))
                 }
@@ -391,59 +386,39 @@ package final class SyncEngine: Sendable {
     ///
     /// With `unchangedSince`, the file must still be the one the scan saw, or that file grown: checked before
     /// each question, so a file changed otherwise is left for the next round after a few chunks. A file still
-    /// being written (its creation woke the round) is read and sent as it grows, to its end: when the next
-    /// round's scan finds exactly the bytes read (the same SHA-256), that round saves them without reading the
-    /// file again (`readWhileWritten`), and the other devices have downloaded most of it meanwhile.
+    /// being written (its creation woke the round) is read and sent as it grows, to its end, and the other
+    /// devices download it meanwhile; confirmed once read (`LargeUpload.Stored.confirmed`), this round saves it
+    /// as it is then, else the next round reads it again.
     private func send(
         _ id: ItemID, at path: String, expecting hash: String?,
         unchangedSince scan: LocalScanner.Scan?
     ) async throws -> DocumentContent? {
         let file = folder.appendingPathComponent(path)
-        func stillScanned(orGrown: Bool = false) -> Bool {
-            scan.map { unchanged(id, at: path, scan: $0, orGrown: orGrown) } ?? true
-        }
-        guard stillScanned(orGrown: true), let before = LocalScanner.stat(file.path, path: path) else { return nil }
-        let (client, activity) = (client, activity)
+        @Sendable func stillScanned() -> Bool { scan.map { unchanged(id, at: path, scan: $0, orGrown: true) } ?? true }
+        guard stillScanned(), let before = LocalScanner.stat(file.path, path: path) else { return nil }
         await activity.started(id, bytes: before.size)
-        if let read = readWhileWritten.withLock({ $0.removeValue(forKey: id) }), read.contentHash == hash, stillScanned(),
-            try await missing(read.chunks.map(\.hash)).isEmpty
-        {
-            await activity.moved(id, bytes: read.size)
-            try? await LargeUpload.announce(id, read.chunks[...], from: 0, client: client)
-            return DocumentContent(
-                contentHash: read.contentHash, size: read.size, chunks: read.chunks, modifiedAt: before.modified / 1_000_000)
-        }
         // No coordination lock here: it would be held across the network for the whole upload. What is sent
         // is checked against the hash the planner saw, read under the lock (`read`) or by the scan.
-        let descriptor: Int32
+        let stored: LargeUpload.Stored
         do {
-            descriptor = try FileContent.open(file)
-        } catch {
-            return nil  // gone since it was scanned: the next round sees what is there
-        }
-        defer { close(descriptor) }
-        let upload = LargeUpload(id, descriptor: descriptor, client: client, activity: activity) { [self] in
-            scan.map { unchanged(id, at: path, scan: $0, orGrown: true) } ?? true
-        }
-        let whole: String
-        let chunks: [DocumentChunk]
-        do {
-            (whole, chunks) = try await upload.run(expecting: hash)
+            let upload = try LargeUpload(id, file: file, client: client, activity: activity, stillPlanned: stillScanned)
+            stored = try await upload.run(expecting: hash)
         } catch is LargeUpload.ChangedWhileSent {
             return nil
         }
-        let content = DocumentContent(
-            contentHash: whole, size: chunks.reduce(0) { $0 + $1.size }, chunks: chunks, modifiedAt: before.modified / 1_000_000)
-        guard whole == hash else {
-            // Read to its end while it grew, every chunk stored: the next round needs only to find these bytes.
-            if scan != nil {
-                readWhileWritten.withLock {
-                    if $0.count >= Self.readWhileWrittenLimit { $0.removeAll() }
-                    $0[id] = content
-                }
-            }
-            return nil
-        }
+        var content = DocumentContent(
+            contentHash: stored.hash, size: stored.chunks.reduce(0) { $0 + $1.size }, chunks: stored.chunks,
+            modifiedAt: before.modified / 1_000_000)
+        if stored.hash == hash { return content }
+        // Read to its end while it grew, and confirmed as the file is now: saved by this round, and the journal
+        // holds the file as it is, so the next scan does not read it again.
+        guard let confirmed = stored.confirmed, let scanned = scan?.files[id] else { return nil }
+        content.modifiedAt = confirmed.modified / 1_000_000
+        var local = scanned
+        (local.inode, local.size, local.modified, local.content) = (
+            confirmed.inode, confirmed.size, confirmed.modified, stored.hash
+        )
+        try await journal.setLocalFile(local)
         return content
     }
 

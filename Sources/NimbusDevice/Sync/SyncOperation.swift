@@ -33,6 +33,16 @@ public struct SyncOperation: Hashable, Sendable, CustomStringConvertible {
 
     public var description: String { "\(item): \(action)" }
 
+    /// An upload of the content `hash` rather than the content it was planned with (a large file read while it
+    /// grew, confirmed once read: `LargeUpload.Stored.confirmed`), which the synced tree learns instead.
+    func uploading(content hash: String) -> SyncOperation {
+        guard case .upload(var uploaded, let base) = action, uploaded.content != hash else { return self }
+        uploaded.content = hash
+        var synced = synced
+        synced?.content = hash
+        return SyncOperation(item, .upload(uploaded, base: base), synced: synced)
+    }
+
     var isDeletion: Bool {
         switch action {
         case .deleteLocal, .deleteRemote: true
