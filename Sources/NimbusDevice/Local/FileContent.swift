@@ -34,7 +34,7 @@ package enum FileContent {
     }
 
     /// `chunks(of:)` of a file open for reading, from its current offset.
-    package static func chunks(
+    static func chunks(
         of descriptor: Int32, chunker: ContentDefinedChunker = .standard,
         _ body: (UnsafeRawBufferPointer, String) async throws -> Void
     ) async throws -> String {
@@ -83,7 +83,7 @@ package enum FileContent {
         } == count
     }
 
-    static func open(_ file: URL) throws -> Int32 {
+    private static func open(_ file: URL) throws -> Int32 {
         let descriptor = Foundation.open(file.path, O_RDONLY | O_CLOEXEC)
         guard descriptor >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
         return descriptor
