@@ -60,8 +60,8 @@ package final class LocalBlobStore: BlobStore {
     }
 
     package func sizes(_ ids: [String]) async throws -> [String: Int64] {
-        // Nothing to look up takes no turn on the blocking threads, which chunk syncs may hold for a while (a
-        // large upload's questions about new chunks waited there 0.46 s behind a writer's `fsync`).
+        // Nothing to look up takes no turn on the blocking threads, which chunk syncs may hold for a while: a
+        // large upload's questions about new chunks look up none.
         guard !ids.isEmpty else { return [:] }
         let directory = directory
         return try await BlockingWork.run {

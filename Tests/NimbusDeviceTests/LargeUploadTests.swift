@@ -27,18 +27,9 @@ import Testing
             hashed.append(DocumentChunk(hash: hash, size: Int64(bytes.count)))
         }
 
-        // Asked before the first question, when the first chunks are hashed and none is sent yet.
-        let edited = Mutex(false)
-        let editing = try #require(FileHandle(forWritingAtPath: file.path))
-        let changed = try await upload(file, fixture.client) {
-            if !edited.withLock({ $0 }) {
-                try? editing.write(contentsOf: Data("an edit in the first chunk".utf8))
-                edited.withLock { $0 = true }
-            }
-            return true
-        }
-        try editing.close()
-        #expect(edited.withLock { $0 })
+        let edit = FirstChunkEdit(file)
+        let changed = try await upload(file, fixture.client, stillPlanned: edit.stillPlanned)
+        #expect(edit.happened)
         #expect(changed == nil, "the upload ends as changed while sent")
         #expect(
             try await fixture.client.missing([hashed[0].hash]) == [hashed[0].hash], "no chunk under a name it does not hash to")
@@ -72,20 +63,32 @@ import Testing
         let held = try #require(first)
         try await fixture.client.upload(chunk: ByteBuffer(bytes: held.bytes), hash: held.hash)
 
-        let edited = Mutex(false)
-        let editing = try #require(FileHandle(forWritingAtPath: file.path))
-        let sent = try #require(
-            try await upload(file, fixture.client) {
-                if !edited.withLock({ $0 }) {
-                    try? editing.write(contentsOf: Data("an edit in the first chunk".utf8))
-                    edited.withLock { $0 = true }
-                }
-                return true
-            })
-        try editing.close()
-        #expect(edited.withLock { $0 })
+        let edit = FirstChunkEdit(file)
+        let sent = try #require(try await upload(file, fixture.client, stillPlanned: edit.stillPlanned))
+        #expect(edit.happened)
         #expect(sent.hash == whole, "what was read and stored")
         #expect(sent.confirmed == nil, "the file no longer holds those bytes")
+    }
+
+    /// A `stillPlanned` that writes over the file's first bytes the first time it is asked: before the first
+    /// question, when the first chunks are hashed and none is sent yet.
+    final class FirstChunkEdit: Sendable {
+        let file: URL
+        private let done = Mutex(false)
+
+        init(_ file: URL) { self.file = file }
+
+        var happened: Bool { done.withLock { $0 } }
+
+        func stillPlanned() -> Bool {
+            done.withLock { done in
+                guard !done, let handle = FileHandle(forWritingAtPath: file.path) else { return }
+                try? handle.write(contentsOf: Data("an edit in the first chunk".utf8))
+                try? handle.close()
+                done = true
+            }
+            return true
+        }
     }
 
     /// The file's upload; nil when it changed while it was sent.
