@@ -16,12 +16,7 @@ import Testing
     /// confirmed by a second reading when it is not the content expected (a file read while it grew).
     @Test func bytesChangedAfterTheyWereHashedAreNotSentUnderTheOldHash() async throws {
         let fixture = try await DeviceSyncTests.Fixture.make()
-        let folder = TestResources.temporaryDirectory(prefix: "nimbus-large-upload")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        let file = folder.appendingPathComponent("movie.mov")
-        // At least ten chunks (4 MiB at most each), so the first question is asked after the file is read on.
-        var generator = SeededGenerator(seed: 31)
-        try generator.bytes(40 << 20).write(to: file)
+        let file = try movie(seed: 31)
         var hashed: [DocumentChunk] = []
         _ = try await FileContent.chunks(of: file) { bytes, hash in
             hashed.append(DocumentChunk(hash: hash, size: Int64(bytes.count)))
@@ -50,12 +45,7 @@ import Testing
     /// already), is not confirmed: its second reading finds other bytes, and the round leaves it for the next.
     @Test func aFileChangedAfterItWasReadIsNotConfirmed() async throws {
         let fixture = try await DeviceSyncTests.Fixture.make()
-        let folder = TestResources.temporaryDirectory(prefix: "nimbus-large-upload")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        let file = folder.appendingPathComponent("movie.mov")
-        var generator = SeededGenerator(seed: 32)
-        let bytes = generator.bytes(40 << 20)
-        try bytes.write(to: file)
+        let file = try movie(seed: 32)
         var first: (bytes: Data, hash: String)?
         let whole = try await FileContent.chunks(of: file) { chunk, hash in
             if first == nil { first = (Data(chunk), hash) }
@@ -68,6 +58,17 @@ import Testing
         #expect(edit.happened)
         #expect(sent.hash == whole, "what was read and stored")
         #expect(sent.confirmed == nil, "the file no longer holds those bytes")
+    }
+
+    /// A file of 40 MB of seeded bytes in a folder of its own: at least ten chunks (4 MiB at most each), so the first
+    /// question is asked after the file is read on.
+    private func movie(seed: UInt64) throws -> URL {
+        let folder = TestResources.temporaryDirectory(prefix: "nimbus-large-upload")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let file = folder.appendingPathComponent("movie.mov")
+        var generator = SeededGenerator(seed: seed)
+        try generator.bytes(40 << 20).write(to: file)
+        return file
     }
 
     /// A `stillPlanned` that writes over the file's first bytes the first time it is asked: before the first
