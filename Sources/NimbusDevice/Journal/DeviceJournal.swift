@@ -8,6 +8,9 @@ import Synchronization
 /// (its path and inode, and its content hash for a given size and modification time), and the change
 /// token. Each step's outcome is written before the next step runs, so a daemon killed at any moment
 /// resumes without losing a local edit or sending again what the server has.
+///
+/// Statements run for each item are prepared once per connection (`cachedStatement`): SQLite parsing them
+/// again took a tenth of each daemon's CPU while 1,000 new files synced.
 package final class DeviceJournal: Sendable {
     private let database: DatabaseQueue
     /// The database file, for a reader of its own (`allMetadata`).
@@ -92,7 +95,8 @@ package final class DeviceJournal: Sendable {
         try await database.read { db in
             Set(
                 try ids.filter {
-                    try Bool.fetchOne(db, sql: "SELECT 1 FROM synced WHERE item_id = ?", arguments: [$0.rawValue]) != nil
+                    try Bool.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM synced WHERE item_id = ?"), arguments: [$0.rawValue])
+                        != nil
                 })
         }
     }
@@ -109,7 +113,7 @@ package final class DeviceJournal: Sendable {
     package func applyRemote(_ page: DocumentChangesResponse) async throws {
         try await database.write { db in
             for item in page.items { try Self.storeRemote(item, db) }
-            for id in page.removed { try db.execute(sql: "DELETE FROM remote WHERE item_id = ?", arguments: [id]) }
+            for id in page.removed { try Self.deleteRemote(id, db) }
             try db.execute(sql: "INSERT OR REPLACE INTO state VALUES ('token', ?)", arguments: [page.syncToken])
             if let extensions = page.packageExtensions {
                 try db.execute(
@@ -142,7 +146,7 @@ package final class DeviceJournal: Sendable {
             let remote = try Self.tree(db, table: "remote")
             let synced = try Self.tree(db, table: "synced")
             let stale = synced.items.filter { remote[$0.key] != $0.value }.map(\.key.rawValue)
-            for id in stale { try db.execute(sql: "DELETE FROM synced WHERE item_id = ?", arguments: [id]) }
+            for id in stale { try Self.storeSynced(ItemID(id), nil, db) }
             try db.execute(sql: "DELETE FROM state WHERE key = 'resync'")
             return stale
         }
@@ -179,7 +183,9 @@ package final class DeviceJournal: Sendable {
         return try await database.read { db in
             var items: [ItemID: DocumentItem] = [:]
             for id in ids {
-                guard let data = try Data.fetchOne(db, sql: "SELECT item FROM remote WHERE item_id = ?", arguments: [id.rawValue])
+                guard
+                    let data = try Data.fetchOne(
+                        db.cachedStatement(sql: "SELECT item FROM remote WHERE item_id = ?"), arguments: [id.rawValue])
                 else { continue }
                 items[id] = try decoder.decode(DocumentItem.self, from: data)
             }
@@ -247,11 +253,9 @@ package final class DeviceJournal: Sendable {
         guard !changed.isEmpty || !removed.isEmpty else { return }
         try await database.write { db in
             // Deletes first: two files that swapped paths must not meet on the unique path.
-            for id in removed + changed.map(\.id) {
-                try db.execute(sql: "DELETE FROM local WHERE item_id = ?", arguments: [id.rawValue])
-            }
+            for id in removed + changed.map(\.id) { try Self.deleteLocal(id, db) }
             for file in changed {
-                try db.execute(sql: "DELETE FROM local WHERE path = ?", arguments: [file.path])
+                try db.cachedStatement(sql: "DELETE FROM local WHERE path = ?").execute(arguments: [file.path])
                 try Self.insertLocal(file, db)
             }
         }
@@ -301,7 +305,7 @@ package final class DeviceJournal: Sendable {
             var displaced: [ItemID] = []
             switch change {
             case .placed(let file): displaced = try Self.storeLocal(file, db)
-            case .removed: try db.execute(sql: "DELETE FROM local WHERE item_id = ?", arguments: [id.rawValue])
+            case .removed: try Self.deleteLocal(id, db)
             case .unchanged: break
             }
             try Self.storeSynced(id, synced, db)
@@ -320,9 +324,9 @@ package final class DeviceJournal: Sendable {
                 let id = outcome.remote.map { ItemID($0.itemID) } ?? outcome.local
                 if let item = outcome.remote { try Self.storeRemote(item, db) }
                 if id != outcome.local {
-                    try db.execute(sql: "DELETE FROM local WHERE item_id = ?", arguments: [id.rawValue])
-                    try db.execute(
-                        sql: "UPDATE local SET item_id = ? WHERE item_id = ?", arguments: [id.rawValue, outcome.local.rawValue])
+                    try Self.deleteLocal(id, db)
+                    try db.cachedStatement(sql: "UPDATE local SET item_id = ? WHERE item_id = ?").execute(
+                        arguments: [id.rawValue, outcome.local.rawValue])
                 }
                 try Self.storeSynced(id, outcome.synced, db)
             }
@@ -425,25 +429,22 @@ package final class DeviceJournal: Sendable {
 
     private static func storeSynced(_ id: ItemID, _ item: SyncItem?, _ db: Database) throws {
         guard let item else {
-            try db.execute(sql: "DELETE FROM synced WHERE item_id = ?", arguments: [id.rawValue])
+            try db.cachedStatement(sql: "DELETE FROM synced WHERE item_id = ?").execute(arguments: [id.rawValue])
             return
         }
-        try db.execute(
-            sql: "INSERT OR REPLACE INTO synced VALUES (?, ?, ?, ?, ?)",
+        try db.cachedStatement(sql: "INSERT OR REPLACE INTO synced VALUES (?, ?, ?, ?, ?)").execute(
             arguments: [id.rawValue, item.place.parent?.rawValue, item.place.name, item.kind.rawValue, item.content])
     }
 
     /// An item as the server has it: a row while it is live, none once it is in Recently Deleted.
     private static func storeRemote(_ item: DocumentItem, _ db: Database) throws {
-        guard item.deletedAt == nil else {
-            try db.execute(sql: "DELETE FROM remote WHERE item_id = ?", arguments: [item.itemID])
-            return
-        }
-        try db.execute(
+        guard item.deletedAt == nil else { return try deleteRemote(item.itemID, db) }
+        try db.cachedStatement(
             sql: """
                 INSERT OR REPLACE INTO remote (item_id, item, parent_id, name, kind, content, conflicts, size, modified, created)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                """,
+                """
+        ).execute(
             arguments: [
                 item.itemID, try JSONEncoder().encode(item), item.parentID, item.name, item.kind.rawValue,
                 item.current?.content.contentHash, item.conflicts.count, item.current?.content.size ?? 0,
@@ -451,18 +452,27 @@ package final class DeviceJournal: Sendable {
             ])
     }
 
+    private static func deleteRemote(_ id: String, _ db: Database) throws {
+        try db.cachedStatement(sql: "DELETE FROM remote WHERE item_id = ?").execute(arguments: [id])
+    }
+
     /// Stores where a file is, in place of what the journal knew at that path; the items it displaced.
     private static func storeLocal(_ file: LocalFile, _ db: Database) throws -> [ItemID] {
-        let displaced = try String.fetchAll(db, sql: "SELECT item_id FROM local WHERE path = ?", arguments: [file.path])
-        try db.execute(sql: "DELETE FROM local WHERE item_id = ? OR path = ?", arguments: [file.id.rawValue, file.path])
+        let displaced = try String.fetchAll(
+            db.cachedStatement(sql: "SELECT item_id FROM local WHERE path = ?"), arguments: [file.path])
+        try db.cachedStatement(sql: "DELETE FROM local WHERE item_id = ? OR path = ?").execute(
+            arguments: [file.id.rawValue, file.path])
         try insertLocal(file, db)
         return displaced.map(ItemID.init)
     }
 
     private static func insertLocal(_ file: LocalFile, _ db: Database) throws {
-        try db.execute(
-            sql: "INSERT INTO local VALUES (?, ?, ?, ?, ?, ?)",
+        try db.cachedStatement(sql: "INSERT INTO local VALUES (?, ?, ?, ?, ?, ?)").execute(
             arguments: [file.id.rawValue, file.path, Int64(bitPattern: file.inode), file.size, file.modified, file.content])
+    }
+
+    private static func deleteLocal(_ id: ItemID, _ db: Database) throws {
+        try db.cachedStatement(sql: "DELETE FROM local WHERE item_id = ?").execute(arguments: [id.rawValue])
     }
 }
 

@@ -21,7 +21,13 @@ package final class CoordinationLock: Sendable {
     }
 
     /// Waits for and takes the locks for `accesses` (absolute paths under `root`; `exclusive` to write).
-    package init(root: URL, accesses: [(path: String, exclusive: Bool)]) throws {
+    package convenience init(root: URL, accesses: [(path: String, exclusive: Bool)]) throws {
+        try self.init(root: root, accesses: accesses, waiting: true)!
+    }
+
+    /// Takes the locks for `accesses`, waiting for them only when `waiting`: without, nil when another holds one
+    /// of them (and none is kept).
+    private init?(root: URL, accesses: [(path: String, exclusive: Bool)], waiting: Bool) throws {
         var bytes: [Int64: Bool] = [:]
         let top = root.standardizedFileURL.path
         for access in accesses {
@@ -41,7 +47,11 @@ package final class CoordinationLock: Sendable {
         }
         guard descriptor >= 0 else { throw UnixSocket.failure("cannot open the coordination lock \(path)") }
         for (offset, exclusive) in bytes.sorted(by: { $0.key < $1.key }) {
-            while nimbus_lock_byte(descriptor, offset, exclusive ? 2 : 1, 1) != 0 {
+            while nimbus_lock_byte(descriptor, offset, exclusive ? 2 : 1, waiting ? 1 : 0) != 0 {
+                if !waiting && (errno == EAGAIN || errno == EACCES) {
+                    close(descriptor)
+                    return nil
+                }
                 guard errno == EINTR else {
                     let failure = UnixSocket.failure("cannot lock \(path)")
                     close(descriptor)
@@ -52,9 +62,12 @@ package final class CoordinationLock: Sendable {
         self.descriptor = descriptor
     }
 
-    /// `init`, waiting on a thread of its own (never blocking Swift's cooperative pool).
+    /// `init`, waiting on a thread of its own (never blocking Swift's cooperative pool). Locks no one holds are
+    /// taken on the calling thread: a sync engine takes one for every file it reads or places, and a thread
+    /// started for each cost each daemon ~0.1 ms of CPU a file (`BENCHMARKS.md`).
     package static func acquire(root: URL, accesses: [(path: String, exclusive: Bool)]) async throws -> CoordinationLock {
-        try await withCheckedThrowingContinuation { continuation in
+        if let free = try CoordinationLock(root: root, accesses: accesses, waiting: false) { return free }
+        return try await withCheckedThrowingContinuation { continuation in
             Thread.detachNewThread {
                 continuation.resume(with: Result { try CoordinationLock(root: root, accesses: accesses) })
             }
