@@ -19,6 +19,9 @@ final class DocumentWriter {
     /// New folders of this batch merged into folders of their name (device's ID → the existing folder's),
     /// so that the batch's later operations inside them land in the existing folder.
     private var mergedFolders: [String: String] = [:]
+    /// Items as this batch read or wrote them (nil: none), so that a batch of files saved into one folder decodes
+    /// that folder once to check it (`requireParent`) rather than once a file.
+    private var items: [String: DocumentItem?] = [:]
 
     init(transaction: any ZoneTransaction, device: String, now: Int64) {
         self.transaction = transaction
@@ -178,17 +181,21 @@ final class DocumentWriter {
 
     /// Removes an item and its history for good.
     func remove(_ id: String) throws {
+        items[id] = nil
         for key in try transaction.keys(kind: DocumentKeys.versionKind, field: "item", value: .text(id)) {
             try transaction.put(key, payload: nil, size: 0)
         }
         try transaction.put(DocumentKeys.item(id), payload: nil, size: 0)
+        items[id] = .some(nil)
     }
 
     // MARK: - Reads and checks
 
     func item(_ id: String) throws -> DocumentItem? {
-        guard let payload = try transaction.entry(DocumentKeys.item(id))?.payload else { return nil }
-        return try decoder.decode(DocumentItem.self, from: payload)
+        if let known = items[id] { return known }
+        let item = try transaction.entry(DocumentKeys.item(id))?.payload.map { try decoder.decode(DocumentItem.self, from: $0) }
+        items[id] = item
+        return item
     }
 
     private func liveItem(_ id: String) throws -> DocumentItem {
@@ -283,8 +290,11 @@ final class DocumentWriter {
         stored.nameIssues = DocumentNames.portabilityIssues(item.name)
         let bytes = ([stored.current].compactMap { $0 } + stored.conflicts).reduce(0) { $0 + Int($1.content.size) }
         let key = DocumentKeys.item(item.itemID)
+        // Forgotten first: a write that fails halfway leaves the item to be read again.
+        items[item.itemID] = nil
         try transaction.put(key, payload: try encoder.encode(stored), size: bytes)
         try transaction.index(key, kind: DocumentKeys.itemKind, rows: DocumentKeys.itemRows(stored))
+        items[item.itemID] = stored
         return stored
     }
 
