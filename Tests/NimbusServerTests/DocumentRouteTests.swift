@@ -225,6 +225,29 @@ import Testing
         #expect(items["outer"]?.parentID == nil && items["inner"]?.parentID == "outer" && items["lost"] == nil)
     }
 
+    /// A batch's later operations see its earlier ones (the writer keeps the items a batch read or wrote): a folder
+    /// moved into another cannot then take that one in, and a folder deleted takes no new file.
+    @Test func aBatchSeesItsOwnEarlierOperations() async throws {
+        let fixture = try await Fixture.make()
+        let bytes = Data("x".utf8)
+        #expect(try await fixture.upload(bytes).status == 204)
+        let results = try await fixture.modify([
+            DocumentOperation(.save, itemID: "box", name: "Box", kind: .folder),
+            DocumentOperation(.save, itemID: "crate", name: "Crate", kind: .folder),
+            DocumentOperation(.move, itemID: "crate", parentID: "box", name: "Crate"),
+            DocumentOperation(.move, itemID: "box", parentID: "crate", name: "Box"),
+            DocumentOperation(.save, itemID: "bin", name: "Bin", kind: .folder),
+            DocumentOperation(.delete, itemID: "bin"),
+            DocumentOperation(
+                .save, itemID: "late", parentID: "bin", name: "Late.txt", kind: .file, content: fixture.content(bytes)),
+        ])
+        #expect(results.map(\.outcome) == [.applied, .applied, .applied, .failed, .applied, .applied, .failed])
+        #expect(results[3].serverErrorCode == .conflict && results[6].serverErrorCode == .conflict)
+        let items = try await fixture.items()
+        #expect(items["box"]?.parentID == nil && items["crate"]?.parentID == "box")
+        #expect(items["bin"]?.deletedAt != nil && items["late"] == nil)
+    }
+
     @Test func badChunksAndBadOperationsAreRefusedAndChangeNothing() async throws {
         let fixture = try await Fixture.make()
         let bytes = Data("real bytes".utf8)
