@@ -74,7 +74,11 @@ import Testing
                 ["kv", "set", "--config", phone, "prefs", #"{"dark": true, "tags": ["a", 2]}"#, "--type", "json"], server: server)
             #expect(prefs.stdout == #"prefs = {"dark": true, "tags": ["a", 2]}"# + "\n", "\(prefs.stderr)")
             let list = try await Self.run(["kv", "list", "--config", phone], server: server)
-            #expect(list.stdout == "bookmark = chapter 3  (STRING)\n" + #"prefs = {"dark": true, "tags": ["a", 2]}"# + "\n")
+            // Its status and stderr say why when it lists nothing (seen once in a loaded run, 2026-11-30).
+            #expect(list.status == 0, "\(list.stderr)")
+            #expect(
+                list.stdout == "bookmark = chapter 3  (STRING)\n" + #"prefs = {"dark": true, "tags": ["a", 2]}"# + "\n",
+                "status \(list.status), stderr: \(list.stderr)")
             let listed = try await Self.run(["kv", "list", "--config", phone, "--json"], server: server)
             #expect(listed.stdout.contains(#""prefs":{"type":"DICTIONARY""#))
         }
