@@ -2,6 +2,7 @@ import AsyncHTTPClient
 import Foundation
 import NIOCore
 import NIOHTTP1
+import NIOPosix
 import NimbusCore
 
 /// A thin JSON-over-HTTP client for the Nimbus wire protocol.
@@ -20,7 +21,7 @@ package struct NimbusClient: Sendable {
     /// The SDK's own HTTP client, shared by every `NimbusClient` of the process with the same trust. It does
     /// not retry failed connection attempts itself: an unreachable server must surface at once as
     /// `NETWORK_UNAVAILABLE` so callers work offline, and the sync engine retries with its own backoff. It
-    /// keeps up to 16 connections to a server (AsyncHTTPClient's default is 8), so a process acting for many
+    /// keeps up to 32 connections to a server (AsyncHTTPClient's default is 8), so a process acting for many
     /// users, like a service or the benchmarks' 16 writers, does not queue their requests behind each other.
     private var http: HTTPClient { trust.httpClient }
 
@@ -119,7 +120,7 @@ package struct NimbusClient: Sendable {
         let response: HTTPClientResponse
         let bytes: ByteBuffer
         do {
-            response = try await http.execute(request, timeout: .seconds(60))
+            response = try await execute(request)
             if var target = consume reused {
                 target.clear()
                 for try await var part in response.body {
@@ -140,6 +141,38 @@ package struct NimbusClient: Sendable {
             throw NimbusError(.internalError, "\(method) \(path) answered HTTP \(response.status.code)")
         }
         return bytes
+    }
+}
+
+extension NimbusClient {
+    /// How many times a refused request is sent again before the server counts as unreachable.
+    static let refusalsRetried = 3
+
+    /// Sends `request`, again when its connection was refused. AsyncHTTPClient fails every request queued for
+    /// a server with the error of any connection attempt that fails, even an attempt begun before the request
+    /// was made: right after a restarted server listens again, a request can be refused by an attempt made
+    /// while it was down. A refused attempt sent nothing, so sending again is safe for every method, and a
+    /// server really down still answers within a few refused handshakes.
+    fileprivate func execute(_ request: HTTPClientRequest) async throws -> HTTPClientResponse {
+        var refusals = 0
+        while true {
+            do {
+                return try await http.execute(request, timeout: .seconds(60))
+            } catch let error where Self.isRefusal(error) && refusals < Self.refusalsRetried {
+                refusals += 1
+            }
+        }
+    }
+
+    /// Whether `error` is a connection attempt the server's host refused: to an address, or to every address
+    /// of a name.
+    static func isRefusal(_ error: any Error) -> Bool {
+        switch error {
+        case let error as IOError: error.errnoCode == ECONNREFUSED
+        case let error as NIOConnectionError:
+            !error.connectionErrors.isEmpty && error.connectionErrors.allSatisfy { isRefusal($0.error) }
+        default: false
+        }
     }
 }
 
