@@ -204,11 +204,9 @@ package final class DeviceJournal: Sendable {
 
     package func localFiles() async throws -> [LocalFile] {
         try await database.read { db in
-            // Columns by position: by name, GRDB looks each up per row (a third of a second at 100,000 files).
             var files: [LocalFile] = []
             files.reserveCapacity(try Int.fetchOne(db, sql: "SELECT count(*) FROM local") ?? 0)
-            let rows = try Row.fetchCursor(db, sql: "SELECT \(Self.localColumns) FROM local")
-            while let row = try rows.next() { files.append(Self.localFile(row)) }
+            try SQLiteColumns.forEachRow(db, "SELECT \(Self.localColumns) FROM local", []) { files.append(Self.localFile($0)) }
             return files
         }
     }
@@ -216,8 +214,11 @@ package final class DeviceJournal: Sendable {
     /// The item's file on this device as the last scan recorded it.
     package func localFile(_ id: ItemID) async throws -> LocalFile? {
         try await database.read { db in
-            try Row.fetchOne(db, sql: "SELECT \(Self.localColumns) FROM local WHERE item_id = ?", arguments: [id.rawValue])
-                .map(Self.localFile)
+            var file: LocalFile?
+            try SQLiteColumns.forEachRow(db, "SELECT \(Self.localColumns) FROM local WHERE item_id = ?", [id.rawValue]) {
+                file = Self.localFile($0)
+            }
+            return file
         }
     }
 
@@ -241,9 +242,15 @@ package final class DeviceJournal: Sendable {
     private static let localColumns = "item_id, path, inode, size, modified, content"
 
     /// A `local` row read as `localColumns`, by position.
-    private static func localFile(_ row: Row) -> LocalFile {
+    private static func localFile(_ row: SQLiteColumns) -> LocalFile {
         LocalFile(
-            id: ItemID(row[0]), path: row[1], inode: UInt64(bitPattern: row[2]), size: row[3], modified: row[4], content: row[5])
+            id: ItemID(row.text(0)), path: row.text(1), inode: UInt64(bitPattern: row.int64(2)), size: row.int64(3),
+            modified: row.int64(4), contentKey: contentKey(row, 5))
+    }
+
+    /// The content hash in `column`, read without a string of its own.
+    private static func contentKey(_ row: SQLiteColumns, _ column: Int32) -> ContentKey? {
+        row.isNull(column) ? nil : row.bytes(column, ContentKey.init(utf8:))
     }
 
     /// Makes the journal's local files those of a scan, writing only what differs from `known` (what the
@@ -389,7 +396,7 @@ package final class DeviceJournal: Sendable {
             let remote = RemoteFacts(
                 parent: row.optionalText(1).map(ItemID.init), name: row.text(2),
                 kind: ItemKind(rawValue: row.text(3)) ?? .file,
-                content: row.isNull(4) ? nil : row.bytes(4, ContentKey.init(utf8:)), conflicts: Int(row.int64(5)),
+                content: contentKey(row, 4), conflicts: Int(row.int64(5)),
                 size: row.int64(6), modified: row.optionalInt64(7), created: row.optionalInt64(8))
             facts.remote[ItemID(row.text(0))] = remote
         }
@@ -404,7 +411,7 @@ package final class DeviceJournal: Sendable {
             let path = row.text(1)
             let local = LocalFacts(
                 isPlaceholder: Placeholder.isPlaceholder(path: path), size: row.int64(2), modified: row.int64(3),
-                content: row.isNull(4) ? nil : row.bytes(4, ContentKey.init(utf8:)))
+                content: contentKey(row, 4))
             let id = ItemID(row.text(0))
             facts.local[id] = local
             facts.localPaths[id] = path
@@ -418,11 +425,10 @@ package final class DeviceJournal: Sendable {
         var items = ItemTable<SyncItem>()
         // Sized once: grown as it fills, a table of 100,000 items is held twice while it moves to its last size.
         items.reserveCapacity(try Int.fetchOne(db, sql: "SELECT count(*) FROM \(table)") ?? 0)
-        let rows = try Row.fetchCursor(db, sql: "SELECT item_id, parent_id, name, kind, content FROM \(table)")
-        while let row = try rows.next() {
-            items[ItemID(row[0])] = SyncItem(
-                place: Place(parent: (row[1] as String?).map(ItemID.init), name: row[2]),
-                kind: ItemKind(rawValue: row[3]) ?? .file, content: row[4])
+        try SQLiteColumns.forEachRow(db, "SELECT item_id, parent_id, name, kind, content FROM \(table)", []) { row in
+            items[ItemID(row.text(0))] = SyncItem(
+                place: Place(parent: row.optionalText(1).map(ItemID.init), name: row.text(2)),
+                kind: ItemKind(rawValue: row.text(3)) ?? .file, contentKey: contentKey(row, 4))
         }
         return SyncTree(items)
     }
@@ -433,7 +439,7 @@ package final class DeviceJournal: Sendable {
             return
         }
         try db.cachedStatement(sql: "INSERT OR REPLACE INTO synced VALUES (?, ?, ?, ?, ?)").execute(
-            arguments: [id.rawValue, item.place.parent?.rawValue, item.place.name, item.kind.rawValue, item.content])
+            arguments: [id.rawValue, item.place.parent?.rawValue, item.place.name, item.kind.rawValue, item.contentKey?.text])
     }
 
     /// An item as the server has it: a row while it is live, none once it is in Recently Deleted.
@@ -468,7 +474,7 @@ package final class DeviceJournal: Sendable {
 
     private static func insertLocal(_ file: LocalFile, _ db: Database) throws {
         try db.cachedStatement(sql: "INSERT INTO local VALUES (?, ?, ?, ?, ?, ?)").execute(
-            arguments: [file.id.rawValue, file.path, Int64(bitPattern: file.inode), file.size, file.modified, file.content])
+            arguments: [file.id.rawValue, file.path, Int64(bitPattern: file.inode), file.size, file.modified, file.contentKey?.text])
     }
 
     private static func deleteLocal(_ id: ItemID, _ db: Database) throws {
@@ -485,16 +491,26 @@ package struct LocalFile: Sendable, Hashable {
     package var size: Int64
     /// Modification time in nanoseconds.
     package var modified: Int64
-    /// SHA-256 of the content (nil for folders).
-    package var content: String?
+    /// SHA-256 of the content (nil for folders), inline: a round holds what the journal knew of every file and
+    /// what the scan finds.
+    var contentKey: ContentKey?
+
+    package var content: String? {
+        get { contentKey?.text }
+        set { contentKey = newValue.map(ContentKey.init) }
+    }
 
     package init(id: ItemID, path: String, inode: UInt64, size: Int64, modified: Int64, content: String?) {
+        self.init(id: id, path: path, inode: inode, size: size, modified: modified, contentKey: content.map(ContentKey.init))
+    }
+
+    init(id: ItemID, path: String, inode: UInt64, size: Int64, modified: Int64, contentKey: ContentKey?) {
         self.id = id
         self.path = path
         self.inode = inode
         self.size = size
         self.modified = modified
-        self.content = content
+        self.contentKey = contentKey
     }
 
     /// Whether the item is evicted: its file on the disk is a placeholder (`Placeholder`).

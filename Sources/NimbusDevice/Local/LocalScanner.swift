@@ -76,7 +76,7 @@ package struct LocalScanner: Sendable {
             // The first of these that no entry scanned before took (that entry is in the tree already), each looked
             // for only when the ones before are not it: a round scans every file, and most are found by inode.
             func untaken(_ file: LocalFile?) -> LocalFile? {
-                file.flatMap { scan.tree[$0.id] == nil && ($0.content == nil) == isPlainFolder ? $0 : nil }
+                file.flatMap { scan.tree[$0.id] == nil && ($0.contentKey == nil) == isPlainFolder ? $0 : nil }
             }
             // An eviction or download cut short leaves the other form of the path than the journal knows.
             let previous =
@@ -85,35 +85,35 @@ package struct LocalScanner: Sendable {
                     byPath[placeholder != nil ? Placeholder.realPath(of: entry.path) : Placeholder.path(for: entry.path)]
                         .map { known[$0] })
             let id = previous?.id ?? ItemID.random()
-            var content: String?
+            var content: ContentKey?
             if isPackage {
                 let unchanged = previous.map { $0.inode == entry.inode && $0.size == entry.size && $0.modified == entry.modified }
                 if details != nil, unchanged != true {
-                    content = try? PackageArchive.hash(of: folder.appendingPathComponent(entry.path))
+                    content = (try? PackageArchive.hash(of: folder.appendingPathComponent(entry.path))).map(ContentKey.init)
                 }
-                content = content ?? previous?.content
+                content = content ?? previous?.contentKey
                 guard content != nil else { continue }
             } else if !entry.isFolder {
                 if let previous, previous.inode == entry.inode, previous.size == entry.size, previous.modified == entry.modified {
-                    content = previous.content
+                    content = previous.contentKey
                 } else if placeholder != nil {
                     // A placeholder written over is not read as content: the item stays as the journal knew it.
                     guard
-                        let read = Placeholder(contentsOf: folder.appendingPathComponent(entry.path))?.contentHash
-                            ?? previous?.content
+                        let read = (Placeholder(contentsOf: folder.appendingPathComponent(entry.path))?.contentHash)
+                            .map(ContentKey.init) ?? previous?.contentKey
                     else { continue }
                     content = read
                 } else {
-                    content = try FileContent.hash(of: folder.appendingPathComponent(entry.path))
+                    content = ContentKey(try FileContent.hash(of: folder.appendingPathComponent(entry.path)))
                 }
             } else {
                 folders[entry.path] = id
             }
             scan.tree[id] = SyncItem(
                 place: Place(parent: parent, name: name), kind: isPackage ? .package : entry.isFolder ? .folder : .file,
-                content: content)
+                contentKey: content)
             scan.files[id] = LocalFile(
-                id: id, path: entry.path, inode: entry.inode, size: entry.size, modified: entry.modified, content: content)
+                id: id, path: entry.path, inode: entry.inode, size: entry.size, modified: entry.modified, contentKey: content)
         }
         return scan
     }

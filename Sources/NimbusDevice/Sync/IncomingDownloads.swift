@@ -54,7 +54,7 @@ final class IncomingDownloads: Sendable {
             guard announcement.from == 0, downloads.withLock({ $0.count }) < Self.maxFiles else { return }
             // The item's version on disk, when this device has one, holds most of an edited file's chunks.
             var held: LocalChunks?
-            if let file = try? await journal.localFile(id), file.content != nil {
+            if let file = try? await journal.localFile(id), file.contentKey != nil {
                 held = await LocalChunks(of: folder.appendingPathComponent(file.path), wanted: nil)
             }
             // Its file is created and listed together, so a round cleaning up temporary files either sees it

@@ -541,7 +541,7 @@ package final class SyncEngine: Sendable {
                     // A file's version on disk, unchanged since the scan, may hold most of the new one's chunks.
                     let previous = Dictionary(
                         uniqueKeysWithValues: files.compactMap { id, _ -> (ItemID, URL)? in
-                            guard let known = scan.files[id], known.content != nil, self.unchanged(id, at: known.path, scan: scan)
+                            guard let known = scan.files[id], known.contentKey != nil, self.unchanged(id, at: known.path, scan: scan)
                             else { return nil }
                             return (id, self.folder.appendingPathComponent(known.path))
                         })
@@ -658,20 +658,20 @@ package final class SyncEngine: Sendable {
                 guard let file = try? writeTemporary(try placeholder.encoded()),
                     let written = LocalScanner.stat(file.path, path: stub), place(file, at: stub, replacing: current)
                 else { return }
-                local = placed(id, at: stub, content: item.content, details: written, paths: &paths)
+                local = placed(id, at: stub, content: item.contentKey, details: written, paths: &paths)
             } else if item.kind == .package {
                 guard let archive = fetched[id],
                     let written = try placePackage(
                         archive, at: target, replacing: current,
                         unchanged: { current.map { self.unchanged(id, at: $0, scan: scan) } ?? true })
                 else { return }
-                local = placed(id, at: target, content: item.content, details: written, paths: &paths)
+                local = placed(id, at: target, content: item.contentKey, details: written, paths: &paths)
             } else {
                 // The file's details as written, taken before it has a name anyone can edit it under.
                 guard let file = fetched[id], let written = LocalScanner.stat(file.path, path: target),
                     place(file, at: target, replacing: current)
                 else { return }
-                local = placed(id, at: target, content: item.content, details: written, paths: &paths)
+                local = placed(id, at: target, content: item.contentKey, details: written, paths: &paths)
             }
         case .moveLocal(let place):
             guard let current, let real = path(of: place, in: paths) else { return }
@@ -681,9 +681,9 @@ package final class SyncEngine: Sendable {
             // they differ and reads it again instead of trusting the old hash.
             let scanned = scan.files[id].map {
                 LocalScanner.Entry(
-                    path: target, isFolder: $0.content == nil, inode: $0.inode, size: $0.size, modified: $0.modified)
+                    path: target, isFolder: $0.contentKey == nil, inode: $0.inode, size: $0.size, modified: $0.modified)
             }
-            local = placed(id, at: target, content: scan.tree[id]?.content, details: scanned, paths: &paths)
+            local = placed(id, at: target, content: scan.tree[id]?.contentKey, details: scanned, paths: &paths)
         case .deleteLocal:
             guard let current, unchanged(id, at: current, scan: scan) else { return }
             let url = folder.appendingPathComponent(current)
@@ -708,7 +708,7 @@ package final class SyncEngine: Sendable {
     /// Notes where the engine put an item (and a folder's contents, which moved with it) for the rest of the
     /// round, and what the journal is to record of it for the next scan.
     private func placed(
-        _ id: ItemID, at target: String, content: String?, details: LocalScanner.Entry?, paths: inout [ItemID: String]
+        _ id: ItemID, at target: String, content: ContentKey?, details: LocalScanner.Entry?, paths: inout [ItemID: String]
     ) -> DeviceJournal.LocalChange {
         if let old = paths[id], old != target {
             for (other, path) in paths where path.hasPrefix(old + "/") { paths[other] = target + path.dropFirst(old.count) }
@@ -718,7 +718,8 @@ package final class SyncEngine: Sendable {
             return .unchanged
         }
         return .placed(
-            LocalFile(id: id, path: target, inode: entry.inode, size: entry.size, modified: entry.modified, content: content))
+            LocalFile(
+                id: id, path: target, inode: entry.inode, size: entry.size, modified: entry.modified, contentKey: content))
     }
 
     /// The relative path of a place whose parent is on the disk.

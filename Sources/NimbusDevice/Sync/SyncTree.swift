@@ -39,12 +39,22 @@ public struct Place: Hashable, Sendable, CustomStringConvertible {
 public struct SyncItem: Hashable, Sendable, CustomStringConvertible {
     public var place: Place
     public var kind: ItemKind
-    public var content: String?
+    /// The content's hash, inline: a round holds three trees of every item.
+    var contentKey: ContentKey?
+
+    public var content: String? {
+        get { contentKey?.text }
+        set { contentKey = newValue.map(ContentKey.init) }
+    }
 
     public init(place: Place, kind: ItemKind, content: String?) {
+        self.init(place: place, kind: kind, contentKey: content.map(ContentKey.init))
+    }
+
+    init(place: Place, kind: ItemKind, contentKey: ContentKey?) {
         self.place = place
         self.kind = kind
-        self.content = content
+        self.contentKey = contentKey
     }
 
     public var description: String { "\(kind) \(place) \(content ?? "-")" }
@@ -56,7 +66,7 @@ public struct SyncItem: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// Whether the two hold different bytes (a different kind counts as different bytes).
-    func differsInContent(from other: SyncItem) -> Bool { kind != other.kind || content != other.content }
+    func differsInContent(from other: SyncItem) -> Bool { kind != other.kind || contentKey != other.contentKey }
 }
 
 /// A side's view of a container: the remote tree (what the server says), the local tree (what the disk
