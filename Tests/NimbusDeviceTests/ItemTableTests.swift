@@ -33,13 +33,16 @@ import Testing
         #expect(forwards != backwards)
     }
 
-    /// Thousands of random writes and removals, each followed by a comparison with a dictionary given the same.
-    @Test(arguments: [1, 2, 3] as [UInt64]) func answersAsADictionaryWould(seed: UInt64) {
+    /// Thousands of random writes and removals, each followed by a comparison with a dictionary given the same:
+    /// among few IDs (the table small, most writes replacing or removing) and among many (the table growing
+    /// while removals shift the slots after them back).
+    @Test(arguments: [(1, 200), (2, 200), (3, 200), (4, 20_000), (5, 20_000)] as [(UInt64, Int)])
+    func answersAsADictionaryWould(seed: UInt64, ids: Int) {
         var random = SeededGenerator(seed: seed)
         var table = ItemTable<Int>()
         var model: [ItemID: Int] = [:]
-        for step in 0..<5_000 {
-            let id = ItemID("item-\(Int.random(in: 0..<200, using: &random))")
+        for step in 0..<(ids * 5 / 2 + 5_000) {
+            let id = ItemID("item-\(Int.random(in: 0..<ids, using: &random))")
             let value = Bool.random(using: &random) ? step : nil
             table[id] = value
             model[id] = value
@@ -48,5 +51,20 @@ import Testing
         #expect(table.mapValues { $0 } == model)
         #expect(table.keys.count == Set(table.keys).count)
         #expect(zip(table.keys, table.values).allSatisfy { model[$0] == $1 })
+        #expect(model.allSatisfy { table[$0] == $1 })
+    }
+
+    @Test func aTableSizedBeforeItFillsHoldsEveryItem() {
+        let count = 100_101
+        func id(_ index: Int) -> ItemID { ItemID("item-\(index)") }
+        var table = ItemTable<Int>()
+        table.reserveCapacity(count)
+        for index in 0..<count { table[id(index)] = index }
+        #expect(table.count == count)
+        #expect((0..<count).allSatisfy { table[id($0)] == $0 })
+        #expect(table[id(count)] == nil)
+        for index in stride(from: 0, to: count, by: 2) { table[id(index)] = nil }
+        #expect(table.count == count / 2)
+        #expect((0..<count).allSatisfy { table[id($0)] == ($0 % 2 == 1 ? $0 : nil) })
     }
 }

@@ -474,7 +474,9 @@ package final class DeviceJournal: Sendable {
 
     private static func insertLocal(_ file: LocalFile, _ db: Database) throws {
         try db.cachedStatement(sql: "INSERT INTO local VALUES (?, ?, ?, ?, ?, ?)").execute(
-            arguments: [file.id.rawValue, file.path, Int64(bitPattern: file.inode), file.size, file.modified, file.contentKey?.text])
+            arguments: [
+                file.id.rawValue, file.path, Int64(bitPattern: file.inode), file.size, file.modified, file.contentKey?.text,
+            ])
     }
 
     private static func deleteLocal(_ id: ItemID, _ db: Database) throws {

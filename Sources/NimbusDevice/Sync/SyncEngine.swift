@@ -541,7 +541,8 @@ package final class SyncEngine: Sendable {
                     // A file's version on disk, unchanged since the scan, may hold most of the new one's chunks.
                     let previous = Dictionary(
                         uniqueKeysWithValues: files.compactMap { id, _ -> (ItemID, URL)? in
-                            guard let known = scan.files[id], known.contentKey != nil, self.unchanged(id, at: known.path, scan: scan)
+                            guard let known = scan.files[id], known.contentKey != nil,
+                                self.unchanged(id, at: known.path, scan: scan)
                             else { return nil }
                             return (id, self.folder.appendingPathComponent(known.path))
                         })
