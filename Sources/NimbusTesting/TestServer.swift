@@ -119,6 +119,11 @@ package final class TestServer: Sendable {
         package var storeIdentifier: String
         package var apiToken: String
         package var tokenID: String
+
+        /// The app's key-value store over the wire, as `session`'s device.
+        package func keyValueClient(_ session: NimbusSession) -> KeyValueClient {
+            KeyValueClient(client: NimbusClient(session: session, apiToken: apiToken), storeIdentifier: storeIdentifier)
+        }
     }
 
     package func seedApp(

@@ -301,8 +301,7 @@ import Testing
         let deployment = try await TestDeployment.start(shape)
         let app = try await deployment.seedApp()
         let session = try await deployment.signIn(email: "ann@example.com", device: "phone")
-        let client = KeyValueClient(
-            client: NimbusClient(session: session, apiToken: app.apiToken), storeIdentifier: app.storeIdentifier)
+        let client = app.keyValueClient(session)
         let acknowledgements = Acknowledgements()
         let writers = Task {
             await withTaskGroup(of: Void.self) { group in
@@ -322,10 +321,7 @@ import Testing
         #expect(!acknowledged.isEmpty)
 
         try await deployment.restart()
-        let reader = KeyValueClient(
-            client: NimbusClient(
-                session: try await deployment.signIn(email: "ann@example.com", device: "phone"), apiToken: app.apiToken),
-            storeIdentifier: app.storeIdentifier)
+        let reader = app.keyValueClient(try await deployment.signIn(email: "ann@example.com", device: "phone"))
         let stored = try await reader.values().values
         for index in acknowledged { #expect(stored["key\(index)"] == .int64(Int64(index))) }
     }
@@ -340,8 +336,7 @@ extension ServerRestartTests {
         let deployment = try await TestDeployment.start(.oneNode)
         let app = try await deployment.seedApp()
         let session = try await deployment.signIn(email: "ann@example.com", device: "phone")
-        let client = KeyValueClient(
-            client: NimbusClient(session: session, apiToken: app.apiToken), storeIdentifier: app.storeIdentifier)
+        let client = app.keyValueClient(session)
         for _ in 0..<30 {
             let stopped = StopSignal()
             let retrying = Task {

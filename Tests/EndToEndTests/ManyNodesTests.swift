@@ -21,8 +21,7 @@ import Testing
         let deployment = try await TestDeployment.start(.threeNodes)
         let app = try await deployment.seedApp()
         let session = try await deployment.signIn(email: "ann@example.com", device: "phone")
-        let client = KeyValueClient(
-            client: NimbusClient(session: session, apiToken: app.apiToken), storeIdentifier: app.storeIdentifier)
+        let client = app.keyValueClient(session)
         let before = try #require(try await deployment.requestsPerNode())
         for index in 0..<6 { _ = try await client.modify([.set("key\(index)", .int64(Int64(index)))]) }
         let after = try #require(try await deployment.requestsPerNode())

@@ -15,8 +15,7 @@ import Testing
         let sqlite = try await TestServer.start()
         let app = try await sqlite.seedApp()
         let session = try await sqlite.signIn(email: "ann@example.com", device: "phone")
-        let values = KeyValueClient(
-            client: NimbusClient(session: session, apiToken: app.apiToken), storeIdentifier: app.storeIdentifier)
+        let values = app.keyValueClient(session)
         let written = try await values.modify([.set("theme", .string("dark")), .set("volume", .int64(7))])
         let notes = CloudContainer(identifier: app.container, session: session, apiToken: app.apiToken).privateCloudDatabase
         let zone = try await notes.save(RecordZone(zoneName: "Notes"))

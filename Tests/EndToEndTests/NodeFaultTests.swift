@@ -102,15 +102,11 @@ import Testing
         let app = try await nodes[0].seedApp()
         var clients = [KeyValueClient]()
         for (number, node) in nodes.enumerated() {
-            clients.append(client(try await node.signIn(email: "ann@example.com", device: "device \(number)"), app))
+            clients.append(app.keyValueClient(try await node.signIn(email: "ann@example.com", device: "device \(number)")))
         }
         let writers = Writers(clients)
         #expect(await eventually(timeout: .seconds(30)) { writers.acknowledgedCount >= 20 })
         return (clients, writers)
-    }
-
-    static func client(_ session: NimbusSession, _ app: TestServer.SeededApp) -> KeyValueClient {
-        KeyValueClient(client: NimbusClient(session: session, apiToken: app.apiToken), storeIdentifier: app.storeIdentifier)
     }
 
     /// PostgreSQL stops as if its machine were lost, then starts again: meanwhile every write through
@@ -205,8 +201,8 @@ import Testing
             var doomed = try await survivor.signIn(email: "ann@example.com", device: "phone")
             doomed.server = URL(string: "http://127.0.0.1:\(port)")!
             let clients = [
-                Self.client(doomed, app),
-                Self.client(try await survivor.signIn(email: "ann@example.com", device: "laptop"), app),
+                app.keyValueClient(doomed),
+                app.keyValueClient(try await survivor.signIn(email: "ann@example.com", device: "laptop")),
             ]
             let running = Writers(clients)
             writers = running
@@ -228,7 +224,7 @@ import Testing
                 client == 0 && error.code == .networkUnavailable,
                 "a dead node is unreachable, nothing else: \(error.code) \(error.reason)")
         }
-        let stored = try await Self.client(try await survivor.signIn(email: "ann@example.com", device: "check"), app).values()
+        let stored = try await app.keyValueClient(try await survivor.signIn(email: "ann@example.com", device: "check")).values()
             .values
         #expect(running.lost(in: stored).isEmpty, "acknowledged writes lost: \(running.lost(in: stored))")
     }

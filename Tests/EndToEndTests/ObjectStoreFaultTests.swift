@@ -70,8 +70,7 @@ import Testing
         let laptop = try await deployment.signIn(email: "ann@example.com", device: "laptop")
         let uploader = DocumentClient(client: NimbusClient(session: phone, apiToken: app.apiToken), container: app.container)
         let downloader = DocumentClient(client: NimbusClient(session: laptop, apiToken: app.apiToken), container: app.container)
-        let keys = KeyValueClient(
-            client: NimbusClient(session: laptop, apiToken: app.apiToken), storeIdentifier: app.storeIdentifier)
+        let keys = app.keyValueClient(laptop)
 
         var generator = SeededGenerator(seed: 31)
         let kept = generator.bytes(300_000)
