@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import NimbusCore
 import Testing
 
 @testable import NimbusDevice
@@ -9,7 +10,7 @@ import Testing
 @Suite struct ContentKeyTests {
     @Test func aSHA256IsHeldInlineAndGivesBackItsDigits() {
         for bytes in [Data(), Data("hello".utf8), Data((0..<255).map { UInt8($0) })] {
-            let digits = SHA256.hash(data: bytes).map { String(format: "%02x", $0) }.joined()
+            let digits = Secrets.hex(SHA256.hash(data: bytes))
             let key = ContentKey(digits)
             guard case .sha256 = key else {
                 Issue.record("\(digits) was not held inline")

@@ -146,7 +146,7 @@ package struct NimbusClient: Sendable {
 
 extension NimbusClient {
     /// How many times a refused request is sent again before the server counts as unreachable.
-    static let refusalsRetried = 3
+    private static let refusalsRetried = 3
 
     /// Sends `request`, again when its connection was refused. AsyncHTTPClient fails every request queued for
     /// a server with the error of any connection attempt that fails, even an attempt begun before the request
@@ -166,7 +166,7 @@ extension NimbusClient {
 
     /// Whether `error` is a connection attempt the server's host refused: to an address, or to every address
     /// of a name.
-    static func isRefusal(_ error: any Error) -> Bool {
+    private static func isRefusal(_ error: any Error) -> Bool {
         switch error {
         case let error as IOError: error.errnoCode == ECONNREFUSED
         case let error as NIOConnectionError:
