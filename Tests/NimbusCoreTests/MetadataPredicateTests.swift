@@ -1,5 +1,6 @@
 import Foundation
 import NimbusCore
+import NimbusTestingCore
 import Testing
 
 /// Metadata queries' predicates: NSPredicate's format as apps write it for `NSMetadataQuery`.
@@ -26,6 +27,41 @@ import Testing
         #expect(try matches("kMDItemFSName IN {'a', 'Grocery List.icfnote'}"))
         #expect(try matches("kMDItemFSName LIKE '*'"))
         #expect(try !matches("kMDItemFSName LIKE ''"))
+    }
+
+    /// LIKE walks UTF-8 bytes: `?` must take a whole scalar of two, three or four bytes, and a literal must not
+    /// match part of one. Checked against a model over scalars, for names and patterns made of a few scalars.
+    @Test func likeMatchesWholeScalarsAsAModelOverScalarsDoes() throws {
+        let scalars: [Unicode.Scalar] = ["a", "b", ".", "é", "\u{0301}", "日", "本", "👍", "\u{1F44E}"]
+        let patternScalars = scalars + ["*", "?"]
+        var generator = SeededGenerator(seed: 7)
+        func text(of alphabet: [Unicode.Scalar], upTo length: Int) -> String {
+            let count = Int.random(in: 0...length, using: &generator)
+            return String(String.UnicodeScalarView((0..<count).map { _ in alphabet.randomElement(using: &generator)! }))
+        }
+        var matching = 0
+        for _ in 0..<4000 {
+            let (name, pattern) = (text(of: scalars, upTo: 6), text(of: patternScalars, upTo: 5))
+            let predicate = MetadataPredicate.compare(key: "name", operator: .like, value: .string(pattern), options: [])
+            let expected = Self.like(Array(name.unicodeScalars), Array(pattern.unicodeScalars))
+            #expect(predicate.matches { _ in .string(name) } == expected, "\(name) LIKE \(pattern)")
+            if expected { matching += 1 }
+        }
+        #expect(matching > 200, "enough of the pairs match for the check to mean something")
+        #expect(try !MetadataPredicate("kMDItemFSName LIKE '?'").matches { _ in .string("e\u{0301}") }, "two scalars")
+        #expect(try MetadataPredicate("kMDItemFSName LIKE '??'").matches { _ in .string("e\u{0301}") })
+        #expect(try MetadataPredicate("kMDItemFSName LIKE '?.txt'").matches { _ in .string("👍.txt") })
+    }
+
+    /// LIKE over arrays of scalars, as written for clarity.
+    private static func like(_ text: [Unicode.Scalar], _ pattern: [Unicode.Scalar]) -> Bool {
+        guard let first = pattern.first else { return text.isEmpty }
+        let rest = Array(pattern.dropFirst())
+        switch first {
+        case "*": return (0...text.count).contains { like(Array(text.dropFirst($0)), rest) }
+        case "?": return !text.isEmpty && like(Array(text.dropFirst()), rest)
+        default: return text.first == first && like(Array(text.dropFirst()), rest)
+        }
     }
 
     @Test func sizesDatesAndFlagsCompare() throws {

@@ -100,4 +100,45 @@ import Testing
                 "text.txt": .current, "upper.txt": .downloaded, "near.txt": .current,
             ])
     }
+
+    /// What the journal records while a watch gathers (the index busy walking thousands of items, then making the
+    /// set of those it found) is not lost: either the gathered items have it or an update brings it.
+    @Test func whatChangesWhileAWatchGathersComesAsAnUpdate() async throws {
+        let root = TestResources.temporaryDirectory(prefix: "nimbus-index")
+        try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
+        let journal = try DeviceJournal(path: root.appendingPathComponent("journal.sqlite").path)
+        func file(_ id: String) -> DocumentItem {
+            let version = DocumentVersion(
+                versionID: "v-" + id,
+                content: DocumentContent(
+                    contentHash: String(repeating: "ab", count: 32), size: 3, chunks: [], modifiedAt: 1_700_000_000_000),
+                device: "a", baseContentHash: nil, savedAt: 1_700_000_000_000)
+            return DocumentItem(
+                itemID: id, parentID: "documents", name: id + ".txt", kind: .file, current: version, createdAt: 1_700_000_000_000)
+        }
+        try await journal.applyRemote(
+            DocumentChangesResponse(
+                items: [Self.folder("documents", in: nil, named: "Documents")] + (0..<5000).map { file("old-\($0)") },
+                removed: [], syncToken: "t0", moreComing: false))
+        let index = MetadataIndex(
+            journal: journal, activity: SyncActivity(), folder: root.appendingPathComponent("container"))
+        let spec = MetadataQuerySpec(
+            scopes: [.documents], predicate: try MetadataPredicate("%K LIKE '*.txt'", [.string(MetadataItem.Key.fsName)]))
+        #expect(try await index.query(spec).count == 5000, "the index is loaded before the watches")
+
+        var arrivedAfterGathering = 0
+        for round in 0..<8 {
+            let name = "new-\(round)"
+            async let change: Void = journal.applyRemote(
+                DocumentChangesResponse(items: [file(name)], removed: [], syncToken: "t\(round + 1)", moreComing: false))
+            let (items, updates) = try await index.watch(spec)
+            try await change
+            let heard = Recorder(updates)
+            guard !items.contains(where: { $0.name == name + ".txt" }) else { continue }
+            arrivedAfterGathering += 1
+            let update = await heard.first { $0.update?.added.contains { $0.name == name + ".txt" } == true }
+            #expect(update != nil, "round \(round): the item the journal recorded while the watch gathered")
+        }
+        #expect(arrivedAfterGathering > 0, "some changes came while the watches gathered")
+    }
 }

@@ -372,7 +372,6 @@ package final class DeviceJournal: Sendable {
             var facts = MetadataFacts()
             let count = try Int.fetchOne(db, sql: "SELECT count(*) FROM local") ?? 0
             facts.local.reserveCapacity(count)
-            facts.localPaths.reserveCapacity(count)
             try Self.readLocalFacts(db, "", [], into: &facts)
             return facts
         }
@@ -412,9 +411,7 @@ package final class DeviceJournal: Sendable {
             let local = LocalFacts(
                 isPlaceholder: Placeholder.isPlaceholder(path: path), size: row.int64(2), modified: row.int64(3),
                 content: contentKey(row, 4))
-            let id = ItemID(row.text(0))
-            facts.local[id] = local
-            facts.localPaths[id] = path
+            facts.local[ItemID(row.text(0))] = LocalEntry(facts: local, path: path)
         }
     }
 
@@ -520,12 +517,19 @@ package struct LocalFile: Sendable, Hashable {
 }
 
 /// What apps' metadata queries list of some items: as the server last described them, and as they are on the disk.
+/// In item tables (100,000 items' facts in a dictionary of each were three times their size, mostly empty
+/// slots, and filling them touched as many fresh pages).
 package struct MetadataFacts: Sendable {
-    var remote: [ItemID: RemoteFacts] = [:]
-    var local: [ItemID: LocalFacts] = [:]
-    /// Each item's path on the disk, relative to the container's folder (a placeholder's own name, when evicted):
-    /// apart from the rest of its local facts, which a query reads for every item while it needs few paths.
-    var localPaths: [ItemID: String] = [:]
+    var remote = ItemTable<RemoteFacts>()
+    var local = ItemTable<LocalEntry>()
+}
+
+/// A file or folder on the disk as the journal knows it, for apps' metadata queries: its facts, and its path on
+/// the disk relative to the container's folder (a placeholder's own name, when evicted). A query reads every
+/// item's facts but few paths, so the facts are read in place, without the path.
+package struct LocalEntry: Sendable {
+    var facts: LocalFacts
+    var path: String
 }
 
 /// An item as the server last described it, for apps' metadata queries.

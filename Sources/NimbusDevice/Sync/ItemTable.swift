@@ -49,6 +49,11 @@ public struct ItemTable<Value> {
         }
     }
 
+    /// Where `id`'s value is in `values`.
+    public func position(of id: ItemID) -> Int? { find(id).position }
+
+    public func contains(_ id: ItemID) -> Bool { find(id).position != nil }
+
     /// The slots for `capacity` items: a power of two, at most three quarters full (as a dictionary keeps them).
     private static func slotCount(for capacity: Int) -> Int {
         guard capacity > 0 else { return 0 }
