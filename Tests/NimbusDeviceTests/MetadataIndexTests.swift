@@ -12,19 +12,24 @@ import Testing
         DocumentItem(itemID: id, parentID: parent, name: name, kind: .folder)
     }
 
+    static func file(
+        _ id: String, in parent: String = "documents", named name: String, content: String = String(repeating: "ab", count: 32)
+    ) -> DocumentItem {
+        let version = DocumentVersion(
+            versionID: "v-" + id,
+            content: DocumentContent(contentHash: content, size: 3, chunks: [], modifiedAt: 1_700_000_000_000),
+            device: "a", baseContentHash: nil, savedAt: 1_700_000_000_000)
+        return DocumentItem(
+            itemID: id, parentID: parent, name: name, kind: .file, current: version, createdAt: 1_700_000_000_000)
+    }
+
     /// The server renamed a folder whose items the journal has not heard of again (the disk has not caught up):
     /// a watch hears at once of each item inside it at its new path, with the one it had before.
     @Test func aFolderTheServerRenamedMovesWhatIsInsideIt() async throws {
         let root = TestResources.temporaryDirectory(prefix: "nimbus-index")
         try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
         let journal = try DeviceJournal(path: root.appendingPathComponent("journal.sqlite").path)
-        let version = DocumentVersion(
-            versionID: "v1",
-            content: DocumentContent(
-                contentHash: String(repeating: "ab", count: 32), size: 3, chunks: [], modifiedAt: 1_700_000_000_000),
-            device: "a", baseContentHash: nil, savedAt: 1_700_000_000_000)
-        let file = DocumentItem(
-            itemID: "file", parentID: "plans", name: "Day 2.txt", kind: .file, current: version, createdAt: 1_700_000_000_000)
+        let file = Self.file("file", in: "plans", named: "Day 2.txt")
         try await journal.applyRemote(
             DocumentChangesResponse(
                 items: [
@@ -59,14 +64,7 @@ import Testing
         let (newer, older) = (String(repeating: "0f", count: 32), String(repeating: "e1", count: 32))
         // 64 characters, all but the last a digit: kept as text, and equal only to the same text.
         let nearlyHex = String(newer.dropLast()) + "g"
-        func file(_ id: String, _ name: String, content: String) -> DocumentItem {
-            let version = DocumentVersion(
-                versionID: "v-" + id,
-                content: DocumentContent(contentHash: content, size: 3, chunks: [], modifiedAt: 1_700_000_000_000),
-                device: "a", baseContentHash: nil, savedAt: 1_700_000_000_000)
-            return DocumentItem(
-                itemID: id, parentID: "documents", name: name, kind: .file, current: version, createdAt: 1_700_000_000_000)
-        }
+        func file(_ id: String, _ name: String, content: String) -> DocumentItem { Self.file(id, named: name, content: content) }
         try await journal.applyRemote(
             DocumentChangesResponse(
                 items: [
@@ -107,15 +105,7 @@ import Testing
         let root = TestResources.temporaryDirectory(prefix: "nimbus-index")
         try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
         let journal = try DeviceJournal(path: root.appendingPathComponent("journal.sqlite").path)
-        func file(_ id: String) -> DocumentItem {
-            let version = DocumentVersion(
-                versionID: "v-" + id,
-                content: DocumentContent(
-                    contentHash: String(repeating: "ab", count: 32), size: 3, chunks: [], modifiedAt: 1_700_000_000_000),
-                device: "a", baseContentHash: nil, savedAt: 1_700_000_000_000)
-            return DocumentItem(
-                itemID: id, parentID: "documents", name: id + ".txt", kind: .file, current: version, createdAt: 1_700_000_000_000)
-        }
+        func file(_ id: String) -> DocumentItem { Self.file(id, named: id + ".txt") }
         try await journal.applyRemote(
             DocumentChangesResponse(
                 items: [Self.folder("documents", in: nil, named: "Documents")] + (0..<5000).map { file("old-\($0)") },
