@@ -14,6 +14,7 @@ import NimbusKit
 ///     scripts/benchmark docs scan     (a round's scan of 11,000 and 100,000 unchanged files; only when named)
 ///     scripts/benchmark docs chunking (a 256 MB file read, cut and hashed, beside its parts; only when named)
 ///     scripts/benchmark docs peers    (beside Syncthing; peers-scale adds 100,000 files; only when named)
+///     scripts/benchmark docs peers-memory (the 100,000 files through the two Nimbus daemons alone, their memory)
 ///     scripts/benchmark docs webdav   (/dav/ beside Apache's mod_dav; only when named)
 @main
 enum DocumentBenchmarks {
@@ -167,6 +168,9 @@ enum DocumentBenchmarks {
         }
         if selected.contains("peers") || selected.contains("peers-scale") {
             try await PeerComparison(server: server, nimbus: nimbus, scale: selected.contains("peers-scale")).run(into: &table)
+        }
+        if selected.contains("peers-memory") {
+            try await PeerComparison.nimbusMemory(server: server, nimbus: nimbus, into: &table)
         }
         if selected.contains("scale") {
             let figures = try await ScaleBenchmark(server: server, nimbus: nimbus, files: 100_000).run()

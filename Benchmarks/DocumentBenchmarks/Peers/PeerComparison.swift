@@ -60,6 +60,27 @@ struct PeerComparison {
         }
     }
 
+    /// The first sync of 100,000 files of 1 KiB through the two Nimbus daemons alone (`docs peers-memory`), and each
+    /// process's peak and idle memory: the scale row's memory without the hour Syncthing's side and the other rows take.
+    static func nimbusMemory(server: ServerProcess, nimbus: URL, into table: inout ResultTable) async throws {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("nimbus-bench-peers-\(UUIDString.random())")
+        defer { try? FileManager.default.removeItem(at: root) }
+        let peers = try await NimbusDaemonPeers(server: server, nimbus: nimbus, in: root)
+        defer { peers.stop() }
+        let seconds = try await PeerWorkloads.manyFiles(peers, count: 100_000, size: 1024, folder: "hundred-thousand")
+        try await Task.sleep(for: .seconds(5))
+        table.add(
+            "Nimbus alone: first sync of 100,000 files of 1 KiB, A → B", String(format: "%.1f s", seconds), target: "(reference)",
+            met: true)
+        for (role, peak, resident) in PeerWorkloads.memory(peers) {
+            let daemon = role != "server"
+            table.add(
+                "Nimbus alone: \(role)'s peak / idle resident memory",
+                String(format: "%.0f / %.0f MB", Double(peak) / 1e6, Double(resident) / 1e6),
+                target: daemon ? "peak ≤ 100 MB" : "(reference)", met: !daemon || peak <= 100_000_000)
+        }
+    }
+
     /// Every workload on `peers`, then its processes' memory once they idle; stops them.
     private func measure(_ peers: some SyncPeers) async throws -> Side {
         defer { peers.stop() }
