@@ -18,7 +18,24 @@ import Testing
         table[ItemID("d")] = nil  // now the last one itself
         table[ItemID("b")] = "B again"
         #expect(Set(table.keys) == [ItemID("a"), ItemID("c"), ItemID("b")])
-        #expect(Dictionary(uniqueKeysWithValues: table.map { ($0.key, $0.value) }) == table.mapValues { $0 })
+        #expect(
+            Dictionary(uniqueKeysWithValues: table.map { ($0.key, $0.value) })
+                == [ItemID("a"): "A", ItemID("c"): "C", ItemID("b"): "B again"])
+    }
+
+    /// A mapped table shares the keys and slots of the one it was made from: each must still change on its own.
+    @Test func aMappedTableAnswersForTheSameItemsAndChangesApart() {
+        func id(_ index: Int) -> ItemID { ItemID("item-\(index)") }
+        var table = ItemTable<Int>()
+        for index in 0..<1_000 { table[id(index)] = index }
+        var mapped = table.mapValues { "\($0)" }
+        #expect(mapped.count == 1_000 && (0..<1_000).allSatisfy { mapped[id($0)] == "\($0)" })
+        for index in stride(from: 0, to: 1_000, by: 3) { mapped[id(index)] = nil }
+        mapped[id(5_000)] = "new"
+        table[id(1)] = nil
+        #expect((0..<1_000).allSatisfy { mapped[id($0)] == ($0 % 3 == 0 ? nil : "\($0)") })
+        #expect(mapped[id(5_000)] == "new" && table[id(5_000)] == nil)
+        #expect(table.count == 999 && (0..<1_000).allSatisfy { table[id($0)] == ($0 == 1 ? nil : $0) })
     }
 
     @Test func tablesWithTheSameItemsAreEqualWhateverTheOrder() {
@@ -48,7 +65,7 @@ import Testing
             model[id] = value
             #expect(table.count == model.count && table[id] == model[id])
         }
-        #expect(table.mapValues { $0 } == model)
+        #expect(Dictionary(uniqueKeysWithValues: table.map { ($0.key, $0.value) }) == model)
         #expect(table.keys.count == Set(table.keys).count)
         #expect(zip(table.keys, table.values).allSatisfy { model[$0] == $1 })
         #expect(model.allSatisfy { table[$0] == $1 })

@@ -98,7 +98,8 @@ struct ModelDevice {
     /// Runs one round; whether it planned anything.
     mutating func sync(with server: inout ModelServer, trace: String? = nil) -> Bool {
         rekeyed = [:]
-        let plan = SyncPlanner.plan(remote: server.tree, local: disk, synced: synced)
+        // The synced tree as a round reads it from the journal: what differs from the server's.
+        let plan = SyncPlanner.plan(remote: server.tree, local: disk, synced: SyncedTree(synced, over: server.tree))
         for step in plan {
             run(step, on: &server)
             if let trace { print("\(trace) \(step) → disk \(SyncPlannerConvergenceTests.describe(disk))") }

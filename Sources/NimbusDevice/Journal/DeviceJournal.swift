@@ -90,6 +90,37 @@ package final class DeviceJournal: Sendable {
         }
     }
 
+    /// The item as the synced tree holds it.
+    package func syncedItem(_ id: ItemID) async throws -> SyncItem? {
+        try await database.read { db in
+            var item: SyncItem?
+            try SQLiteColumns.forEachRow(
+                db, "SELECT item_id, parent_id, name, kind, content FROM synced WHERE item_id = ?", [id.rawValue]
+            ) { item = Self.syncItem($0) }
+            return item
+        }
+    }
+
+    /// What a round plans from: the remote tree, and the synced tree over it, read as the rows where the two differ.
+    package func roundTrees() async throws -> (remote: SyncTree, synced: SyncedTree) {
+        try await database.read { db in
+            let remote = try Self.tree(db, table: "remote")
+            var differences = ItemTable<SyncItem?>()
+            // Compared column by column as the rows are stored: equal texts read as equal items.
+            let differing = """
+                SELECT s.item_id, s.parent_id, s.name, s.kind, s.content FROM synced s LEFT JOIN remote r ON r.item_id = s.item_id
+                WHERE r.item_id IS NULL OR s.parent_id IS NOT r.parent_id OR s.name IS NOT r.name OR s.kind IS NOT r.kind
+                    OR s.content IS NOT r.content
+                """
+            try SQLiteColumns.forEachRow(db, differing, []) { row in
+                differences[ItemID(row.text(0))] = .some(Self.syncItem(row))
+            }
+            let unsynced = "SELECT item_id FROM remote r WHERE NOT EXISTS (SELECT 1 FROM synced s WHERE s.item_id = r.item_id)"
+            try SQLiteColumns.forEachRow(db, unsynced, []) { row in differences[ItemID(row.text(0))] = .some(nil) }
+            return (remote, SyncedTree(base: remote, differences: differences))
+        }
+    }
+
     /// Which of `ids` the synced tree holds.
     package func syncedIDs(among ids: [ItemID]) async throws -> Set<ItemID> {
         try await database.read { db in
@@ -167,13 +198,6 @@ package final class DeviceJournal: Sendable {
                 let text = try String.fetchOne(db, sql: "SELECT value FROM state WHERE key = 'packages'") ?? ""
                 return Set(text.split(separator: ",").map(String.init))
             }
-        }
-    }
-
-    /// The remote tree: each live item's place, kind and current content.
-    package func remoteTree() async throws -> SyncTree {
-        try await database.read { db in
-            try Self.tree(db, table: "remote")
         }
     }
 
@@ -423,11 +447,16 @@ package final class DeviceJournal: Sendable {
         // Sized once: grown as it fills, a table of 100,000 items is held twice while it moves to its last size.
         items.reserveCapacity(try Int.fetchOne(db, sql: "SELECT count(*) FROM \(table)") ?? 0)
         try SQLiteColumns.forEachRow(db, "SELECT item_id, parent_id, name, kind, content FROM \(table)", []) { row in
-            items[ItemID(row.text(0))] = SyncItem(
-                place: Place(parent: row.optionalText(1).map(ItemID.init), name: row.text(2)),
-                kind: ItemKind(rawValue: row.text(3)) ?? .file, contentKey: contentKey(row, 4))
+            items[ItemID(row.text(0))] = syncItem(row)
         }
         return SyncTree(items)
+    }
+
+    /// The item of a row of `item_id, parent_id, name, kind, content`.
+    private static func syncItem(_ row: SQLiteColumns) -> SyncItem {
+        SyncItem(
+            place: Place(parent: row.optionalText(1).map(ItemID.init), name: row.text(2)),
+            kind: ItemKind(rawValue: row.text(3)) ?? .file, contentKey: contentKey(row, 4))
     }
 
     private static func storeSynced(_ id: ItemID, _ item: SyncItem?, _ db: Database) throws {

@@ -22,7 +22,7 @@ extension SyncEngine {
                 guard let now = LocalScanner.stat(url.path, path: path) else { return false }
                 return now.inode == file.inode && now.size == file.size && now.modified == file.modified
             }
-            let synced = try await journal.syncedTree()[file.id]
+            let synced = try await journal.syncedItem(file.id)
             let current = try await journal.remoteItem(file.id)?.current?.content.contentHash
             guard synced?.content == content, current == content, unchanged() else {
                 throw NimbusError(.conflict, "\(path) has changes that are not synced yet; it is evicted once they are")

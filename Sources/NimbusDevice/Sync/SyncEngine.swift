@@ -137,12 +137,16 @@ package final class SyncEngine: Sendable {
         }
         // The synced tree is read after the scan, whose own tables are at their largest during it.
         let scan = try await scanDisk()
-        let synced = try await journal.syncedTree()
-        let remote = try await journal.remoteTree()
-        let plan = SyncPlanner.plan(remote: remote, local: scan.tree, synced: synced)
+        let (remote, synced) = try await journal.roundTrees()
+        var plan = SyncPlanner.plan(remote: remote, local: scan.tree, synced: synced)
         await activity.planned(plan)
         if let offline { throw offline }
-        let (serverSide, diskSide) = (plan.filter(\.isRemote), plan.filter { !$0.isRemote })
+        let planned = !plan.isEmpty
+        // The server's steps taken out of the plan, which keeps the disk's: two copies beside it held every step twice
+        // (~190 bytes a step, and a round can plan one for every item).
+        let serverSide = plan.filter(\.isRemote)
+        plan.removeAll(where: \.isRemote)
+        let diskSide = plan
         // The server refusing this device's batch (its storage is full, say) must not stop what comes the
         // other way: the disk's side runs, and the refusal is reported after it.
         var refused: (any Error)?
@@ -162,7 +166,7 @@ package final class SyncEngine: Sendable {
             for step in slice { try await runOnDisk(step, scan: scan, fetched: fetched, remote: items, paths: &paths) }
         }
         if let refused { throw refused }
-        return !plan.isEmpty
+        return planned
     }
 
     /// The disk as it is now, recorded in the journal. What the journal knew is let go on return: at 100,000
@@ -613,7 +617,7 @@ package final class SyncEngine: Sendable {
     /// Does a step of the disk's side holding the coordination locks of the places it touches.
     private func runOnDisk(
         _ step: SyncOperation, scan: LocalScanner.Scan, fetched: [ItemID: URL], remote: [ItemID: DocumentItem],
-        paths: inout [ItemID: String]
+        paths: inout ItemTable<String>
     ) async throws {
         var touched = paths[step.item].map { [$0] } ?? []
         switch step.action {
@@ -623,7 +627,7 @@ package final class SyncEngine: Sendable {
         }
         // Moved out and back rather than copied: a copy of every item's path a step cost a round over
         // thousands of files more than its renames.
-        var working: [ItemID: String] = [:]
+        var working = ItemTable<String>()
         swap(&working, &paths)
         defer { swap(&working, &paths) }
         try await coordinated(touched, exclusive: true) {
@@ -633,7 +637,7 @@ package final class SyncEngine: Sendable {
 
     private func runOnDiskCoordinated(
         _ step: SyncOperation, scan: LocalScanner.Scan, fetched: [ItemID: URL], remote: [ItemID: DocumentItem],
-        paths: inout [ItemID: String]
+        paths: inout ItemTable<String>
     ) async throws {
         let id = step.item
         let current = paths[id]
@@ -709,7 +713,7 @@ package final class SyncEngine: Sendable {
     /// Notes where the engine put an item (and a folder's contents, which moved with it) for the rest of the
     /// round, and what the journal is to record of it for the next scan.
     private func placed(
-        _ id: ItemID, at target: String, content: ContentKey?, details: LocalScanner.Entry?, paths: inout [ItemID: String]
+        _ id: ItemID, at target: String, content: ContentKey?, details: LocalScanner.Entry?, paths: inout ItemTable<String>
     ) -> DeviceJournal.LocalChange {
         if let old = paths[id], old != target {
             for (other, path) in paths where path.hasPrefix(old + "/") { paths[other] = target + path.dropFirst(old.count) }
@@ -724,7 +728,7 @@ package final class SyncEngine: Sendable {
     }
 
     /// The relative path of a place whose parent is on the disk.
-    private func path(of place: Place, in paths: [ItemID: String]) -> String? {
+    private func path(of place: Place, in paths: ItemTable<String>) -> String? {
         guard let parent = place.parent else { return place.name }
         return paths[parent].map { $0 + "/" + place.name }
     }

@@ -12,6 +12,10 @@ import NimbusCore
 /// the other side put something in it.
 public enum SyncPlanner {
     public static func plan(remote: SyncTree, local: SyncTree, synced: SyncTree) -> [SyncOperation] {
+        plan(remote: remote, local: local, synced: SyncedTree(synced))
+    }
+
+    public static func plan(remote: SyncTree, local: SyncTree, synced: SyncedTree) -> [SyncOperation] {
         var planning = Planning(remote: remote, local: local, synced: synced)
         return planning.plan()
     }
@@ -20,10 +24,10 @@ public enum SyncPlanner {
 private struct Planning {
     let remote: SyncTree
     let local: SyncTree
-    let synced: SyncTree
+    let synced: SyncedTree
     var steps = ItemTable<SyncOperation>()
 
-    init(remote: SyncTree, local: SyncTree, synced: SyncTree) {
+    init(remote: SyncTree, local: SyncTree, synced: SyncedTree) {
         self.remote = remote
         self.local = local
         self.synced = synced
@@ -40,8 +44,9 @@ private struct Planning {
 
     /// Each item of the trees once, without a set of them all (at 100,000 items, a set was 4 MB of a round's peak).
     func everyID(includingSynced: Bool = true) -> [ItemID] {
-        remote.items.keys + local.items.keys.filter { remote[$0] == nil }
-            + (includingSynced ? synced.items.keys.filter { remote[$0] == nil && local[$0] == nil } : [])
+        var ids = remote.items.keys + local.items.keys.filter { remote[$0] == nil }
+        if includingSynced { synced.forEachID { if remote[$0] == nil && local[$0] == nil { ids.append($0) } } }
+        return ids
     }
 
     // MARK: - One item
@@ -155,9 +160,9 @@ private struct Planning {
     /// an item leaving a place a new item waits for steps aside at once, since where it is going may be
     /// inside that new item, and a folder being deleted may hold items going into it.
     mutating func waitForOccupiedPlaces() {
-        // A round with nothing to do needs no index of places (at 100,000 items, 25 MB).
+        // A round with nothing to do needs no index of places.
         guard !steps.isEmpty else { return }
-        let occupants = (local: local.occupants(), remote: remote.occupants())
+        let occupants = (local: local.placeIndex(), remote: remote.placeIndex())
         for id in steps.keys.sorted() {
             guard let step = steps[id] else { continue }
             if let target = step.localPlace(before: local[id]), target != local[id]?.place {
@@ -169,7 +174,7 @@ private struct Planning {
         }
     }
 
-    mutating func settle(_ id: ItemID, on side: Side, target: Place, occupants: [Place: ItemID]) {
+    mutating func settle(_ id: ItemID, on side: Side, target: Place, occupants: PlaceIndex) {
         guard let occupant = occupants[target], occupant != id else { return }
         let tree = side == .local ? local : remote
         let leaving = steps[occupant].map { step in

@@ -37,10 +37,12 @@ public struct Place: Hashable, Sendable, CustomStringConvertible {
 /// One item as one side sees it: its place, its kind, and for files and packages the hash of the
 /// content of the version it holds.
 public struct SyncItem: Hashable, Sendable, CustomStringConvertible {
-    public var place: Place
-    public var kind: ItemKind
+    // In this order the kind fills the content key's padding: 72 bytes an item rather than 80 (a round holds three
+    // trees of every item).
     /// The content's hash, inline: a round holds three trees of every item.
     var contentKey: ContentKey?
+    public var kind: ItemKind
+    public var place: Place
 
     public var content: String? {
         get { contentKey?.text }
@@ -82,21 +84,7 @@ public struct SyncTree: Equatable, Sendable {
     }
 
     /// Which item holds each place, for finding collisions without a scan per item.
-    func occupants() -> [Place: ItemID] {
-        var occupants: [Place: ItemID] = [:]
-        occupants.reserveCapacity(items.count)
-        for (id, item) in items where occupants[item.place] == nil { occupants[item.place] = id }
-        return occupants
-    }
-
-    /// The items whose parent is each folder.
-    func children() -> [ItemID: [ItemID]] {
-        var children: [ItemID: [ItemID]] = [:]
-        for (id, item) in items {
-            if let parent = item.place.parent { children[parent, default: []].append(id) }
-        }
-        return children
-    }
+    func placeIndex() -> PlaceIndex { PlaceIndex(items) }
 
     /// Whether `id` is `ancestor` or lies somewhere inside it.
     func isWithin(_ id: ItemID?, _ ancestor: ItemID) -> Bool {
@@ -120,5 +108,20 @@ public struct SyncTree: Equatable, Sendable {
             current = items[next]?.place.parent
         }
         return depth
+    }
+}
+
+/// Which item holds a place (the first one added, if several do), found through the places' hashes.
+struct PlaceIndex {
+    private let items: ItemTable<SyncItem>
+    private let positions: PositionIndex
+
+    init(_ items: ItemTable<SyncItem>) {
+        self.items = items
+        positions = PositionIndex(count: items.count) { items.values[$0].place.hashValue }
+    }
+
+    subscript(place: Place) -> ItemID? {
+        positions.first(place.hashValue) { items.values[$0].place == place }.map { items.keys[$0] }
     }
 }
