@@ -10,7 +10,7 @@ struct PositionIndex: Sendable {
 
     /// The positions `0..<count`, each under `key(position)`.
     init(count: Int, key: (Int) -> Int) {
-        precondition(count <= UInt32.max, "a position index holds at most 2^32 positions")
+        precondition(count <= UInt32.max, "a position index holds fewer than 2^32 positions")
         var entries = (0..<count).map { Entry(key: key($0), position: UInt32($0)) }
         entries.sort { ($0.key, $0.position) < ($1.key, $1.position) }
         self.entries = entries

@@ -37,9 +37,8 @@ public struct Place: Hashable, Sendable, CustomStringConvertible {
 /// One item as one side sees it: its place, its kind, and for files and packages the hash of the
 /// content of the version it holds.
 public struct SyncItem: Hashable, Sendable, CustomStringConvertible {
-    // In this order the kind fills the content key's padding: 72 bytes an item rather than 80 (a round holds three
-    // trees of every item).
-    /// The content's hash, inline: a round holds three trees of every item.
+    // The kind after the content key fills its padding: 72 bytes an item rather than 80.
+    /// The content's hash, inline: a round holds several tables of every item.
     var contentKey: ContentKey?
     public var kind: ItemKind
     public var place: Place
