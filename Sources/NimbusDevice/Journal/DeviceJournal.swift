@@ -106,15 +106,7 @@ package final class DeviceJournal: Sendable {
         try await database.read { db in
             let remote = try Self.tree(db, table: "remote")
             var differences = ItemTable<SyncItem?>()
-            // Compared column by column as the rows are stored: equal texts read as equal items.
-            let differing = """
-                SELECT s.item_id, s.parent_id, s.name, s.kind, s.content FROM synced s LEFT JOIN remote r ON r.item_id = s.item_id
-                WHERE r.item_id IS NULL OR s.parent_id IS NOT r.parent_id OR s.name IS NOT r.name OR s.kind IS NOT r.kind
-                    OR s.content IS NOT r.content
-                """
-            try SQLiteColumns.forEachRow(db, differing, []) { row in
-                differences[ItemID(row.text(0))] = .some(Self.syncItem(row))
-            }
+            try Self.forEachSyncedRowNotTheServers(db) { id, item in differences[id] = .some(item) }
             let unsynced = "SELECT item_id FROM remote r WHERE NOT EXISTS (SELECT 1 FROM synced s WHERE s.item_id = r.item_id)"
             try SQLiteColumns.forEachRow(db, unsynced, []) { row in differences[ItemID(row.text(0))] = .some(nil) }
             return (remote, SyncedTree(base: remote, differences: differences))
@@ -172,16 +164,15 @@ package final class DeviceJournal: Sendable {
     /// is uploaded (not taken for one the server deleted), and different contents are both kept; a local
     /// delete or move of an item the server still holds as agreed goes to the server as usual.
     package func finishResync() async throws {
-        let forgotten = try await database.write { db -> [String] in
+        let forgotten = try await database.write { db -> [ItemID] in
             guard try String.fetchOne(db, sql: "SELECT value FROM state WHERE key = 'resync'") != nil else { return [] }
-            let remote = try Self.tree(db, table: "remote")
-            let synced = try Self.tree(db, table: "synced")
-            let stale = synced.items.filter { remote[$0.key] != $0.value }.map(\.key.rawValue)
-            for id in stale { try Self.storeSynced(ItemID(id), nil, db) }
+            var stale: [ItemID] = []
+            try Self.forEachSyncedRowNotTheServers(db) { id, _ in stale.append(id) }
+            for id in stale { try Self.storeSynced(id, nil, db) }
             try db.execute(sql: "DELETE FROM state WHERE key = 'resync'")
             return stale
         }
-        changed(forgotten.map(ItemID.init))
+        changed(forgotten)
     }
 
     /// Items as the server answered them outside the changes feed (a resolution, say); the feed brings
@@ -450,6 +441,18 @@ package final class DeviceJournal: Sendable {
             items[ItemID(row.text(0))] = syncItem(row)
         }
         return SyncTree(items)
+    }
+
+    /// Each row of the synced tree that is not the server's (the server lacks the item, or holds it at another place,
+    /// of another kind or with other content), as its item: found in one join rather than by reading both trees whole.
+    /// Compared column by column as the rows are stored, so equal texts read as equal items.
+    private static func forEachSyncedRowNotTheServers(_ db: Database, _ body: (ItemID, SyncItem) throws -> Void) throws {
+        let differing = """
+            SELECT s.item_id, s.parent_id, s.name, s.kind, s.content FROM synced s LEFT JOIN remote r ON r.item_id = s.item_id
+            WHERE r.item_id IS NULL OR s.parent_id IS NOT r.parent_id OR s.name IS NOT r.name OR s.kind IS NOT r.kind
+                OR s.content IS NOT r.content
+            """
+        try SQLiteColumns.forEachRow(db, differing, []) { row in try body(ItemID(row.text(0)), syncItem(row)) }
     }
 
     /// The item of a row of `item_id, parent_id, name, kind, content`.
