@@ -23,7 +23,7 @@ import Testing
     /// The file at `path` as a scan records it, under `id`.
     private func recorded(_ id: String, _ path: String, in folder: URL) throws -> LocalFile {
         let scan = try LocalScanner(folder: folder).scan(known: [])
-        var file = try #require(scan.files.values.first { $0.path == path })
+        var file = scan.file(at: try #require(scan.files.values.firstIndex { $0.path == path }))
         file.id = ItemID(id)
         return file
     }

@@ -26,10 +26,34 @@ package struct LocalScanner: Sendable {
     /// Names the engine writes while it works (temporary downloads, items stepping aside), never synced.
     static let temporaryPrefix = DocumentNames.temporaryPrefix
 
-    package struct Scan: Sendable {
-        package var tree: SyncTree
-        /// Each item's file (its path, and the details its hash was read with).
-        package var files: ItemTable<LocalFile>
+    package struct Scan: Sendable, LocalFileTable {
+        package let tree: SyncTree
+        /// Each item's file as listed (its path, and the details its hash was read with), sharing the tree's keys
+        /// and slots: at 100,000 files a table of its own, with each item's ID and hash again, was 10 MB of a round's peak.
+        package let files: ItemTable<Entry>
+
+        /// `entries` in the order of the tree's items.
+        init(tree: SyncTree, entries: [Entry]) {
+            self.tree = tree
+            self.files = tree.items.with(entries)
+        }
+
+        package var count: Int { files.count }
+
+        package func position(of id: ItemID) -> Int? { files.position(of: id) }
+
+        /// The item's file as the journal records it.
+        package func file(_ id: ItemID) -> LocalFile? {
+            files.position(of: id).map(file(at:))
+        }
+
+        /// The file of the item at `position` in the tree (and in `files`).
+        package func file(at position: Int) -> LocalFile {
+            let entry = files.values[position]
+            return LocalFile(
+                id: files.keys[position], path: entry.path, inode: entry.inode, size: entry.size, modified: entry.modified,
+                contentKey: tree.items.values[position].contentKey)
+        }
     }
 
     package func scan(known: [LocalFile]) throws -> Scan {
@@ -39,80 +63,91 @@ package struct LocalScanner: Sendable {
         func knownFile(atPath path: String) -> LocalFile? {
             byPath.first(path.hashValue) { known[$0].path == path }.map { known[$0] }
         }
-        var scan = Scan(tree: SyncTree(), files: ItemTable())
-        var folders: [String: ItemID] = [:]
-        let entries = try entries(sharing: { knownFile(atPath: $0)?.path })
-        // Sized once: grown as it fills, a table of 100,000 items is held twice while it moves to its last size.
-        scan.tree.items.reserveCapacity(entries.count)
-        scan.files.reserveCapacity(entries.count)
-        let filesBesidePlaceholders = Self.filesBesidePlaceholders(entries)
-        for entry in entries {
-            let (parentPath, entryName) = Self.split(entry.path)
-            var name = entryName
-            let parent = parentPath.isEmpty ? nil : folders[parentPath]
-            if !parentPath.isEmpty && parent == nil { continue }  // inside something not synced
-            let placeholder = entry.isFolder ? nil : Placeholder.itemName(of: name)
-            if let real = placeholder {
-                // A placeholder beside its file is left over from an eviction or download cut short: the file is the item.
-                guard (try? DocumentNames.validate(real)) != nil,
-                    !filesBesidePlaceholders.contains(Placeholder.realPath(of: entry.path))
-                else {
-                    continue
+        var tree = SyncTree()
+        var files: [Entry] = []
+        // Sized for what the journal knew, which most rounds find again: grown as it fills, a table of 100,000 items
+        // is held twice while it moves to its last size.
+        tree.items.reserveCapacity(known.count)
+        files.reserveCapacity(known.count)
+        // Listed a folder at a time, parents before what they hold: a list of every entry at once was 6 MB of a
+        // round's peak at 100,000 files.
+        var folders: [(path: String, id: ItemID?)] = [("", nil)]
+        var next = 0
+        while next < folders.count {
+            let (folderPath, parent) = folders[next]
+            next += 1
+            let entries = try listing(folderPath, sharing: { knownFile(atPath: $0)?.path })
+            let filesBesidePlaceholders = Self.filesBesidePlaceholders(entries.map(\.entry))
+            for (entryName, entry) in entries {
+                var name = entryName
+                let placeholder = entry.isFolder ? nil : Placeholder.itemName(of: name)
+                if let real = placeholder {
+                    // A placeholder beside its file is left over from an eviction or download cut short: the file is the item.
+                    guard (try? DocumentNames.validate(real)) != nil,
+                        !filesBesidePlaceholders.contains(Placeholder.realPath(of: entry.path))
+                    else {
+                        continue
+                    }
+                    name = real
                 }
-                name = real
-            }
-            let isPackage = entry.isFolder && isPackage(name)
-            var entry = entry
-            // A package that cannot be read now (an app saving into it, say) keeps what was known of it.
-            let details = isPackage ? try? PackageArchive.details(of: folder.appendingPathComponent(entry.path)) : nil
-            if let details { (entry.size, entry.modified) = details }
-            let isPlainFolder = entry.isFolder && !isPackage
-            let moved = byInode.first(Int(truncatingIfNeeded: entry.inode)).map { known[$0] }.flatMap { file in
-                Self.isSameFile(file, as: entry, isPlainFolder: isPlainFolder) ? file : nil
-            }
-            // The first of these that no entry scanned before took (that entry is in the tree already), each looked
-            // for only when the ones before are not it: a round scans every file, and most are found by inode.
-            func untaken(_ file: LocalFile?) -> LocalFile? {
-                file.flatMap { scan.tree[$0.id] == nil && ($0.contentKey == nil) == isPlainFolder ? $0 : nil }
-            }
-            // An eviction or download cut short leaves the other form of the path than the journal knows.
-            let previous =
-                untaken(moved) ?? untaken(knownFile(atPath: entry.path))
-                ?? untaken(
-                    knownFile(
-                        atPath: placeholder != nil ? Placeholder.realPath(of: entry.path) : Placeholder.path(for: entry.path)))
-            let id = previous?.id ?? ItemID.random()
-            var content: ContentKey?
-            if isPackage {
-                let unchanged = previous.map { $0.inode == entry.inode && $0.size == entry.size && $0.modified == entry.modified }
-                if details != nil, unchanged != true {
-                    content = (try? PackageArchive.hash(of: folder.appendingPathComponent(entry.path))).map(ContentKey.init)
+                let isPackage = entry.isFolder && isPackage(name)
+                var entry = entry
+                // A package that cannot be read now (an app saving into it, say) keeps what was known of it.
+                let details = isPackage ? try? PackageArchive.details(of: folder.appendingPathComponent(entry.path)) : nil
+                if let details { (entry.size, entry.modified) = details }
+                let isPlainFolder = entry.isFolder && !isPackage
+                let moved = byInode.first(Int(truncatingIfNeeded: entry.inode)).map { known[$0] }.flatMap { file in
+                    Self.isSameFile(file, as: entry, isPlainFolder: isPlainFolder) ? file : nil
                 }
-                content = content ?? previous?.contentKey
-                guard content != nil else { continue }
-            } else if !entry.isFolder {
-                if let previous, previous.inode == entry.inode, previous.size == entry.size, previous.modified == entry.modified {
-                    content = previous.contentKey
-                } else if placeholder != nil {
-                    // A placeholder written over is not read as content: the item stays as the journal knew it.
-                    guard
-                        let read = (Placeholder(contentsOf: folder.appendingPathComponent(entry.path))?.contentHash)
-                            .map(ContentKey.init) ?? previous?.contentKey
-                    else { continue }
-                    content = read
+                // The first of these that no entry scanned before took (that entry is in the tree already), each looked
+                // for only when the ones before are not it: a round scans every file, and most are found by inode.
+                func untaken(_ file: LocalFile?) -> LocalFile? {
+                    file.flatMap { tree[$0.id] == nil && ($0.contentKey == nil) == isPlainFolder ? $0 : nil }
+                }
+                // An eviction or download cut short leaves the other form of the path than the journal knows.
+                let previous =
+                    untaken(moved) ?? untaken(knownFile(atPath: entry.path))
+                    ?? untaken(
+                        knownFile(
+                            atPath: placeholder != nil ? Placeholder.realPath(of: entry.path) : Placeholder.path(for: entry.path))
+                    )
+                let id = previous?.id ?? ItemID.random()
+                var content: ContentKey?
+                if isPackage {
+                    let unchanged = previous.map {
+                        $0.inode == entry.inode && $0.size == entry.size && $0.modified == entry.modified
+                    }
+                    if details != nil, unchanged != true {
+                        content = (try? PackageArchive.hash(of: folder.appendingPathComponent(entry.path))).map(ContentKey.init)
+                    }
+                    content = content ?? previous?.contentKey
+                    guard content != nil else { continue }
+                } else if !entry.isFolder {
+                    if let previous, previous.inode == entry.inode, previous.size == entry.size,
+                        previous.modified == entry.modified
+                    {
+                        content = previous.contentKey
+                    } else if placeholder != nil {
+                        // A placeholder written over is not read as content: the item stays as the journal knew it.
+                        guard
+                            let read = (Placeholder(contentsOf: folder.appendingPathComponent(entry.path))?.contentHash)
+                                .map(ContentKey.init) ?? previous?.contentKey
+                        else { continue }
+                        content = read
+                    } else {
+                        content = ContentKey(try FileContent.hash(of: folder.appendingPathComponent(entry.path)))
+                    }
                 } else {
-                    content = ContentKey(try FileContent.hash(of: folder.appendingPathComponent(entry.path)))
+                    // A package is one item: what it holds is its content, not items of its own.
+                    folders.append((entry.path, id))
                 }
-            } else {
-                folders[entry.path] = id
+                tree[id] = SyncItem(
+                    place: Place(parent: parent, name: name), kind: isPackage ? .package : entry.isFolder ? .folder : .file,
+                    contentKey: content)
+                files.append(entry)
             }
-            scan.tree[id] = SyncItem(
-                place: Place(parent: parent, name: name), kind: isPackage ? .package : entry.isFolder ? .folder : .file,
-                contentKey: content)
-            scan.files[id] = LocalFile(
-                id: id, path: entry.path, inode: entry.inode, size: entry.size, modified: entry.modified, contentKey: content)
         }
-        return scan
+        return Scan(tree: tree, entries: files)
     }
 
     /// The entries' paths that a placeholder's real path names, so a placeholder beside its file is told apart: a
@@ -151,33 +186,24 @@ package struct LocalScanner: Sendable {
         package var modified: Int64
     }
 
-    /// Every file and folder, parents before their contents, skipping what is not synced: names ending
-    /// in `.nosync`, the engine's temporary names, names no server would take (control characters, over
-    /// 255 bytes; `nimbus device status` says why), and anything but regular files and folders.
+    /// The files and folders in the folder at `relative` ("" for the top), by name, skipping what is not synced:
+    /// names ending in `.nosync`, the engine's temporary names, names no server would take (control characters,
+    /// over 255 bytes; `nimbus device status` says why), and anything but regular files and folders.
     /// `known(path)` gives the journal's copy of a path it holds, which the entry takes instead of its own: at 100,000
     /// files, two copies of every path were 10 MB of a round's peak.
-    private func entries(sharing known: (String) -> String?) throws -> [Entry] {
-        // Breadth first, so parents come before what they hold. Paths are joined as strings: a URL's
-        // `appendingPathComponent` for every file was as costly as the `lstat` calls themselves.
-        let root = folder.path
-        var found: [Entry] = []
-        var pending = [""]
-        var next = 0
-        while next < pending.count {
-            let relative = pending[next]
-            next += 1
-            let directory = try Directory(relative.isEmpty ? root : root + "/" + relative)
-            for name in try directory.names().sorted() {
-                let valid = (try? DocumentNames.validate(name)) != nil
-                guard valid || DocumentNames.isPlaceholderName(name) else { continue }
-                let joined = relative.isEmpty ? name : relative + "/" + name
-                let path = known(joined) ?? joined
-                // Placeholders' names are reserved for files, which `scan` reads as the items they stand for.
-                guard let entry = directory.stat(name, path: path), valid || !entry.isFolder else { continue }
-                found.append(entry)
-                // A package is one item: what it holds is its content, not items of its own.
-                if entry.isFolder && !isPackage(name) { pending.append(path) }
-            }
+    private func listing(_ relative: String, sharing known: (String) -> String?) throws -> [(name: String, entry: Entry)] {
+        // Paths are joined as strings: a URL's `appendingPathComponent` for every file was as costly as the `lstat`
+        // calls themselves.
+        let directory = try Directory(relative.isEmpty ? folder.path : folder.path + "/" + relative)
+        var found: [(name: String, entry: Entry)] = []
+        for name in try directory.names().sorted() {
+            let valid = (try? DocumentNames.validate(name)) != nil
+            guard valid || DocumentNames.isPlaceholderName(name) else { continue }
+            let joined = relative.isEmpty ? name : relative + "/" + name
+            let path = known(joined) ?? joined
+            // Placeholders' names are reserved for files, which `scan` reads as the items they stand for.
+            guard let entry = directory.stat(name, path: path), valid || !entry.isFolder else { continue }
+            found.append((name, entry))
         }
         return found
     }

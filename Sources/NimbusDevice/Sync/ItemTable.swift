@@ -128,9 +128,16 @@ public struct ItemTable<Value> {
     /// The same IDs, each with its value transformed: the new table shares this one's keys and slots until either
     /// changes, so it costs only its values (a dictionary of 100,000 paths was 8 MB).
     public func mapValues<T>(_ transform: (Value) throws -> T) rethrows -> ItemTable<T> {
-        var mapped = ItemTable<T>()
-        (mapped.slots, mapped.keys, mapped.values) = (slots, keys, try values.map(transform))
-        return mapped
+        with(try values.map(transform))
+    }
+
+    /// The same IDs with `values`, one for each of `keys` in its order, sharing this table's keys and slots as
+    /// `mapValues` does.
+    public func with<T>(_ values: [T]) -> ItemTable<T> {
+        precondition(values.count == keys.count, "a value for each item")
+        var table = ItemTable<T>()
+        (table.slots, table.keys, table.values) = (slots, keys, values)
+        return table
     }
 }
 

@@ -138,27 +138,20 @@ package final class SyncEngine: Sendable {
         // The synced tree is read after the scan, whose own tables are at their largest during it.
         let scan = try await scanDisk()
         let (remote, synced) = try await journal.roundTrees()
-        var plan = SyncPlanner.plan(remote: remote, local: scan.tree, synced: synced)
+        let plan = SyncPlanner.plan(remote: remote, local: scan.tree, synced: synced)
         await activity.planned(plan)
         if let offline { throw offline }
-        let planned = !plan.isEmpty
-        // The server's steps taken out of the plan, which keeps the disk's: two copies beside it held every step twice
-        // (~190 bytes a step, and a round can plan one for every item).
-        let serverSide = plan.filter(\.isRemote)
-        plan.removeAll(where: \.isRemote)
-        let diskSide = plan
         // The server refusing this device's batch (its storage is full, say) must not stop what comes the
         // other way: the disk's side runs, and the refusal is reported after it.
         var refused: (any Error)?
         do {
-            try await runOnServer(serverSide, scan: scan)
+            try await runOnServer(plan, scan: scan)
         } catch let error as NimbusError where error.code != .networkUnavailable {
             refused = error
         }
         // In slices, so that files appear as they arrive and memory holds one slice's downloads.
         var paths = scan.files.mapValues(\.path)
-        for start in stride(from: 0, to: diskSide.count, by: Self.diskSlice) {
-            let slice = diskSide[start..<min(start + Self.diskSlice, diskSide.count)]
+        try await Self.forEachSlice(of: plan, size: Self.diskSlice, where: { !$0.isRemote }) { slice in
             let downloads = slice.filter { if case .download = $0.action { true } else { false } }
             let items = try await journal.remoteItems(downloads.map(\.item))
             let fetched = try await fetch(downloads.filter { !staysEvicted($0, scan: scan) }, remote: items, scan: scan)
@@ -166,7 +159,25 @@ package final class SyncEngine: Sendable {
             for step in slice { try await runOnDisk(step, scan: scan, fetched: fetched, remote: items, paths: &paths) }
         }
         if let refused { throw refused }
-        return planned
+        return !plan.isEmpty
+    }
+
+    /// Calls `body` with the steps of `plan` that `isIncluded` takes, in order, `size` at a time. Each side of a round
+    /// reads the plan so: a copy of either side held its steps twice (~190 bytes a step, and a round can plan one for
+    /// every item).
+    private static func forEachSlice(
+        of plan: [SyncOperation], size: Int, where isIncluded: (SyncOperation) -> Bool,
+        _ body: ([SyncOperation]) async throws -> Void
+    ) async throws {
+        var slice: [SyncOperation] = []
+        slice.reserveCapacity(size)
+        for step in plan where isIncluded(step) {
+            slice.append(step)
+            guard slice.count == size else { continue }
+            try await body(slice)
+            slice.removeAll(keepingCapacity: true)
+        }
+        if !slice.isEmpty { try await body(slice) }
     }
 
     /// The disk as it is now, recorded in the journal. What the journal knew is let go on return: at 100,000
@@ -176,7 +187,7 @@ package final class SyncEngine: Sendable {
         let known = try await journal.localFiles()
         var scan = try scanner.scan(known: known)
         if try await renameCollidingNames(scan) { scan = try scanner.scan(known: known) }
-        try await journal.updateLocalFiles(from: known, to: scan.files)
+        try await journal.updateLocalFiles(from: known, to: scan)
         return scan
     }
 
@@ -271,10 +282,9 @@ package final class SyncEngine: Sendable {
     /// Sends the server's side of a plan in batches: for each batch, every file's chunks are read and
     /// hashed, the server is asked once which it lacks, those are uploaded a few at a time, and one
     /// request commits the batch's operations.
-    private func runOnServer(_ steps: [SyncOperation], scan: LocalScanner.Scan) async throws {
+    private func runOnServer(_ plan: [SyncOperation], scan: LocalScanner.Scan) async throws {
         var rekeyed: [ItemID: ItemID] = [:]
-        for start in stride(from: 0, to: steps.count, by: Self.batchSize) {
-            let batch = Array(steps[start..<min(start + Self.batchSize, steps.count)])
+        try await Self.forEachSlice(of: plan, size: Self.batchSize, where: \.isRemote) { batch in
             var contents: [ItemID: (path: String, content: DocumentContent)] = [:]
             var sent = Set<ItemID>()
             var packed: [URL] = []
@@ -416,7 +426,7 @@ package final class SyncEngine: Sendable {
         if stored.hash == hash { return content }
         // Read to its end while it grew, and confirmed as the file is now: saved by this round, and the journal
         // holds the file as it is, so the next scan does not read it again.
-        guard let confirmed = stored.confirmed, let scanned = scan?.files[id] else { return nil }
+        guard let confirmed = stored.confirmed, let scanned = scan?.file(id) else { return nil }
         content.modifiedAt = confirmed.modified / 1_000_000
         var local = scanned
         (local.inode, local.size, local.modified, local.content) = (
@@ -545,7 +555,7 @@ package final class SyncEngine: Sendable {
                     // A file's version on disk, unchanged since the scan, may hold most of the new one's chunks.
                     let previous = Dictionary(
                         uniqueKeysWithValues: files.compactMap { id, _ -> (ItemID, URL)? in
-                            guard let known = scan.files[id], known.contentKey != nil,
+                            guard let known = scan.files[id], scan.tree[id]?.contentKey != nil,
                                 self.unchanged(id, at: known.path, scan: scan)
                             else { return nil }
                             return (id, self.folder.appendingPathComponent(known.path))
@@ -611,7 +621,7 @@ package final class SyncEngine: Sendable {
     private func staysEvicted(_ step: SyncOperation, scan: LocalScanner.Scan) -> Bool {
         guard case .download(let item) = step.action, item.kind == .file else { return false }
         guard let current = scan.files[step.item] else { return downloadsOnDemand }
-        return current.isPlaceholder
+        return Placeholder.isPlaceholder(path: current.path)
     }
 
     /// Does a step of the disk's side holding the coordination locks of the places it touches.
@@ -684,9 +694,10 @@ package final class SyncEngine: Sendable {
             guard move(current, to: target) else { return }
             // The details the scan read, not the file's now: if it was edited since, the next scan sees
             // they differ and reads it again instead of trusting the old hash.
-            let scanned = scan.files[id].map {
-                LocalScanner.Entry(
-                    path: target, isFolder: $0.contentKey == nil, inode: $0.inode, size: $0.size, modified: $0.modified)
+            let scanned = scan.files[id].map { entry in
+                var moved = entry
+                moved.path = target
+                return moved
             }
             local = placed(id, at: target, content: scan.tree[id]?.contentKey, details: scanned, paths: &paths)
         case .deleteLocal:
