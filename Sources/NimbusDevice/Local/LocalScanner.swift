@@ -138,7 +138,7 @@ package struct LocalScanner: Sendable {
                         content = ContentKey(try FileContent.hash(of: folder.appendingPathComponent(entry.path)))
                     }
                 } else {
-                    // A package is one item: what it holds is its content, not items of its own.
+                    // Its contents are listed in turn (a package's are its content, not items of its own).
                     folders.append((entry.path, id))
                 }
                 tree[id] = SyncItem(
