@@ -514,7 +514,6 @@ package final class DeviceJournal: Sendable {
     }
 }
 
-/// A file or folder on the disk as the journal knows it.
 /// Files by item ID, as a scan finds them: what `DeviceJournal.updateLocalFiles` records.
 package protocol LocalFileTable {
     var count: Int { get }
@@ -526,6 +525,7 @@ extension ItemTable: LocalFileTable where Value == LocalFile {
     package func file(at position: Int) -> LocalFile { values[position] }
 }
 
+/// A file or folder on the disk as the journal knows it.
 package struct LocalFile: Sendable, Hashable {
     package var id: ItemID
     /// Relative to the container's folder, components joined by "/".
