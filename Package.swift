@@ -7,8 +7,8 @@ import Glibc
 
 /// The `nimbus` binary's relative relocations packed (DT_RELR, `-z pack-relative-relocs`, linked by lld): as plain
 /// entries they are 4 MB that every process reads at start and keeps resident, ~6 MB of a device daemon's memory
-/// (`BENCHMARKS.md`, "A daemon's peak at 100,000 files"). Only where the C library applies them (glibc 2.36 and later;
-/// an older one refuses such a binary) and lld is beside the toolchain's other tools on `PATH`.
+/// (`BENCHMARKS.md`, "A daemon's peak at 100,000 files under 100 MB"). Only where the C library applies them (glibc
+/// 2.36 and later; an older one refuses such a binary) and an `ld.lld` is on `PATH` (Swift's Linux toolchains carry one).
 let packedRelocations: [LinkerSetting] = {
     // "glibc 2.36"; nothing with another C library.
     var text = [CChar](repeating: 0, count: 64)
