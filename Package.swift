@@ -2,27 +2,27 @@
 import PackageDescription
 
 #if os(Linux)
-import Foundation
-import Glibc
+    import Foundation
+    import Glibc
 
-/// The `nimbus` binary's relative relocations packed (DT_RELR, `-z pack-relative-relocs`, linked by lld): as plain
-/// entries they are 4 MB that every process reads at start and keeps resident, ~6 MB of a device daemon's memory
-/// (`BENCHMARKS.md`, "A daemon's peak at 100,000 files under 100 MB"). Only where the C library applies them (glibc
-/// 2.36 and later; an older one refuses such a binary) and an `ld.lld` is on `PATH` (Swift's Linux toolchains carry one).
-let packedRelocations: [LinkerSetting] = {
-    // "glibc 2.36"; nothing with another C library.
-    var text = [CChar](repeating: 0, count: 64)
-    let length = confstr(Int32(_CS_GNU_LIBC_VERSION), &text, text.count)
-    let name = length > 0 ? String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self) : ""
-    let glibc = name.hasPrefix("glibc ") ? name.dropFirst(6).split(separator: ".").compactMap { Int($0) } : []
-    let paths = (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":")
-    guard glibc.count >= 2, (glibc[0], glibc[1]) >= (2, 36),
-        paths.contains(where: { FileManager.default.isExecutableFile(atPath: "\($0)/ld.lld") })
-    else { return [] }
-    return [.unsafeFlags(["-use-ld=lld", "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs"])]
-}()
+    /// The `nimbus` binary's relative relocations packed (DT_RELR, `-z pack-relative-relocs`, linked by lld): as plain
+    /// entries they are 4 MB that every process reads at start and keeps resident, ~6 MB of a device daemon's memory
+    /// (`BENCHMARKS.md`, "A daemon's peak at 100,000 files under 100 MB"). Only where the C library applies them (glibc
+    /// 2.36 and later; an older one refuses such a binary) and an `ld.lld` is on `PATH` (Swift's Linux toolchains carry one).
+    let packedRelocations: [LinkerSetting] = {
+        // "glibc 2.36"; nothing with another C library.
+        var text = [CChar](repeating: 0, count: 64)
+        let length = confstr(Int32(_CS_GNU_LIBC_VERSION), &text, text.count)
+        let name = length > 0 ? String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self) : ""
+        let glibc = name.hasPrefix("glibc ") ? name.dropFirst(6).split(separator: ".").compactMap { Int($0) } : []
+        let paths = (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":")
+        guard glibc.count >= 2, (glibc[0], glibc[1]) >= (2, 36),
+            paths.contains(where: { FileManager.default.isExecutableFile(atPath: "\($0)/ld.lld") })
+        else { return [] }
+        return [.unsafeFlags(["-use-ld=lld", "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs"])]
+    }()
 #else
-let packedRelocations: [LinkerSetting] = []
+    let packedRelocations: [LinkerSetting] = []
 #endif
 
 let package = Package(
