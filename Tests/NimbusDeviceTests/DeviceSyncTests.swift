@@ -93,8 +93,16 @@ import Testing
             Issue.record("the devices were still syncing after 20 rounds")
         }
 
+        /// Every item the server holds, through as many pages of changes as it takes.
         func serverItems() async throws -> [DocumentItem] {
-            try await client.changes(since: nil).items
+            var items: [DocumentItem] = []
+            var token: String?
+            while true {
+                let page = try await client.changes(since: token)
+                items += page.items
+                guard page.moreComing else { return items }
+                token = page.syncToken
+            }
         }
     }
 
@@ -109,6 +117,19 @@ import Testing
         try await fixture.settle()
         #expect(fixture.a.read("Documents/Shopping.txt") == "milk, eggs, bread")
         #expect(try fixture.a.files() == fixture.b.files())
+    }
+
+    /// A round's plan is run a batch at a time (200 steps to the server a request, 500 on the disk a slice): 600 new
+    /// files go up in one round, three full batches, and come down on the other device in one round, a full slice and
+    /// a part of one.
+    @Test func aRoundOfMoreStepsThanOneBatchRunsEveryStep() async throws {
+        let fixture = try await Fixture.make()
+        for index in 0..<600 { try fixture.a.write("Documents/Notes/\(index).txt", "note \(index)") }
+        try await fixture.a.engine.syncOnce()
+        #expect(try await fixture.serverItems().count { $0.kind == .file } == 600)
+        try await fixture.b.engine.syncOnce()
+        #expect(try fixture.b.files() == fixture.a.files())
+        #expect(try fixture.b.files().count == 602)  // the files and their two folders
     }
 
     @Test(arguments: TestDeployment.Shape.allCases) func bookmarksDeletedOnOneDeviceLeaveTheOtherForRecentlyDeleted(
