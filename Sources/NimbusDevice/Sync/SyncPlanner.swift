@@ -11,10 +11,6 @@ import NimbusCore
 /// other both apply; moves on both sides take the server's. A folder someone deleted comes back when
 /// the other side put something in it.
 public enum SyncPlanner {
-    public static func plan(remote: SyncTree, local: SyncTree, synced: SyncTree) -> [SyncOperation] {
-        plan(remote: remote, local: local, synced: SyncedTree(synced))
-    }
-
     public static func plan(remote: SyncTree, local: SyncTree, synced: SyncedTree) -> [SyncOperation] {
         var planning = Planning(remote: remote, local: local, synced: synced)
         return planning.plan()

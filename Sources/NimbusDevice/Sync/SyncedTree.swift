@@ -12,11 +12,6 @@ public struct SyncedTree: Sendable {
         self.differences = differences
     }
 
-    /// `tree` whole, over nothing.
-    public init(_ tree: SyncTree) {
-        self.init(base: SyncTree(), differences: tree.items.mapValues { $0 })
-    }
-
     /// `synced` as what differs from `base` (the journal finds the same in SQL).
     init(_ synced: SyncTree, over base: SyncTree) {
         var differences = ItemTable<SyncItem?>()
