@@ -12,8 +12,8 @@ import Testing
 @Suite struct LargeUploadTests {
     /// Bytes changed after they were hashed, before their chunk was read again to be sent, do not reach the
     /// server under the old chunk's name: the server refuses them (`CHUNK_MISMATCH`) and the upload ends as
-    /// changed while sent, for the next round to read the file again. The file as it is then is stored whole, and
-    /// confirmed by a second reading when it is not the content expected (a file read while it grew).
+    /// changed while sent, for the next round to read the file again. The file as it is then is stored whole, with
+    /// its details as they are: it did not change while it was read, expected or not.
     @Test func bytesChangedAfterTheyWereHashedAreNotSentUnderTheOldHash() async throws {
         let fixture = try await DeviceSyncTests.Fixture.make()
         let file = try movie(seed: 31)
@@ -36,13 +36,31 @@ import Testing
         let sent = try #require(try await upload(file, fixture.client) { true })
         #expect(sent.hash == whole && sent.chunks == now)
         #expect(try await fixture.client.missing(now.map(\.hash)).isEmpty, "every chunk of the file is stored")
-        #expect(sent.confirmed?.size == 40 << 20, "not the content expected, but read again and found as sent")
+        let details = try Self.details(of: file)
+        #expect(sent.confirmed?.size == 40 << 20 && sent.confirmed?.modified == details.modified)
         let expected = try #require(try await upload(file, fixture.client, expecting: whole) { true })
-        #expect(expected.hash == whole && expected.confirmed == nil, "the content expected needs no second reading")
+        #expect(expected.hash == whole && expected.confirmed?.inode == details.inode)
+    }
+
+    /// A file written over while it is read, with the bytes it held, is not known the same from the reading alone
+    /// (its time changed): it is read again, every chunk at its offset, and confirmed with its details as they are
+    /// now. The file this first reading found changed, then, is one whose bytes changed (the test below).
+    @Test func aFileWrittenOverWithItsOwnBytesIsConfirmedByASecondReading() async throws {
+        let fixture = try await DeviceSyncTests.Fixture.make()
+        let file = try movie(seed: 33)
+        let before = try Self.details(of: file)
+        let edit = FirstChunkEdit(file, sameBytes: true)
+        let sent = try #require(try await upload(file, fixture.client, stillPlanned: edit.stillPlanned))
+        #expect(edit.happened)
+        #expect(sent.hash == (try FileContent.hash(of: file)))
+        let after = try Self.details(of: file)
+        #expect(after.modified != before.modified, "the edit moved the file's time")
+        #expect(sent.confirmed?.modified == after.modified && sent.confirmed?.size == 40 << 20)
     }
 
     /// A file changed after it was read, in bytes that are not read again to be sent (a chunk the server holds
     /// already), is not confirmed: its second reading finds other bytes, and the round leaves it for the next.
+    /// The change is in the first of the second reading's two stretches, and (the test after) in the last.
     @Test func aFileChangedAfterItWasReadIsNotConfirmed() async throws {
         let fixture = try await DeviceSyncTests.Fixture.make()
         let file = try movie(seed: 32)
@@ -60,6 +78,47 @@ import Testing
         #expect(sent.confirmed == nil, "the file no longer holds those bytes")
     }
 
+    /// The second reading checks every chunk, in each of its readers' stretches: a byte changed in the last
+    /// chunk fails it as one in the first does.
+    @Test func aSecondReadingFindsAChangeInAnyChunk() async throws {
+        let file = try movie(seed: 34)
+        var chunks: [(offset: Int64, chunk: DocumentChunk)] = []
+        var offset: Int64 = 0
+        _ = try await FileContent.chunks(of: file) { bytes, hash in
+            chunks.append((offset, DocumentChunk(hash: hash, size: Int64(bytes.count))))
+            offset += Int64(bytes.count)
+        }
+        let descriptor = open(file.path, O_RDONLY | O_CLOEXEC)
+        defer { close(descriptor) }
+        for readers in [1, 2, 3] {
+            #expect(await FileContent.holds(chunks, of: descriptor, readers: readers), "\(readers) readers")
+        }
+        for position in [chunks[0].offset, chunks[chunks.count / 2].offset + 1, offset - 1] {
+            let handle = try FileHandle(forUpdating: file)
+            try handle.seek(toOffset: UInt64(position))
+            let old = try #require(try handle.read(upToCount: 1)?.first)
+            try handle.seek(toOffset: UInt64(position))
+            try handle.write(contentsOf: Data([old ^ 0xFF]))
+            for readers in [1, 2, 3] {
+                #expect(
+                    await !FileContent.holds(chunks, of: descriptor, readers: readers), "byte \(position), \(readers) readers")
+            }
+            try handle.seek(toOffset: UInt64(position))
+            try handle.write(contentsOf: Data([old]))
+            try handle.close()
+        }
+    }
+
+    /// A file's inode, size and modification time (nanoseconds), as `LargeUpload` reads them.
+    private static func details(of file: URL) throws -> (inode: UInt64, size: Int64, modified: Int64) {
+        var status = stat()
+        guard lstat(file.path, &status) == 0 else { throw POSIXError(.ENOENT) }
+        return (
+            UInt64(status.st_ino), Int64(status.st_size),
+            Int64(status.st_mtim.tv_sec) * 1_000_000_000 + Int64(status.st_mtim.tv_nsec)
+        )
+    }
+
     /// A file of 40 MB of seeded bytes in a folder of its own: at least ten chunks (4 MiB at most each), so the first
     /// question is asked after the file is read on.
     private func movie(seed: UInt64) throws -> URL {
@@ -72,20 +131,33 @@ import Testing
     }
 
     /// A `stillPlanned` that writes over the file's first bytes the first time it is asked: before the first
-    /// question, when the first chunks are hashed and none is sent yet.
+    /// question, when the first chunks are hashed and none is sent yet. With `sameBytes`, with the bytes they
+    /// hold. The file's time is moved a second on too, so the edit shows in it on any clock.
     final class FirstChunkEdit: Sendable {
         let file: URL
+        let sameBytes: Bool
         private let done = Mutex(false)
 
-        init(_ file: URL) { self.file = file }
+        init(_ file: URL, sameBytes: Bool = false) {
+            self.file = file
+            self.sameBytes = sameBytes
+        }
 
         var happened: Bool { done.withLock { $0 } }
 
         func stillPlanned() -> Bool {
             done.withLock { done in
-                guard !done, let handle = FileHandle(forWritingAtPath: file.path) else { return }
-                try? handle.write(contentsOf: Data("an edit in the first chunk".utf8))
+                guard !done, let handle = FileHandle(forUpdatingAtPath: file.path) else { return }
+                let edit = Data("an edit in the first chunk".utf8)
+                let bytes = sameBytes ? (try? handle.read(upToCount: edit.count)) ?? edit : edit
+                try? handle.seek(toOffset: 0)
+                try? handle.write(contentsOf: bytes)
                 try? handle.close()
+                var status = stat()
+                guard stat(file.path, &status) == 0 else { return }
+                var times = [status.st_atim, status.st_mtim]
+                times[1].tv_sec += 1
+                _ = utimensat(AT_FDCWD, file.path, &times, 0)
                 done = true
             }
             return true

@@ -64,6 +64,30 @@ package enum FileContent {
         return Secrets.hex(whole.finalize())
     }
 
+    /// Whether a file open for reading holds each chunk at its offset: its bytes there hash to its name. `readers`
+    /// tasks read at once, each its own stretch of the file.
+    package static func holds(_ chunks: [(offset: Int64, chunk: DocumentChunk)], of descriptor: Int32, readers: Int) async -> Bool
+    {
+        let end = chunks.last.map { $0.offset + $0.chunk.size } ?? 0
+        let starts = (0..<readers).map { reader in chunks.firstIndex { $0.offset >= end * Int64(reader) / Int64(readers) } }
+        let stretches = zip(starts, starts.dropFirst() + [chunks.endIndex]).compactMap { start, next in
+            start.map { chunks[$0..<(next ?? chunks.endIndex)] }
+        }
+        return await withTaskGroup(of: Bool.self) { group in
+            for stretch in stretches where !stretch.isEmpty {
+                group.addTask {
+                    var buffer = ByteBuffer()
+                    return stretch.allSatisfy { offset, chunk in
+                        buffer.clear()
+                        return (try? bytes(of: descriptor, at: offset, count: Int(chunk.size), into: &buffer)) == true
+                            && buffer.withUnsafeReadableBytes({ Secrets.hex(SHA256.hash(data: $0)) }) == chunk.hash
+                    }
+                }
+            }
+            return await group.allSatisfy { $0 }
+        }
+    }
+
     /// Appends the `count` bytes at `offset` of a file open for reading to `buffer`; false when the file ends
     /// before them.
     static func bytes(of descriptor: Int32, at offset: Int64, count: Int, into buffer: inout ByteBuffer) throws -> Bool {

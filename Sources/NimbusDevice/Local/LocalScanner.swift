@@ -178,7 +178,7 @@ package struct LocalScanner: Sendable {
         return (String(path[..<slash]), String(path[path.utf8.index(after: slash)...]))
     }
 
-    package struct Entry: Sendable {
+    package struct Entry: Sendable, Equatable {
         package var path: String
         package var isFolder: Bool
         package var inode: UInt64

@@ -15,9 +15,10 @@ import Synchronization
 /// the server refuses (`chunkMismatch`): the file changed while it was sent (`ChangedWhileSent`).
 ///
 /// A file still being written when the round began is read as it grows, to its end, and is then not the content
-/// the round planned with. Its bytes are confirmed by reading it once more while the last uploads finish: the
-/// file unchanged meanwhile and hashing to what was sent, the round saves it (`Stored.confirmed`) instead of
-/// leaving it to the next round, which would read it again after the uploads.
+/// the round planned with. When the file was the same (inode, size, time) when the reading began and when it
+/// ended, what was read is the file as it is; otherwise its bytes are confirmed by reading it once more while the
+/// last uploads finish: the file unchanged meanwhile and hashing to what was sent. Either way the round saves it
+/// (`Stored.confirmed`) instead of leaving it to the next round, which would read it again after the uploads.
 package final class LargeUpload: Sendable {
     /// The file is not the one the round planned with, or changed while its chunks were read again.
     package struct ChangedWhileSent: Error {}
@@ -26,8 +27,9 @@ package final class LargeUpload: Sendable {
     package struct Stored: Sendable {
         package var hash: String
         package var chunks: [DocumentChunk]
-        /// When the file is not what the round planned with: its details while it held exactly these bytes,
-        /// read again whole after it was sent; nil when it changed meanwhile, or is what was planned.
+        /// The file's details while it held exactly these bytes: unchanged from the reading's beginning to its end,
+        /// or, when it was not what the round planned with, read again whole after it was sent. Nil when it changed
+        /// meanwhile, or was what was planned and changed while it was read (the scan's details then stand).
         package var confirmed: LocalScanner.Entry?
     }
 
@@ -46,8 +48,11 @@ package final class LargeUpload: Sendable {
         /// Chunks read, in order, with their offsets: of those asked about, the ones the server holds and lacks.
         case asked([(offset: Int64, chunk: DocumentChunk)], held: Set<String>, missing: Set<String>)
         case uploaded(DocumentChunk)
-        /// The whole file read: its SHA-256, and its details when it was confirmed (`Stored.confirmed`).
-        case read(String, confirmed: LocalScanner.Entry?)
+        /// The whole file read: its SHA-256, and its details when it was the same before and after the reading.
+        case read(String, unchanged: LocalScanner.Entry?)
+        /// A file read that was not the content expected, read again: its details when it was confirmed
+        /// (`Stored.confirmed`).
+        case confirmed(LocalScanner.Entry?)
         case failed(any Error)
     }
 
@@ -111,8 +116,11 @@ package final class LargeUpload: Sendable {
             var chunks: [DocumentChunk] = []
             var held = Set<String>()
             var (queued, uploaded, announced) = (0, 0, 0)
-            var finished: (hash: String, confirmed: LocalScanner.Entry?)?
-            // A hint, so in order: a device that misses it downloads these chunks once the version is saved.
+            var whole: String?
+            var confirmation: LocalScanner.Entry??
+            // A hint, so in order: a device that misses it downloads these chunks once the version is saved. Once
+            // the file is read to its end, every chunk is announced as it is stored, before the file is confirmed:
+            // the other devices then hold the version by the time it is saved.
             func announce(all: Bool) async {
                 var stored = announced
                 while stored < chunks.count && held.contains(chunks[stored].hash) { stored += 1 }
@@ -141,15 +149,17 @@ package final class LargeUpload: Sendable {
                     uploaded += 1
                     held.insert(chunk.hash)
                     readAhead.give(Int(chunk.size))
-                case .read(let hash, let confirmed):
-                    finished = (hash, confirmed)
+                case .read(let hash, let unchanged):
+                    whole = hash
+                    if let unchanged { confirmation = .some(unchanged) }
+                case .confirmed(let entry):
+                    confirmation = .some(entry)
                 case .failed(let error):
                     throw error
                 }
-                await announce(all: false)
-                if let finished, uploaded == queued {
-                    if finished.hash == expected || finished.confirmed != nil { await announce(all: true) }
-                    return Stored(hash: finished.hash, chunks: chunks, confirmed: finished.confirmed)
+                await announce(all: whole != nil)
+                if let whole, uploaded == queued, whole == expected || confirmation != nil {
+                    return Stored(hash: whole, chunks: chunks, confirmed: confirmation ?? nil)
                 }
             }
             throw CancellationError()
@@ -160,6 +170,7 @@ package final class LargeUpload: Sendable {
     /// `expected`.
     private func read(expecting expected: String?, into sink: AsyncStream<Event>.Continuation) async {
         var window: [(offset: Int64, chunk: DocumentChunk)] = []
+        var read: [(offset: Int64, chunk: DocumentChunk)] = []
         var asked = Set<String>()
         var offset: Int64 = 0
         func ask() async throws {
@@ -168,9 +179,11 @@ package final class LargeUpload: Sendable {
             await readAhead.take(Int(window.reduce(0) { $0 + $1.chunk.size }))
             try Task.checkCancellation()
             sink.yield(.asked(window, held: Set(fresh).subtracting(missing), missing: missing))
+            read += window
             window = []
         }
         do {
+            let opened = details()
             let whole = try await FileContent.chunks(of: descriptor) { bytes, hash in
                 window.append((offset, DocumentChunk(hash: hash, size: Int64(bytes.count))))
                 offset += Int64(bytes.count)
@@ -179,23 +192,38 @@ package final class LargeUpload: Sendable {
                 try await ask()
             }
             if !window.isEmpty { try await ask() }
-            sink.yield(.read(whole, confirmed: whole == expected ? nil : confirm(whole, size: offset)))
+            // Checked as a scan checks a file: the same before and after, so what was read is the file as it is.
+            let unchanged = opened.flatMap { opened in
+                details().flatMap { $0 == opened && $0.size == offset ? $0 : nil }
+            }
+            sink.yield(.read(whole, unchanged: unchanged))
+            if whole != expected && unchanged == nil { sink.yield(.confirmed(await confirm(read, size: offset))) }
         } catch {
             sink.yield(.failed(error))
         }
     }
 
     /// The file's details, if it is the one read (the same inode and `size`), unchanged while it is read again
-    /// whole, and hashes to `whole`: checked as a scan checks a file, and looked at again after it is read. A file
-    /// still growing fails at the first look, before it is read.
-    private func confirm(_ whole: String, size: Int64) -> LocalScanner.Entry? {
-        var status = stat()
-        guard fstat(descriptor, &status) == 0, let before = LocalScanner.stat(file.path, path: ""),
-            before.inode == UInt64(status.st_ino), before.size == size, (try? FileContent.hash(of: file)) == whole,
-            let after = LocalScanner.stat(file.path, path: ""),
-            (after.inode, after.size, after.modified) == (before.inode, before.size, before.modified)
+    /// whole, and each of its chunks as read (`chunks`, with their offsets) hashes again to what was sent: checked as
+    /// a scan checks a file, and looked at again after it is read. The chunks' hashes were taken from the same bytes
+    /// as the whole file's, so they stand for it. A file still growing fails at the first look, before it is read.
+    ///
+    /// Several readers share the bytes (`SyncEngine.confirmingReaders`): the uploads are done or nearly, and the
+    /// other devices wait on the version this saves, so the reading is the whole of the transfer's last stretch.
+    private func confirm(_ chunks: [(offset: Int64, chunk: DocumentChunk)], size: Int64) async -> LocalScanner.Entry? {
+        guard let before = details(), before.size == size else { return nil }
+        guard await FileContent.holds(chunks, of: descriptor, readers: SyncEngine.confirmingReaders), details() == before
         else { return nil }
         return before
+    }
+
+    /// The details of the file at the upload's path, when it is the file being read (the same inode).
+    private func details() -> LocalScanner.Entry? {
+        var status = stat()
+        guard fstat(descriptor, &status) == 0, let entry = LocalScanner.stat(file.path, path: ""),
+            entry.inode == UInt64(status.st_ino)
+        else { return nil }
+        return entry
     }
 
     /// Uploads waiting chunks, each read again from the file, until none waits.
