@@ -109,6 +109,25 @@ import Testing
         }
     }
 
+    /// What is read again to confirm a file: the chunks read before its details were last as they are at the end;
+    /// all of them when the details changed after the last look, came back to details seen earlier, or the file is
+    /// gone.
+    @Test func onlyWhatWasReadBeforeTheFileLastChangedIsReadAgain() {
+        var settled = SettledDetails<Int>()
+        #expect(settled.stale(now: 1, read: 4) == 4, "never looked at")
+        settled.look(1, read: 0)
+        settled.look(1, read: 8)
+        #expect(settled.stale(now: 1, read: 12) == 0, "the same from the first look to the end")
+        settled.look(2, read: 16)
+        settled.look(2, read: 24)
+        #expect(settled.stale(now: 2, read: 30) == 16)
+        #expect(settled.stale(now: 3, read: 30) == 30, "changed after the last look")
+        #expect(settled.stale(now: 1, read: 30) == 30, "back to details seen before the last change")
+        #expect(settled.stale(now: nil, read: 30) == 30, "gone")
+        settled.look(nil, read: 32)
+        #expect(settled.stale(now: nil, read: 40) == 40, "gone at the last look too")
+    }
+
     /// A file's inode, size and modification time (nanoseconds), as `LargeUpload` reads them.
     private static func details(of file: URL) throws -> (inode: UInt64, size: Int64, modified: Int64) {
         var status = stat()
