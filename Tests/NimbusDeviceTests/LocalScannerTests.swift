@@ -28,6 +28,23 @@ import Testing
         return file
     }
 
+    /// A scan hashes the bytes it listed: a file still being written is hashed to the size its listing found, not
+    /// chased to its end (its upload reads on as it grows). Past the file's end, the whole file.
+    @Test func aFileIsHashedToTheSizeItWasListedAt() throws {
+        let folder = TestResources.temporaryDirectory()
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let file = folder.appendingPathComponent("Growing.mov")
+        let bytes = Data((0..<(9 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ $0 >> 12) })
+        try bytes.write(to: file)
+        for size in [0, 1, 4 << 20, (4 << 20) + 1, (9 << 20) - 1] {
+            #expect(
+                try FileContent.hash(of: file, upTo: Int64(size)) == Secrets.hex(SHA256.hash(data: bytes.prefix(size))),
+                "\(size) bytes")
+        }
+        let whole = Secrets.hex(SHA256.hash(data: bytes))
+        #expect(try FileContent.hash(of: file) == whole && FileContent.hash(of: file, upTo: 10 << 20) == whole)
+    }
+
     @Test func aRenamedFileKeepsItsItem() throws {
         let folder = try folder([("Draft.txt", "words")])
         let known = try recorded("draft", "Draft.txt", in: folder)

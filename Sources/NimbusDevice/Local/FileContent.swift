@@ -8,16 +8,21 @@ import NimbusCore
 package enum FileContent {
     static let readSize = 4 << 20
 
-    package static func hash(of file: URL) throws -> String {
+    /// The SHA-256 of the file's bytes, or of its first `size` only: a scan hashes the bytes it listed, so a file
+    /// still being written is not chased to its end (its upload reads on as it grows).
+    package static func hash(of file: URL, upTo size: Int64 = .max) throws -> String {
         let descriptor = try open(file)
         defer { close(descriptor) }
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: readSize, alignment: 16)
         defer { buffer.deallocate() }
         var hasher = SHA256()
-        while true {
-            let count = try read(descriptor, into: buffer)
+        var left = size
+        while left > 0 {
+            let count = try read(
+                descriptor, into: UnsafeMutableRawBufferPointer(rebasing: buffer[..<Int(min(left, Int64(readSize)))]))
             if count == 0 { break }
             hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: buffer[..<count]))
+            left -= Int64(count)
         }
         return Secrets.hex(hasher.finalize())
     }

@@ -135,7 +135,8 @@ package struct LocalScanner: Sendable {
                         else { continue }
                         content = read
                     } else {
-                        content = ContentKey(try FileContent.hash(of: folder.appendingPathComponent(entry.path)))
+                        content = ContentKey(
+                            try FileContent.hash(of: folder.appendingPathComponent(entry.path), upTo: entry.size))
                     }
                 } else {
                     // Its contents are listed in turn (a package's are its content, not items of its own).
