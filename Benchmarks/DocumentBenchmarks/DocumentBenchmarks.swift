@@ -15,6 +15,7 @@ import NimbusKit
 ///     scripts/benchmark docs chunking (a 256 MB file read, cut and hashed, beside its parts; only when named)
 ///     scripts/benchmark docs peers    (beside Syncthing; peers-scale adds 100,000 files; only when named)
 ///     scripts/benchmark docs peers-memory (the 100,000 files through the two Nimbus daemons alone, their memory)
+///     scripts/benchmark docs peers-large  (the 256 MB row beside Syncthing, five pairs of new files in turn)
 ///     scripts/benchmark docs webdav   (/dav/ beside Apache's mod_dav; only when named)
 @main
 enum DocumentBenchmarks {
@@ -168,6 +169,9 @@ enum DocumentBenchmarks {
         }
         if selected.contains("peers") || selected.contains("peers-scale") {
             try await PeerComparison(server: server, nimbus: nimbus, scale: selected.contains("peers-scale")).run(into: &table)
+        }
+        if selected.contains("peers-large") {
+            try await LargeFileRepeats.run(server: server, nimbus: nimbus, pairs: 5, into: &table)
         }
         if selected.contains("peers-memory") {
             try await PeerComparison.nimbusMemory(server: server, nimbus: nimbus, into: &table)

@@ -58,11 +58,16 @@ enum PeerWorkloads {
         return elapsed
     }
 
-    /// Seconds from writing one file of `size` bytes on A until B holds it whole (its SHA-256 checked).
-    static func largeFile(_ peers: some SyncPeers, size: Int, path: String) async throws -> Double {
-        let bytes = pseudorandom(size)
+    /// Seconds from writing one file of `size` bytes on A until B holds it whole (its SHA-256 checked); `started`
+    /// is told when the writing begins.
+    static func largeFile(
+        _ peers: some SyncPeers, size: Int, path: String, seed: UInt64 = 0,
+        started: (ContinuousClock.Instant) -> Void = { _ in }
+    ) async throws -> Double {
+        let bytes = pseudorandom(size, seed: seed)
         let digest = SHA256.hash(data: bytes)
         let start = ContinuousClock.now
+        started(start)
         try write(bytes, to: peers.a.appendingPathComponent(path))
         let target = peers.b.appendingPathComponent(path)
         try await waitUntil(timeout: .seconds(600), every: .milliseconds(20), "\(path) on B") {
@@ -157,9 +162,9 @@ enum PeerWorkloads {
         try bytes.write(to: file)
     }
 
-    /// Bytes that do not repeat in any way a chunker or compressor could exploit.
-    static func pseudorandom(_ size: Int) -> Data {
-        var state: UInt64 = 0x9E37_79B9_7F4A_7C15
+    /// Bytes that do not repeat in any way a chunker or compressor could exploit; each seed's share no chunk.
+    static func pseudorandom(_ size: Int, seed: UInt64 = 0) -> Data {
+        var state: UInt64 = 0x9E37_79B9_7F4A_7C15 ^ (seed &* 0xD1B5_4A32_D192_ED03)
         var bytes = Data(count: size)
         bytes.withUnsafeMutableBytes { buffer in
             let words = buffer.bindMemory(to: UInt64.self)
