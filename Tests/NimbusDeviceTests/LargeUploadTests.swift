@@ -78,6 +78,40 @@ import Testing
         #expect(sent.confirmed == nil, "the file no longer holds those bytes")
     }
 
+    /// A write that puts the file's modification time back (as `cp -p` or `rsync -t` do) still shows: a file so
+    /// changed after it was read, in bytes not read again to be sent, is read again and not confirmed.
+    @Test func aWriteThatPutsTheTimeBackIsNotMissed() async throws {
+        let fixture = try await DeviceSyncTests.Fixture.make()
+        let file = try movie(seed: 35)
+        var first: (bytes: Data, hash: String)?
+        _ = try await FileContent.chunks(of: file) { chunk, hash in
+            if first == nil { first = (Data(chunk), hash) }
+        }
+        let held = try #require(first)
+        try await fixture.client.upload(chunk: ByteBuffer(bytes: held.bytes), hash: held.hash)
+        // Settled before the upload begins, so the reading trusts what it reads from the start.
+        try await Task.sleep(for: .milliseconds(100))
+
+        let edit = FirstChunkEdit(file, keepsTime: true)
+        let sent = try #require(try await upload(file, fixture.client, stillPlanned: edit.stillPlanned))
+        #expect(edit.happened)
+        #expect(try Self.details(of: file).modified == edit.timeBefore, "the edit left the modification time as it was")
+        #expect(sent.confirmed == nil, "the file no longer holds the bytes read")
+    }
+
+    /// A file's details show a later write only once the clock has moved past its last change by more than a
+    /// time stamp's granularity: 50 ms where times have nanoseconds, 2 s where they are whole seconds.
+    @Test func detailsAreSettledOnceAWriteWouldShow() throws {
+        let file = try movie(seed: 36)
+        let descriptor = open(file.path, O_RDONLY | O_CLOEXEC)
+        defer { close(descriptor) }
+        let entry = try #require(FileLook.of(file.path, open: descriptor)).entry
+        let fine = FileLook(entry: entry, changed: 1_700_000_000_123_456_789)
+        #expect(!fine.isSettled(at: fine.changed + 10_000_000) && fine.isSettled(at: fine.changed + 60_000_000))
+        let coarse = FileLook(entry: entry, changed: 1_700_000_000_000_000_000)
+        #expect(!coarse.isSettled(at: coarse.changed + 1_500_000_000) && coarse.isSettled(at: coarse.changed + 2_100_000_000))
+    }
+
     /// The second reading checks every chunk, in each of its readers' stretches: a byte changed in the last
     /// chunk fails it as one in the first does.
     @Test func aSecondReadingFindsAChangeInAnyChunk() async throws {
@@ -151,33 +185,38 @@ import Testing
 
     /// A `stillPlanned` that writes over the file's first bytes the first time it is asked: before the first
     /// question, when the first chunks are hashed and none is sent yet. With `sameBytes`, with the bytes they
-    /// hold. The file's time is moved a second on too, so the edit shows in it on any clock.
+    /// hold. The file's modification time is moved a second on, so the edit shows in it on any clock, or with
+    /// `keepsTime` put back as it was.
     final class FirstChunkEdit: Sendable {
         let file: URL
         let sameBytes: Bool
-        private let done = Mutex(false)
+        let keepsTime: Bool
+        private let done = Mutex<(happened: Bool, timeBefore: Int64?)>((false, nil))
 
-        init(_ file: URL, sameBytes: Bool = false) {
+        init(_ file: URL, sameBytes: Bool = false, keepsTime: Bool = false) {
             self.file = file
             self.sameBytes = sameBytes
+            self.keepsTime = keepsTime
         }
 
-        var happened: Bool { done.withLock { $0 } }
+        var happened: Bool { done.withLock { $0.happened } }
+        /// The file's modification time before the edit, in nanoseconds.
+        var timeBefore: Int64? { done.withLock { $0.timeBefore } }
 
         func stillPlanned() -> Bool {
             done.withLock { done in
-                guard !done, let handle = FileHandle(forUpdatingAtPath: file.path) else { return }
+                var status = stat()
+                guard !done.happened, stat(file.path, &status) == 0, let handle = FileHandle(forUpdatingAtPath: file.path)
+                else { return }
                 let edit = Data("an edit in the first chunk".utf8)
                 let bytes = sameBytes ? (try? handle.read(upToCount: edit.count)) ?? edit : edit
                 try? handle.seek(toOffset: 0)
                 try? handle.write(contentsOf: bytes)
                 try? handle.close()
-                var status = stat()
-                guard stat(file.path, &status) == 0 else { return }
                 var times = [status.st_atim, status.st_mtim]
-                times[1].tv_sec += 1
+                if !keepsTime { times[1].tv_sec += 1 }
                 _ = utimensat(AT_FDCWD, file.path, &times, 0)
-                done = true
+                done = (true, Int64(status.st_mtim.tv_sec) * 1_000_000_000 + Int64(status.st_mtim.tv_nsec))
             }
             return true
         }

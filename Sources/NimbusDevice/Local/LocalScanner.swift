@@ -255,7 +255,7 @@ package struct LocalScanner: Sendable {
     }
 
     /// A regular file's or folder's details; nil for anything else.
-    private static func entry(_ status: Foundation.stat, path: String) -> Entry? {
+    static func entry(_ status: Foundation.stat, path: String) -> Entry? {
         let type = status.st_mode & S_IFMT
         guard type == S_IFREG || type == S_IFDIR else { return nil }
         let modified = Int64(status.st_mtim.tv_sec) * 1_000_000_000 + Int64(status.st_mtim.tv_nsec)

@@ -178,7 +178,9 @@ package final class LargeUpload: Sendable {
         var read: [(offset: Int64, chunk: DocumentChunk)] = []
         var asked = Set<String>()
         var offset: Int64 = 0
-        var settled = SettledDetails<LocalScanner.Entry>()
+        // Only details settled when looked at count (`FileLook.isSettled`): a write after the look shows in them.
+        var settled = SettledDetails<FileLook>()
+        func lookAgain(read count: Int) { settled.look(self.look().flatMap { $0.isSettled() ? $0 : nil }, read: count) }
         func ask() async throws {
             let fresh = window.map(\.chunk.hash).filter { asked.insert($0).inserted }
             let missing = fresh.isEmpty ? [] : Set(try await client.missing(fresh))
@@ -189,19 +191,19 @@ package final class LargeUpload: Sendable {
             window = []
         }
         do {
-            settled.look(details(), read: 0)
+            lookAgain(read: 0)
             let whole = try await FileContent.chunks(of: descriptor) { bytes, hash in
                 window.append((offset, DocumentChunk(hash: hash, size: Int64(bytes.count))))
                 offset += Int64(bytes.count)
                 guard window.count == SyncEngine.chunksPerQuestion else { return }
-                settled.look(details(), read: read.count + window.count)
+                lookAgain(read: read.count + window.count)
                 guard stillPlanned() else { throw ChangedWhileSent() }
                 try await ask()
             }
             if !window.isEmpty { try await ask() }
-            let now = details().flatMap { $0.size == offset ? $0 : nil }
+            let now = self.look().flatMap { $0.entry.size == offset ? $0 : nil }
             let stale = settled.stale(now: now, read: read.count)
-            sink.yield(.read(whole, unchanged: stale == 0 ? now : nil))
+            sink.yield(.read(whole, unchanged: stale == 0 ? now?.entry : nil))
             if whole != expected && stale > 0 {
                 var confirmed: LocalScanner.Entry?
                 if let now { confirmed = await confirm(read[..<stale], as: now) }
@@ -212,30 +214,27 @@ package final class LargeUpload: Sendable {
         }
     }
 
-    /// `details`, if the file holds each of `chunks` at its offset (its bytes there hash again to what was sent)
-    /// and its details are `details` before and after: the chunks' hashes were taken from the same bytes as the
-    /// whole file's, so with the chunks read after the details last changed they stand for it.
+    /// The file's details as `now` found them, if it holds each of `chunks` at its offset (its bytes there hash
+    /// again to what was sent) and they are the same before and after: the chunks' hashes were taken from the same
+    /// bytes as the whole file's, so with the chunks read after the details last changed they stand for it. The
+    /// reading waits until the details are settled (`FileLook.isSettled`), so a write after it shows in them.
     ///
     /// Several readers share the bytes (`SyncEngine.confirmingReaders`): the uploads are done or nearly, and the
     /// other devices wait on the version this saves, so the reading is the whole of the transfer's last stretch.
     private func confirm(
-        _ chunks: ArraySlice<(offset: Int64, chunk: DocumentChunk)>, as details: LocalScanner.Entry
+        _ chunks: ArraySlice<(offset: Int64, chunk: DocumentChunk)>, as now: FileLook
     ) async -> LocalScanner.Entry? {
-        guard self.details() == details,
+        let unsettled = now.changed + now.settlingTime - FileLook.now()
+        if unsettled >= 0 { try? await Task.sleep(for: .nanoseconds(unsettled + 1)) }
+        guard look() == now, now.isSettled(),
             await FileContent.holds(Array(chunks), of: descriptor, readers: SyncEngine.confirmingReaders),
-            self.details() == details
+            look() == now
         else { return nil }
-        return details
+        return now.entry
     }
 
-    /// The details of the file at the upload's path, when it is the file being read (the same inode).
-    private func details() -> LocalScanner.Entry? {
-        var status = stat()
-        guard fstat(descriptor, &status) == 0, let entry = LocalScanner.stat(file.path, path: ""),
-            entry.inode == UInt64(status.st_ino)
-        else { return nil }
-        return entry
-    }
+    /// The file at the upload's path as it is now, when it is the file being read (the same inode).
+    private func look() -> FileLook? { FileLook.of(file.path, open: descriptor) }
 
     /// Uploads waiting chunks, each read again from the file, until none waits.
     private func upload(into sink: AsyncStream<Event>.Continuation) async {
