@@ -15,9 +15,9 @@ import Synchronization
 /// the server refuses (`chunkMismatch`): the file changed while it was sent (`ChangedWhileSent`).
 ///
 /// A file still being written when the round began is read as it grows, to its end, and is then not the content
-/// the round planned with. When the file was the same (inode, size, time) when the reading began and when it
-/// ended, what was read is the file as it is; otherwise its bytes are confirmed by reading it once more while the
-/// last uploads finish: the file unchanged meanwhile and hashing to what was sent. Either way the round saves it
+/// the round planned with. What was read after the file's details were last settled as they are at the end is the
+/// file as it is (`read(expecting:into:)`); the rest is confirmed by reading it once more while the last uploads
+/// finish: the file unchanged meanwhile and hashing to what was sent. Either way the round saves it
 /// (`Stored.confirmed`) instead of leaving it to the next round, which would read it again after the uploads.
 package final class LargeUpload: Sendable {
     /// The file is not the one the round planned with, or changed while its chunks were read again.
@@ -27,9 +27,10 @@ package final class LargeUpload: Sendable {
     package struct Stored: Sendable {
         package var hash: String
         package var chunks: [DocumentChunk]
-        /// The file's details while it held exactly these bytes: unchanged from the reading's beginning to its end,
-        /// or, when it was not what the round planned with, read again whole after it was sent. Nil when it changed
-        /// meanwhile, or was what was planned and changed while it was read (the scan's details then stand).
+        /// The file's details while it held exactly these bytes: settled from the reading's beginning to its end,
+        /// or, when it was not what the round planned with, what was read before they settled read again after it
+        /// was sent. Nil when it changed meanwhile, or was what was planned and not settled throughout the reading
+        /// (the scan's details then stand).
         package var confirmed: LocalScanner.Entry?
     }
 
@@ -48,7 +49,8 @@ package final class LargeUpload: Sendable {
         /// Chunks read, in order, with their offsets: of those asked about, the ones the server holds and lacks.
         case asked([(offset: Int64, chunk: DocumentChunk)], held: Set<String>, missing: Set<String>)
         case uploaded(DocumentChunk)
-        /// The whole file read: its SHA-256, and its details when it was the same before and after the reading.
+        /// The whole file read: its SHA-256, and its details when they were settled and the same from the reading's
+        /// beginning to its end.
         case read(String, unchanged: LocalScanner.Entry?)
         /// A file read that was not the content expected, read again: its details when it was confirmed
         /// (`Stored.confirmed`).
@@ -169,10 +171,11 @@ package final class LargeUpload: Sendable {
     /// Cuts and hashes the file, asking the server about its chunks as it goes; confirms it when it is not
     /// `expected`.
     ///
-    /// The file's details are looked at before the reading and at each question: what was read after they last
-    /// changed, they unchanged at the end, is the file as it is (checked as a scan checks a file). Only what was
-    /// read before is read again to confirm it: a file written as it is read stops changing early in the reading,
-    /// and reading all of it again was the transfer's last ~0.3 s.
+    /// The file's details are looked at before the reading and at each question: what was read after a look that
+    /// found them settled, and as they are at the end, is the file as it is (checked as a scan checks a file, with
+    /// its status change time too: `FileLook`). Only what was read before is read again to confirm it: a file
+    /// written as it is read stops changing early in the reading, and reading all of it again was the transfer's
+    /// last ~0.3 s.
     private func read(expecting expected: String?, into sink: AsyncStream<Event>.Continuation) async {
         var window: [(offset: Int64, chunk: DocumentChunk)] = []
         var read: [(offset: Int64, chunk: DocumentChunk)] = []
