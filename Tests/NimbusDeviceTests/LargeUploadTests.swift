@@ -90,7 +90,9 @@ import Testing
         let held = try #require(first)
         try await fixture.client.upload(chunk: ByteBuffer(bytes: held.bytes), hash: held.hash)
         // Settled before the upload begins, so the reading trusts what it reads from the start.
-        try await Task.sleep(for: .milliseconds(100))
+        let descriptor = open(file.path, O_RDONLY | O_CLOEXEC)
+        defer { close(descriptor) }
+        #expect(await eventually { FileLook.of(file.path, open: descriptor)?.isSettled() == true })
 
         let edit = FirstChunkEdit(file, keepsTime: true)
         let sent = try #require(try await upload(file, fixture.client, stillPlanned: edit.stillPlanned))

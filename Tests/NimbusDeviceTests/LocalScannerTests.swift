@@ -3,6 +3,7 @@ import Foundation
 import NimbusCore
 import NimbusDevice
 import NimbusTestingCore
+import Synchronization
 import Testing
 
 /// How a scan tells which item each file on the disk is, from what the journal knew of the folder.
@@ -29,20 +30,41 @@ import Testing
     }
 
     /// A scan hashes the bytes it listed: a file still being written is hashed to the size its listing found, not
-    /// chased to its end (its upload reads on as it grows). Past the file's end, the whole file.
-    @Test func aFileIsHashedToTheSizeItWasListedAt() throws {
+    /// chased to its end (its upload reads on as it grows). Here a file grows all through the scan, which lists its
+    /// folder first and then hashes the 2,000 new files named before it.
+    @Test func aGrowingFileIsHashedToTheSizeItWasListedAt() async throws {
         let folder = TestResources.temporaryDirectory()
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        let file = folder.appendingPathComponent("Growing.mov")
-        let bytes = Data((0..<(9 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ $0 >> 12) })
-        try bytes.write(to: file)
-        for size in [0, 1, 4 << 20, (4 << 20) + 1, (9 << 20) - 1] {
-            #expect(
-                try FileContent.hash(of: file, upTo: Int64(size)) == Secrets.hex(SHA256.hash(data: bytes.prefix(size))),
-                "\(size) bytes")
+        for index in 0..<2_000 { try Data("note \(index)".utf8).write(to: folder.appendingPathComponent("Note-\(index).txt")) }
+        let url = folder.appendingPathComponent("Recording.mov")
+        // Appended a block at a time; its length is no power of two, so no block lines up with a read.
+        let block = Data((0..<((64 << 10) + 17)).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ $0 >> 9) })
+        try block.write(to: url)
+        let writing = Atomic(true)
+        let appended = Atomic(0)
+        let appender = Thread {
+            guard let handle = FileHandle(forWritingAtPath: url.path) else { return }
+            defer { try? handle.close() }
+            _ = try? handle.seekToEnd()
+            while writing.load(ordering: .relaxed) && appended.load(ordering: .relaxed) < 4_000 {
+                try? handle.write(contentsOf: block)
+                appended.add(1, ordering: .relaxed)
+                usleep(2_000)
+            }
         }
-        let whole = Secrets.hex(SHA256.hash(data: bytes))
-        #expect(try FileContent.hash(of: file) == whole && FileContent.hash(of: file, upTo: 10 << 20) == whole)
+        appender.start()
+        defer { writing.store(false, ordering: .relaxed) }
+        #expect(await eventually { appended.load(ordering: .relaxed) >= 4 })
+        let scan = try LocalScanner(folder: folder).scan(known: [])
+        let file = scan.file(at: try #require(scan.files.values.firstIndex { $0.path == "Recording.mov" }))
+        writing.store(false, ordering: .relaxed)
+        var listed = SHA256()
+        for start in stride(from: 0, to: Int(file.size), by: block.count) {
+            listed.update(data: block.prefix(Int(file.size) - start))
+        }
+        #expect(file.content == Secrets.hex(listed.finalize()), "the first \(file.size) bytes")
+        #expect(try FileContent.hash(of: url) != file.content, "the file grew after it was listed")
+        #expect(try FileContent.hash(of: url, upTo: 1 << 40) == (try FileContent.hash(of: url)), "past the end, all of it")
     }
 
     @Test func aRenamedFileKeepsItsItem() throws {
