@@ -145,14 +145,17 @@ package struct NimbusClient: Sendable {
 }
 
 extension NimbusClient {
-    /// How many times a refused request is sent again before the server counts as unreachable.
-    private static let refusalsRetried = 3
+    /// How many times a refused request is sent again while the server is found listening: each connection
+    /// attempt the pool had begun before (at most as many as it keeps to a host) fails it at most once.
+    private static let refusalsRetried = ServerTrust.connectionsPerHost
 
-    /// Sends `request`, again when its connection was refused. AsyncHTTPClient fails every request queued for
-    /// a server with the error of any connection attempt that fails, even an attempt begun before the request
-    /// was made: right after a restarted server listens again, a request can be refused by an attempt made
-    /// while it was down. A refused attempt sent nothing, so sending again is safe for every method, and a
-    /// server really down still answers within a few refused handshakes.
+    /// Sends `request`, again when its connection was refused while the server listens. AsyncHTTPClient fails
+    /// every request queued for a server with the error of any connection attempt that fails, even an attempt
+    /// begun before the request was made: right after a restarted server listens again, a request can be refused
+    /// by attempts made while it was down, several in a row when many requests were failing then. A refused
+    /// attempt sent nothing, so sending again is safe for every method; whether the server is down is asked of a
+    /// connection begun after the refusal (`listens`), not guessed from how many refusals came: three, once, were
+    /// all left over from the outage on a loaded machine.
     fileprivate func execute(_ request: HTTPClientRequest) async throws -> HTTPClientResponse {
         var refusals = 0
         while true {
@@ -160,7 +163,22 @@ extension NimbusClient {
                 return try await http.execute(request, timeout: .seconds(60))
             } catch let error where Self.isRefusal(error) && refusals < Self.refusalsRetried {
                 refusals += 1
+                guard await listens(at: request.url) else { throw error }
             }
+        }
+    }
+
+    /// Whether the server at `url` takes a connection now: one of its own, closed at once.
+    private func listens(at url: String) async -> Bool {
+        guard let url = URL(string: url), let host = url.host else { return false }
+        let port = url.port ?? (url.scheme == "https" ? 443 : 80)
+        do {
+            let channel = try await ClientBootstrap(group: http.eventLoopGroup).connectTimeout(.seconds(10))
+                .connect(host: host, port: port).get()
+            try? await channel.close()
+            return true
+        } catch {
+            return false
         }
     }
 

@@ -49,6 +49,8 @@ public struct ServerTrust: Sendable, Hashable {
     }
 
     private static let clients = Mutex<[ServerTrust: HTTPClient]>([:])
+    /// Connections the SDK's HTTP client keeps to one server.
+    static let connectionsPerHost = 32
 
     /// The SDK's HTTP client for this trust, made once per process (see `NimbusClient`).
     var httpClient: HTTPClient {
@@ -59,7 +61,7 @@ public struct ServerTrust: Sendable, Hashable {
             // Requests beyond it wait for a connection: a device moving a large file keeps 16 chunk transfers in
             // flight, and the questions, announcements and commits of its rounds must not wait for one of them to
             // end (each may wait on the server's disk).
-            configuration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = 32
+            configuration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = Self.connectionsPerHost
             configuration.timeout.connect = .seconds(10)
             let client = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
             clients[self] = client
