@@ -10,15 +10,28 @@ import Synchronization
 /// held every thread the server's request handlers had for 0.46 s (a question about which chunks the server
 /// lacks waited that long before its handler ran). Serial queues run on Dispatch's overcommitting threads,
 /// made as work needs them whatever other threads are blocked, and let go when idle: each call goes to the
-/// least busy of `lanes` of them.
+/// least busy of the process's `BlockingLanes`.
 package enum BlockingWork {
-    /// Blocking calls under way at once, at most; more wait in their lanes.
-    static let lanes = 64
-    private static let queues = (0..<lanes).map { DispatchQueue(label: "nimbus.blocking-work.\($0)") }
-    /// Calls queued or running in each lane.
-    private static let pending = Mutex([Int](repeating: 0, count: lanes))
+    /// The process's lanes: blocking calls under way at once, at most 64; more wait in their lanes.
+    static let lanes = BlockingLanes(count: 64)
 
     package static func run<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await lanes.run(body)
+    }
+}
+
+/// Serial queues that blocking calls share (`BlockingWork`), each call on the least busy.
+package final class BlockingLanes: Sendable {
+    private let queues: [DispatchQueue]
+    /// Calls queued or running in each lane.
+    private let pending: Mutex<[Int]>
+
+    package init(count: Int) {
+        queues = (0..<count).map { DispatchQueue(label: "nimbus.blocking-work.\($0)") }
+        pending = Mutex([Int](repeating: 0, count: count))
+    }
+
+    package func run<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
         let lane = pending.withLock { pending in
             let lane = pending.indices.min { pending[$0] < pending[$1] }!
             pending[lane] += 1
@@ -27,7 +40,7 @@ package enum BlockingWork {
         return try await withCheckedThrowingContinuation { continuation in
             queues[lane].async {
                 let result = Result { try body() }
-                pending.withLock { $0[lane] -= 1 }
+                self.pending.withLock { $0[lane] -= 1 }
                 continuation.resume(with: result)
             }
         }
