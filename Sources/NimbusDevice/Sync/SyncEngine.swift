@@ -430,15 +430,12 @@ package final class SyncEngine: Sendable {
         guard let confirmed = stored.confirmed else { return stored.hash == hash ? content : nil }
         // Confirmed as the file is now (read to its end while it grew, or scanned while it was still written): saved
         // by this round, and the journal holds the file as it is, so the next scan does not read it again.
-        guard var local = scan?.file(id) else { return stored.hash == hash ? content : nil }
-        if (local.inode, local.size, local.modified, local.content) != (
+        guard let scanned = scan?.file(id) else { return stored.hash == hash ? content : nil }
+        var local = scanned
+        (local.inode, local.size, local.modified, local.content) = (
             confirmed.inode, confirmed.size, confirmed.modified, stored.hash
-        ) {
-            (local.inode, local.size, local.modified, local.content) = (
-                confirmed.inode, confirmed.size, confirmed.modified, stored.hash
-            )
-            try await journal.setLocalFile(local)
-        }
+        )
+        if local != scanned { try await journal.setLocalFile(local) }
         return content
     }
 
